@@ -1,0 +1,181 @@
+// pi-guard vs restic on the same generated agent dir, in one run.
+//   npm run bench -- [--size 1GiB] [--out bench/out] [--seed 1] [--keep] [--pi-guard-root DIR]
+import { spawnSync } from "node:child_process";
+import { cpus, totalmem } from "node:os";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { appendToLargest } from "./append.js";
+import { sampleCompression } from "./compression.js";
+import { DEFAULT_POOL_ROOT, generateAgentDir } from "./generate.js";
+import { formatTable, listErrors, makeRow, type Cell, type Row } from "./report.js";
+import { formatBytes, parseSize } from "./size.js";
+import { loadTextPool } from "./textPool.js";
+import { compareTrees, duBytes, hashTree, type TreeManifest } from "./treeHash.js";
+import { piGuardTool, resticTool, type BackupTool, type Step } from "./tools.js";
+
+const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+const PI_GUARD_MAX_RSS_MB = 150;
+
+/** One tool's progress through the run; after its first failure every later cell repeats that error. */
+interface ToolRun {
+  tool: BackupTool;
+  failed: string | null;
+  steps: Record<string, unknown>;
+}
+
+const log = (msg: string): void => void process.stderr.write(`[bench] ${msg}\n`);
+
+async function runStep(run: ToolRun, name: string, fn: () => Promise<Step>): Promise<Step | null> {
+  if (run.failed) return null;
+  const s = await fn();
+  // Keep what was measured and what the tool reported, not its whole stdout.
+  run.steps[name] = s.ok
+    ? { ms: s.m.ms, peakRssMB: s.m.peakRssMB, reported: s.info }
+    : { error: s.error, ms: s.m?.ms, exitCode: s.m?.exitCode, stderrTail: s.m?.stderr.slice(-2000) };
+  if (!s.ok) run.failed = `${name}: ${s.error}`;
+  log(`${run.tool.name} ${name}: ${s.ok ? `${(s.m.ms / 1000).toFixed(2)} s, peak ${s.m.peakRssMB.toFixed(1)} MB` : `error: ${s.error}`}`);
+  return s;
+}
+
+const errorCell = (run: ToolRun): Cell => ({ error: run.failed ?? "not measured" });
+const timeCell = (run: ToolRun, s: Step | null): Cell => (s?.ok ? { value: s.m.ms } : errorCell(run));
+const rssCell = (run: ToolRun, s: Step | null): Cell => (s?.ok ? { value: s.m.peakRssMB } : errorCell(run));
+const repoBytes = (run: ToolRun): number | null => (run.failed ? null : duBytes(run.tool.repoDir));
+
+async function restoreAndVerify(run: ToolRun, workDir: string, expected: TreeManifest): Promise<{ step: Step | null; verify: Cell }> {
+  const target = join(workDir, `restore-${run.tool.name}`);
+  mkdirSync(target, { recursive: true }); // restore into an existing, empty dir
+  const s = await runStep(run, "restore", () => run.tool.restore(target));
+  let verify: Cell = errorCell(run);
+  if (s?.ok) {
+    const result = compareTrees(expected, await hashTree(target));
+    verify = { text: result };
+    run.steps.restoreVerify = result;
+    log(`${run.tool.name} restore verify: ${result}`);
+  }
+  rmSync(target, { recursive: true, force: true }); // 1 GiB each: free it right away
+  return { step: s, verify };
+}
+
+function resticVersion(): string {
+  const r = spawnSync("restic", ["version"], { encoding: "utf8" });
+  return r.status === 0 ? r.stdout.trim() : `unavailable: ${(r.stderr || String(r.error)).trim()}`;
+}
+
+async function bench(opts: { sizeBytes: number; seed: string; outDir: string; workDir: string; piGuardRoot: string }): Promise<void> {
+  const agentDir = join(opts.workDir, "agent");
+  log(`generating ${formatBytes(opts.sizeBytes)} agent dir in ${agentDir}`);
+  const pool = loadTextPool(DEFAULT_POOL_ROOT);
+  const gen = generateAgentDir({ out: agentDir, sizeBytes: opts.sizeBytes, seed: opts.seed, pool });
+  log(`${gen.sessions} sessions, ${formatBytes(gen.sessionBytes + gen.otherBytes)} in ${(gen.ms / 1000).toFixed(1)} s`);
+  const compression = sampleCompression(agentDir);
+  log(`compression sample: gzip -1 ${compression.gzip1Ratio.toFixed(2)}x, zstd -3 ${compression.zstd3Ratio?.toFixed(2) ?? "n/a"}x`);
+  // We cannot drop the page cache, so read the whole tree once: both tools then start warm.
+  await hashTree(agentDir);
+  (globalThis as { gc?: () => void }).gc?.();
+
+  const runs: ToolRun[] = [resticTool(opts.workDir, agentDir), piGuardTool(opts.workDir, agentDir, opts.piGuardRoot)].map((tool) => ({ tool, failed: null, steps: {} }));
+  const [restic, piGuard] = runs;
+  const cells = new Map<ToolRun, Record<string, Cell>>(runs.map((r) => [r, {}]));
+
+  for (const r of runs) await runStep(r, "init", () => r.tool.init());
+  // (a) initial snapshot, (e) repository size after it
+  const sizeAfterInitial = new Map<ToolRun, number | null>();
+  for (const r of runs) {
+    const s = await runStep(r, "initialSnapshot", () => r.tool.snapshot());
+    const bytes = repoBytes(r);
+    sizeAfterInitial.set(r, bytes);
+    Object.assign(cells.get(r)!, { initialMs: timeCell(r, s), initialRss: rssCell(r, s), repoSize: bytes === null ? errorCell(r) : { value: bytes } });
+  }
+  // (b) pi appends ~4 KB to its 10 largest sessions; both tools back up the same change
+  const appended = appendToLargest(agentDir, pool, 10, 4096, `append:${opts.seed}`);
+  log(`appended ${appended.bytes} bytes to ${appended.files.length} sessions`);
+  const expected = await hashTree(agentDir); // also keeps the cache state equal for both tools
+  for (const r of runs) {
+    const s = await runStep(r, "appendSnapshot", () => r.tool.snapshot());
+    const before = sizeAfterInitial.get(r);
+    const after = repoBytes(r);
+    const growth: Cell = before != null && after !== null ? { value: after - before } : errorCell(r);
+    Object.assign(cells.get(r)!, { appendMs: timeCell(r, s), appendRss: rssCell(r, s), appendGrowth: growth });
+  }
+  // (c) nothing changed
+  for (const r of runs) {
+    const s = await runStep(r, "unchangedSnapshot", () => r.tool.snapshot());
+    cells.get(r)!.unchangedMs = timeCell(r, s);
+  }
+  // (d) restore everything into an empty dir and compare hashes with the source
+  for (const r of runs) {
+    const { step, verify } = await restoreAndVerify(r, opts.workDir, expected);
+    Object.assign(cells.get(r)!, { restoreMs: timeCell(r, step), restoreRss: rssCell(r, step), restoreVerify: verify });
+  }
+
+  const c = (r: ToolRun, k: string): Cell => cells.get(r)![k] ?? errorCell(r);
+  const row = (metric: string, unit: Row["unit"], key: string, target: Parameters<typeof makeRow>[4]): Row => makeRow(metric, unit, c(restic, key), c(piGuard, key), target);
+  const rssTarget = { kind: "piGuardMax", max: PI_GUARD_MAX_RSS_MB } as const;
+  const rows: Row[] = [
+    row("initial snapshot time", "ms", "initialMs", { kind: "ratio", max: 1.0 }),
+    row("initial snapshot peak RSS", "MB", "initialRss", rssTarget),
+    row("repo size after initial", "bytes", "repoSize", { kind: "ratio", max: 1.0 }),
+    row("append-only snapshot time", "ms", "appendMs", { kind: "ratio", max: 0.1 }),
+    row("append-only snapshot peak RSS", "MB", "appendRss", rssTarget),
+    row("repo growth from append", "bytes", "appendGrowth", { kind: "ratio", max: 0.1 }),
+    row("unchanged snapshot time", "ms", "unchangedMs", { kind: "none" }),
+    row("full restore time", "ms", "restoreMs", { kind: "ratio", max: 1.0 }),
+    row("full restore peak RSS", "MB", "restoreRss", rssTarget),
+    row("restore byte-identical", "text", "restoreVerify", { kind: "identical" }),
+  ];
+
+  const tree = { sessions: gen.sessions, bytes: gen.sessionBytes + gen.otherBytes, generateMs: gen.ms, appendedBytes: appended.bytes, appendedFiles: appended.files.length, compression };
+  console.log(`\npi-guard vs restic on ${gen.sessions} sessions, ${formatBytes(tree.bytes)} (gzip -1 ${compression.gzip1Ratio.toFixed(2)}x)\n`);
+  console.log(formatTable(rows));
+  const errors = listErrors(rows);
+  if (errors.length > 0) console.log(`\nerrors:\n  ${errors.join("\n  ")}`);
+  const date = new Date().toISOString();
+  const result = {
+    date,
+    options: { sizeBytes: opts.sizeBytes, seed: opts.seed },
+    environment: { node: process.version, cpus: cpus().length, cpuModel: cpus()[0]?.model, totalMemMB: Math.round(totalmem() / 2 ** 20), restic: resticVersion() },
+    tree,
+    rows,
+    steps: Object.fromEntries(runs.map((r) => [r.tool.name, r.steps])),
+  };
+  mkdirSync(opts.outDir, { recursive: true });
+  const file = join(opts.outDir, `results-${date.replace(/[:.]/g, "-")}.json`);
+  writeFileSync(file, JSON.stringify(result, null, 2) + "\n");
+  console.log(`\nwrote ${file}`);
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      size: { type: "string", default: "1GiB" },
+      out: { type: "string", default: "bench/out" },
+      seed: { type: "string", default: "1" },
+      keep: { type: "boolean", default: false },
+      // Benchmark another pi-guard checkout or build (its bin/ and dist/) against the same data.
+      "pi-guard-root": { type: "string", default: PROJECT_ROOT },
+    },
+  });
+  // Data goes to /tmp, never into the checkout: a 1 GiB tree plus two repositories.
+  const workDir = mkdtempSync("/tmp/pi-guard-bench-");
+  const cleanup = (): void => {
+    if (values.keep) log(`kept ${workDir}`);
+    else rmSync(workDir, { recursive: true, force: true });
+  };
+  process.once("SIGINT", () => {
+    cleanup();
+    process.exit(130);
+  });
+  try {
+    await bench({ sizeBytes: parseSize(values.size), seed: values.seed, outDir: resolve(values.out), workDir, piGuardRoot: resolve(values["pi-guard-root"]) });
+  } finally {
+    cleanup();
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(`bench failed: ${err instanceof Error ? err.message : String(err)}`);
+  process.exitCode = 1;
+});

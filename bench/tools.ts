@@ -1,0 +1,92 @@
+// The two backup tools under test, driven only through their command lines so
+// the benchmark measures what a user would run (process start-up included).
+import { existsSync, mkdirSync } from "node:fs";
+import { join, relative } from "node:path";
+import { measure, type Measurement } from "./measure.js";
+
+export type Step = { ok: true; m: Measurement; info: Record<string, unknown> } | { ok: false; error: string; m?: Measurement };
+
+export interface BackupTool {
+  name: string;
+  repoDir: string;
+  init(): Promise<Step>;
+  snapshot(): Promise<Step>;
+  restore(target: string): Promise<Step>;
+}
+
+/** The environment without any variable that could point a tool at a user's real repo or agent dir. */
+function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (!/^(RESTIC_|PI_GUARD_|PI_CODING_AGENT|XDG_)/.test(k)) env[k] = v;
+  }
+  return { ...env, NO_COLOR: "1", ...extra };
+}
+
+/** First useful line of a failed command, for the "error: ..." table cell. */
+function oneLine(m: Measurement): string {
+  const text = (m.stderr.trim() || m.stdout.trim()).split("\n").map((l) => l.trim()).filter(Boolean);
+  const line = text.find((l) => /error|fatal|cannot|not /i.test(l)) ?? text[text.length - 1] ?? "";
+  return `exit ${m.exitCode}${line ? `: ${line.slice(0, 160)}` : ""}`;
+}
+
+/** The last stdout line that is a JSON object (tools may print progress first). */
+function lastJson(stdout: string): Record<string, unknown> | null {
+  const lines = stdout.trim().split("\n").reverse();
+  for (const line of lines) {
+    try {
+      const v: unknown = JSON.parse(line);
+      if (v && typeof v === "object" && !Array.isArray(v)) return v as Record<string, unknown>;
+    } catch {
+      // not JSON: keep looking
+    }
+  }
+  return null;
+}
+
+function step(m: Measurement, check?: (json: Record<string, unknown> | null) => string | null): Step {
+  if (m.exitCode !== 0) return { ok: false, error: oneLine(m), m };
+  const json = lastJson(m.stdout);
+  const problem = check?.(json) ?? null;
+  return problem ? { ok: false, error: problem, m } : { ok: true, m, info: json ?? {} };
+}
+
+export function resticTool(workDir: string, agentDir: string): BackupTool {
+  const repoDir = join(workDir, "restic-repo");
+  // A real cache dir, as restic uses by default; kept in the temp area so it is cleaned up.
+  const env = cleanEnv({ RESTIC_REPOSITORY: repoDir, RESTIC_PASSWORD: "bench-password", RESTIC_CACHE_DIR: join(workDir, "restic-cache") });
+  const restic = (args: string[], cwd?: string): Promise<Measurement> => measure("restic", args, { env, cwd });
+  return {
+    name: "restic",
+    repoDir,
+    init: async () => step(await restic(["init"])),
+    // "." from inside the agent dir stores the tree at the snapshot root, so a
+    // restore mirrors the agent dir layout just like pi-guard's does.
+    snapshot: async () => step(await restic(["backup", "--json", "--host", "pi-guard-bench", "."], agentDir), (j) => (j?.snapshot_id ? null : "restic backup printed no summary")),
+    restore: async (target) => step(await restic(["restore", "latest", "--target", target])),
+  };
+}
+
+export function piGuardTool(workDir: string, agentDir: string, projectRoot: string): BackupTool {
+  const repoDir = join(workDir, "pi-guard-repo");
+  const mainJs = join(projectRoot, "dist/src/cli/main.js");
+  const bin = join(projectRoot, "bin/pi-guard.js");
+  const xdgConfig = join(workDir, "xdg-config");
+  const xdgData = join(workDir, "xdg-data");
+  const env = cleanEnv({ PI_GUARD_REPO: repoDir, PI_GUARD_PASSWORD: "bench-password", PI_CODING_AGENT_DIR: agentDir, XDG_CONFIG_HOME: xdgConfig, XDG_DATA_HOME: xdgData });
+  const run = async (args: string[], check?: (j: Record<string, unknown> | null) => string | null): Promise<Step> => {
+    if (!existsSync(mainJs)) return { ok: false, error: `${relative(process.cwd(), mainJs) || mainJs} missing (pi-guard CLI not built; run npm run build)` };
+    return step(await measure(process.execPath, [bin, ...args], { env }), check);
+  };
+  return {
+    name: "pi-guard",
+    repoDir,
+    init: async () => {
+      mkdirSync(xdgConfig, { recursive: true });
+      mkdirSync(xdgData, { recursive: true });
+      return run(["init", "--json"]);
+    },
+    snapshot: () => run(["snapshot", "--json"], (j) => (j && typeof j.snapshotId === "string" ? null : "snapshot --json printed no snapshotId")),
+    restore: (target) => run(["restore", "latest", "--target", target, "--json"]),
+  };
+}
