@@ -200,3 +200,29 @@ export type SessionEntry =
   | CustomMessageEntry
   | LabelEntry
   | SessionInfoEntry;
+
+/**
+ * An entry as it stands in a file of any version: version 1 entries have no `id`/`parentId`,
+ * and a damaged file may hold entries whose fields are missing. Use migrateToV3InMemory
+ * (parse.ts) to turn these into SessionEntry values.
+ */
+export interface RawSessionEntry {
+  type: string;
+  id?: unknown;
+  parentId?: unknown;
+  timestamp?: unknown;
+  [key: string]: unknown;
+}
+
+/** Entry types pi 0.73.1 writes; used to find where glued entries start. */
+export const KNOWN_ENTRY_TYPES = [
+  "message",
+  "model_change",
+  "thinking_level_change",
+  "compaction",
+  "branch_summary",
+  "custom",
+  "custom_message",
+  "label",
+  "session_info",
+] as const;

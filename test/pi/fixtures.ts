@@ -1,0 +1,33 @@
+// Copies of the shared real-pi fixtures in a temp dir: the originals are read-only and shared
+// by every engineer's tests, so nothing may ever open them for writing.
+
+import { createHash } from "node:crypto";
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { basename, join } from "node:path";
+
+export const FIXTURES_DIR = "/work/shared/fixtures";
+
+export function fixturePaths(): string[] {
+  return ["pi-mono-v1", "pi-v3"].flatMap((dir) =>
+    readdirSync(join(FIXTURES_DIR, dir))
+      .filter((f) => f.endsWith(".jsonl"))
+      .map((f) => join(FIXTURES_DIR, dir, f)),
+  );
+}
+
+/** Copy every fixture into a fresh temp dir; returns the copies' paths by fixture name. */
+export function copyFixtures(): Map<string, string> {
+  const dir = mkdtempSync(join(tmpdir(), "pi-guard-fixtures-"));
+  const out = new Map<string, string>();
+  for (const src of fixturePaths()) {
+    const dest = join(dir, basename(src));
+    copyFileSync(src, dest);
+    out.set(basename(src), dest);
+  }
+  return out;
+}
+
+export function sha256File(path: string): string {
+  return createHash("sha256").update(readFileSync(path)).digest("hex");
+}
