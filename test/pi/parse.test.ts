@@ -26,7 +26,7 @@ function normalizeIds(entries: readonly Loose[]): unknown[] {
 function piEntries(text: string): Loose[] {
   const all = parseSessionEntries(text);
   migrateSessionEntries(all);
-  return (all as Loose[]).filter((e) => e.type !== "session");
+  return (all as unknown as Loose[]).filter((e) => e.type !== "session");
 }
 
 const kinds = (text: string) => parseSessionText(text).issues.map((i) => i.kind);

@@ -1,0 +1,96 @@
+// Where pi keeps its data (pi 0.73.1 config.js, main.js, settings-manager.js). Read-only:
+// settings.json is parsed but never created or rewritten.
+
+import { readFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { join, resolve } from "node:path";
+
+export const ENV_AGENT_DIR = "PI_CODING_AGENT_DIR";
+export const ENV_SESSION_DIR = "PI_CODING_AGENT_SESSION_DIR";
+
+type Env = Record<string, string | undefined>;
+
+/** pi expands only "~" and "~/..." (not ~user). */
+export function expandTilde(path: string, home: string = homedir()): string {
+  if (path === "~") return home;
+  if (path.startsWith("~/")) return home + path.slice(1);
+  return path;
+}
+
+/** `$PI_CODING_AGENT_DIR` or ~/.pi/agent. */
+export function agentDir(env: Env = process.env, home: string = homedir()): string {
+  const fromEnv = env[ENV_AGENT_DIR];
+  return fromEnv ? expandTilde(fromEnv, home) : join(home, ".pi", "agent");
+}
+
+export interface SettingsRead {
+  path: string;
+  /** null when the file is missing or unreadable. */
+  settings: Record<string, unknown> | null;
+  /** Why the file could not be used, when it exists but is not a JSON object. */
+  error?: string;
+}
+
+/** Read a settings.json without ever writing it; a missing file is normal, not an error. */
+export function readSettings(path: string): SettingsRead {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    return code === "ENOENT" || code === "ENOTDIR" ? { path, settings: null } : { path, settings: null, error: String(err) };
+  }
+  try {
+    const value: unknown = JSON.parse(text);
+    if (typeof value === "object" && value !== null && !Array.isArray(value)) return { path, settings: value as Record<string, unknown> };
+    return { path, settings: null, error: "settings.json is not a JSON object" };
+  } catch (err) {
+    return { path, settings: null, error: `settings.json is not valid JSON: ${(err as Error).message}` };
+  }
+}
+
+export type SessionsDirSource = "flag" | "env" | "project-settings" | "settings" | "default";
+
+export interface SessionsDirResult {
+  dir: string;
+  source: SessionsDirSource;
+  /** A moved sessions dir holds session files directly, without per-project folders. */
+  flat: boolean;
+}
+
+export interface SessionsDirOptions {
+  env?: Env;
+  home?: string;
+  /** Defaults to agentDir(env, home). */
+  agentDir?: string;
+  /** The project dir; pi also reads <cwd>/.pi/settings.json, which overrides the global file. */
+  cwd?: string;
+  /** The value of pi's --session-dir flag, if known. */
+  flag?: string;
+}
+
+function settingsSessionDir(path: string): string | undefined {
+  const value = readSettings(path).settings?.sessionDir;
+  return typeof value === "string" && value ? value : undefined;
+}
+
+/**
+ * Resolve the sessions dir in pi's order: --session-dir, $PI_CODING_AGENT_SESSION_DIR,
+ * sessionDir in project then global settings.json, else <agentDir>/sessions.
+ */
+export function sessionsDir(options: SessionsDirOptions = {}): SessionsDirResult {
+  const env = options.env ?? process.env;
+  const home = options.home ?? homedir();
+  const base = options.agentDir ?? agentDir(env, home);
+  const cwd = options.cwd ?? process.cwd();
+  const moved = (dir: string, source: SessionsDirSource): SessionsDirResult => ({ dir: resolve(cwd, expandTilde(dir, home)), source, flat: true });
+
+  if (options.flag) return moved(options.flag, "flag");
+  const fromEnv = env[ENV_SESSION_DIR];
+  if (fromEnv) return moved(fromEnv, "env");
+  const fromProject = options.cwd ? settingsSessionDir(join(options.cwd, ".pi", "settings.json")) : undefined;
+  if (fromProject) return moved(fromProject, "project-settings");
+  const fromGlobal = settingsSessionDir(join(base, "settings.json"));
+  if (fromGlobal) return moved(fromGlobal, "settings");
+  return { dir: join(base, "sessions"), source: "default", flat: false };
+}
