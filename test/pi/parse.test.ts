@@ -142,6 +142,17 @@ describe("damaged input", () => {
     expect(parseSessionEntries(`${H}\n${E1}\n${E2.slice(0, 70)}${E3}\n`)).toHaveLength(2);
   });
 
+  it("splits a header glued to the first entry, and a torn header glued to one", () => {
+    const glued = parseSessionText(`${H}${E1}\n`);
+    expect(glued.header?.id).toBe("s1");
+    expect(glued.entries.map((e) => e.id)).toEqual(["aaaa0001"]);
+    const torn = parseSessionText(`${H.slice(0, 60)}${E1}\n`);
+    expect(torn.header).toBeNull();
+    expect(torn.headerFragment).toMatchObject({ id: "s1" });
+    expect(torn.entries.map((e) => e.id)).toEqual(["aaaa0001"]);
+    expect(torn.issues.map((i) => i.kind)).toEqual(["glued-entries", "invalid-header"]);
+  });
+
   it("does not split at nested objects that look like entries", () => {
     const nested = '{"type":"custom","id":"aaaa0004","parentId":null,"timestamp":"t","data":{"inner":{"type":"message","x":1}}}';
     const r = parseSessionText(`${H}\n${nested}${E1}\n`);
