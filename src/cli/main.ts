@@ -1,0 +1,65 @@
+import { Command, CommanderError, Option } from "commander";
+import { VERSION } from "../version.js";
+import { EXIT, reportError } from "./output.js";
+import { registerRepoCommands } from "./repo-commands.js";
+import { registerRestoreCommands } from "./restore-commands.js";
+
+export interface GlobalOptions {
+  repo?: string;
+  passwordFile?: string;
+  keyFile?: string;
+  agentDir?: string;
+  config?: string;
+  json?: boolean;
+  quiet?: boolean;
+  lockWait?: string;
+}
+
+export function buildProgram(): Command {
+  const program = new Command("pi-guard")
+    .version(VERSION)
+    .description("Continuous, encrypted, deduplicated backups of the pi coding agent's sessions, and their recovery.")
+    .option("-r, --repo <path>", "repository location (env PI_GUARD_REPO; default $XDG_DATA_HOME/pi-guard/repo)")
+    .option("--password-file <file>", "read the repository password from a file (env PI_GUARD_PASSWORD_FILE)")
+    .option("--key-file <file>", "key file for unattended use (env PI_GUARD_KEY_FILE; default $XDG_CONFIG_HOME/pi-guard/key)")
+    .option("--agent-dir <dir>", "pi agent dir to back up (env PI_CODING_AGENT_DIR; default ~/.pi/agent)")
+    .option("--config <file>", "config file (default $XDG_CONFIG_HOME/pi-guard/config.json)")
+    .option("--json", "print machine-readable JSON")
+    .option("-q, --quiet", "print only errors")
+    .addOption(new Option("--lock-wait <seconds>", "wait this long for a locked repository").default("60"))
+    .showHelpAfterError("(run with --help for usage)")
+    .configureOutput({ outputError: (str, write) => write(str) })
+    .exitOverride();
+  program.addHelpText(
+    "after",
+    `
+Examples:
+  $ pi-guard init                      # create the repository (a key file if there is no password)
+  $ pi-guard snapshot                  # back up ~/.pi/agent now
+  $ pi-guard snapshots                 # list snapshots
+  $ pi-guard restore "2h ago"          # put back the agent dir as of two hours ago (undoable)
+  $ pi-guard check --read-data         # verify every byte of the repository
+  $ pi-guard demo                      # watch a lost sessions dir come back, in a temp folder
+
+Environment: PI_GUARD_REPO, PI_GUARD_PASSWORD, PI_GUARD_PASSWORD_FILE, PI_GUARD_KEY_FILE,
+PI_CODING_AGENT_DIR, XDG_CONFIG_HOME, XDG_DATA_HOME, NO_COLOR.
+Exit codes: 0 ok, 1 failure, 2 usage error, 3 damaged repository data.`,
+  );
+  registerRepoCommands(program);
+  registerRestoreCommands(program);
+  return program;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync(argv);
+    return (program as Command & { exitCodeOverride?: number }).exitCodeOverride ?? Number(process.exitCode ?? 0);
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      if (err.code === "commander.helpDisplayed" || err.code === "commander.version" || err.code === "commander.help") return EXIT.ok;
+      return err.exitCode === 0 ? EXIT.ok : EXIT.usage;
+    }
+    return reportError(err);
+  }
+}

@@ -1,0 +1,168 @@
+import type { Command } from "commander";
+import { context } from "./context.js";
+import { EXIT, formatBytes, formatDuration, info, printJson, table, warn } from "./output.js";
+import { Progress } from "./progress.js";
+import { promptHidden } from "./prompt.js";
+import { RepoError } from "../repo/errors.js";
+
+export function registerRepoCommands(program: Command): void {
+  program
+    .command("init")
+    .description("create a new encrypted repository")
+    .option("--key-file-only", "use a key file even when a password is available")
+    .addHelpText(
+      "after",
+      `
+With PI_GUARD_PASSWORD or --password-file, the master key is wrapped by that password (scrypt).
+With neither and no terminal, a key file is created (mode 0600) for unattended use: keep a copy
+of it somewhere safe, because without it the repository cannot be read.
+
+Examples:
+  $ pi-guard init
+  $ PI_GUARD_PASSWORD_FILE=~/.secrets/pi-guard pi-guard init --repo /mnt/backup/pi`,
+    )
+    .action(async (opts: { keyFileOnly?: boolean }, cmd: Command) => {
+      const ctx = context(cmd);
+      const { initRepository } = await import("../engine.js");
+      const { resolveCredentials } = await import("../config/credentials.js");
+      let password: string | undefined;
+      const haveCred = !opts.keyFileOnly && (await resolveCredentials(ctx.config).catch(() => undefined));
+      if (!haveCred && !opts.keyFileOnly && process.stdin.isTTY && process.stderr.isTTY) {
+        password = await promptHidden("new repository password (empty for a key file): ");
+        if (password) {
+          const again = await promptHidden("repeat password: ");
+          if (again !== password) throw new RepoError("the passwords do not match", "usage");
+        } else password = undefined;
+      }
+      const result = await initRepository(ctx.config, { password, useKeyFile: opts.keyFileOnly });
+      if (ctx.out.json) {
+        printJson({ repo: ctx.config.repo, id: result.repo.config.id, credential: result.credential, keyFile: result.keyFile ?? null });
+        return;
+      }
+      info(ctx.out, `created repository ${result.repo.config.id.slice(0, 8)} at ${ctx.config.repo}`);
+      if (result.keyFile) {
+        info(ctx.out, `key file: ${result.keyFile} (mode 0600)`);
+        info(ctx.out, `keep a copy of it somewhere safe (a password manager, another disk): without it the backups cannot be read.`);
+      }
+    });
+
+  program
+    .command("snapshot")
+    .alias("backup")
+    .description("back up the agent dir now")
+    .option("--tag <tag...>", "tags to attach to the snapshot")
+    .option("--from-tar <file>", "import a tarball of an agent dir (made by `pi-guard archive` or by hand) as a snapshot")
+    .option("--time <iso>", "with --from-tar: the time to record for the imported snapshot")
+    .addHelpText(
+      "after",
+      `
+Files that only grew since the last snapshot are read from their last chunk on, so a snapshot of a
+large, live session costs about the size of what was appended.
+
+Examples:
+  $ pi-guard snapshot
+  $ pi-guard snapshot --json
+  $ pi-guard snapshot --from-tar old-backup.tar.gz --time 2026-10-01T12:00:00Z`,
+    )
+    .action(async (opts: { tag?: string[]; fromTar?: string; time?: string }, cmd: Command) => {
+      const ctx = context(cmd);
+      const repo = await ctx.open();
+      const progress = new Progress(!ctx.out.json && !ctx.out.quiet);
+      const onProgress = (p: { files: number; bytes: number; current: string }) =>
+        progress.update(`${p.files} files, ${formatBytes(p.bytes)}  ${p.current}`);
+      let result;
+      if (opts.fromTar) {
+        const { importTar } = await import("../snapshot/tar-import.js");
+        result = await importTar(repo, opts.fromTar, { tags: opts.tag, time: opts.time, lockWaitMs: ctx.lockWaitMs, onProgress });
+      } else {
+        const { snapshotAgentDir } = await import("../engine.js");
+        result = await snapshotAgentDir(ctx.config, repo, { tags: opts.tag, lockWaitMs: ctx.lockWaitMs, onProgress });
+      }
+      progress.done();
+      const s = result.snapshot.summary;
+      if (ctx.out.json) {
+        printJson({ snapshotId: result.id, time: result.snapshot.time, parent: result.snapshot.parent ?? null, ...s });
+        return;
+      }
+      info(
+        ctx.out,
+        table([
+          ["snapshot", `${result.id.slice(0, 8)}  ${result.snapshot.time}`],
+          ["files", `${s.files} (${s.filesNew} new, ${s.filesChanged} changed, ${s.filesUnchanged} unchanged)`],
+          ["total", formatBytes(s.bytesTotal)],
+          ["new data", `${formatBytes(s.bytesNew)} (${formatBytes(s.bytesStored)} stored)`],
+          ["duration", formatDuration(s.durationMs)],
+        ]),
+      );
+    });
+
+  program
+    .command("snapshots")
+    .description("list snapshots")
+    .option("--tag <tag>", "only snapshots with this tag")
+    .option("--host <host>", "only snapshots from this host")
+    .addHelpText("after", `\nExamples:\n  $ pi-guard snapshots\n  $ pi-guard snapshots --json | jq '.[-1].id'`)
+    .action(async (opts: { tag?: string; host?: string }, cmd: Command) => {
+      const ctx = context(cmd);
+      const repo = await ctx.open();
+      const all = (await repo.listSnapshots()).filter(
+        (r) => (!opts.tag || r.snapshot.tags.includes(opts.tag)) && (!opts.host || r.snapshot.host === opts.host),
+      );
+      if (ctx.out.json) {
+        printJson(
+          all.map(({ id, snapshot: s }) => ({
+            id,
+            shortId: id.slice(0, 8),
+            time: s.time,
+            host: s.host,
+            user: s.user,
+            tags: s.tags,
+            roots: s.roots,
+            parent: s.parent ?? null,
+            summary: s.summary,
+          })),
+        );
+        return;
+      }
+      if (all.length === 0) {
+        info(ctx.out, "no snapshots yet (run `pi-guard snapshot`)");
+        return;
+      }
+      const rows = [["ID", "TIME", "HOST", "FILES", "SIZE", "ADDED", "TAGS"]];
+      for (const { id, snapshot: s } of all) {
+        rows.push([id.slice(0, 8), s.time.replace("T", " ").replace(/\.\d+Z$/, "Z"), s.host, String(s.summary.files), formatBytes(s.summary.bytesTotal), formatBytes(s.summary.bytesStored), s.tags.join(",")]);
+      }
+      info(ctx.out, table(rows));
+    });
+
+  program
+    .command("check")
+    .description("verify the repository's structure, and with --read-data every byte")
+    .option("--read-data", "read every pack and verify every blob")
+    .addHelpText("after", `\nExit code 3 when damage is found.\n\nExamples:\n  $ pi-guard check\n  $ pi-guard check --read-data --json`)
+    .action(async (opts: { readData?: boolean }, cmd: Command) => {
+      const ctx = context(cmd);
+      const repo = await ctx.open();
+      const { acquireLock, removeStaleLocks } = await import("../repo/lock.js");
+      const { checkRepository } = await import("../repo/check.js");
+      const { LocalTarget } = await import("../targets/local.js");
+      await removeStaleLocks(repo);
+      const lock = await acquireLock(repo, { exclusive: false, command: "check", waitMs: ctx.lockWaitMs });
+      const progress = new Progress(!ctx.out.json && !ctx.out.quiet);
+      let report;
+      try {
+        // Temp files older than an hour can only be leftovers of a killed process.
+        if (repo.target instanceof LocalTarget) await repo.target.cleanTemp(60 * 60 * 1000);
+        report = await checkRepository(repo, { readData: opts.readData, onProgress: (p) => progress.update(`reading packs ${p.packs}/${p.total}`) });
+      } finally {
+        progress.done();
+        await lock.release();
+      }
+      if (ctx.out.json) printJson(report);
+      else {
+        for (const p of report.problems) (p.severity === "error" ? warn : (l: string) => info(ctx.out, l))(`${p.severity}: ${p.message}`);
+        info(ctx.out, `${report.snapshots} snapshots, ${report.packs} packs, ${report.blobs} blobs${opts.readData ? `, ${formatBytes(report.bytesRead)} read` : ""}: ${report.ok ? "no errors" : "DAMAGED"}`);
+      }
+      if (!report.ok) process.exitCode = EXIT.damaged;
+    });
+}

@@ -1,0 +1,60 @@
+import { promises as fs } from "node:fs";
+import path from "node:path";
+import { randomBytes } from "node:crypto";
+import { RepoError } from "../repo/errors.js";
+import type { Credentials } from "../repo/keys.js";
+import type { Config } from "./config.js";
+
+/**
+ * Find the credential to open a repository with, in restic's order: a password file, then
+ * PI_GUARD_PASSWORD, then pi-guard's key file. Prompting is the CLI's business, not ours.
+ */
+export async function resolveCredentials(config: Config): Promise<Credentials | undefined> {
+  if (config.passwordFile) {
+    let text: string;
+    try {
+      text = await fs.readFile(config.passwordFile, "utf8");
+    } catch {
+      throw new RepoError(`cannot read password file ${config.passwordFile}`, "no-password");
+    }
+    const password = text.replace(/\r?\n$/, "");
+    if (!password) throw new RepoError(`password file ${config.passwordFile} is empty`, "no-password");
+    return { kind: "password", password, source: `password file ${config.passwordFile}` };
+  }
+  if (config.password !== undefined) {
+    if (!config.password) throw new RepoError("PI_GUARD_PASSWORD is set but empty", "no-password");
+    return { kind: "password", password: config.password, source: "PI_GUARD_PASSWORD" };
+  }
+  return readKeyFile(config.keyFile);
+}
+
+export async function readKeyFile(file: string): Promise<Credentials | undefined> {
+  let text: string;
+  try {
+    text = await fs.readFile(file, "utf8");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw new RepoError(`cannot read key file ${file}: ${(err as NodeJS.ErrnoException).code}`, "no-password");
+  }
+  const secret = Buffer.from(text.trim(), "base64");
+  if (secret.length !== 32) throw new RepoError(`key file ${file} is not a pi-guard key file (expected 32 bytes in base64)`, "corrupt");
+  return { kind: "keyfile", secret, path: file };
+}
+
+/** Create a new key file (mode 0600); refuses to overwrite one, which may be the only way into a repo. */
+export async function createKeyFile(file: string): Promise<Credentials> {
+  await fs.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+  const secret = randomBytes(32);
+  try {
+    await fs.writeFile(file, secret.toString("base64") + "\n", { mode: 0o600, flag: "wx" });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "EEXIST") {
+      throw new RepoError(`key file ${file} already exists; it may open another repository, so it is kept`, "exists");
+    }
+    throw err;
+  }
+  return { kind: "keyfile", secret, path: file };
+}
+
+export const NO_CREDENTIALS_HINT =
+  "no password: set PI_GUARD_PASSWORD or PI_GUARD_PASSWORD_FILE, or use the key file made by `pi-guard init`";

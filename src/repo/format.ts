@@ -1,0 +1,195 @@
+import { RepoError } from "./errors.js";
+
+/** Object names inside a target. See docs/FORMAT.md, which must change with this file. */
+export const CONFIG_KEY = "config";
+export const FORMAT_VERSION = 1;
+export const ID_BYTES = 32;
+
+export const packKey = (id: string): string => `data/${id.slice(0, 2)}/${id}`;
+export const indexKey = (id: string): string => `index/${id}`;
+export const snapshotKey = (id: string): string => `snapshots/${id}`;
+export const keyKey = (id: string): string => `keys/${id}`;
+export const lockKey = (id: string): string => `locks/${id}`;
+
+export const enum BlobType {
+  Data = 0,
+  Tree = 1,
+}
+
+export interface BlobRef {
+  type: BlobType;
+  id: string;
+  /** Stored (encrypted) length inside the pack. */
+  length: number;
+  /** Plaintext length of the chunk. */
+  rawLength: number;
+}
+
+export interface PackedBlob extends BlobRef {
+  offset: number;
+}
+
+export interface PackEntry {
+  id: string;
+  size: number;
+  blobs: PackedBlob[];
+}
+
+export interface IndexFile {
+  /** Index files this one replaces (written by consolidation; the old ones may then be deleted). */
+  supersedes: string[];
+  packs: PackEntry[];
+}
+
+const PACK_MAGIC = Buffer.from("PGPK");
+const INDEX_MAGIC = Buffer.from("PGIX");
+const PACK_ENTRY_BYTES = 1 + ID_BYTES + 4 + 4;
+const INDEX_BLOB_BYTES = 1 + ID_BYTES + 4 + 4 + 4;
+
+/** Pack header plaintext: the blobs in file order; offsets follow from the lengths. */
+export function encodePackHeader(blobs: BlobRef[]): Buffer {
+  const out = Buffer.alloc(PACK_MAGIC.length + 1 + 4 + blobs.length * PACK_ENTRY_BYTES);
+  let o = PACK_MAGIC.copy(out, 0);
+  out[o++] = FORMAT_VERSION;
+  o = out.writeUInt32LE(blobs.length, o);
+  for (const b of blobs) {
+    out[o++] = b.type;
+    o += Buffer.from(b.id, "hex").copy(out, o);
+    o = out.writeUInt32LE(b.length, o);
+    o = out.writeUInt32LE(b.rawLength, o);
+  }
+  return out;
+}
+
+export function decodePackHeader(buf: Buffer, what: string): PackedBlob[] {
+  const bad = (why: string) => new RepoError(`${what}: ${why}`, "corrupt");
+  if (buf.length < 9 || !buf.subarray(0, 4).equals(PACK_MAGIC)) throw bad("not a pack header");
+  if (buf[4] !== FORMAT_VERSION) throw bad(`unknown pack version ${buf[4]}`);
+  const count = buf.readUInt32LE(5);
+  if (buf.length !== 9 + count * PACK_ENTRY_BYTES) throw bad("pack header has the wrong length");
+  const blobs: PackedBlob[] = [];
+  let o = 9;
+  let offset = 0;
+  for (let i = 0; i < count; i++) {
+    const type = buf[o] as BlobType;
+    const id = buf.toString("hex", o + 1, o + 1 + ID_BYTES);
+    const length = buf.readUInt32LE(o + 1 + ID_BYTES);
+    const rawLength = buf.readUInt32LE(o + 5 + ID_BYTES);
+    blobs.push({ type, id, length, rawLength, offset });
+    offset += length;
+    o += PACK_ENTRY_BYTES;
+  }
+  return blobs;
+}
+
+export function encodeIndex(index: IndexFile): Buffer {
+  const blobCount = index.packs.reduce((n, p) => n + p.blobs.length, 0);
+  const size =
+    INDEX_MAGIC.length + 1 + 4 + index.supersedes.length * ID_BYTES + 4 + index.packs.length * (ID_BYTES + 8) + blobCount * INDEX_BLOB_BYTES;
+  const out = Buffer.alloc(size);
+  let o = INDEX_MAGIC.copy(out, 0);
+  out[o++] = FORMAT_VERSION;
+  o = out.writeUInt32LE(index.supersedes.length, o);
+  for (const id of index.supersedes) o += Buffer.from(id, "hex").copy(out, o);
+  o = out.writeUInt32LE(index.packs.length, o);
+  for (const pack of index.packs) {
+    o += Buffer.from(pack.id, "hex").copy(out, o);
+    o = out.writeUInt32LE(pack.size, o);
+    o = out.writeUInt32LE(pack.blobs.length, o);
+    for (const b of pack.blobs) {
+      out[o++] = b.type;
+      o += Buffer.from(b.id, "hex").copy(out, o);
+      o = out.writeUInt32LE(b.offset, o);
+      o = out.writeUInt32LE(b.length, o);
+      o = out.writeUInt32LE(b.rawLength, o);
+    }
+  }
+  return out;
+}
+
+export function decodeIndex(buf: Buffer, what: string): IndexFile {
+  const bad = (why: string) => new RepoError(`${what}: ${why}`, "corrupt");
+  const need = (o: number, n: number) => {
+    if (o + n > buf.length) throw bad("index is truncated");
+  };
+  if (buf.length < 13 || !buf.subarray(0, 4).equals(INDEX_MAGIC)) throw bad("not an index");
+  if (buf[4] !== FORMAT_VERSION) throw bad(`unknown index version ${buf[4]}`);
+  let o = 5;
+  const supersededCount = buf.readUInt32LE(o);
+  o += 4;
+  need(o, supersededCount * ID_BYTES);
+  const supersedes: string[] = [];
+  for (let i = 0; i < supersededCount; i++, o += ID_BYTES) supersedes.push(buf.toString("hex", o, o + ID_BYTES));
+  need(o, 4);
+  const packCount = buf.readUInt32LE(o);
+  o += 4;
+  const packs: PackEntry[] = [];
+  for (let p = 0; p < packCount; p++) {
+    need(o, ID_BYTES + 8);
+    const id = buf.toString("hex", o, o + ID_BYTES);
+    const size = buf.readUInt32LE(o + ID_BYTES);
+    const count = buf.readUInt32LE(o + ID_BYTES + 4);
+    o += ID_BYTES + 8;
+    need(o, count * INDEX_BLOB_BYTES);
+    const blobs: PackedBlob[] = new Array(count);
+    for (let i = 0; i < count; i++, o += INDEX_BLOB_BYTES) {
+      blobs[i] = {
+        type: buf[o] as BlobType,
+        id: buf.toString("hex", o + 1, o + 1 + ID_BYTES),
+        offset: buf.readUInt32LE(o + 1 + ID_BYTES),
+        length: buf.readUInt32LE(o + 5 + ID_BYTES),
+        rawLength: buf.readUInt32LE(o + 9 + ID_BYTES),
+      };
+    }
+    packs.push({ id, size, blobs });
+  }
+  if (o !== buf.length) throw bad("index has trailing bytes");
+  return { supersedes, packs };
+}
+
+/** The snapshot object: everything but the file list, which lives in tree blobs. */
+export interface SnapshotRoot {
+  /** "agent" for the agent dir; other names for sources outside it (a moved sessions dir). */
+  name: string;
+  path: string;
+}
+
+export interface SnapshotSummary {
+  files: number;
+  dirs: number;
+  bytesTotal: number;
+  /** Plaintext bytes of chunks this snapshot added to the repository. */
+  bytesNew: number;
+  /** Bytes this snapshot added to the repository as stored (compressed + encrypted, incl. metadata). */
+  bytesStored: number;
+  filesNew: number;
+  filesChanged: number;
+  filesUnchanged: number;
+  durationMs: number;
+}
+
+export interface Snapshot {
+  version: number;
+  time: string;
+  host: string;
+  user: string;
+  tags: string[];
+  roots: SnapshotRoot[];
+  tree: string[];
+  parent?: string;
+  program: string;
+  summary: SnapshotSummary;
+}
+
+/** One line of the tree stream: a file, directory or symlink, sorted by (root, path). */
+export interface TreeNode {
+  root: string;
+  path: string;
+  type: "file" | "dir" | "symlink";
+  mode: number;
+  mtimeMs: number;
+  size?: number;
+  ino?: number;
+  content?: string[];
+  target?: string;
+}

@@ -1,0 +1,125 @@
+import os from "node:os";
+import { randomBytes } from "node:crypto";
+import { RepoError } from "./errors.js";
+import { lockKey } from "./format.js";
+import type { Repository } from "./repository.js";
+
+/**
+ * Repository locks, in the restic style: each process writes its own lock object under locks/,
+ * then lists the others. Exclusive locks (snapshot, forget, prune) conflict with every other lock;
+ * shared locks (restore, check) only with exclusive ones. Works the same on a folder and on S3.
+ *
+ * A lock is stale when its process is gone (same host, pid not alive) or when it has not been
+ * refreshed for STALE_MS (another host that crashed); stale locks are removed by whoever finds them.
+ */
+export interface LockInfo {
+  host: string;
+  pid: number;
+  user: string;
+  exclusive: boolean;
+  time: string;
+  command: string;
+}
+
+export const STALE_MS = 30 * 60 * 1000;
+const REFRESH_MS = 5 * 60 * 1000;
+
+export interface Lock {
+  id: string;
+  release(): Promise<void>;
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+export function isStale(info: LockInfo, now = Date.now()): boolean {
+  if (info.host === os.hostname() && !pidAlive(info.pid)) return true;
+  return now - Date.parse(info.time) > STALE_MS;
+}
+
+async function readLocks(repo: Repository): Promise<{ id: string; info: LockInfo | undefined }[]> {
+  const out: { id: string; info: LockInfo | undefined }[] = [];
+  for await (const obj of repo.target.list("locks")) {
+    const id = obj.key.slice("locks/".length);
+    try {
+      out.push({ id, info: JSON.parse(repo.unseal(await repo.target.get(obj.key), "lock").toString("utf8")) as LockInfo });
+    } catch {
+      // Vanished between list and get (released), or unreadable: a half-written lock cannot exist,
+      // since puts are atomic, so an unreadable one is from another key; treat it as held.
+      out.push({ id, info: undefined });
+    }
+  }
+  return out;
+}
+
+export async function acquireLock(
+  repo: Repository,
+  opts: { exclusive: boolean; command: string; waitMs?: number },
+): Promise<Lock> {
+  const id = randomBytes(16).toString("hex");
+  const deadline = Date.now() + (opts.waitMs ?? 0);
+  const write = () =>
+    repo.target.put(
+      lockKey(id),
+      repo.seal(
+        Buffer.from(
+          JSON.stringify({
+            host: os.hostname(),
+            pid: process.pid,
+            user: os.userInfo().username,
+            exclusive: opts.exclusive,
+            time: new Date().toISOString(),
+            command: opts.command,
+          } satisfies LockInfo),
+        ),
+      ),
+    );
+  for (let attempt = 0; ; attempt++) {
+    await write();
+    const others = (await readLocks(repo)).filter((l) => l.id !== id);
+    const blocking = [];
+    for (const other of others) {
+      if (other.info && isStale(other.info)) {
+        await repo.target.delete(lockKey(other.id));
+        continue;
+      }
+      if (opts.exclusive || !other.info || other.info.exclusive) blocking.push(other);
+    }
+    if (blocking.length === 0) break;
+    await repo.target.delete(lockKey(id));
+    if (Date.now() >= deadline) {
+      const b = blocking[0].info;
+      const who = b ? `${b.command} (pid ${b.pid} on ${b.host}, since ${b.time})` : `lock ${blocking[0].id.slice(0, 8)}`;
+      throw new RepoError(`the repository is locked by ${who}; retry later or wait with --lock-wait`, "locked");
+    }
+    // Random back-off so two processes that saw each other do not retry in lockstep.
+    await new Promise((r) => setTimeout(r, 100 + Math.random() * 400 + Math.min(attempt, 10) * 100));
+  }
+  const timer = setInterval(() => void write().catch(() => undefined), REFRESH_MS);
+  timer.unref();
+  return {
+    id,
+    async release() {
+      clearInterval(timer);
+      await repo.target.delete(lockKey(id));
+    },
+  };
+}
+
+/** Remove every stale lock; returns how many. Used by `check` and `unlock`. */
+export async function removeStaleLocks(repo: Repository, all = false): Promise<number> {
+  let removed = 0;
+  for (const l of await readLocks(repo)) {
+    if (all || (l.info && isStale(l.info))) {
+      await repo.target.delete(lockKey(l.id));
+      removed++;
+    }
+  }
+  return removed;
+}

@@ -1,0 +1,90 @@
+import { Worker } from "node:worker_threads";
+import os from "node:os";
+import { fileURLToPath } from "node:url";
+import { RepoError } from "./errors.js";
+import { openBatch, sealBatch, type BatchReply, type OpenRequest, type SealRequest } from "./seal.js";
+
+type Request = Omit<SealRequest, "job"> | Omit<OpenRequest, "job">;
+
+interface Pending {
+  resolve: (parts: Buffer[]) => void;
+  reject: (err: Error) => void;
+}
+
+/**
+ * A few worker threads that compress+encrypt (snapshot) or decrypt+decompress+verify (restore)
+ * batches of blobs, so a two-core machine uses both cores. With size 0 the work runs inline.
+ */
+export class SealPool {
+  private readonly workers: Worker[] = [];
+  private readonly pending = new Map<number, Pending>();
+  private nextJob = 0;
+  private turn = 0;
+
+  constructor(size = Math.min(4, os.availableParallelism())) {
+    const self = fileURLToPath(import.meta.url);
+    // Under vitest this module is TypeScript; tsx lets the worker load the .ts sibling.
+    const workerFile = self.replace(/seal-pool\.(ts|js)$/, "seal-worker.$1");
+    const execArgv = self.endsWith(".ts") ? ["--import", "tsx"] : [];
+    for (let i = 0; i < size; i++) {
+      const worker = new Worker(workerFile, { execArgv });
+      worker.unref();
+      worker.on("message", (reply: BatchReply & { error?: string; kind?: string }) => this.settle(reply));
+      worker.on("error", (err) => this.failAll(err));
+      this.workers.push(worker);
+    }
+  }
+
+  get size(): number {
+    return this.workers.length;
+  }
+
+  run(req: Request, transfer: ArrayBuffer[] = [req.buffer]): Promise<Buffer[]> {
+    const job = this.nextJob++;
+    const full = { ...req, job } as SealRequest | OpenRequest;
+    if (this.workers.length === 0) {
+      try {
+        const reply = full.op === "seal" ? sealBatch(full) : openBatch(full);
+        return Promise.resolve(split(reply));
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    }
+    return new Promise((resolve, reject) => {
+      this.pending.set(job, { resolve, reject });
+      const worker = this.workers[this.turn++ % this.workers.length];
+      worker.ref();
+      worker.postMessage(full, transfer);
+    });
+  }
+
+  private settle(reply: BatchReply & { error?: string; kind?: string }): void {
+    const p = this.pending.get(reply.job);
+    if (!p) return;
+    this.pending.delete(reply.job);
+    if (this.pending.size === 0) for (const w of this.workers) w.unref();
+    if (reply.error) p.reject(new RepoError(reply.error, (reply.kind as RepoError["kind"]) ?? "corrupt"));
+    else p.resolve(split(reply));
+  }
+
+  private failAll(err: Error): void {
+    for (const p of this.pending.values()) p.reject(err);
+    this.pending.clear();
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.workers.map((w) => w.terminate()));
+    this.workers.length = 0;
+  }
+}
+
+function split(reply: BatchReply): Buffer[] {
+  const all = Buffer.from(reply.buffer);
+  const out: Buffer[] = [];
+  let o = 0;
+  for (const len of reply.lengths) {
+    out.push(all.subarray(o, o + len));
+    o += len;
+  }
+  return out;
+}

@@ -1,0 +1,119 @@
+import { createWriteStream, promises as fs } from "node:fs";
+import { once } from "node:events";
+import path from "node:path";
+import { randomBytes } from "node:crypto";
+import { createGzip } from "node:zlib";
+import { Header, Pax } from "tar";
+import picomatch from "picomatch";
+import type { Writable } from "node:stream";
+import { BlobReader } from "../repo/blob-reader.js";
+import { RepoError } from "../repo/errors.js";
+import type { TreeNode } from "../repo/format.js";
+import type { Repository, SnapshotRecord } from "../repo/repository.js";
+import { SealPool } from "../repo/seal-pool.js";
+import { readTree } from "../snapshot/tree.js";
+import { describeFsError } from "./restorer.js";
+
+const BLOCK = 512;
+const BATCH_BYTES = 8 * 1024 * 1024;
+
+/** Path of a node inside the archive: the agent dir at the top, other roots under .<name>/. */
+export function archivePath(node: Pick<TreeNode, "root" | "path">): string {
+  return node.root === "agent" ? node.path : `.${node.root}/${node.path}`;
+}
+
+/**
+ * Stream a snapshot out as a gzip'd POSIX tar (PAX headers for long names), one blob batch at a
+ * time. Written to a temp file and renamed, so a failed archive never leaves a half file behind.
+ */
+export async function writeArchive(
+  repo: Repository,
+  record: SnapshotRecord,
+  output: string,
+  opts: { paths?: string[] } = {},
+): Promise<{ files: number; bytes: number }> {
+  await repo.loadIndex();
+  const want = opts.paths?.length ? picomatch(opts.paths, { dot: true }) : () => true;
+  const toStdout = output === "-";
+  const tmp = toStdout ? "" : path.join(path.dirname(path.resolve(output)), `.${path.basename(output)}.${randomBytes(4).toString("hex")}.tmp`);
+  let sink: Writable;
+  if (toStdout) sink = process.stdout;
+  else {
+    sink = createWriteStream(tmp, { flags: "wx", mode: 0o600 });
+    await once(sink, "open").catch((err) => {
+      throw describeFsError(err, output);
+    });
+  }
+  const gzip = createGzip({ level: 6 });
+  gzip.pipe(sink);
+  const write = async (buf: Buffer) => {
+    if (!gzip.write(buf)) await once(gzip, "drain");
+  };
+  const pool = new SealPool();
+  const reader = new BlobReader(repo, pool);
+  let files = 0;
+  let bytes = 0;
+  try {
+    for await (const node of readTree(reader, record.snapshot.tree)) {
+      if (node.type !== "dir" && !want(node.path)) continue;
+      await writeEntry(write, reader, node);
+      if (node.type === "file") {
+        files++;
+        bytes += node.size ?? 0;
+      }
+    }
+    await write(Buffer.alloc(BLOCK * 2));
+    gzip.end();
+    if (!toStdout) {
+      await once(sink, "finish");
+      const handle = await fs.open(tmp, "r+");
+      await handle.sync();
+      await handle.close();
+      await fs.rename(tmp, output);
+    } else await once(gzip, "end");
+  } catch (err) {
+    gzip.destroy();
+    if (!toStdout) {
+      sink.destroy();
+      await fs.unlink(tmp).catch(() => undefined);
+    }
+    throw err instanceof RepoError ? err : describeFsError(err, output);
+  } finally {
+    await pool.close();
+  }
+  return { files, bytes };
+}
+
+async function writeEntry(write: (b: Buffer) => Promise<void>, reader: BlobReader, node: TreeNode): Promise<void> {
+  const name = archivePath(node) + (node.type === "dir" ? "/" : "");
+  const data = {
+    path: name,
+    mode: node.mode,
+    size: node.type === "file" ? node.size ?? 0 : 0,
+    mtime: new Date(node.mtimeMs),
+    type: node.type === "file" ? ("File" as const) : node.type === "dir" ? ("Directory" as const) : ("SymbolicLink" as const),
+    linkpath: node.type === "symlink" ? node.target : undefined,
+    uid: 0,
+    gid: 0,
+  };
+  const header = new Header(data);
+  const block = Buffer.alloc(BLOCK);
+  if (header.encode(block, 0)) await write(new Pax(data).encode());
+  await write(block);
+  if (node.type !== "file") return;
+  let batch: string[] = [];
+  let batchBytes = 0;
+  const flush = async () => {
+    for (const part of await reader.read(batch)) await write(part);
+    batch = [];
+    batchBytes = 0;
+  };
+  for (const id of node.content ?? []) {
+    batch.push(id);
+    batchBytes += reader.rawLength(id);
+    if (batchBytes >= BATCH_BYTES) await flush();
+  }
+  if (batch.length) await flush();
+  const pad = (BLOCK - ((node.size ?? 0) % BLOCK)) % BLOCK;
+  if (pad) await write(Buffer.alloc(pad));
+}

@@ -1,0 +1,209 @@
+import { promises as fs } from "node:fs";
+import path from "node:path";
+import { randomBytes } from "node:crypto";
+import picomatch from "picomatch";
+import { BlobReader } from "../repo/blob-reader.js";
+import { RepoError } from "../repo/errors.js";
+import type { TreeNode } from "../repo/format.js";
+import type { Repository, SnapshotRecord } from "../repo/repository.js";
+import { SealPool } from "../repo/seal-pool.js";
+import { syncDir } from "../targets/local.js";
+import { readTree } from "../snapshot/tree.js";
+
+export interface RestoreOptions {
+  /** Where each snapshot root goes (root name -> directory). */
+  destinations: Record<string, string>;
+  /** Globs relative to the root; only matching files are restored. */
+  paths?: string[];
+  /** A session id (or prefix): restore only that session's file(s). */
+  session?: string;
+  dryRun?: boolean;
+  /** Delete files under the restored scope that the snapshot does not have. Off by default. */
+  deleteExtra?: boolean;
+  /** Which paths a snapshot would have taken: --delete never touches anything outside it. */
+  scope?: (rel: string) => boolean;
+  onProgress?: (p: { files: number; bytes: number; current: string }) => void;
+}
+
+export type FileAction = "create" | "replace" | "unchanged" | "delete";
+
+export interface RestoreReport {
+  snapshotId: string;
+  files: { path: string; root: string; action: FileAction; size: number; dest: string }[];
+  failed: { path: string; error: string }[];
+  bytesWritten: number;
+  durationMs: number;
+}
+
+const BATCH_BYTES = 16 * 1024 * 1024;
+
+export function sessionMatcher(session: string): (rel: string) => boolean {
+  const id = session.toLowerCase();
+  return (rel) => {
+    const base = path.posix.basename(rel).toLowerCase();
+    const m = /_([0-9a-f-]{8,})\.jsonl$/.exec(base);
+    return !!m && m[1].startsWith(id);
+  };
+}
+
+/** Write the files of a snapshot into their destinations. Each file lands atomically (temp + rename). */
+export async function restoreSnapshot(repo: Repository, record: SnapshotRecord, opts: RestoreOptions): Promise<RestoreReport> {
+  const started = Date.now();
+  await repo.loadIndex();
+  const pool = new SealPool();
+  const reader = new BlobReader(repo, pool);
+  const wantPath = opts.paths?.length ? picomatch(opts.paths, { dot: true }) : () => true;
+  const wantSession = opts.session ? sessionMatcher(opts.session) : () => true;
+  const report: RestoreReport = { snapshotId: record.id, files: [], failed: [], bytesWritten: 0, durationMs: 0 };
+  const kept = new Map<string, Set<string>>();
+  const filtered = !!(opts.paths?.length || opts.session);
+  try {
+    for await (const node of readTree(reader, record.snapshot.tree)) {
+      const destRoot = opts.destinations[node.root];
+      if (!destRoot) continue;
+      const dest = path.join(destRoot, ...node.path.split("/"));
+      if (node.type === "dir") {
+        if (!filtered && !opts.dryRun) await ensureDir(dest, node.mode);
+        continue;
+      }
+      if (!wantPath(node.path) || !wantSession(node.path)) continue;
+      if (!kept.has(node.root)) kept.set(node.root, new Set());
+      kept.get(node.root)!.add(node.path);
+      if (node.type === "symlink") {
+        if (!opts.dryRun) await restoreSymlink(dest, node.target ?? "");
+        continue;
+      }
+      const action = await plannedAction(repo, dest, node);
+      report.files.push({ path: node.path, root: node.root, action, size: node.size ?? 0, dest });
+      if (opts.dryRun || action === "unchanged") continue;
+      try {
+        await writeFileAtomically(reader, dest, node);
+        report.bytesWritten += node.size ?? 0;
+      } catch (err) {
+        if (err instanceof RepoError && err.kind === "corrupt") {
+          report.failed.push({ path: node.path, error: err.message });
+          continue;
+        }
+        throw describeFsError(err, dest);
+      }
+      opts.onProgress?.({ files: report.files.length, bytes: report.bytesWritten, current: node.path });
+    }
+    if (opts.deleteExtra) await planDeletes(opts, kept, report, wantPath, wantSession);
+  } finally {
+    await pool.close();
+  }
+  report.durationMs = Date.now() - started;
+  return report;
+}
+
+async function ensureDir(dir: string, mode: number): Promise<void> {
+  try {
+    await fs.mkdir(dir, { recursive: true, mode: mode || 0o755 });
+  } catch (err) {
+    throw describeFsError(err, dir);
+  }
+}
+
+export function describeFsError(err: unknown, where: string): Error {
+  const code = (err as NodeJS.ErrnoException)?.code;
+  const reasons: Record<string, string> = {
+    EACCES: "permission denied",
+    EPERM: "operation not permitted",
+    EROFS: "read-only file system",
+    ENOTDIR: "a parent is not a directory",
+    ENOSPC: "no space left on device",
+    EEXIST: "already exists",
+    EISDIR: "is a directory",
+  };
+  if (code && reasons[code]) return new RepoError(`cannot write ${where}: ${reasons[code]}`, "io");
+  return err as Error;
+}
+
+/** "unchanged" only when the file on disk has exactly the snapshot's chunks (same bytes). */
+async function plannedAction(repo: Repository, dest: string, node: TreeNode): Promise<FileAction> {
+  let st;
+  try {
+    st = await fs.lstat(dest);
+  } catch {
+    return "create";
+  }
+  if (!st.isFile() || st.size !== node.size) return "replace";
+  const data = await fs.readFile(dest).catch(() => undefined);
+  if (!data) return "replace";
+  const ids: string[] = [];
+  for (const [a, b] of repo.dataChunker.split(data)) ids.push(repo.blobId(data.subarray(a, b)));
+  const same = ids.length === (node.content ?? []).length && ids.every((id, i) => id === node.content![i]);
+  return same && (st.mode & 0o7777) === node.mode ? "unchanged" : "replace";
+}
+
+async function writeFileAtomically(reader: BlobReader, dest: string, node: TreeNode): Promise<void> {
+  const dir = path.dirname(dest);
+  await fs.mkdir(dir, { recursive: true });
+  const tmp = path.join(dir, `.${path.basename(dest)}.pi-guard-${randomBytes(4).toString("hex")}`);
+  const handle = await fs.open(tmp, "wx", node.mode & 0o777);
+  let ok = false;
+  try {
+    const content = node.content ?? [];
+    let batch: string[] = [];
+    let batchBytes = 0;
+    const flush = async () => {
+      for (const part of await reader.read(batch)) await handle.write(part);
+      batch = [];
+      batchBytes = 0;
+    };
+    for (const id of content) {
+      batch.push(id);
+      batchBytes += reader.rawLength(id);
+      if (batchBytes >= BATCH_BYTES) await flush();
+    }
+    if (batch.length) await flush();
+    await handle.chmod(node.mode & 0o7777);
+    await handle.sync();
+    ok = true;
+  } finally {
+    await handle.close();
+    if (!ok) await fs.unlink(tmp).catch(() => undefined);
+  }
+  const mtime = new Date(node.mtimeMs);
+  await fs.utimes(tmp, mtime, mtime);
+  await fs.rename(tmp, dest);
+  await syncDir(dir);
+}
+
+async function restoreSymlink(dest: string, target: string): Promise<void> {
+  await fs.mkdir(path.dirname(dest), { recursive: true });
+  const current = await fs.readlink(dest).catch(() => undefined);
+  if (current === target) return;
+  const tmp = `${dest}.pi-guard-${randomBytes(4).toString("hex")}`;
+  await fs.symlink(target, tmp);
+  await fs.rename(tmp, dest);
+}
+
+async function planDeletes(
+  opts: RestoreOptions,
+  kept: Map<string, Set<string>>,
+  report: RestoreReport,
+  wantPath: (p: string) => boolean,
+  wantSession: (p: string) => boolean,
+): Promise<void> {
+  for (const [root, dir] of Object.entries(opts.destinations)) {
+    const keep = kept.get(root) ?? new Set<string>();
+    for (const rel of await listFiles(dir)) {
+      if (keep.has(rel) || !wantPath(rel) || !wantSession(rel) || !(opts.scope?.(rel) ?? true)) continue;
+      const dest = path.join(dir, rel);
+      report.files.push({ path: rel, root, action: "delete", size: 0, dest });
+      if (!opts.dryRun) await fs.unlink(dest);
+    }
+  }
+}
+
+async function listFiles(dir: string, rel = ""): Promise<string[]> {
+  const out: string[] = [];
+  const entries = await fs.readdir(path.join(dir, rel), { withFileTypes: true }).catch(() => []);
+  for (const e of entries) {
+    const r = rel ? `${rel}/${e.name}` : e.name;
+    if (e.isDirectory()) out.push(...(await listFiles(dir, r)));
+    else out.push(r);
+  }
+  return out;
+}

@@ -1,0 +1,46 @@
+import * as chrono from "chrono-node";
+import { RepoError } from "../repo/errors.js";
+import type { SnapshotRecord } from "../repo/repository.js";
+
+export const WHEN_HELP = 'use "latest", a snapshot id, an ISO time such as 2026-11-30T14:00, or a phrase such as "2h ago" or "yesterday 14:00"';
+
+/** Parse a time expression; undefined when it is not one. */
+export function parseTime(expr: string, now = new Date()): Date | undefined {
+  const text = expr.trim();
+  if (/^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2})?$/.test(text)) {
+    const t = new Date(text.length === 10 ? `${text}T23:59:59.999` : text);
+    if (!Number.isNaN(t.getTime())) return t;
+  }
+  const parsed = chrono.parseDate(text, now, { forwardDate: false });
+  return parsed ?? undefined;
+}
+
+/**
+ * Resolve `<when>` to a snapshot: "latest", an id prefix, or a time (newest snapshot at or before it).
+ * `snapshots` must be sorted oldest first.
+ */
+export function selectSnapshot(snapshots: SnapshotRecord[], when: string, now = new Date()): SnapshotRecord {
+  const expr = when.trim();
+  if (snapshots.length === 0) throw new RepoError("the repository has no snapshots yet", "not-found");
+  if (expr === "" ) throw new RepoError(`no time given: ${WHEN_HELP}`, "usage");
+  if (expr === "latest") return snapshots[snapshots.length - 1];
+  if (/^[0-9a-f]{4,64}$/i.test(expr)) {
+    const hits = snapshots.filter((s) => s.id.startsWith(expr.toLowerCase()));
+    if (hits.length === 1) return hits[0];
+    if (hits.length > 1) {
+      throw new RepoError(`snapshot id ${expr} is ambiguous: ${hits.slice(0, 5).map((h) => h.id.slice(0, 12)).join(", ")}…`, "usage");
+    }
+    if (!/^\d+$/.test(expr)) throw new RepoError(`no snapshot has an id starting with ${expr}`, "not-found");
+  }
+  const time = parseTime(expr, now);
+  if (!time) throw new RepoError(`cannot read "${when}" as a time: ${WHEN_HELP}`, "usage");
+  let best: SnapshotRecord | undefined;
+  for (const s of snapshots) if (Date.parse(s.snapshot.time) <= time.getTime()) best = s;
+  if (!best) {
+    throw new RepoError(
+      `no snapshot at or before ${time.toISOString()}: the first snapshot is from ${snapshots[0].snapshot.time}`,
+      "not-found",
+    );
+  }
+  return best;
+}

@@ -1,0 +1,221 @@
+import { promises as fs } from "node:fs";
+import os from "node:os";
+import { BlobReader } from "../repo/blob-reader.js";
+import { BlobWriter } from "../repo/blob-writer.js";
+import { BlobType, type Snapshot, type SnapshotSummary, type TreeNode } from "../repo/format.js";
+import { acquireLock } from "../repo/lock.js";
+import type { Repository, SnapshotRecord } from "../repo/repository.js";
+import { SealPool } from "../repo/seal-pool.js";
+import { ContentChunker } from "./content-chunker.js";
+import { scanSources, type ScannedEntry, type SourceFilter, type SourceRoot } from "./scan.js";
+import { nodeKey, readTree, TreeWriter } from "./tree.js";
+import { PROGRAM } from "../version.js";
+
+export interface SnapshotOptions {
+  roots: SourceRoot[];
+  filter: SourceFilter;
+  tags?: string[];
+  host?: string;
+  /** A snapshot id to diff against, or undefined for the newest snapshot of the same host and roots. */
+  parent?: string;
+  lockWaitMs?: number;
+  onProgress?: (p: SnapshotProgress) => void;
+}
+
+export interface SnapshotProgress {
+  files: number;
+  bytes: number;
+  current: string;
+}
+
+export interface SnapshotResult {
+  id: string;
+  snapshot: Snapshot;
+}
+
+type FileOutcome = "new" | "changed" | "unchanged";
+
+const READ_BLOCK = 4 * 1024 * 1024;
+
+/** Take a snapshot of `opts.roots` into `repo`, holding the exclusive repository lock throughout. */
+export async function createSnapshot(repo: Repository, opts: SnapshotOptions): Promise<SnapshotResult> {
+  const lock = await acquireLock(repo, { exclusive: true, command: "snapshot", waitMs: opts.lockWaitMs ?? 60_000 });
+  const pool = new SealPool();
+  try {
+    await repo.loadIndex(true);
+    const builder = new SnapshotBuilder(repo, pool, opts.onProgress);
+    const host = opts.host ?? os.hostname();
+    const parent = await findParent(repo, opts.parent, host, opts.roots);
+    if (parent) await builder.loadParent(parent);
+    for await (const entry of scanSources(opts.roots, opts.filter)) await builder.addEntry(entry);
+    return await builder.commit({ host, roots: opts.roots, tags: opts.tags ?? [], parent: parent?.id });
+  } finally {
+    await pool.close();
+    await lock.release();
+  }
+}
+
+async function findParent(repo: Repository, parentId: string | undefined, host: string, roots: SourceRoot[]): Promise<SnapshotRecord | undefined> {
+  const all = await repo.listSnapshots();
+  if (parentId) return all.find((r) => r.id === parentId);
+  const sameRoots = (s: Snapshot) => JSON.stringify(s.roots) === JSON.stringify(roots);
+  return all.filter((r) => r.snapshot.host === host && sameRoots(r.snapshot)).at(-1);
+}
+
+/**
+ * Builds one snapshot. Files are compared with the parent snapshot:
+ * - same inode, size and mtime: the parent's chunk list is reused without reading the file;
+ * - same inode, grown, and the old last chunk still has the same bytes: only the tail is read,
+ *   re-chunked from the start of the old last chunk (identical to a full re-chunk, see chunker.ts);
+ * - anything else (new inode, shrunk, changed last chunk): the whole file is re-chunked.
+ */
+export class SnapshotBuilder {
+  private readonly writer: BlobWriter;
+  private readonly tree: TreeWriter;
+  private readonly content: ContentChunker;
+  private readonly parentNodes = new Map<string, TreeNode>();
+  private readonly started = Date.now();
+  private readonly counts = { files: 0, dirs: 0, bytesTotal: 0, filesNew: 0, filesChanged: 0, filesUnchanged: 0 };
+  private lastProgress = 0;
+
+  constructor(
+    private readonly repo: Repository,
+    private readonly pool: SealPool,
+    private readonly onProgress?: (p: SnapshotProgress) => void,
+  ) {
+    this.writer = new BlobWriter(repo, pool);
+    this.tree = new TreeWriter(repo, this.writer);
+    this.content = new ContentChunker(repo, this.writer, repo.dataChunker, BlobType.Data);
+  }
+
+  async loadParent(parent: SnapshotRecord): Promise<void> {
+    for await (const node of readTree(new BlobReader(this.repo, this.pool), parent.snapshot.tree)) {
+      if (node.type === "file") this.parentNodes.set(nodeKey(node.root, node.path), node);
+    }
+  }
+
+  async addEntry(entry: ScannedEntry): Promise<void> {
+    const base = { root: entry.root, path: entry.path, mode: entry.stat.mode & 0o7777, mtimeMs: entry.stat.mtimeMs };
+    if (entry.type === "dir") {
+      this.counts.dirs++;
+      await this.tree.add({ ...base, type: "dir" });
+    } else if (entry.type === "symlink") {
+      const target = await fs.readlink(entry.abs).catch(() => undefined);
+      if (target !== undefined) await this.tree.add({ ...base, type: "symlink", target });
+    } else {
+      const node = await this.storeFile(entry);
+      if (node) await this.tree.add({ ...base, ...node, type: "file" });
+    }
+  }
+
+  /** Import path for non-disk sources (tar archives): content arrives as a stream. */
+  async addStreamedFile(node: Omit<TreeNode, "content" | "size" | "type">, chunks: AsyncIterable<Uint8Array>): Promise<void> {
+    let size = 0;
+    for await (const chunk of chunks) {
+      size += chunk.length;
+      await this.content.push(chunk);
+    }
+    const { ids } = await this.content.end();
+    this.count("new", size, node.path);
+    await this.tree.add({ ...node, type: "file", size, content: ids });
+  }
+
+  async addNode(node: TreeNode): Promise<void> {
+    if (node.type === "dir") this.counts.dirs++;
+    await this.tree.add(node);
+  }
+
+  private async storeFile(entry: ScannedEntry): Promise<Pick<TreeNode, "size" | "ino" | "content" | "mtimeMs"> | undefined> {
+    const { stat } = entry;
+    const prev = this.parentNodes.get(nodeKey(entry.root, entry.path));
+    if (prev && prev.ino === stat.ino && prev.size === stat.size && prev.mtimeMs === stat.mtimeMs && prev.content) {
+      this.count("unchanged", stat.size, entry.path);
+      return { size: stat.size, ino: stat.ino, content: prev.content, mtimeMs: stat.mtimeMs };
+    }
+    let handle;
+    try {
+      handle = await fs.open(entry.abs, "r");
+    } catch (err) {
+      // Deleted between scan and read: the next snapshot will not list it either.
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      throw err;
+    }
+    try {
+      const st = await handle.stat();
+      const resumeAt = prev && st.ino === prev.ino && st.size > (prev.size ?? 0) ? await this.appendPoint(handle, prev) : undefined;
+      const kept = resumeAt ? prev!.content!.slice(0, -1) : [];
+      const end = st.size;
+      let pos = resumeAt?.offset ?? 0;
+      while (pos < end) {
+        const space = this.content.space;
+        const want = Math.min(space.length, READ_BLOCK, end - pos);
+        const { bytesRead } = await handle.read(space, 0, want, pos);
+        if (bytesRead === 0) break; // truncated while we read: keep what was there
+        pos += bytesRead;
+        await this.content.filled(bytesRead);
+      }
+      const { ids } = await this.content.end();
+      this.count(prev ? "changed" : "new", pos, entry.path);
+      return { size: pos, ino: st.ino, content: [...kept, ...ids], mtimeMs: st.mtimeMs };
+    } finally {
+      await handle.close();
+    }
+  }
+
+  /**
+   * Where to resume chunking a grown file: the start of the parent's last chunk, if those bytes are
+   * still exactly the parent's last chunk. A mismatch means the file was rewritten, not appended to.
+   */
+  private async appendPoint(handle: fs.FileHandle, prev: TreeNode): Promise<{ offset: number } | undefined> {
+    const content = prev.content ?? [];
+    const last = content.at(-1);
+    if (!last) return undefined;
+    const loc = this.repo.index.get(last);
+    if (!loc) return undefined;
+    const offset = (prev.size ?? 0) - loc.rawLength;
+    if (offset < 0) return undefined;
+    const buf = Buffer.allocUnsafe(loc.rawLength);
+    const { bytesRead } = await handle.read(buf, 0, loc.rawLength, offset);
+    if (bytesRead !== loc.rawLength || this.repo.blobId(buf) !== last) return undefined;
+    return { offset };
+  }
+
+  private count(outcome: FileOutcome, size: number, current: string): void {
+    this.counts.files++;
+    this.counts.bytesTotal += size;
+    if (outcome === "new") this.counts.filesNew++;
+    else if (outcome === "changed") this.counts.filesChanged++;
+    else this.counts.filesUnchanged++;
+    const now = Date.now();
+    if (this.onProgress && now - this.lastProgress > 100) {
+      this.lastProgress = now;
+      this.onProgress({ files: this.counts.files, bytes: this.counts.bytesTotal, current });
+    }
+  }
+
+  /** Write the tree, the index, then the snapshot object: only the last makes the snapshot visible. */
+  async commit(meta: { host: string; roots: SourceRoot[]; tags: string[]; parent?: string; time?: string }): Promise<SnapshotResult> {
+    const tree = await this.tree.finish();
+    await this.writer.finish();
+    const summary: SnapshotSummary = {
+      ...this.counts,
+      bytesNew: this.writer.bytesNew,
+      bytesStored: this.writer.bytesStored,
+      durationMs: Date.now() - this.started,
+    };
+    const snapshot: Snapshot = {
+      version: 1,
+      time: meta.time ?? new Date().toISOString(),
+      host: meta.host,
+      user: os.userInfo().username,
+      tags: meta.tags,
+      roots: meta.roots,
+      tree,
+      parent: meta.parent,
+      program: PROGRAM,
+      summary,
+    };
+    const id = await this.repo.saveSnapshot(snapshot);
+    return { id, snapshot };
+  }
+}

@@ -1,0 +1,133 @@
+import { createReadStream, promises as fs } from "node:fs";
+import os from "node:os";
+import { pipeline } from "node:stream/promises";
+import { createGunzip } from "node:zlib";
+import { Parser, type ReadEntry } from "tar";
+import { acquireLock } from "../repo/lock.js";
+import { RepoError } from "../repo/errors.js";
+import type { Repository } from "../repo/repository.js";
+import { SealPool } from "../repo/seal-pool.js";
+import { SnapshotBuilder, type SnapshotProgress, type SnapshotResult } from "./snapshotter.js";
+
+export interface TarImportOptions {
+  tags?: string[];
+  /** Snapshot time; defaults to the newest mtime in the archive. */
+  time?: string;
+  host?: string;
+  lockWaitMs?: number;
+  onProgress?: (p: SnapshotProgress) => void;
+}
+
+/**
+ * Where the agent dir starts inside an archive. `pi-guard archive` puts it at the top; hand-made
+ * backups often have `agent/…` or `.pi/agent/…`. The prefix is whatever precedes the first
+ * `sessions/` folder or `auth.json`.
+ */
+export function agentPrefix(paths: string[]): string {
+  for (const p of paths) {
+    const m = /^(.*?)(?:^|\/)(?:sessions\/|auth\.json$|settings\.json$|models\.json$)/.exec(p);
+    if (m) return m[1] ? `${m[1]}/` : "";
+  }
+  return "";
+}
+
+function normalize(p: string): string {
+  return p.replace(/^(\.\/)+/, "").replace(/\/+$/, "");
+}
+
+async function isGzip(file: string): Promise<boolean> {
+  const handle = await fs.open(file, "r");
+  try {
+    const buf = Buffer.alloc(2);
+    await handle.read(buf, 0, 2, 0);
+    return buf[0] === 0x1f && buf[1] === 0x8b;
+  } finally {
+    await handle.close();
+  }
+}
+
+async function listPaths(file: string, gz: boolean): Promise<{ paths: string[]; newest: number }> {
+  const paths: string[] = [];
+  let newest = 0;
+  const parser = new Parser({
+    onReadEntry: (entry: ReadEntry) => {
+      paths.push(normalize(entry.path));
+      newest = Math.max(newest, entry.mtime?.getTime() ?? 0);
+      entry.resume();
+    },
+  });
+  await runParser(file, gz, parser);
+  return { paths, newest };
+}
+
+async function runParser(file: string, gz: boolean, parser: Parser): Promise<void> {
+  let warning: string | undefined;
+  parser.on("warn", (code: string, message: string) => {
+    warning ??= `${code}: ${message}`;
+  });
+  try {
+    if (gz) await pipeline(createReadStream(file), createGunzip(), parser as unknown as NodeJS.WritableStream);
+    else await pipeline(createReadStream(file), parser as unknown as NodeJS.WritableStream);
+  } catch (err) {
+    throw new RepoError(`${file} is not a readable tar archive: ${(err as Error).message}`, "usage");
+  }
+  if (warning && /TAR_BAD_ARCHIVE|TAR_ENTRY_INVALID|TAR_ABORT/.test(warning)) {
+    throw new RepoError(`${file} is not a readable tar archive (${warning})`, "usage");
+  }
+}
+
+/** Import a tarball of an agent dir as a snapshot (two passes: find the layout, then stream). */
+export async function importTar(repo: Repository, file: string, opts: TarImportOptions = {}): Promise<SnapshotResult> {
+  try {
+    await fs.access(file);
+  } catch {
+    throw new RepoError(`cannot read ${file}`, "not-found");
+  }
+  const gz = await isGzip(file);
+  const { paths, newest } = await listPaths(file, gz);
+  if (paths.length === 0) throw new RepoError(`${file} holds no files: is it a tar archive?`, "usage");
+  const prefix = agentPrefix(paths);
+  const time = opts.time ? new Date(opts.time) : new Date(newest || Date.now());
+  if (Number.isNaN(time.getTime())) throw new RepoError(`--time "${opts.time}" is not an ISO time`, "usage");
+
+  const lock = await acquireLock(repo, { exclusive: true, command: "snapshot --from-tar", waitMs: opts.lockWaitMs ?? 60_000 });
+  const pool = new SealPool();
+  try {
+    await repo.loadIndex(true);
+    const builder = new SnapshotBuilder(repo, pool, opts.onProgress);
+    // Entries are handled strictly one after another: the builder writes one sorted tree stream.
+    let chain = Promise.resolve();
+    const parser = new Parser({
+      onReadEntry: (entry: ReadEntry) => {
+        const rel = normalize(entry.path);
+        if (!rel.startsWith(prefix) || rel === normalize(prefix)) {
+          entry.resume();
+          return;
+        }
+        const inner = rel.slice(prefix.length);
+        const node = { root: "agent", path: inner, mode: (entry.mode ?? 0o644) & 0o7777, mtimeMs: entry.mtime?.getTime() ?? time.getTime() };
+        if (entry.type === "Directory") {
+          entry.resume();
+          chain = chain.then(() => builder.addNode({ ...node, type: "dir" }));
+        } else if (entry.type === "SymbolicLink") {
+          entry.resume();
+          chain = chain.then(() => builder.addNode({ ...node, type: "symlink", target: entry.linkpath ?? "" }));
+        } else if (entry.type === "File" || entry.type === "OldFile" || entry.type === "ContiguousFile") {
+          entry.pause();
+          chain = chain.then(() => builder.addStreamedFile(node, entry as AsyncIterable<Buffer>));
+        } else entry.resume();
+      },
+    });
+    await runParser(file, gz, parser);
+    await chain;
+    return await builder.commit({
+      host: opts.host ?? os.hostname(),
+      roots: [{ name: "agent", path: `tar:${file}` }],
+      tags: [...(opts.tags ?? []), "import"],
+      time: time.toISOString(),
+    });
+  } finally {
+    await pool.close();
+    await lock.release();
+  }
+}

@@ -1,0 +1,153 @@
+import { promises as fs, constants } from "node:fs";
+import path from "node:path";
+import { randomBytes } from "node:crypto";
+import { ObjectNotFound, type ObjectInfo, type Target } from "./target.js";
+
+/** Temp files carry this infix; `list` hides them and `cleanTemp` removes stale ones after a crash. */
+export const TEMP_INFIX = ".tmp-";
+
+function notFound(err: unknown): boolean {
+  return (err as NodeJS.ErrnoException)?.code === "ENOENT";
+}
+
+export class LocalTarget implements Target {
+  constructor(readonly root: string) {}
+
+  get location(): string {
+    return this.root;
+  }
+
+  private file(key: string): string {
+    return path.join(this.root, ...key.split("/"));
+  }
+
+  async get(key: string): Promise<Buffer> {
+    try {
+      return await fs.readFile(this.file(key));
+    } catch (err) {
+      if (notFound(err)) throw new ObjectNotFound(key);
+      throw err;
+    }
+  }
+
+  async getRange(key: string, offset: number, length: number): Promise<Buffer> {
+    let handle;
+    try {
+      handle = await fs.open(this.file(key), constants.O_RDONLY);
+    } catch (err) {
+      if (notFound(err)) throw new ObjectNotFound(key);
+      throw err;
+    }
+    try {
+      const buf = Buffer.allocUnsafe(length);
+      let got = 0;
+      while (got < length) {
+        const { bytesRead } = await handle.read(buf, got, length - got, offset + got);
+        if (bytesRead === 0) break;
+        got += bytesRead;
+      }
+      return got === length ? buf : buf.subarray(0, got);
+    } finally {
+      await handle.close();
+    }
+  }
+
+  /** temp name in the same folder, write, fsync, rename, fsync the folder: all or nothing after a crash. */
+  async put(key: string, data: Buffer): Promise<void> {
+    const dest = this.file(key);
+    const dir = path.dirname(dest);
+    await fs.mkdir(dir, { recursive: true });
+    const tmp = `${dest}${TEMP_INFIX}${randomBytes(6).toString("hex")}`;
+    const handle = await fs.open(tmp, "wx", 0o600);
+    try {
+      await handle.writeFile(data);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await fs.rename(tmp, dest);
+    await syncDir(dir);
+  }
+
+  async head(key: string): Promise<ObjectInfo | undefined> {
+    try {
+      const st = await fs.stat(this.file(key));
+      return { key, size: st.size };
+    } catch (err) {
+      if (notFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  async *list(prefix: string): AsyncIterable<ObjectInfo> {
+    const base = this.file(prefix.replace(/\/$/, ""));
+    yield* this.walk(base, prefix.replace(/\/$/, ""));
+  }
+
+  private async *walk(dir: string, keyPrefix: string): AsyncIterable<ObjectInfo> {
+    let entries;
+    try {
+      entries = await fs.readdir(dir, { withFileTypes: true });
+    } catch (err) {
+      if (notFound(err)) return;
+      throw err;
+    }
+    entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    for (const entry of entries) {
+      const key = `${keyPrefix}/${entry.name}`;
+      if (entry.isDirectory()) {
+        yield* this.walk(path.join(dir, entry.name), key);
+      } else if (entry.isFile() && !entry.name.includes(TEMP_INFIX)) {
+        const st = await fs.stat(path.join(dir, entry.name)).catch(() => undefined);
+        if (st) yield { key, size: st.size };
+      }
+    }
+  }
+
+  async delete(key: string): Promise<void> {
+    try {
+      await fs.unlink(this.file(key));
+    } catch (err) {
+      if (!notFound(err)) throw err;
+    }
+  }
+
+  /** Remove temp files older than `olderThanMs` left by a process that was killed mid-write. */
+  async cleanTemp(olderThanMs: number): Promise<number> {
+    let removed = 0;
+    const now = Date.now();
+    const visit = async (dir: string): Promise<void> => {
+      let entries;
+      try {
+        entries = await fs.readdir(dir, { withFileTypes: true });
+      } catch {
+        return;
+      }
+      for (const entry of entries) {
+        const p = path.join(dir, entry.name);
+        if (entry.isDirectory()) await visit(p);
+        else if (entry.name.includes(TEMP_INFIX)) {
+          const st = await fs.stat(p).catch(() => undefined);
+          if (st && now - st.mtimeMs > olderThanMs) {
+            await fs.unlink(p).catch(() => undefined);
+            removed++;
+          }
+        }
+      }
+    };
+    await visit(this.root);
+    return removed;
+  }
+}
+
+export async function syncDir(dir: string): Promise<void> {
+  const handle = await fs.open(dir, constants.O_RDONLY).catch(() => undefined);
+  if (!handle) return;
+  try {
+    await handle.sync();
+  } catch {
+    // Some filesystems refuse fsync on a directory; the rename is still atomic there.
+  } finally {
+    await handle.close();
+  }
+}

@@ -1,0 +1,29 @@
+/**
+ * Where repository objects live. Deliberately small (the Litestream ReplicaClient idea): the
+ * repository never knows whether it talks to a local folder or a bucket.
+ *
+ * Keys are slash-separated relative names such as `data/ab/ab12…`. Objects are immutable except
+ * `locks/*`; `put` must be atomic: a reader sees the whole object or nothing.
+ */
+export interface ObjectInfo {
+  key: string;
+  size: number;
+}
+
+export interface Target {
+  /** Human-readable location, for messages. */
+  readonly location: string;
+  get(key: string): Promise<Buffer>;
+  getRange(key: string, offset: number, length: number): Promise<Buffer>;
+  put(key: string, data: Buffer): Promise<void>;
+  head(key: string): Promise<ObjectInfo | undefined>;
+  list(prefix: string): AsyncIterable<ObjectInfo>;
+  delete(key: string): Promise<void>;
+}
+
+export class ObjectNotFound extends Error {
+  constructor(readonly key: string) {
+    super(`object ${key} not found`);
+    this.name = "ObjectNotFound";
+  }
+}
