@@ -15,6 +15,8 @@ export interface MeasureOptions {
   env?: NodeJS.ProcessEnv;
   cwd?: string;
   pollMs?: number;
+  /** Kill the command's process group after this long, so a hung tool cannot stall the run. */
+  timeoutMs?: number;
 }
 
 /** Keep only the tail of big outputs (restic --json prints many status lines). */
@@ -65,7 +67,8 @@ function processTree(root: number): number[] {
 export function measure(command: string, args: string[], opts: MeasureOptions = {}): Promise<Measurement> {
   return new Promise((resolve) => {
     const started = process.hrtime.bigint();
-    const child = spawn(command, args, { env: opts.env ?? process.env, cwd: opts.cwd, stdio: ["ignore", "pipe", "pipe"] });
+    // detached: its own process group, so a timeout can stop the tool and its children together.
+    const child = spawn(command, args, { env: opts.env ?? process.env, cwd: opts.cwd, stdio: ["ignore", "pipe", "pipe"], detached: true });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d: Buffer) => {
@@ -92,10 +95,26 @@ export function measure(command: string, args: string[], opts: MeasureOptions = 
     sample();
     const timer = setInterval(sample, opts.pollMs ?? 20);
     let done = false;
+    let timedOut = false;
+    const killer = opts.timeoutMs
+      ? setTimeout(() => {
+          timedOut = true;
+          try {
+            if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
+          } catch {
+            // already gone
+          }
+        }, opts.timeoutMs)
+      : undefined;
     const finish = (exitCode: number): void => {
       if (done) return;
       done = true;
       clearInterval(timer);
+      clearTimeout(killer);
+      if (timedOut) {
+        stderr += `\ntimed out after ${((opts.timeoutMs ?? 0) / 1000).toFixed(0)} s`;
+        exitCode = 124;
+      }
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       resolve({ ms, peakRssMB: peakKb / 1024, stdout, stderr, exitCode });
     };

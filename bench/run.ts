@@ -33,7 +33,7 @@ async function runStep(run: ToolRun, name: string, fn: () => Promise<Step>): Pro
   // Keep what was measured and what the tool reported, not its whole stdout.
   run.steps[name] = s.ok
     ? { ms: s.m.ms, peakRssMB: s.m.peakRssMB, reported: s.info }
-    : { error: s.error, ms: s.m?.ms, exitCode: s.m?.exitCode, stderrTail: s.m?.stderr.slice(-2000) };
+    : { error: s.error, ms: s.m?.ms, exitCode: s.m?.exitCode, stderrTail: s.m?.stderr.slice(-2000), stdoutTail: s.m?.stdout.slice(-2000) };
   if (!s.ok) run.failed = `${name}: ${s.error}`;
   log(`${run.tool.name} ${name}: ${s.ok ? `${(s.m.ms / 1000).toFixed(2)} s, peak ${s.m.peakRssMB.toFixed(1)} MB` : `error: ${s.error}`}`);
   return s;

@@ -4,6 +4,9 @@ import { existsSync, mkdirSync } from "node:fs";
 import { join, relative } from "node:path";
 import { measure, type Measurement } from "./measure.js";
 
+/** Far above any expected step at 1 GiB; only there so a hang fails the step instead of the run. */
+const STEP_TIMEOUT_MS = 20 * 60 * 1000;
+
 export type Step = { ok: true; m: Measurement; info: Record<string, unknown> } | { ok: false; error: string; m?: Measurement };
 
 export interface BackupTool {
@@ -26,20 +29,31 @@ function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
 /** First useful line of a failed command, for the "error: ..." table cell. */
 function oneLine(m: Measurement): string {
   const text = (m.stderr.trim() || m.stdout.trim()).split("\n").map((l) => l.trim()).filter(Boolean);
-  const line = text.find((l) => /error|fatal|cannot|not /i.test(l)) ?? text[text.length - 1] ?? "";
+  const line = text.find((l) => l.startsWith("timed out")) ?? text.find((l) => /error|fatal|cannot|not /i.test(l)) ?? text[text.length - 1] ?? "";
   return `exit ${m.exitCode}${line ? `: ${line.slice(0, 160)}` : ""}`;
 }
 
-/** The last stdout line that is a JSON object (tools may print progress first). */
+function parseObject(text: string): Record<string, unknown> | null {
+  try {
+    const v: unknown = JSON.parse(text);
+    return v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The JSON object a command printed last. Handles one (maybe pretty-printed)
+ * document, JSON lines as restic prints them, and a pretty object after other output.
+ */
 function lastJson(stdout: string): Record<string, unknown> | null {
-  const lines = stdout.trim().split("\n").reverse();
-  for (const line of lines) {
-    try {
-      const v: unknown = JSON.parse(line);
-      if (v && typeof v === "object" && !Array.isArray(v)) return v as Record<string, unknown>;
-    } catch {
-      // not JSON: keep looking
-    }
+  const whole = parseObject(stdout.trim());
+  if (whole) return whole;
+  const lines = stdout.trimEnd().split("\n");
+  for (let i = lines.length - 1; i >= 0; i--) {
+    if (!lines[i].startsWith("{")) continue;
+    const v = parseObject(lines[i]) ?? parseObject(lines.slice(i).join("\n"));
+    if (v) return v;
   }
   return null;
 }
@@ -55,7 +69,7 @@ export function resticTool(workDir: string, agentDir: string): BackupTool {
   const repoDir = join(workDir, "restic-repo");
   // A real cache dir, as restic uses by default; kept in the temp area so it is cleaned up.
   const env = cleanEnv({ RESTIC_REPOSITORY: repoDir, RESTIC_PASSWORD: "bench-password", RESTIC_CACHE_DIR: join(workDir, "restic-cache") });
-  const restic = (args: string[], cwd?: string): Promise<Measurement> => measure("restic", args, { env, cwd });
+  const restic = (args: string[], cwd?: string): Promise<Measurement> => measure("restic", args, { env, cwd, timeoutMs: STEP_TIMEOUT_MS });
   return {
     name: "restic",
     repoDir,
@@ -76,7 +90,7 @@ export function piGuardTool(workDir: string, agentDir: string, projectRoot: stri
   const env = cleanEnv({ PI_GUARD_REPO: repoDir, PI_GUARD_PASSWORD: "bench-password", PI_CODING_AGENT_DIR: agentDir, XDG_CONFIG_HOME: xdgConfig, XDG_DATA_HOME: xdgData });
   const run = async (args: string[], check?: (j: Record<string, unknown> | null) => string | null): Promise<Step> => {
     if (!existsSync(mainJs)) return { ok: false, error: `${relative(process.cwd(), mainJs) || mainJs} missing (pi-guard CLI not built; run npm run build)` };
-    return step(await measure(process.execPath, [bin, ...args], { env }), check);
+    return step(await measure(process.execPath, [bin, ...args], { env, timeoutMs: STEP_TIMEOUT_MS }), check);
   };
   return {
     name: "pi-guard",
@@ -86,7 +100,8 @@ export function piGuardTool(workDir: string, agentDir: string, projectRoot: stri
       mkdirSync(xdgData, { recursive: true });
       return run(["init", "--json"]);
     },
-    snapshot: () => run(["snapshot", "--json"], (j) => (j && typeof j.snapshotId === "string" ? null : "snapshot --json printed no snapshotId")),
+    snapshot: () =>
+      run(["snapshot", "--json"], (j) => (j && typeof j.snapshotId === "string" ? null : `snapshot --json printed no snapshotId (keys: ${Object.keys(j ?? {}).join(",") || "none"})`)),
     restore: (target) => run(["restore", "latest", "--target", target, "--json"]),
   };
 }
