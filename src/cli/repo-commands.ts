@@ -5,6 +5,12 @@ import { Progress } from "./progress.js";
 import { promptHidden } from "./prompt.js";
 import { RepoError } from "../repo/errors.js";
 
+async function anyRootExists(paths: string[]): Promise<boolean> {
+  const { promises: fs } = await import("node:fs");
+  for (const p of paths) if (await fs.stat(p).then((s) => s.isDirectory(), () => false)) return true;
+  return false;
+}
+
 export function registerRepoCommands(program: Command): void {
   program
     .command("init")
@@ -53,6 +59,7 @@ Examples:
     .option("--tag <tag...>", "tags to attach to the snapshot")
     .option("--from-tar <file>", "import a tarball of an agent dir (made by `pi-guard archive` or by hand) as a snapshot")
     .option("--time <iso>", "with --from-tar: the time to record for the imported snapshot")
+    .option("--init", "create the repository first if there is none (a key file when no password is set)")
     .addHelpText(
       "after",
       `
@@ -61,11 +68,24 @@ large, live session costs about the size of what was appended.
 
 Examples:
   $ pi-guard snapshot
+  $ pi-guard snapshot --init           # first run: create the repository, then back up
   $ pi-guard snapshot --json
   $ pi-guard snapshot --from-tar old-backup.tar.gz --time 2026-10-01T12:00:00Z`,
     )
-    .action(async (opts: { tag?: string[]; fromTar?: string; time?: string }, cmd: Command) => {
+    .action(async (opts: { tag?: string[]; fromTar?: string; time?: string; init?: boolean }, cmd: Command) => {
       const ctx = context(cmd);
+      if (!opts.fromTar && !(await anyRootExists(ctx.config.roots.map((r) => r.path)))) {
+        warn(`nothing to back up: ${ctx.config.agentDir} does not exist (set PI_CODING_AGENT_DIR or --agent-dir)`);
+        if (ctx.out.json) printJson({ snapshotId: null, reason: "agent dir missing", agentDir: ctx.config.agentDir });
+        return;
+      }
+      if (opts.init) {
+        const { openTarget, initRepository } = await import("../engine.js");
+        if (!(await openTarget(ctx.config).head("config"))) {
+          const made = await initRepository(ctx.config);
+          info(ctx.out, `created repository at ${ctx.config.repo}${made.keyFile ? `; key file ${made.keyFile} (keep a copy somewhere safe)` : ""}`);
+        }
+      }
       const repo = await ctx.open();
       const progress = new Progress(!ctx.out.json && !ctx.out.quiet);
       const onProgress = (p: { files: number; bytes: number; current: string }) =>
