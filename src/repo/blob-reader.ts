@@ -22,6 +22,22 @@ export class BlobReader {
     return this.repo.index.get(id)?.rawLength ?? 0;
   }
 
+  /** Plaintexts of `ids` in order, fetched a batch at a time: memory stays near `batchBytes`. */
+  async *stream(ids: string[], batchBytes = 8 * 1024 * 1024): AsyncGenerator<Buffer> {
+    let batch: string[] = [];
+    let size = 0;
+    for (const id of ids) {
+      batch.push(id);
+      size += this.rawLength(id);
+      if (size >= batchBytes) {
+        yield* await this.read(batch);
+        batch = [];
+        size = 0;
+      }
+    }
+    if (batch.length) yield* await this.read(batch);
+  }
+
   /** Plaintexts of `ids`, in order. Memory is the sum of the blobs asked for: callers batch. */
   async read(ids: string[]): Promise<Buffer[]> {
     const index = this.repo.index;

@@ -101,19 +101,7 @@ async function writeEntry(write: (b: Buffer) => Promise<void>, reader: BlobReade
   if (header.encode(block, 0)) await write(new Pax(data).encode());
   await write(block);
   if (node.type !== "file") return;
-  let batch: string[] = [];
-  let batchBytes = 0;
-  const flush = async () => {
-    for (const part of await reader.read(batch)) await write(part);
-    batch = [];
-    batchBytes = 0;
-  };
-  for (const id of node.content ?? []) {
-    batch.push(id);
-    batchBytes += reader.rawLength(id);
-    if (batchBytes >= BATCH_BYTES) await flush();
-  }
-  if (batch.length) await flush();
+  for await (const part of reader.stream(node.content ?? [], BATCH_BYTES)) await write(part);
   const pad = (BLOCK - ((node.size ?? 0) % BLOCK)) % BLOCK;
   if (pad) await write(Buffer.alloc(pad));
 }

@@ -143,20 +143,7 @@ async function writeFileAtomically(reader: BlobReader, dest: string, node: TreeN
   const handle = await fs.open(tmp, "wx", node.mode & 0o777);
   let ok = false;
   try {
-    const content = node.content ?? [];
-    let batch: string[] = [];
-    let batchBytes = 0;
-    const flush = async () => {
-      for (const part of await reader.read(batch)) await handle.write(part);
-      batch = [];
-      batchBytes = 0;
-    };
-    for (const id of content) {
-      batch.push(id);
-      batchBytes += reader.rawLength(id);
-      if (batchBytes >= BATCH_BYTES) await flush();
-    }
-    if (batch.length) await flush();
+    for await (const part of reader.stream(node.content ?? [], BATCH_BYTES)) await handle.write(part);
     await handle.chmod(node.mode & 0o7777);
     await handle.sync();
     ok = true;
