@@ -1,6 +1,17 @@
 import type { Command } from "commander";
 import { context } from "./context.js";
 import { info, printJson, table } from "./output.js";
+import { RepoError } from "../repo/errors.js";
+
+const collect = (value: string, previous: string[]) => [...previous, value];
+
+interface SalvageFlags {
+  fromHtml: string[];
+  fromLog: string[];
+  out?: string;
+  install?: boolean;
+  cwd?: string;
+}
 
 export function registerSalvageCommands(program: Command): void {
   program
@@ -51,5 +62,42 @@ Examples:
       ];
       if (result.backup) rows.push(["backup", result.backup]);
       info(ctx.out, table(rows));
+    });
+
+  program
+    .command("salvage")
+    .description("rebuild pi sessions from what survived: exported HTML, event logs, open files")
+    .option("--from-html <file>", "a page written by `pi --export` (repeatable)", collect, [])
+    .option("--out <dir>", "write the sessions here (default: <data dir>/salvage)")
+    .option("--install", "put each session into pi's sessions dir for its cwd (never over an existing file)")
+    .option("--cwd <path>", "project dir for sessions whose source does not name one")
+    .addHelpText(
+      "after",
+      `
+Sources are only read. Sessions found in several sources are merged into one file per session id,
+keeping the richest copy of each message; a "pi-guard/salvage" custom entry records where it all
+came from. Nothing is written unless every source could be read.
+
+Examples:
+  $ pi-guard salvage --from-html pi-session-2026-01-01.html --install
+  $ pi-guard salvage --from-html a.html --out ./recovered --json`,
+    )
+    .action(async (opts: SalvageFlags, cmd: Command) => {
+      const ctx = context(cmd);
+      if (opts.install && opts.out) throw new RepoError("--install and --out exclude each other", "usage");
+      const { salvage } = await import("../salvage/salvage.js");
+      const { formatReport } = await import("../salvage/report.js");
+      const result = await salvage({
+        html: opts.fromHtml,
+        cwd: opts.cwd,
+        install: opts.install,
+        outDir: opts.install ? undefined : (opts.out ?? `${ctx.config.dataDir}/salvage`),
+        agentDir: ctx.config.agentDir,
+      });
+      if (ctx.out.json) {
+        printJson(result.report);
+        return;
+      }
+      info(ctx.out, formatReport(result.report));
     });
 }

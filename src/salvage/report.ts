@@ -1,0 +1,67 @@
+// The fidelity report: what came back, from where, and what each source could not give.
+
+import type { SessionEntry } from "../pi/index.js";
+import type { SalvagedSession, SourceResult } from "./types.js";
+
+export function countRoles(entries: readonly SessionEntry[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const e of entries) {
+    if (e.type !== "message") continue;
+    const role = String((e.message as { role?: unknown }).role ?? "unknown");
+    out[role] = (out[role] ?? 0) + 1;
+  }
+  return out;
+}
+
+export interface SessionReport {
+  id: string;
+  cwd: string;
+  idInvented: boolean;
+  cwdKnown: boolean;
+  file: string | null;
+  entries: number;
+  messages: Record<string, number>;
+  sources: { kind: string; path: string; messages: Record<string, number> }[];
+  gaps: string[];
+}
+
+export interface FidelityReport {
+  sessions: SessionReport[];
+  sources: { kind: string; path: string; sessions: number; notes: string[] }[];
+}
+
+export function fidelityReport(results: SourceResult[], sessions: SalvagedSession[], files: Map<string, string>): FidelityReport {
+  return {
+    sessions: sessions.map((s) => ({
+      id: s.header.id,
+      cwd: s.header.cwd,
+      idInvented: !s.idKnown,
+      cwdKnown: s.cwdKnown,
+      file: files.get(s.header.id) ?? null,
+      entries: s.entries.length,
+      messages: countRoles(s.entries),
+      sources: (s.provided ?? []).map((p) => ({ kind: p.source.kind, path: p.source.path, messages: p.messages })),
+      gaps: s.gaps,
+    })),
+    sources: results.map((r) => ({ kind: r.source.kind, path: r.source.path, sessions: r.sessions.length, notes: r.notes })),
+  };
+}
+
+const roleList = (m: Record<string, number>) =>
+  Object.entries(m)
+    .map(([role, n]) => `${n} ${role}`)
+    .join(", ") || "no messages";
+
+/** Short human form: one block per session, then source notes. */
+export function formatReport(report: FidelityReport): string {
+  const out: string[] = [];
+  for (const s of report.sessions) {
+    out.push(`session ${s.id}${s.idInvented ? " (id invented)" : ""}  ${s.cwd || "(cwd unknown)"}`);
+    out.push(`  recovered  ${roleList(s.messages)} (${s.entries} entries)`);
+    for (const src of s.sources) out.push(`  from ${src.kind.padEnd(5)} ${roleList(src.messages)}  ${src.path}`);
+    for (const g of s.gaps) out.push(`  missing    ${g}`);
+    if (s.file) out.push(`  written    ${s.file}`);
+  }
+  for (const src of report.sources) for (const n of src.notes) out.push(`note (${src.kind} ${src.path}): ${n}`);
+  return out.join("\n");
+}

@@ -1,0 +1,37 @@
+// What every salvage source produces: best-effort pi sessions plus an honest account of what the
+// source could not provide. Sources never write; output.ts does, after everything was read.
+
+import type { SessionEntry, SessionHeader } from "../pi/index.js";
+
+export type SourceKind = "html" | "log" | "hermes" | "open-files";
+
+export interface SalvageSource {
+  kind: SourceKind;
+  path: string;
+}
+
+export interface SalvagedSession {
+  header: SessionHeader;
+  /** False when the source carried no session id and one was made up. */
+  idKnown: boolean;
+  /** False when the source carried no project dir; --install then needs --cwd. */
+  cwdKnown: boolean;
+  /** pi v3 entries in file order, parent links set. */
+  entries: SessionEntry[];
+  /** The entry pi should resume from, when it is not the last one (an exported branch). */
+  leafId?: string | null;
+  sources: SalvageSource[];
+  /** Messages by role that each source gave for this session, before merging. */
+  provided?: { source: SalvageSource; messages: Record<string, number> }[];
+  /** One sentence per thing a source could not give back (per session). */
+  gaps: string[];
+}
+
+export interface SourceResult {
+  source: SalvageSource;
+  sessions: SalvagedSession[];
+  /** Remarks about the source as a whole (skipped lines, unreadable parts). */
+  notes: string[];
+}
+
+export const PROVENANCE_TYPE = "pi-guard/salvage";
