@@ -2,6 +2,7 @@
  * The library entry points the CLI (and other programs) use: open a repository from a Config,
  * snapshot, restore safely in place, check. Nothing here prints.
  */
+import { makeDirs } from "./fs-safe.js";
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import type { Config } from "./config/config.js";
@@ -14,7 +15,7 @@ import { LocalTarget } from "./targets/local.js";
 import type { Target } from "./targets/target.js";
 import { createSnapshot, type SnapshotOptions, type SnapshotResult } from "./snapshot/snapshotter.js";
 import { pathInScope } from "./snapshot/scan.js";
-import { restoreSnapshot, type RestoreOptions, type RestoreReport } from "./restore/restorer.js";
+import { describeFsError, restoreSnapshot, type RestoreOptions, type RestoreReport } from "./restore/restorer.js";
 import { selectSnapshot } from "./restore/select.js";
 
 export function openTarget(config: Config): Target {
@@ -45,7 +46,7 @@ export async function initRepository(config: Config, opts: { password?: string; 
   const target = openTarget(config);
   if (await target.head("config")) throw new RepoError(`a repository already exists at ${config.repo}`, "exists");
   if (!config.repo.startsWith("s3://")) {
-    await fs.mkdir(config.repo, { recursive: true, mode: 0o700 }).catch((err) => {
+    await makeDirs(config.repo, 0o700).catch((err) => {
       throw new RepoError(`cannot create ${config.repo}: ${(err as NodeJS.ErrnoException).code}`, "io");
     });
   }
@@ -121,15 +122,13 @@ export async function restore(config: Config, repo: Repository, when: string, op
 
 async function ensureWritableDir(dir: string): Promise<void> {
   try {
-    await fs.mkdir(dir, { recursive: true });
+    await makeDirs(dir);
     await fs.access(dir, fs.constants?.W_OK ?? 2);
     const probe = path.join(dir, `.pi-guard-probe-${process.pid}`);
     await fs.writeFile(probe, "");
     await fs.unlink(probe);
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    const why = code === "ENOTDIR" ? "a parent is not a directory" : code === "EACCES" || code === "EPERM" ? "permission denied" : code === "EROFS" ? "read-only file system" : code ?? String(err);
-    throw new RepoError(`cannot write to target ${dir}: ${why}`, "io");
+    throw describeFsError(err, `to target ${dir}`);
   }
 }
 

@@ -1,14 +1,17 @@
 import { existsSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { z } from "zod";
+import { createRequire } from "node:module";
+import type { z as Zod } from "zod";
 import { RepoError } from "../repo/errors.js";
 import { agentDir as piAgentDir, sessionsDir as piSessionsDir } from "../pi/paths.js";
 import { DEFAULT_EXCLUDES, type SourceFilter, type SourceRoot } from "../snapshot/scan.js";
 
 type Env = Record<string, string | undefined>;
 
-const ConfigFile = z
+// zod is loaded only when there is a config file to validate: most runs have none, and start-up counts.
+function configSchema(z: typeof Zod) {
+  return z
   .object({
     repo: z.string().min(1).optional(),
     keyFile: z.string().min(1).optional(),
@@ -23,8 +26,9 @@ const ConfigFile = z
       .default({ include: [], exclude: [] }),
   })
   .strict();
+}
 
-export type ConfigFileShape = z.infer<typeof ConfigFile>;
+export type ConfigFileShape = Zod.infer<ReturnType<typeof configSchema>>;
 
 /** Everything a command needs to know about where things are, resolved once. */
 export interface Config {
@@ -58,14 +62,15 @@ export function xdgDirs(env: Env = process.env): { configDir: string; dataDir: s
 }
 
 function readConfigFile(file: string): ConfigFileShape {
-  if (!existsSync(file)) return ConfigFile.parse({});
+  if (!existsSync(file)) return { sources: { include: [], exclude: [] } };
   let raw: unknown;
   try {
     raw = JSON.parse(readFileSync(file, "utf8"));
   } catch (err) {
     throw new RepoError(`config file ${file} is not valid JSON: ${(err as Error).message}`, "usage");
   }
-  const parsed = ConfigFile.safeParse(raw);
+  const { z } = createRequire(import.meta.url)("zod") as { z: typeof Zod };
+  const parsed = configSchema(z).safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const where = issue.path.length ? issue.path.join(".") : "(top level)";

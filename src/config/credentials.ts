@@ -1,3 +1,4 @@
+import { makeDirs } from "../fs-safe.js";
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
@@ -43,7 +44,7 @@ export async function readKeyFile(file: string): Promise<Credentials | undefined
 
 /** Create a new key file (mode 0600); refuses to overwrite one, which may be the only way into a repo. */
 export async function createKeyFile(file: string): Promise<Credentials> {
-  await fs.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+  await makeDirs(path.dirname(file), 0o700);
   const secret = randomBytes(32);
   try {
     await fs.writeFile(file, secret.toString("base64") + "\n", { mode: 0o600, flag: "wx" });

@@ -38,35 +38,47 @@ export class BlobReader {
     if (batch.length) yield* await this.read(batch);
   }
 
-  /** Plaintexts of `ids`, in order. Memory is the sum of the blobs asked for: callers batch. */
+  /** Plaintexts of `ids`, in order. Memory is the sum of the frames asked for: callers batch. */
   async read(ids: string[]): Promise<Buffer[]> {
     const index = this.repo.index;
-    const locs = ids.map((id) => {
+    interface Frame {
+      pack: string;
+      offset: number;
+      length: number;
+      wanted: { slot: number; blob: { inFrame: number; rawLength: number; id: string } }[];
+    }
+    const frames = new Map<string, Frame>();
+    ids.forEach((id, slot) => {
       const loc = index.get(id);
       if (!loc) throw new RepoError(`blob ${id.slice(0, 12)} is missing from the index`, "corrupt");
-      return { id, ...loc };
+      const key = `${loc.pack}:${loc.offset}`;
+      let frame = frames.get(key);
+      if (!frame) frames.set(key, (frame = { pack: loc.pack, offset: loc.offset, length: loc.length, wanted: [] }));
+      frame.wanted.push({ slot, blob: { inFrame: loc.inFrame, rawLength: loc.rawLength, id } });
     });
-    const order = locs.map((_, i) => i).sort((a, b) => locs[a].pack.localeCompare(locs[b].pack) || locs[a].offset - locs[b].offset);
+    const sorted = [...frames.values()].sort((a, b) => a.pack.localeCompare(b.pack) || a.offset - b.offset);
     const out: Buffer[] = new Array(ids.length);
     const jobs: Promise<void>[] = [];
-    let i = 0;
-    while (i < order.length) {
-      const first = locs[order[i]];
+    for (let i = 0; i < sorted.length; ) {
+      const first = sorted[i];
       let end = first.offset + first.length;
       let j = i + 1;
       while (
-        j < order.length &&
-        locs[order[j]].pack === first.pack &&
-        locs[order[j]].offset <= end + MERGE_GAP &&
-        locs[order[j]].offset + locs[order[j]].length - first.offset <= MAX_READ
+        j < sorted.length &&
+        sorted[j].pack === first.pack &&
+        sorted[j].offset <= end + MERGE_GAP &&
+        sorted[j].offset + sorted[j].length - first.offset <= MAX_READ
       ) {
-        end = Math.max(end, locs[order[j]].offset + locs[order[j]].length);
+        end = Math.max(end, sorted[j].offset + sorted[j].length);
         j++;
       }
-      const group = order.slice(i, j);
-      jobs.push(this.readRun(first.pack, first.offset, end - first.offset, group.map((g) => locs[g])).then((plains) => {
-        group.forEach((g, k) => (out[g] = plains[k]));
-      }));
+      const run = sorted.slice(i, j);
+      jobs.push(
+        this.readRun(first.pack, first.offset, end - first.offset, run).then((plains) => {
+          let k = 0;
+          for (const frame of run) for (const w of frame.wanted) out[w.slot] = plains[k++];
+        }),
+      );
       i = j;
     }
     await Promise.all(jobs);
@@ -77,7 +89,7 @@ export class BlobReader {
     pack: string,
     start: number,
     length: number,
-    blobs: { id: string; offset: number; length: number }[],
+    frames: { offset: number; length: number; wanted: { blob: { inFrame: number; rawLength: number; id: string } }[] }[],
   ): Promise<Buffer[]> {
     let raw: Buffer;
     try {
@@ -87,14 +99,13 @@ export class BlobReader {
     }
     if (raw.length < length) throw new RepoError(`pack ${pack.slice(0, 12)} is truncated`, "corrupt");
     const buffer = raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.length) as ArrayBuffer;
-    const ranges = blobs.flatMap((b) => [b.offset - start, b.offset - start + b.length]);
     return this.pool.run({
       op: "open",
       key: this.repo.key.encryption,
       idKey: this.repo.key.id,
       buffer,
-      ranges,
-      ids: blobs.map((b) => b.id),
+      frames: frames.flatMap((f) => [f.offset - start, f.offset - start + f.length]),
+      blobs: frames.flatMap((f, frame) => f.wanted.map((w) => ({ frame, ...w.blob }))),
     });
   }
 }

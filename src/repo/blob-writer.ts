@@ -1,22 +1,42 @@
+import { makeDirs } from "../fs-safe.js";
+import { createHash, type Hash } from "node:crypto";
+import { promises as fs } from "node:fs";
+import path from "node:path";
 import { encrypt } from "./crypto.js";
-import { encodePackHeader, packKey, type BlobRef, type BlobType, type PackEntry, type PackedBlob } from "./format.js";
+import { encodePackHeader, packKey, type BlobRef, type BlobType, type FrameRef, type PackEntry, type PackedBlob } from "./format.js";
 import type { Repository } from "./repository.js";
-import { sha256Hex } from "./repository.js";
 import type { SealPool } from "./seal-pool.js";
+import { stagingName } from "./staging.js";
 
-const MAX_INFLIGHT = 6;
+/** Consecutive new chunks are compressed together up to this many raw bytes: zstd needs context. */
+export const FRAME_TARGET = 512 * 1024;
+/** Raw bytes handed to the pool and not yet written: bounds memory whatever the input. */
+const MAX_INFLIGHT_BYTES = 12 * 1024 * 1024;
+
+interface OpenPack {
+  file: string;
+  handle: fs.FileHandle;
+  hash: Hash;
+  size: number;
+  frames: FrameRef[];
+  blobs: PackedBlob[];
+}
 
 /**
  * Turns new chunks into packs. Chunks already in the repository (or added earlier in this run) are
- * skipped; new ones are sealed on the pool and appended to the open pack, which is written whole
- * (temp + fsync + rename) once it is big enough. Nothing becomes visible to readers until `finish`
- * writes the index for the packs, and a snapshot references them after that.
+ * skipped; new ones are grouped into frames, sealed on the pool and appended to a pack file being
+ * built in the target's staging folder, which is fsynced and handed to the target whole once big
+ * enough. Nothing becomes visible to readers until `finish` writes the index for the packs, and a
+ * snapshot references them only after that.
  */
 export class BlobWriter {
   private readonly added = new Set<string>();
   private readonly written: PackEntry[] = [];
-  private open: { blobs: BlobRef[]; parts: Buffer[]; size: number } = { blobs: [], parts: [], size: 0 };
+  private pack: OpenPack | undefined;
+  /** Pack appends happen strictly one after another, in the order frames come back sealed. */
+  private appendChain: Promise<void> = Promise.resolve();
   private readonly inflight = new Set<Promise<void>>();
+  private inflightBytes = 0;
   private failure: Error | undefined;
   bytesNew = 0;
   bytesStored = 0;
@@ -37,8 +57,8 @@ export class BlobWriter {
    */
   async add(type: BlobType, buf: Buffer, ranges: number[], ids: string[]): Promise<void> {
     this.throwIfFailed();
-    let size = 0;
     const fresh: number[] = [];
+    let size = 0;
     for (let i = 0; i < ids.length; i++) {
       if (this.has(ids[i])) continue;
       this.added.add(ids[i]);
@@ -46,84 +66,124 @@ export class BlobWriter {
       size += ranges[2 * i + 1] - ranges[2 * i];
     }
     if (fresh.length === 0) return;
-    // Copy the new chunks out so the caller's read buffer can be reused while the pool works.
-    const batch = new ArrayBuffer(size);
-    const view = Buffer.from(batch);
-    const batchRanges: number[] = [];
+    // Copy the new chunks out (the caller reuses buf) and group them into frames.
+    const batch = Buffer.from(new ArrayBuffer(size));
+    const frames: number[] = [];
+    const frameBlobs: BlobRef[][] = [];
     let o = 0;
     for (const i of fresh) {
       const start = ranges[2 * i];
       const end = ranges[2 * i + 1];
-      buf.copy(view, o, start, end);
-      batchRanges.push(o, o + end - start);
+      const last = frames.length - 2;
+      if (last < 0 || o - frames[last] >= FRAME_TARGET) {
+        frames.push(o, o);
+        frameBlobs.push([]);
+      }
+      buf.copy(batch, o, start, end);
       o += end - start;
+      frames[frames.length - 1] = o;
+      frameBlobs[frameBlobs.length - 1].push({ type, id: ids[i], rawLength: end - start });
     }
+    this.bytesNew += size;
+    this.blobsNew += fresh.length;
     const job = this.pool
-      .run({ op: "seal", key: this.repo.key.encryption, buffer: batch, ranges: batchRanges })
-      .then(async (sealed) => {
-        for (let k = 0; k < fresh.length; k++) {
-          const i = fresh[k];
-          await this.append({ type, id: ids[i], length: sealed[k].length, rawLength: ranges[2 * i + 1] - ranges[2 * i] }, sealed[k]);
-        }
-      });
-    await this.track(job);
+      .run({ op: "seal", key: this.repo.key.encryption, buffer: batch.buffer as ArrayBuffer, frames })
+      .then((sealed) => this.queueAppend(sealed, frameBlobs));
+    await this.track(job, size);
   }
 
-  private async track(job: Promise<void>): Promise<void> {
-    const tracked = job.catch((err: Error) => {
-      this.failure ??= err;
-    });
+  private async track(job: Promise<void>, bytes: number): Promise<void> {
+    this.inflightBytes += bytes;
+    const tracked = job
+      .catch((err: Error) => {
+        this.failure ??= err;
+      })
+      .finally(() => {
+        this.inflightBytes -= bytes;
+        this.inflight.delete(tracked);
+      });
     this.inflight.add(tracked);
-    void tracked.finally(() => this.inflight.delete(tracked));
-    while (this.inflight.size >= MAX_INFLIGHT) await Promise.race(this.inflight);
+    while (this.inflightBytes > MAX_INFLIGHT_BYTES && this.inflight.size > 0) await Promise.race(this.inflight);
     this.throwIfFailed();
   }
 
-  private async append(ref: BlobRef, sealed: Buffer): Promise<void> {
-    this.open.blobs.push(ref);
-    this.open.parts.push(sealed);
-    this.open.size += sealed.length;
-    this.bytesNew += ref.rawLength;
-    this.blobsNew++;
-    if (this.open.size >= this.repo.config.packSize) await this.flushPack();
+  private queueAppend(sealed: Buffer[], frameBlobs: BlobRef[][]): Promise<void> {
+    const next = this.appendChain.then(() => this.appendFrames(sealed, frameBlobs));
+    this.appendChain = next.catch(() => undefined);
+    return next;
   }
 
-  private async flushPack(): Promise<void> {
-    const { blobs, parts } = this.open;
-    if (blobs.length === 0) return;
-    this.open = { blobs: [], parts: [], size: 0 };
-    // Pack layout: sealed blobs, then the sealed header, then the header's length (u32 LE).
-    const header = encrypt(this.repo.key.encryption, encodePackHeader(blobs));
+  private async appendFrames(sealed: Buffer[], frameBlobs: BlobRef[][]): Promise<void> {
+    for (let f = 0; f < sealed.length; f++) {
+      const pack = this.pack ?? (this.pack = await this.openPack());
+      const frame = sealed[f];
+      await pack.handle.write(frame);
+      pack.hash.update(frame);
+      let inFrame = 0;
+      for (const b of frameBlobs[f]) {
+        pack.blobs.push({ ...b, offset: pack.size, length: frame.length, inFrame });
+        inFrame += b.rawLength;
+      }
+      pack.frames.push({ length: frame.length, blobs: frameBlobs[f] });
+      pack.size += frame.length;
+      if (pack.size >= this.repo.config.packSize) await this.closePack();
+    }
+  }
+
+  private async openPack(): Promise<OpenPack> {
+    const dir = this.repo.target.stagingDir;
+    await makeDirs(dir);
+    const file = path.join(dir, stagingName());
+    const handle = await fs.open(file, "wx", 0o600);
+    return { file, handle, hash: createHash("sha256"), size: 0, frames: [], blobs: [] };
+  }
+
+  /** Pack layout: sealed frames, then the sealed header, then the header's length (u32 LE). */
+  private async closePack(): Promise<void> {
+    const pack = this.pack;
+    if (!pack) return;
+    this.pack = undefined;
+    const header = encrypt(this.repo.key.encryption, encodePackHeader(pack.frames));
     const trailer = Buffer.alloc(4);
     trailer.writeUInt32LE(header.length);
-    const pack = Buffer.concat([...parts, header, trailer]);
-    const id = sha256Hex(pack);
-    await this.repo.target.put(packKey(id), pack);
-    let offset = 0;
-    const placed: PackedBlob[] = blobs.map((b) => {
-      const p = { ...b, offset };
-      offset += b.length;
-      return p;
-    });
-    this.written.push({ id, size: pack.length, blobs: placed });
-    this.bytesStored += pack.length;
+    const tail = Buffer.concat([header, trailer]);
+    try {
+      await pack.handle.write(tail);
+      pack.hash.update(tail);
+      await pack.handle.sync();
+    } finally {
+      await pack.handle.close();
+    }
+    const id = pack.hash.digest("hex");
+    const size = pack.size + tail.length;
+    await this.repo.target.putFile(packKey(id), pack.file);
+    this.written.push({ id, size, blobs: pack.blobs });
+    this.bytesStored += size;
   }
 
-  /** Wait for all sealing, write the last pack and one index file for everything written. */
+  /** Wait for all sealing, close the last pack and write one index file for everything written. */
   async finish(): Promise<{ indexId?: string; packs: number }> {
     while (this.inflight.size > 0) await Promise.race(this.inflight);
+    await this.appendChain;
     this.throwIfFailed();
-    await this.flushPack();
+    await this.closePack();
     if (this.written.length === 0) return { packs: 0 };
-    const indexId = await this.repo.saveIndex({ supersedes: [], packs: this.written });
-    const stored = await this.repo.target.head(`index/${indexId}`);
-    this.bytesStored += stored?.size ?? 0;
+    const { id: indexId, size } = await this.repo.saveIndex({ supersedes: [], packs: this.written });
+    this.bytesStored += size;
     return { indexId, packs: this.written.length };
+  }
+
+  /** Give up: remove the staging file. Packs already handed over stay (unindexed, harmless). */
+  async abort(): Promise<void> {
+    const pack = this.pack;
+    this.pack = undefined;
+    if (pack) {
+      await pack.handle.close().catch(() => undefined);
+      await fs.unlink(pack.file).catch(() => undefined);
+    }
   }
 
   private throwIfFailed(): void {
     if (this.failure) throw this.failure;
   }
 }
-
-export type { BlobType };

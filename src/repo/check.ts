@@ -7,6 +7,7 @@ import { decodePackHeader, packKey, type TreeNode } from "./format.js";
 import type { Repository, SnapshotRecord } from "./repository.js";
 import { BlobReader } from "./blob-reader.js";
 import { SealPool } from "./seal-pool.js";
+import type { BlobLocation } from "./memory-index.js";
 import { readTree } from "../snapshot/tree.js";
 
 export interface CheckProblem {
@@ -66,8 +67,14 @@ export async function checkRepository(
   let bytesRead = 0;
   if (opts.readData) {
     const total = [...index.packs.keys()].filter((p) => present.has(p));
+    const byPack = new Map<string, IndexedBlob[]>();
+    for (const [id, loc] of index.blobs) {
+      const list = byPack.get(loc.pack) ?? [];
+      list.push({ id, ...loc });
+      byPack.set(loc.pack, list);
+    }
     for (const pack of total) {
-      const damaged = await verifyPack(repo, pack);
+      const damaged = await verifyPack(repo, pack, byPack.get(pack) ?? []);
       packsRead++;
       bytesRead += present.get(pack) ?? 0;
       for (const msg of damaged.messages) error(msg);
@@ -125,12 +132,13 @@ export async function checkRepository(
   };
 }
 
-async function verifyPack(repo: Repository, pack: string): Promise<{ messages: string[]; blobs: string[] }> {
+type IndexedBlob = BlobLocation & { id: string };
+
+async function verifyPack(repo: Repository, pack: string, indexed: IndexedBlob[]): Promise<{ messages: string[]; blobs: string[] }> {
   const key = packKey(pack);
   const short = pack.slice(0, 12);
   const raw = await repo.target.get(key);
   const messages: string[] = [];
-  const indexed = [...repo.index.blobs].filter(([, loc]) => loc.pack === pack).map(([id, loc]) => ({ id, ...loc }));
   const actualId = createHash("sha256").update(raw).digest("hex");
   if (actualId !== pack) messages.push(`pack ${short}: content does not match its name (damaged)`);
   // The header is checked too, so that a pack can still be re-indexed from itself.
@@ -142,13 +150,21 @@ async function verifyPack(repo: Repository, pack: string): Promise<{ messages: s
     messages.push(err instanceof RepoError ? err.message : `pack ${short}: unreadable header`);
   }
   const bad: string[] = [];
-  for (const b of indexed) {
+  // A frame is sealed as a whole: damage anywhere in it makes all its blobs unreadable.
+  const byFrame = new Map<number, IndexedBlob[]>();
+  for (const b of indexed) byFrame.set(b.offset, [...(byFrame.get(b.offset) ?? []), b]);
+  for (const [offset, blobs] of byFrame) {
+    let frame: Buffer;
     try {
-      const what = `blob ${b.id.slice(0, 12)}`;
-      const plain = decode(decrypt(repo.key.encryption, raw.subarray(b.offset, b.offset + b.length), what), what);
-      if (!blobId(repo.key.id, plain).equals(Buffer.from(b.id, "hex"))) throw new RepoError(`${what} does not match its id`, "corrupt");
+      const what = `pack ${short} frame at ${offset}`;
+      frame = decode(decrypt(repo.key.encryption, raw.subarray(offset, offset + blobs[0].length), what), what);
     } catch {
-      bad.push(b.id);
+      bad.push(...blobs.map((b) => b.id));
+      continue;
+    }
+    for (const b of blobs) {
+      const data = frame.subarray(b.inFrame, b.inFrame + b.rawLength);
+      if (data.length !== b.rawLength || !blobId(repo.key.id, data).equals(Buffer.from(b.id, "hex"))) bad.push(b.id);
     }
   }
   if (bad.length) messages.push(`pack ${short}: ${bad.length} blob(s) damaged`);

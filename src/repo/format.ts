@@ -19,14 +19,20 @@ export const enum BlobType {
 export interface BlobRef {
   type: BlobType;
   id: string;
-  /** Stored (encrypted) length inside the pack. */
-  length: number;
   /** Plaintext length of the chunk. */
   rawLength: number;
 }
 
+/**
+ * Where a blob is. Blobs are stored in frames: one frame is the zstd-compressed, AES-GCM-sealed
+ * concatenation of one or more blobs (consecutive new chunks of one file), so that compression sees
+ * more than one 32 KiB chunk at a time. `offset`/`length` locate the sealed frame in the pack;
+ * `inFrame` is where the blob starts in the frame's decompressed bytes.
+ */
 export interface PackedBlob extends BlobRef {
   offset: number;
+  length: number;
+  inFrame: number;
 }
 
 export interface PackEntry {
@@ -41,22 +47,31 @@ export interface IndexFile {
   packs: PackEntry[];
 }
 
+export interface FrameRef {
+  length: number;
+  blobs: BlobRef[];
+}
+
 const PACK_MAGIC = Buffer.from("PGPK");
 const INDEX_MAGIC = Buffer.from("PGIX");
-const PACK_ENTRY_BYTES = 1 + ID_BYTES + 4 + 4;
-const INDEX_BLOB_BYTES = 1 + ID_BYTES + 4 + 4 + 4;
+const HEADER_BLOB_BYTES = 1 + ID_BYTES + 4;
+const INDEX_BLOB_BYTES = 1 + ID_BYTES + 4 + 4 + 4 + 4;
 
-/** Pack header plaintext: the blobs in file order; offsets follow from the lengths. */
-export function encodePackHeader(blobs: BlobRef[]): Buffer {
-  const out = Buffer.alloc(PACK_MAGIC.length + 1 + 4 + blobs.length * PACK_ENTRY_BYTES);
+/** Pack header plaintext: the frames in file order, each with its blobs in frame order. */
+export function encodePackHeader(frames: FrameRef[]): Buffer {
+  const blobCount = frames.reduce((n, f) => n + f.blobs.length, 0);
+  const out = Buffer.alloc(PACK_MAGIC.length + 1 + 4 + frames.length * 8 + blobCount * HEADER_BLOB_BYTES);
   let o = PACK_MAGIC.copy(out, 0);
   out[o++] = FORMAT_VERSION;
-  o = out.writeUInt32LE(blobs.length, o);
-  for (const b of blobs) {
-    out[o++] = b.type;
-    o += Buffer.from(b.id, "hex").copy(out, o);
-    o = out.writeUInt32LE(b.length, o);
-    o = out.writeUInt32LE(b.rawLength, o);
+  o = out.writeUInt32LE(frames.length, o);
+  for (const f of frames) {
+    o = out.writeUInt32LE(f.length, o);
+    o = out.writeUInt32LE(f.blobs.length, o);
+    for (const b of f.blobs) {
+      out[o++] = b.type;
+      o += Buffer.from(b.id, "hex").copy(out, o);
+      o = out.writeUInt32LE(b.rawLength, o);
+    }
   }
   return out;
 }
@@ -65,20 +80,25 @@ export function decodePackHeader(buf: Buffer, what: string): PackedBlob[] {
   const bad = (why: string) => new RepoError(`${what}: ${why}`, "corrupt");
   if (buf.length < 9 || !buf.subarray(0, 4).equals(PACK_MAGIC)) throw bad("not a pack header");
   if (buf[4] !== FORMAT_VERSION) throw bad(`unknown pack version ${buf[4]}`);
-  const count = buf.readUInt32LE(5);
-  if (buf.length !== 9 + count * PACK_ENTRY_BYTES) throw bad("pack header has the wrong length");
+  const frameCount = buf.readUInt32LE(5);
   const blobs: PackedBlob[] = [];
   let o = 9;
   let offset = 0;
-  for (let i = 0; i < count; i++) {
-    const type = buf[o] as BlobType;
-    const id = buf.toString("hex", o + 1, o + 1 + ID_BYTES);
-    const length = buf.readUInt32LE(o + 1 + ID_BYTES);
-    const rawLength = buf.readUInt32LE(o + 5 + ID_BYTES);
-    blobs.push({ type, id, length, rawLength, offset });
+  for (let f = 0; f < frameCount; f++) {
+    if (o + 8 > buf.length) throw bad("pack header is truncated");
+    const length = buf.readUInt32LE(o);
+    const count = buf.readUInt32LE(o + 4);
+    o += 8;
+    if (o + count * HEADER_BLOB_BYTES > buf.length) throw bad("pack header is truncated");
+    let inFrame = 0;
+    for (let i = 0; i < count; i++, o += HEADER_BLOB_BYTES) {
+      const rawLength = buf.readUInt32LE(o + 1 + ID_BYTES);
+      blobs.push({ type: buf[o] as BlobType, id: buf.toString("hex", o + 1, o + 1 + ID_BYTES), rawLength, offset, length, inFrame });
+      inFrame += rawLength;
+    }
     offset += length;
-    o += PACK_ENTRY_BYTES;
   }
+  if (o !== buf.length) throw bad("pack header has trailing bytes");
   return blobs;
 }
 
@@ -101,6 +121,7 @@ export function encodeIndex(index: IndexFile): Buffer {
       o += Buffer.from(b.id, "hex").copy(out, o);
       o = out.writeUInt32LE(b.offset, o);
       o = out.writeUInt32LE(b.length, o);
+      o = out.writeUInt32LE(b.inFrame, o);
       o = out.writeUInt32LE(b.rawLength, o);
     }
   }
@@ -138,7 +159,8 @@ export function decodeIndex(buf: Buffer, what: string): IndexFile {
         id: buf.toString("hex", o + 1, o + 1 + ID_BYTES),
         offset: buf.readUInt32LE(o + 1 + ID_BYTES),
         length: buf.readUInt32LE(o + 5 + ID_BYTES),
-        rawLength: buf.readUInt32LE(o + 9 + ID_BYTES),
+        inFrame: buf.readUInt32LE(o + 9 + ID_BYTES),
+        rawLength: buf.readUInt32LE(o + 13 + ID_BYTES),
       };
     }
     packs.push({ id, size, blobs });

@@ -5,6 +5,7 @@ export interface BlobLocation {
   type: BlobType;
   offset: number;
   length: number;
+  inFrame: number;
   rawLength: number;
 }
 
@@ -20,7 +21,7 @@ export class MemoryIndex {
     for (const b of pack.blobs) {
       // A blob can sit in two packs after two hosts uploaded it concurrently; either copy will do.
       if (!this.blobs.has(b.id)) {
-        this.blobs.set(b.id, { pack: pack.id, type: b.type, offset: b.offset, length: b.length, rawLength: b.rawLength });
+        this.blobs.set(b.id, { pack: pack.id, type: b.type, offset: b.offset, length: b.length, inFrame: b.inFrame, rawLength: b.rawLength });
       }
     }
   }

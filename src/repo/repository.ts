@@ -112,10 +112,10 @@ export class Repository {
   }
 
   /** Objects are named by the SHA-256 of their stored bytes, so anyone can verify them without the key. */
-  async putContentAddressed(keyOf: (id: string) => string, sealed: Buffer): Promise<string> {
+  async putContentAddressed(keyOf: (id: string) => string, sealed: Buffer): Promise<{ id: string; size: number }> {
     const id = sha256Hex(sealed);
     await this.target.put(keyOf(id), sealed);
-    return id;
+    return { id, size: sealed.length };
   }
 
   async loadIndex(force = false): Promise<MemoryIndex> {
@@ -140,15 +140,15 @@ export class Repository {
     return decodeIndex(this.unseal(await this.target.get(indexKey(id)), what), what);
   }
 
-  async saveIndex(index: IndexFile): Promise<string> {
-    const id = await this.putContentAddressed(indexKey, this.seal(encodeIndex(index)));
-    this.index.files.add(id);
+  async saveIndex(index: IndexFile): Promise<{ id: string; size: number }> {
+    const saved = await this.putContentAddressed(indexKey, this.seal(encodeIndex(index)));
+    this.index.files.add(saved.id);
     for (const pack of index.packs) this.index.addPack(pack);
-    return id;
+    return saved;
   }
 
   async saveSnapshot(snapshot: Snapshot): Promise<string> {
-    return this.putContentAddressed(snapshotKey, this.seal(Buffer.from(JSON.stringify(snapshot))));
+    return (await this.putContentAddressed(snapshotKey, this.seal(Buffer.from(JSON.stringify(snapshot))))).id;
   }
 
   async loadSnapshot(id: string): Promise<Snapshot> {

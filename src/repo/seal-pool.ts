@@ -4,6 +4,14 @@ import { fileURLToPath } from "node:url";
 import { RepoError } from "./errors.js";
 import { openBatch, sealBatch, type BatchReply, type OpenRequest, type SealRequest } from "./seal.js";
 
+/** One worker per spare core, at least 1 and at most 4; PI_GUARD_WORKERS overrides (0 = all work on the main thread). */
+function defaultPoolSize(): number {
+  const env = Number(process.env.PI_GUARD_WORKERS);
+  if (process.env.PI_GUARD_WORKERS && Number.isInteger(env) && env >= 0) return env;
+  // The main thread chunks and hashes; leave it a core.
+  return Math.max(1, Math.min(4, os.availableParallelism() - 1));
+}
+
 type Request = Omit<SealRequest, "job"> | Omit<OpenRequest, "job">;
 
 interface Pending {
@@ -21,7 +29,7 @@ export class SealPool {
   private nextJob = 0;
   private turn = 0;
 
-  constructor(size = Math.min(4, os.availableParallelism())) {
+  constructor(size = defaultPoolSize()) {
     const self = fileURLToPath(import.meta.url);
     // Under vitest this module is TypeScript; tsx lets the worker load the .ts sibling.
     const workerFile = self.replace(/seal-pool\.(ts|js)$/, "seal-worker.$1");

@@ -2,26 +2,33 @@ import { blobId, decrypt, encrypt } from "./crypto.js";
 import { decode, encode } from "./compress.js";
 import { RepoError } from "./errors.js";
 
-/** Compress then encrypt each range of `buffer`; the reply holds the sealed blobs back to back. */
+/** Compress then encrypt each frame, a [start, end) range of `buffer`; replies with the sealed frames. */
 export interface SealRequest {
   op: "seal";
   job: number;
   key: Uint8Array;
   buffer: ArrayBuffer;
-  /** [start, end) pairs into buffer. */
-  ranges: number[];
+  frames: number[];
 }
 
+export interface WantedBlob {
+  /** Index of the frame (in `frames`) that holds the blob. */
+  frame: number;
+  inFrame: number;
+  rawLength: number;
+  /** Expected blob id (hex): a mismatch is damage, never handed back. */
+  id: string;
+}
+
+/** Decrypt + decompress sealed frames, then cut out and verify the wanted blobs. */
 export interface OpenRequest {
   op: "open";
   job: number;
   key: Uint8Array;
   idKey: Uint8Array;
   buffer: ArrayBuffer;
-  /** [start, end) pairs of sealed blobs. */
-  ranges: number[];
-  /** Expected blob id (hex) of each plaintext: a mismatch is damage, never handed back. */
-  ids: string[];
+  frames: number[];
+  blobs: WantedBlob[];
 }
 
 export interface BatchReply {
@@ -30,36 +37,39 @@ export interface BatchReply {
   lengths: number[];
 }
 
+const asBuffer = (u: Uint8Array) => Buffer.from(u.buffer, u.byteOffset, u.byteLength);
+
 export function sealBatch(req: SealRequest): BatchReply {
-  const key = Buffer.from(req.key.buffer, req.key.byteOffset, req.key.byteLength);
+  const key = asBuffer(req.key);
   const src = Buffer.from(req.buffer);
   const parts: Buffer[] = [];
-  for (let i = 0; i < req.ranges.length; i += 2) {
-    parts.push(encrypt(key, encode(src.subarray(req.ranges[i], req.ranges[i + 1]))));
-  }
+  for (let i = 0; i < req.frames.length; i += 2) parts.push(encrypt(key, encode(src.subarray(req.frames[i], req.frames[i + 1]))));
   return packReply(req.job, parts);
 }
 
 export function openBatch(req: OpenRequest): BatchReply {
-  const key = Buffer.from(req.key.buffer, req.key.byteOffset, req.key.byteLength);
-  const idKey = Buffer.from(req.idKey.buffer, req.idKey.byteOffset, req.idKey.byteLength);
+  const key = asBuffer(req.key);
+  const idKey = asBuffer(req.idKey);
   const src = Buffer.from(req.buffer);
-  const parts: Buffer[] = [];
-  for (let i = 0; i < req.ranges.length; i += 2) {
-    const id = req.ids[i / 2];
-    const what = `blob ${id.slice(0, 12)}`;
-    const plain = decode(decrypt(key, src.subarray(req.ranges[i], req.ranges[i + 1]), what), what);
-    if (!blobId(idKey, plain).equals(Buffer.from(id, "hex"))) {
-      throw new RepoError(`${what} does not match its id (damaged)`, "corrupt");
-    }
-    parts.push(plain);
+  const plain: Buffer[] = [];
+  for (let i = 0; i < req.frames.length; i += 2) {
+    const what = `frame at ${req.frames[i]}`;
+    plain.push(decode(decrypt(key, src.subarray(req.frames[i], req.frames[i + 1]), what), what));
   }
+  const parts = req.blobs.map((b) => {
+    const what = `blob ${b.id.slice(0, 12)}`;
+    const frame = plain[b.frame];
+    if (b.inFrame + b.rawLength > frame.length) throw new RepoError(`${what} lies outside its frame (damaged index)`, "corrupt");
+    const data = frame.subarray(b.inFrame, b.inFrame + b.rawLength);
+    if (!blobId(idKey, data).equals(Buffer.from(b.id, "hex"))) throw new RepoError(`${what} does not match its id (damaged)`, "corrupt");
+    return data;
+  });
   return packReply(req.job, parts);
 }
 
 function packReply(job: number, parts: Buffer[]): BatchReply {
   const all = Buffer.concat(parts);
-  // Copy into a standalone ArrayBuffer so it can be transferred without dragging a pool slab along.
-  const buffer = all.buffer.byteLength === all.length && all.byteOffset === 0 ? all.buffer : all.buffer.slice(all.byteOffset, all.byteOffset + all.length);
+  // A standalone ArrayBuffer, so it can be transferred without dragging a pool slab along.
+  const buffer = all.byteOffset === 0 && all.buffer.byteLength === all.length ? all.buffer : all.buffer.slice(all.byteOffset, all.byteOffset + all.length);
   return { job, buffer: buffer as ArrayBuffer, lengths: parts.map((p) => p.length) };
 }

@@ -1,3 +1,4 @@
+import { makeDirs } from "../fs-safe.js";
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
@@ -98,7 +99,7 @@ export async function restoreSnapshot(repo: Repository, record: SnapshotRecord, 
 
 async function ensureDir(dir: string, mode: number): Promise<void> {
   try {
-    await fs.mkdir(dir, { recursive: true, mode: mode || 0o755 });
+    await makeDirs(dir, mode || 0o755);
   } catch (err) {
     throw describeFsError(err, dir);
   }
@@ -114,6 +115,7 @@ export function describeFsError(err: unknown, where: string): Error {
     ENOSPC: "no space left on device",
     EEXIST: "already exists",
     EISDIR: "is a directory",
+    ENOENT: "it does not exist and cannot be created",
   };
   if (code && reasons[code]) return new RepoError(`cannot write ${where}: ${reasons[code]}`, "io");
   return err as Error;
@@ -138,7 +140,7 @@ async function plannedAction(repo: Repository, dest: string, node: TreeNode): Pr
 
 async function writeFileAtomically(reader: BlobReader, dest: string, node: TreeNode): Promise<void> {
   const dir = path.dirname(dest);
-  await fs.mkdir(dir, { recursive: true });
+  await makeDirs(dir);
   const tmp = path.join(dir, `.${path.basename(dest)}.pi-guard-${randomBytes(4).toString("hex")}`);
   const handle = await fs.open(tmp, "wx", node.mode & 0o777);
   let ok = false;
@@ -158,7 +160,7 @@ async function writeFileAtomically(reader: BlobReader, dest: string, node: TreeN
 }
 
 async function restoreSymlink(dest: string, target: string): Promise<void> {
-  await fs.mkdir(path.dirname(dest), { recursive: true });
+  await makeDirs(path.dirname(dest));
   const current = await fs.readlink(dest).catch(() => undefined);
   if (current === target) return;
   const tmp = `${dest}.pi-guard-${randomBytes(4).toString("hex")}`;

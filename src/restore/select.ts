@@ -1,4 +1,4 @@
-import * as chrono from "chrono-node";
+import { createRequire } from "node:module";
 import { RepoError } from "../repo/errors.js";
 import type { SnapshotRecord } from "../repo/repository.js";
 
@@ -11,6 +11,8 @@ export function parseTime(expr: string, now = new Date()): Date | undefined {
     const t = new Date(text.length === 10 ? `${text}T23:59:59.999` : text);
     if (!Number.isNaN(t.getTime())) return t;
   }
+  // chrono-node is large; only phrases like "2h ago" need it.
+  const chrono = createRequire(import.meta.url)("chrono-node") as typeof import("chrono-node");
   const parsed = chrono.parseDate(text, now, { forwardDate: false });
   return parsed ?? undefined;
 }

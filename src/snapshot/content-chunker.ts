@@ -3,7 +3,7 @@ import type { BlobWriter } from "../repo/blob-writer.js";
 import type { Repository } from "../repo/repository.js";
 import type { Chunker } from "../repo/chunker.js";
 
-const BLOCK = 4 * 1024 * 1024;
+const BLOCK = 1024 * 1024;
 
 /**
  * Streams bytes through the content-defined chunker into the blob writer. Holds at most one block

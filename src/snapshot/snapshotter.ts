@@ -4,6 +4,7 @@ import { BlobReader } from "../repo/blob-reader.js";
 import { BlobWriter } from "../repo/blob-writer.js";
 import { BlobType, type Snapshot, type SnapshotSummary, type TreeNode } from "../repo/format.js";
 import { acquireLock } from "../repo/lock.js";
+import { cleanStaging } from "../repo/staging.js";
 import type { Repository, SnapshotRecord } from "../repo/repository.js";
 import { SealPool } from "../repo/seal-pool.js";
 import { ContentChunker } from "./content-chunker.js";
@@ -35,20 +36,25 @@ export interface SnapshotResult {
 
 type FileOutcome = "new" | "changed" | "unchanged";
 
-const READ_BLOCK = 4 * 1024 * 1024;
+const READ_BLOCK = 1024 * 1024;
 
 /** Take a snapshot of `opts.roots` into `repo`, holding the exclusive repository lock throughout. */
 export async function createSnapshot(repo: Repository, opts: SnapshotOptions): Promise<SnapshotResult> {
   const lock = await acquireLock(repo, { exclusive: true, command: "snapshot", waitMs: opts.lockWaitMs ?? 60_000 });
   const pool = new SealPool();
+  let builder: SnapshotBuilder | undefined;
   try {
+    await cleanStaging(repo.target.stagingDir);
     await repo.loadIndex(true);
-    const builder = new SnapshotBuilder(repo, pool, opts.onProgress);
+    builder = new SnapshotBuilder(repo, pool, opts.onProgress);
     const host = opts.host ?? os.hostname();
     const parent = await findParent(repo, opts.parent, host, opts.roots);
     if (parent) await builder.loadParent(parent);
     for await (const entry of scanSources(opts.roots, opts.filter)) await builder.addEntry(entry);
     return await builder.commit({ host, roots: opts.roots, tags: opts.tags ?? [], parent: parent?.id });
+  } catch (err) {
+    await builder?.abort();
+    throw err;
   } finally {
     await pool.close();
     await lock.release();
@@ -191,6 +197,10 @@ export class SnapshotBuilder {
       this.lastProgress = now;
       this.onProgress({ files: this.counts.files, bytes: this.counts.bytesTotal, current });
     }
+  }
+
+  abort(): Promise<void> {
+    return this.writer.abort();
   }
 
   /** Write the tree, the index, then the snapshot object: only the last makes the snapshot visible. */

@@ -92,9 +92,10 @@ export async function importTar(repo: Repository, file: string, opts: TarImportO
 
   const lock = await acquireLock(repo, { exclusive: true, command: "snapshot --from-tar", waitMs: opts.lockWaitMs ?? 60_000 });
   const pool = new SealPool();
+  let builder: SnapshotBuilder | undefined;
   try {
     await repo.loadIndex(true);
-    const builder = new SnapshotBuilder(repo, pool, opts.onProgress);
+    const b = (builder = new SnapshotBuilder(repo, pool, opts.onProgress));
     // Entries are handled strictly one after another: the builder writes one sorted tree stream.
     let chain = Promise.resolve();
     const parser = new Parser({
@@ -108,24 +109,27 @@ export async function importTar(repo: Repository, file: string, opts: TarImportO
         const node = { root: "agent", path: inner, mode: (entry.mode ?? 0o644) & 0o7777, mtimeMs: entry.mtime?.getTime() ?? time.getTime() };
         if (entry.type === "Directory") {
           entry.resume();
-          chain = chain.then(() => builder.addNode({ ...node, type: "dir" }));
+          chain = chain.then(() => b.addNode({ ...node, type: "dir" }));
         } else if (entry.type === "SymbolicLink") {
           entry.resume();
-          chain = chain.then(() => builder.addNode({ ...node, type: "symlink", target: entry.linkpath ?? "" }));
+          chain = chain.then(() => b.addNode({ ...node, type: "symlink", target: entry.linkpath ?? "" }));
         } else if (entry.type === "File" || entry.type === "OldFile" || entry.type === "ContiguousFile") {
           entry.pause();
-          chain = chain.then(() => builder.addStreamedFile(node, entry as AsyncIterable<Buffer>));
+          chain = chain.then(() => b.addStreamedFile(node, entry as AsyncIterable<Buffer>));
         } else entry.resume();
       },
     });
     await runParser(file, gz, parser);
     await chain;
-    return await builder.commit({
+    return await b.commit({
       host: opts.host ?? os.hostname(),
       roots: [{ name: "agent", path: `tar:${file}` }],
       tags: [...(opts.tags ?? []), "import"],
       time: time.toISOString(),
     });
+  } catch (err) {
+    await builder?.abort();
+    throw err;
   } finally {
     await pool.close();
     await lock.release();

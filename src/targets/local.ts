@@ -1,3 +1,4 @@
+import { makeDirs } from "../fs-safe.js";
 import { promises as fs, constants } from "node:fs";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
@@ -56,7 +57,7 @@ export class LocalTarget implements Target {
   async put(key: string, data: Buffer): Promise<void> {
     const dest = this.file(key);
     const dir = path.dirname(dest);
-    await fs.mkdir(dir, { recursive: true });
+    await makeDirs(dir);
     const tmp = `${dest}${TEMP_INFIX}${randomBytes(6).toString("hex")}`;
     const handle = await fs.open(tmp, "wx", 0o600);
     try {
@@ -66,6 +67,18 @@ export class LocalTarget implements Target {
       await handle.close();
     }
     await fs.rename(tmp, dest);
+    await syncDir(dir);
+  }
+
+  get stagingDir(): string {
+    return path.join(this.root, "tmp");
+  }
+
+  async putFile(key: string, file: string): Promise<void> {
+    const dest = this.file(key);
+    const dir = path.dirname(dest);
+    await makeDirs(dir);
+    await fs.rename(file, dest);
     await syncDir(dir);
   }
 

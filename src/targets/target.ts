@@ -19,6 +19,13 @@ export interface Target {
   head(key: string): Promise<ObjectInfo | undefined>;
   list(prefix: string): AsyncIterable<ObjectInfo>;
   delete(key: string): Promise<void>;
+  /**
+   * A local folder for files that `putFile` will take (pack files are built there, so memory does
+   * not grow with pack size). For a local target it is on the same file system, so putFile renames.
+   */
+  readonly stagingDir: string;
+  /** Store a finished, fsynced local file under `key` and remove the local file. */
+  putFile(key: string, file: string): Promise<void>;
 }
 
 export class ObjectNotFound extends Error {

@@ -1,0 +1,30 @@
+import { promises as fs } from "node:fs";
+import path from "node:path";
+
+/**
+ * `mkdir -p` that cannot hang. Node's own recursive mkdir loops forever on paths such as
+ * /proc/foo/bar (Node 20), so walk up to the nearest existing folder and create downwards.
+ */
+export async function makeDirs(dir: string, mode = 0o755): Promise<void> {
+  const missing: string[] = [];
+  let current = path.resolve(dir);
+  for (;;) {
+    const st = await fs.stat(current).catch((err: NodeJS.ErrnoException) => err);
+    if (!(st instanceof Error)) {
+      if (!st.isDirectory()) throw Object.assign(new Error(`ENOTDIR: not a directory, mkdir '${dir}'`), { code: "ENOTDIR" });
+      break;
+    }
+    if (st.code !== "ENOENT") throw st;
+    missing.push(current);
+    const parent = path.dirname(current);
+    if (parent === current) break;
+    current = parent;
+  }
+  for (const d of missing.reverse()) {
+    try {
+      await fs.mkdir(d, { mode });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+    }
+  }
+}
