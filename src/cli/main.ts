@@ -27,8 +27,8 @@ export function buildProgram(): Command {
     .option("--json", "print machine-readable JSON")
     .option("-q, --quiet", "print only errors")
     .addOption(new Option("--lock-wait <seconds>", "wait this long for a locked repository").default("60"))
-    .showHelpAfterError("(run with --help for usage)")
-    .configureOutput({ outputError: (str, write) => write(str) })
+    // Usage errors are one line, like every other error (the hint is on the same line, not a second one).
+    .configureOutput({ outputError: (str, write) => write(`pi-guard: ${str.trim().replace(/^error: /, "").replace(/\s*\n\s*/g, " ")} (run with --help for usage)\n`) })
     .exitOverride();
   program.addHelpText(
     "after",
