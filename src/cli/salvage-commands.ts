@@ -68,6 +68,7 @@ Examples:
     .command("salvage")
     .description("rebuild pi sessions from what survived: exported HTML, event logs, open files")
     .option("--from-html <file>", "a page written by `pi --export` (repeatable)", collect, [])
+    .option("--from-log <file>", "pi --mode json/rpc output or a web UI log (repeatable)", collect, [])
     .option("--out <dir>", "write the sessions here (default: <data dir>/salvage)")
     .option("--install", "put each session into pi's sessions dir for its cwd (never over an existing file)")
     .option("--cwd <path>", "project dir for sessions whose source does not name one")
@@ -80,7 +81,7 @@ came from. Nothing is written unless every source could be read.
 
 Examples:
   $ pi-guard salvage --from-html pi-session-2026-01-01.html --install
-  $ pi-guard salvage --from-html a.html --out ./recovered --json`,
+  $ pi-guard salvage --from-log web-ui.log --from-log rpc.jsonl --out ./recovered --json`,
     )
     .action(async (opts: SalvageFlags, cmd: Command) => {
       const ctx = context(cmd);
@@ -89,6 +90,7 @@ Examples:
       const { formatReport } = await import("../salvage/report.js");
       const result = await salvage({
         html: opts.fromHtml,
+        logs: opts.fromLog,
         cwd: opts.cwd,
         install: opts.install,
         outDir: opts.install ? undefined : (opts.out ?? `${ctx.config.dataDir}/salvage`),

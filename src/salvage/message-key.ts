@@ -7,8 +7,8 @@ import type { SessionEntry } from "../pi/index.js";
 type Block = { type?: string; text?: string; thinking?: string; name?: string; id?: string };
 
 /** The visible text of a message: text blocks joined, the way hermes stores it. */
-export function messageText(message: { content?: unknown }): string {
-  const c = message.content;
+export function messageText(message: object): string {
+  const c = (message as { content?: unknown }).content;
   if (typeof c === "string") return c;
   if (!Array.isArray(c)) return "";
   return (c as Block[])
@@ -19,7 +19,8 @@ export function messageText(message: { content?: unknown }): string {
 
 /** Head of the text, whitespace-collapsed: survives hermes truncation (which keeps the head). */
 function fingerprint(text: string): string {
-  return text.replace(/\s+/g, " ").trim().slice(0, 200);
+  // Slice first: texts can be 100 MB and the key needs only the head.
+  return text.slice(0, 800).replace(/\s+/g, " ").trim().slice(0, 200);
 }
 
 /**

@@ -32,6 +32,10 @@ export async function readSources(options: SalvageOptions): Promise<SourceResult
     const { salvageHtml } = await import("./html.js");
     results.push(await salvageHtml(file));
   }
+  for (const file of options.logs ?? []) {
+    const { salvageLog } = await import("./log.js");
+    results.push(await salvageLog(file));
+  }
   return results;
 }
 
