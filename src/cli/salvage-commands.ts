@@ -1,6 +1,8 @@
 import type { Command } from "commander";
-import { context } from "./context.js";
-import { info, printJson, table } from "./output.js";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { context, type Context } from "./context.js";
+import { formatBytes, info, printJson, table } from "./output.js";
 import { RepoError } from "../repo/errors.js";
 
 const collect = (value: string, previous: string[]) => [...previous, value];
@@ -11,6 +13,8 @@ interface SalvageFlags {
   out?: string;
   install?: boolean;
   cwd?: string;
+  fromOpenFiles?: boolean;
+  match: string[];
 }
 
 export function registerSalvageCommands(program: Command): void {
@@ -66,10 +70,12 @@ Examples:
 
   program
     .command("salvage")
-    .description("rebuild pi sessions from what survived: exported HTML, event logs, open files")
+    .description("rebuild pi sessions from what survived: exported HTML, event logs, files still held open")
     .option("--from-html <file>", "a page written by `pi --export` (repeatable)", collect, [])
     .option("--from-log <file>", "pi --mode json/rpc output or a web UI log (repeatable)", collect, [])
-    .option("--out <dir>", "write the sessions here (default: <data dir>/salvage)")
+    .option("--from-open-files", "copy out deleted files that running processes still hold open (Linux; prints the steps on macOS)")
+    .option("--match <glob>", "with --from-open-files: also take held files matching this (repeatable)", collect, [])
+    .option("--out <dir>", "write the results here (default: <data dir>/salvage)")
     .option("--install", "put each session into pi's sessions dir for its cwd (never over an existing file)")
     .option("--cwd <path>", "project dir for sessions whose source does not name one")
     .addHelpText(
@@ -79,13 +85,26 @@ Sources are only read. Sessions found in several sources are merged into one fil
 keeping the richest copy of each message; a "pi-guard/salvage" custom entry records where it all
 came from. Nothing is written unless every source could be read.
 
+--from-open-files copies deleted files under the agent dir (sessions, hermes databases, logs) or
+matching --match out of /proc/<pid>/fd before their process exits, byte for byte.
+
 Examples:
   $ pi-guard salvage --from-html pi-session-2026-01-01.html --install
-  $ pi-guard salvage --from-log web-ui.log --from-log rpc.jsonl --out ./recovered --json`,
+  $ pi-guard salvage --from-log web-ui.log --from-log rpc.jsonl --out ./recovered --json
+  $ pi-guard salvage --from-open-files --match '*.log'`,
     )
     .action(async (opts: SalvageFlags, cmd: Command) => {
       const ctx = context(cmd);
       if (opts.install && opts.out) throw new RepoError("--install and --out exclude each other", "usage");
+      const haveSources = opts.fromHtml.length + opts.fromLog.length > 0;
+      if (!haveSources && !opts.fromOpenFiles) throw new RepoError("name at least one source: --from-html, --from-log or --from-open-files", "usage");
+      if (opts.match.length > 0 && !opts.fromOpenFiles) throw new RepoError("--match only applies to --from-open-files", "usage");
+      const outDir = opts.out ?? `${ctx.config.dataDir}/salvage`;
+      const openFiles = opts.fromOpenFiles ? await salvageOpenFiles(ctx, outDir, opts.match) : undefined;
+      if (!haveSources) {
+        if (ctx.out.json) printJson({ openFiles });
+        return;
+      }
       const { salvage } = await import("../salvage/salvage.js");
       const { formatReport } = await import("../salvage/report.js");
       const result = await salvage({
@@ -93,13 +112,33 @@ Examples:
         logs: opts.fromLog,
         cwd: opts.cwd,
         install: opts.install,
-        outDir: opts.install ? undefined : (opts.out ?? `${ctx.config.dataDir}/salvage`),
+        outDir: opts.install ? undefined : outDir,
         agentDir: ctx.config.agentDir,
       });
       if (ctx.out.json) {
-        printJson(result.report);
+        printJson({ ...result.report, ...(openFiles ? { openFiles } : {}) });
         return;
       }
       info(ctx.out, formatReport(result.report));
     });
+}
+
+async function salvageOpenFiles(ctx: Context, outDir: string, match: string[]) {
+  const { recoverOpenFiles, macosSteps } = await import("../salvage/open-files.js");
+  if (process.platform === "darwin") {
+    const steps = macosSteps(ctx.config.agentDir, match);
+    info(ctx.out, steps);
+    return { platform: "darwin", steps, files: [], unreadable: 0 };
+  }
+  if (!existsSync("/proc/self/fd")) throw new RepoError(`--from-open-files needs /proc (Linux); ${process.platform} has none`, "usage");
+  const stamp = new Date().toISOString().replace(/[:.]/g, "-");
+  const result = await recoverOpenFiles({ agentDir: ctx.config.agentDir, match, outDir: join(outDir, `open-files-${stamp}`) });
+  if (result.files.length === 0) info(ctx.out, "no deleted files held open by running processes were found");
+  else {
+    const rows = [["PID", "COMMAND", "FD", "SIZE", "WAS", "COPY"]];
+    for (const f of result.files) rows.push([String(f.pid), f.command.slice(0, 40), String(f.fd), formatBytes(f.size), f.path, f.copy]);
+    info(ctx.out, table(rows));
+  }
+  if (result.unreadable > 0) info(ctx.out, `(${result.unreadable} processes of other users were not searched; run as root to include them)`);
+  return { platform: process.platform, ...result };
 }
