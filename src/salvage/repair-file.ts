@@ -45,12 +45,15 @@ async function writeNew(names: string[], text: string, mode: number): Promise<st
   throw new RepoError(`${names[0]} and ${names.length - 1} numbered variants already exist; pass --out`, "exists");
 }
 
+const NO_HEADER = new Set(["empty-file", "missing-header", "invalid-header"]);
+
 export async function repairFile(file: string, options: RepairFileOptions = {}): Promise<RepairFileResult> {
   if (options.inPlace && options.out) throw new RepoError("--in-place and --out exclude each other", "usage");
   const { bytes, stat } = await readInput(file);
   const { text, report } = repairSessionText(bytes, { fileName: basename(file), fallbackCwd: options.fallbackCwd });
   // Nothing pi could use survived: a "repair" would only invent an empty session.
-  if (report.entries === 0 && (report.headerSynthesized || report.issues.some((i) => i.kind === "empty-file"))) {
+  const noHeader = report.headerSynthesized || report.issues.some((i) => NO_HEADER.has(i.kind));
+  if (report.entries === 0 && noHeader) {
     throw new RepoError(`${file} is not a pi session: no session header and no entries could be read`, "corrupt");
   }
   if (!report.changed) return { file, output: null, backup: null, report };

@@ -5,6 +5,8 @@ import { execa } from "execa";
 import { fileURLToPath } from "node:url";
 
 const entry = fileURLToPath(new URL("./pi-guard-entry.ts", import.meta.url));
+/** The repo root: node resolves `--import tsx` from the working directory. */
+const repoRoot = fileURLToPath(new URL("../../", import.meta.url));
 
 export interface CliRun {
   exitCode: number;
@@ -14,7 +16,7 @@ export interface CliRun {
 
 /** Run pi-guard with a temp HOME/XDG/agent dir so nothing touches the real ~/.pi. */
 export async function runCli(args: string[], env: Record<string, string>): Promise<CliRun> {
-  const r = await execa("node", ["--import", "tsx", entry, ...args], { env: { NO_COLOR: "1", ...env }, reject: false, extendEnv: true });
+  const r = await execa("node", ["--import", "tsx", entry, ...args], { cwd: repoRoot, env: { NO_COLOR: "1", ...env }, reject: false, extendEnv: true });
   return { exitCode: r.exitCode ?? -1, stdout: String(r.stdout), stderr: String(r.stderr) };
 }
 
