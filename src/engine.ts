@@ -116,7 +116,7 @@ export async function restore(config: Config, repo: Repository, when: string, op
     const pre = await snapshotAgentDir(config, repo, { tags: ["pre-restore"] });
     undoSnapshot = pre.id;
   }
-  const report = await restoreSnapshot(repo, snapshot, { ...opts, destinations, scope: pathInScope(config.filter) });
+  const report = await restoreSnapshot(repo, snapshot, { ...opts, destinations, durable: !opts.targetDir, scope: pathInScope(config.filter) });
   return { snapshot, report, undoSnapshot };
 }
 

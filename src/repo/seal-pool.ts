@@ -23,19 +23,37 @@ interface Pending {
  * A few worker threads that compress+encrypt (snapshot) or decrypt+decompress+verify (restore)
  * batches of blobs, so a two-core machine uses both cores. With size 0 the work runs inline.
  */
+/** Batches smaller than this run inline: a worker's start-up would cost more than the work. */
+const INLINE_BELOW = 256 * 1024;
+
+/**
+ * A few worker threads that compress+encrypt (snapshot) or decrypt+decompress+verify (restore)
+ * batches of blobs, so a multi-core machine uses its cores. Workers start on the first batch big
+ * enough to need them, so small jobs (an append-only snapshot) never pay for thread start-up.
+ */
 export class SealPool {
   private readonly workers: Worker[] = [];
   private readonly pending = new Map<number, Pending>();
   private nextJob = 0;
   private turn = 0;
 
-  constructor(size = defaultPoolSize()) {
+  /**
+   * With `mainHelps`, every other batch runs on the calling thread too: right for restore, where
+   * the main thread would otherwise only wait, and cheaper in memory than another worker.
+   */
+  constructor(
+    private readonly size = defaultPoolSize(),
+    private readonly mainHelps = false,
+  ) {}
+
+  private startWorkers(): void {
     const self = fileURLToPath(import.meta.url);
     // Under vitest this module is TypeScript; tsx lets the worker load the .ts sibling.
     const workerFile = self.replace(/seal-pool\.(ts|js)$/, "seal-worker.$1");
     const execArgv = self.endsWith(".ts") ? ["--import", "tsx"] : [];
-    for (let i = 0; i < size; i++) {
-      const worker = new Worker(workerFile, { execArgv });
+    for (let i = 0; i < this.size; i++) {
+      // Workers allocate mostly off-heap buffers; a small young generation keeps their RSS low.
+      const worker = new Worker(workerFile, { execArgv, resourceLimits: { maxYoungGenerationSizeMb: 4 } });
       worker.unref();
       worker.on("message", (reply: BatchReply & { error?: string; kind?: string }) => this.settle(reply));
       worker.on("error", (err) => this.failAll(err));
@@ -43,14 +61,12 @@ export class SealPool {
     }
   }
 
-  get size(): number {
-    return this.workers.length;
-  }
-
   run(req: Request, transfer: ArrayBuffer[] = [req.buffer]): Promise<Buffer[]> {
     const job = this.nextJob++;
     const full = { ...req, job } as SealRequest | OpenRequest;
-    if (this.workers.length === 0) {
+    const inline =
+      this.size === 0 || (this.workers.length === 0 && req.buffer.byteLength < INLINE_BELOW) || (this.mainHelps && job % 2 === 1);
+    if (inline) {
       try {
         const reply = full.op === "seal" ? sealBatch(full) : openBatch(full);
         return Promise.resolve(split(reply));
@@ -58,6 +74,7 @@ export class SealPool {
         return Promise.reject(err);
       }
     }
+    if (this.workers.length === 0) this.startWorkers();
     return new Promise((resolve, reject) => {
       this.pending.set(job, { resolve, reject });
       const worker = this.workers[this.turn++ % this.workers.length];

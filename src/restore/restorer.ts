@@ -1,11 +1,13 @@
 import { makeDirs } from "../fs-safe.js";
 import { promises as fs } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
 import picomatch from "picomatch";
 import { BlobReader } from "../repo/blob-reader.js";
 import { RepoError } from "../repo/errors.js";
-import type { TreeNode } from "../repo/format.js";
+import { BlobType, type TreeNode } from "../repo/format.js";
+import { ContentChunker } from "../snapshot/content-chunker.js";
 import type { Repository, SnapshotRecord } from "../repo/repository.js";
 import { SealPool } from "../repo/seal-pool.js";
 import { syncDir } from "../targets/local.js";
@@ -23,6 +25,11 @@ export interface RestoreOptions {
   deleteExtra?: boolean;
   /** Which paths a snapshot would have taken: --delete never touches anything outside it. */
   scope?: (rel: string) => boolean;
+  /**
+   * fsync each file before it is renamed into place. On for in-place restores, which replace the
+   * user's files; a restore into a fresh target folder replaces nothing and skips it.
+   */
+  durable?: boolean;
   onProgress?: (p: { files: number; bytes: number; current: string }) => void;
 }
 
@@ -36,7 +43,9 @@ export interface RestoreReport {
   durationMs: number;
 }
 
-const BATCH_BYTES = 16 * 1024 * 1024;
+const BATCH_BYTES = 2 * 1024 * 1024;
+/** Files restored at once: overlaps one file's disk writes with the next one's decryption. */
+const PARALLEL_FILES = 2;
 
 export function sessionMatcher(session: string): (rel: string) => boolean {
   const id = session.toLowerCase();
@@ -51,13 +60,15 @@ export function sessionMatcher(session: string): (rel: string) => boolean {
 export async function restoreSnapshot(repo: Repository, record: SnapshotRecord, opts: RestoreOptions): Promise<RestoreReport> {
   const started = Date.now();
   await repo.loadIndex();
-  const pool = new SealPool();
+  // Restore is decryption-bound and the main thread mostly waits, so it decrypts too.
+  const pool = new SealPool(Math.max(1, Math.min(3, os.availableParallelism() - 1)), true);
   const reader = new BlobReader(repo, pool);
   const wantPath = opts.paths?.length ? picomatch(opts.paths, { dot: true }) : () => true;
   const wantSession = opts.session ? sessionMatcher(opts.session) : () => true;
   const report: RestoreReport = { snapshotId: record.id, files: [], failed: [], bytesWritten: 0, durationMs: 0 };
   const kept = new Map<string, Set<string>>();
   const filtered = !!(opts.paths?.length || opts.session);
+  const running = new Set<Promise<void>>();
   try {
     for await (const node of readTree(reader, record.snapshot.tree)) {
       const destRoot = opts.destinations[node.root];
@@ -77,22 +88,27 @@ export async function restoreSnapshot(repo: Repository, record: SnapshotRecord, 
       const action = await plannedAction(repo, dest, node);
       report.files.push({ path: node.path, root: node.root, action, size: node.size ?? 0, dest });
       if (opts.dryRun || action === "unchanged") continue;
-      try {
-        await writeFileAtomically(reader, dest, node);
-        report.bytesWritten += node.size ?? 0;
-      } catch (err) {
-        if (err instanceof RepoError && err.kind === "corrupt") {
-          report.failed.push({ path: node.path, error: err.message });
-          continue;
-        }
-        throw describeFsError(err, dest);
-      }
-      opts.onProgress?.({ files: report.files.length, bytes: report.bytesWritten, current: node.path });
+      const job = writeFileAtomically(reader, dest, node, !!opts.durable).then(
+        () => {
+          report.bytesWritten += node.size ?? 0;
+          opts.onProgress?.({ files: report.files.length, bytes: report.bytesWritten, current: node.path });
+        },
+        (err: unknown) => {
+          if (err instanceof RepoError && err.kind === "corrupt") report.failed.push({ path: node.path, error: err.message });
+          else throw describeFsError(err, dest);
+        },
+      );
+      running.add(job);
+      void job.finally(() => running.delete(job)).catch(() => undefined);
+      if (running.size >= PARALLEL_FILES) await Promise.race(running);
     }
+    await Promise.all(running);
     if (opts.deleteExtra) await planDeletes(opts, kept, report, wantPath, wantSession);
   } finally {
+    await Promise.allSettled(running);
     await pool.close();
   }
+  report.files.sort((a, b) => a.root.localeCompare(b.root) || a.path.localeCompare(b.path));
   report.durationMs = Date.now() - started;
   return report;
 }
@@ -121,33 +137,39 @@ export function describeFsError(err: unknown, where: string): Error {
   return err as Error;
 }
 
-/** "unchanged" only when the file on disk has exactly the snapshot's chunks (same bytes). */
+/** "unchanged" only when the file on disk has exactly the snapshot's chunks (same bytes) and mode. */
 async function plannedAction(repo: Repository, dest: string, node: TreeNode): Promise<FileAction> {
-  let st;
+  const st = await fs.lstat(dest).catch(() => undefined);
+  if (!st) return "create";
+  if (!st.isFile() || st.size !== node.size || (st.mode & 0o7777) !== node.mode) return "replace";
+  const handle = await fs.open(dest, "r").catch(() => undefined);
+  if (!handle) return "replace";
   try {
-    st = await fs.lstat(dest);
-  } catch {
-    return "create";
+    const chunker = new ContentChunker(repo, undefined, repo.dataChunker, BlobType.Data);
+    for (let pos = 0; ; ) {
+      const { bytesRead } = await handle.read(chunker.space, 0, chunker.space.length, pos);
+      if (bytesRead === 0) break;
+      pos += bytesRead;
+      await chunker.filled(bytesRead);
+    }
+    const { ids } = await chunker.end();
+    const want = node.content ?? [];
+    return ids.length === want.length && ids.every((id, i) => id === want[i]) ? "unchanged" : "replace";
+  } finally {
+    await handle.close();
   }
-  if (!st.isFile() || st.size !== node.size) return "replace";
-  const data = await fs.readFile(dest).catch(() => undefined);
-  if (!data) return "replace";
-  const ids: string[] = [];
-  for (const [a, b] of repo.dataChunker.split(data)) ids.push(repo.blobId(data.subarray(a, b)));
-  const same = ids.length === (node.content ?? []).length && ids.every((id, i) => id === node.content![i]);
-  return same && (st.mode & 0o7777) === node.mode ? "unchanged" : "replace";
 }
 
-async function writeFileAtomically(reader: BlobReader, dest: string, node: TreeNode): Promise<void> {
+async function writeFileAtomically(reader: BlobReader, dest: string, node: TreeNode, durable: boolean): Promise<void> {
   const dir = path.dirname(dest);
   await makeDirs(dir);
   const tmp = path.join(dir, `.${path.basename(dest)}.pi-guard-${randomBytes(4).toString("hex")}`);
   const handle = await fs.open(tmp, "wx", node.mode & 0o777);
   let ok = false;
   try {
-    for await (const part of reader.stream(node.content ?? [], BATCH_BYTES)) await handle.write(part);
+    for await (const parts of reader.batches(node.content ?? [], BATCH_BYTES)) await handle.writev(parts);
     await handle.chmod(node.mode & 0o7777);
-    await handle.sync();
+    if (durable) await handle.sync();
     ok = true;
   } finally {
     await handle.close();
@@ -156,7 +178,7 @@ async function writeFileAtomically(reader: BlobReader, dest: string, node: TreeN
   const mtime = new Date(node.mtimeMs);
   await fs.utimes(tmp, mtime, mtime);
   await fs.rename(tmp, dest);
-  await syncDir(dir);
+  if (durable) await syncDir(dir);
 }
 
 async function restoreSymlink(dest: string, target: string): Promise<void> {

@@ -17,7 +17,8 @@ export class ContentChunker {
 
   constructor(
     private readonly repo: Repository,
-    private readonly writer: BlobWriter,
+    /** Without a writer the chunker only computes ids (restore uses that to compare files). */
+    private readonly writer: BlobWriter | undefined,
     private readonly chunker: Chunker,
     private readonly type: BlobType,
   ) {
@@ -67,7 +68,7 @@ export class ContentChunker {
       pos = end;
     }
     this.ids.push(...ids);
-    await this.writer.add(this.type, buf, ranges, ids);
+    if (this.writer) await this.writer.add(this.type, buf, ranges, ids);
     buf.copy(buf, 0, pos, this.have);
     this.have -= pos;
   }
