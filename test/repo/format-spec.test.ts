@@ -1,0 +1,125 @@
+// docs/FORMAT.md claims another program can read a repository from the document alone. This test is
+// that other program: a reader written from the spec with node:crypto and zstd only, importing
+// nothing from src/. If the format and the document drift apart, it fails.
+
+import { createDecipheriv, createHash, createHmac, hkdfSync } from "node:crypto";
+import { readdirSync, readFileSync, writeFileSync, mkdirSync } from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { initRepo, snapshot } from "../helpers/cli.js";
+import { makeSandbox } from "../helpers/tmp.js";
+
+const zstd = createRequire(import.meta.url)("zstd-napi") as typeof import("zstd-napi");
+
+function unseal(key: Buffer, sealed: Buffer): Buffer {
+  const d = createDecipheriv("aes-256-gcm", key, sealed.subarray(0, 12));
+  d.setAuthTag(sealed.subarray(sealed.length - 16));
+  return Buffer.concat([d.update(sealed.subarray(12, sealed.length - 16)), d.final()]);
+}
+
+function decodePayload(plain: Buffer): Buffer {
+  if (plain[0] === 0) return plain.subarray(1);
+  if (plain[0] === 1) return zstd.decompress(plain.subarray(1));
+  throw new Error(`unknown encoding ${plain[0]}`);
+}
+
+function readRepo(repo: string, keyFile: string) {
+  const read = (name: string) => readFileSync(path.join(repo, ...name.split("/")));
+  const config = JSON.parse(read("config").toString());
+  expect(config.format).toBe("pi-guard");
+  // §3: unwrap the master key with the key file (kdf "hkdf").
+  const secret = Buffer.from(readFileSync(keyFile, "utf8").trim(), "base64");
+  let master: { encryption: Buffer; id: Buffer } | undefined;
+  for (const name of readdirSync(path.join(repo, "keys"))) {
+    const k = JSON.parse(read(`keys/${name}`).toString());
+    if (k.kdf !== "hkdf") continue;
+    const wrap = Buffer.from(hkdfSync("sha256", secret, Buffer.from(k.salt, "base64"), "pi-guard key file v1", 32));
+    const json = JSON.parse(unseal(wrap, Buffer.from(k.data, "base64")).toString());
+    master = { encryption: Buffer.from(json.encryption, "base64"), id: Buffer.from(json.id, "base64") };
+  }
+  if (!master) throw new Error("no key opened");
+  const key = master.encryption;
+
+  // §6: every index file -> blob locations.
+  const blobs = new Map<string, { pack: string; offset: number; length: number; inFrame: number; rawLength: number }>();
+  for (const name of readdirSync(path.join(repo, "index"))) {
+    const raw = read(`index/${name}`);
+    expect(createHash("sha256").update(raw).digest("hex")).toBe(name);
+    const b = decodePayload(unseal(key, raw));
+    expect(b.subarray(0, 4).toString()).toBe("PGIX");
+    let o = 5;
+    const superseded = b.readUInt32LE(o);
+    o += 4 + superseded * 32;
+    const packs = b.readUInt32LE(o);
+    o += 4;
+    for (let p = 0; p < packs; p++) {
+      const pack = b.toString("hex", o, o + 32);
+      const count = b.readUInt32LE(o + 36);
+      o += 40;
+      for (let i = 0; i < count; i++, o += 49) {
+        blobs.set(b.toString("hex", o + 1, o + 33), {
+          pack,
+          offset: b.readUInt32LE(o + 33),
+          length: b.readUInt32LE(o + 37),
+          inFrame: b.readUInt32LE(o + 41),
+          rawLength: b.readUInt32LE(o + 45),
+        });
+      }
+    }
+  }
+  const blob = (id: string): Buffer => {
+    const loc = blobs.get(id)!;
+    const pack = read(`data/${loc.pack.slice(0, 2)}/${loc.pack}`);
+    const frame = decodePayload(unseal(key, pack.subarray(loc.offset, loc.offset + loc.length)));
+    const data = frame.subarray(loc.inFrame, loc.inFrame + loc.rawLength);
+    expect(createHmac("sha256", master!.id).update(data).digest("hex")).toBe(id);
+    return data;
+  };
+  // §7, §8: the newest snapshot's tree -> files.
+  const snapshots = readdirSync(path.join(repo, "snapshots")).map((name) => JSON.parse(decodePayload(unseal(key, read(`snapshots/${name}`))).toString()));
+  snapshots.sort((a, b) => a.time.localeCompare(b.time));
+  const latest = snapshots.at(-1);
+  const stream = Buffer.concat(latest.tree.map(blob)).toString("utf8");
+  const nodes = stream.split("\n").filter(Boolean).map((l) => JSON.parse(l));
+  return { nodes, fileBytes: (node: { content: string[] }) => Buffer.concat(node.content.map(blob)) };
+}
+
+describe("docs/FORMAT.md", () => {
+  const sb = makeSandbox("format");
+  afterAll(() => sb.cleanup());
+
+  it("is enough to read a repository without pi-guard's code", async () => {
+    const dir = path.join(sb.sessionsDir, "--work-proj--");
+    mkdirSync(dir, { recursive: true });
+    const session = Buffer.from(
+      Array.from({ length: 3000 }, (_, i) => JSON.stringify({ type: "message", id: i.toString(16).padStart(8, "0"), text: `line ${i} ${"ü".repeat(i % 7)}` })).join("\n") + "\n",
+    );
+    writeFileSync(path.join(dir, "2026-11-30T10-00-00-000Z_0b9c5c3e-0000-4000-8000-000000000001.jsonl"), session);
+    writeFileSync(path.join(sb.agentDir, "auth.json"), '{"anthropic":{"type":"api_key","key":"sk-ant-secret"}}', { mode: 0o600 });
+    await initRepo(sb);
+    await snapshot(sb);
+
+    const { nodes, fileBytes } = readRepo(sb.repo, path.join(sb.configHome, "pi-guard", "key"));
+    const byPath = new Map(nodes.map((n) => [n.path, n]));
+    const sessionNode = byPath.get("sessions/--work-proj--/2026-11-30T10-00-00-000Z_0b9c5c3e-0000-4000-8000-000000000001.jsonl");
+    expect(fileBytes(sessionNode).equals(session)).toBe(true);
+    const auth = byPath.get("auth.json");
+    expect(auth.mode).toBe(0o600);
+    expect(fileBytes(auth).toString()).toContain("sk-ant-secret");
+    expect(byPath.get("sessions")?.type).toBe("dir");
+  });
+
+  it("leaves no plaintext of auth.json or the sessions in any repository object", () => {
+    const walk = (d: string): string[] =>
+      readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(d, e.name)) : [path.join(d, e.name)]));
+    const files = walk(sb.repo);
+    expect(files.length).toBeGreaterThan(4);
+    for (const f of files) {
+      const bytes = readFileSync(f);
+      for (const secret of ["sk-ant-secret", "anthropic", "line 2999"]) {
+        expect(bytes.includes(Buffer.from(secret)), `${secret} in ${f}`).toBe(false);
+      }
+    }
+  });
+});
