@@ -14,6 +14,8 @@ export interface BackupTool {
   repoDir: string;
   init(): Promise<Step>;
   snapshot(): Promise<Step>;
+  /** A snapshot unlocked by a password (scrypt): restic always works this way. */
+  passwordSnapshot(): Promise<Step>;
   restore(target: string): Promise<Step>;
 }
 
@@ -77,6 +79,9 @@ export function resticTool(workDir: string, agentDir: string): BackupTool {
     // "." from inside the agent dir stores the tree at the snapshot root, so a
     // restore mirrors the agent dir layout just like pi-guard's does.
     snapshot: async () => step(await restic(["backup", "--json", "--host", "pi-guard-bench", "."], agentDir), (j) => (j?.snapshot_id ? null : "restic backup printed no summary")),
+    passwordSnapshot() {
+      return this.snapshot();
+    },
     restore: async (target) => step(await restic(["restore", "latest", "--target", target])),
   };
 }
@@ -87,21 +92,31 @@ export function piGuardTool(workDir: string, agentDir: string, projectRoot: stri
   const bin = join(projectRoot, "bin/pi-guard.js");
   const xdgConfig = join(workDir, "xdg-config");
   const xdgData = join(workDir, "xdg-data");
-  const env = cleanEnv({ PI_GUARD_REPO: repoDir, PI_GUARD_PASSWORD: "bench-password", PI_CODING_AGENT_DIR: agentDir, XDG_CONFIG_HOME: xdgConfig, XDG_DATA_HOME: xdgData });
-  const run = async (args: string[], check?: (j: Record<string, unknown> | null) => string | null): Promise<Step> => {
+  // The repository is made with a password, like restic's; then a key file is added, and the steps
+  // run the way pi-guard runs unattended (snapshot --init, watch): with the key file.
+  const keyFile = join(workDir, "pi-guard.key");
+  const base = { PI_GUARD_REPO: repoDir, PI_CODING_AGENT_DIR: agentDir, XDG_CONFIG_HOME: xdgConfig, XDG_DATA_HOME: xdgData };
+  const passwordEnv = cleanEnv({ ...base, PI_GUARD_PASSWORD: "bench-password" });
+  const keyFileEnv = cleanEnv({ ...base, PI_GUARD_KEY_FILE: keyFile });
+  const run = async (args: string[], check?: (j: Record<string, unknown> | null) => string | null, env = keyFileEnv): Promise<Step> => {
     if (!existsSync(mainJs)) return { ok: false, error: `${relative(process.cwd(), mainJs) || mainJs} missing (pi-guard CLI not built; run npm run build)` };
     return step(await measure(process.execPath, [bin, ...args], { env, timeoutMs: STEP_TIMEOUT_MS }), check);
   };
+  const snapshotCheck = (j: Record<string, unknown> | null) =>
+    j && typeof j.snapshotId === "string" ? null : `snapshot --json printed no snapshotId (keys: ${Object.keys(j ?? {}).join(",") || "none"})`;
   return {
     name: "pi-guard",
     repoDir,
     init: async () => {
       mkdirSync(xdgConfig, { recursive: true });
       mkdirSync(xdgData, { recursive: true });
-      return run(["init", "--json"]);
+      const made = await run(["init", "--json"], undefined, passwordEnv);
+      if (!made.ok) return made;
+      const added = await run(["key", "add", "--new-key-file", keyFile, "--json"], undefined, passwordEnv);
+      return added.ok ? made : added;
     },
-    snapshot: () =>
-      run(["snapshot", "--json"], (j) => (j && typeof j.snapshotId === "string" ? null : `snapshot --json printed no snapshotId (keys: ${Object.keys(j ?? {}).join(",") || "none"})`)),
+    snapshot: () => run(["snapshot", "--json"], snapshotCheck),
+    passwordSnapshot: () => run(["snapshot", "--json"], snapshotCheck, passwordEnv),
     restore: (target) => run(["restore", "latest", "--target", target, "--json"]),
   };
 }

@@ -186,3 +186,40 @@ Examples:
       if (!report.ok) process.exitCode = EXIT.damaged;
     });
 }
+
+export function registerKeyCommands(program: Command): void {
+  const key = program.command("key").description("manage the credentials that open the repository");
+  key
+    .command("list")
+    .description("list the keys (one per password or key file)")
+    .action(async (_opts: unknown, cmd: Command) => {
+      const ctx = context(cmd);
+      const repo = await ctx.open();
+      const { listKeys } = await import("../repo/keys.js");
+      const keys = await listKeys(repo.target);
+      if (ctx.out.json) printJson(keys.map((k) => ({ ...k, current: k.id === repo.keyId })));
+      else info(ctx.out, table([["ID", "KIND", "CREATED", "HOST", ""], ...keys.map((k) => [k.id.slice(0, 8), k.kdf === "scrypt" ? "password" : "key file", k.created, k.host, k.id === repo.keyId ? "(current)" : ""])]));
+    });
+  key
+    .command("add")
+    .description("add a credential: a new key file, or a password from PI_GUARD_NEW_PASSWORD or a prompt")
+    .option("--new-key-file <file>", "create this key file (mode 0600) and let it open the repository")
+    .addHelpText("after", `\nExamples:\n  $ pi-guard key add --new-key-file ~/.config/pi-guard/key      # unattended access for a password repo\n  $ PI_GUARD_NEW_PASSWORD=... pi-guard key add`)
+    .action(async (opts: { newKeyFile?: string }, cmd: Command) => {
+      const ctx = context(cmd);
+      const repo = await ctx.open();
+      const { addKey } = await import("../repo/keys.js");
+      const { createKeyFile } = await import("../config/credentials.js");
+      let cred;
+      if (opts.newKeyFile) cred = await createKeyFile(opts.newKeyFile);
+      else {
+        let password = process.env.PI_GUARD_NEW_PASSWORD;
+        if (password === undefined && process.stdin.isTTY) password = await promptHidden("new password: ");
+        if (!password) throw new RepoError("no new password: set PI_GUARD_NEW_PASSWORD or use --new-key-file", "usage");
+        cred = { kind: "password" as const, password, source: "new password" };
+      }
+      const id = await addKey(repo.target, repo.key, cred);
+      if (ctx.out.json) printJson({ id, kind: cred.kind, keyFile: opts.newKeyFile ?? null });
+      else info(ctx.out, `added key ${id.slice(0, 8)}${opts.newKeyFile ? ` (key file ${opts.newKeyFile}; keep a copy somewhere safe)` : ""}`);
+    });
+}

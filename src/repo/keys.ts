@@ -70,6 +70,27 @@ export async function addKey(target: Target, master: MasterKey, cred: Credential
   return id;
 }
 
+export interface KeyInfo {
+  id: string;
+  kdf: KeyObject["kdf"];
+  created: string;
+  host: string;
+  user: string;
+}
+
+export async function listKeys(target: Target): Promise<KeyInfo[]> {
+  const out: KeyInfo[] = [];
+  for await (const info of target.list("keys")) {
+    try {
+      const obj = JSON.parse((await target.get(info.key)).toString("utf8")) as KeyObject;
+      out.push({ id: info.key.slice("keys/".length), kdf: obj.kdf, created: obj.created, host: obj.host, user: obj.user });
+    } catch {
+      // not a key object: ignore, as unlock does
+    }
+  }
+  return out.sort((a, b) => a.created.localeCompare(b.created));
+}
+
 /** Try every key object that fits the credential's kind; the first that authenticates wins. */
 export async function unlock(target: Target, cred: Credentials): Promise<{ master: MasterKey; keyId: string }> {
   const wanted = cred.kind === "password" ? "scrypt" : "hkdf";
