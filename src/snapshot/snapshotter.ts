@@ -86,7 +86,7 @@ export class SnapshotBuilder {
 
   constructor(
     private readonly repo: Repository,
-    private readonly pool: SealPool,
+    pool: SealPool,
     private readonly onProgress?: (p: SnapshotProgress) => void,
   ) {
     this.writer = new BlobWriter(repo, pool);
@@ -95,7 +95,9 @@ export class SnapshotBuilder {
   }
 
   async loadParent(parent: SnapshotRecord): Promise<void> {
-    for await (const node of readTree(new BlobReader(this.repo, this.pool), parent.snapshot.tree)) {
+    // Inline: the parent's tree is a few MB at most, less work than starting a worker thread.
+    const inline = new SealPool(0);
+    for await (const node of readTree(new BlobReader(this.repo, inline), parent.snapshot.tree)) {
       if (node.type === "file") this.parentNodes.set(nodeKey(node.root, node.path), node);
     }
   }
