@@ -1,7 +1,7 @@
 import { Command, CommanderError, Option } from "commander";
 import { VERSION } from "../version.js";
 import { EXIT, reportError } from "./output.js";
-import { registerKeyCommands, registerRepoCommands } from "./repo-commands.js";
+import { registerDoctorCommand, registerKeyCommands, registerRepoCommands } from "./repo-commands.js";
 import { registerRestoreCommands } from "./restore-commands.js";
 
 export interface GlobalOptions {
@@ -48,6 +48,7 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 3 damaged repository data.`,
   registerRepoCommands(program);
   registerRestoreCommands(program);
   registerKeyCommands(program);
+  registerDoctorCommand(program);
   return program;
 }
 

@@ -223,3 +223,18 @@ export function registerKeyCommands(program: Command): void {
       else info(ctx.out, `added key ${id.slice(0, 8)}${opts.newKeyFile ? ` (key file ${opts.newKeyFile}; keep a copy somewhere safe)` : ""}`);
     });
 }
+
+export function registerDoctorCommand(program: Command): void {
+  program
+    .command("doctor")
+    .description("check the setup for ways the backups could be lost with the data")
+    .addHelpText("after", `\nExit code 1 when a check fails.\n\nExamples:\n  $ pi-guard doctor\n  $ pi-guard doctor --json`)
+    .action(async (_opts: unknown, cmd: Command) => {
+      const ctx = context(cmd);
+      const { runDoctor } = await import("../doctor.js");
+      const checks = await runDoctor(ctx.config);
+      if (ctx.out.json) printJson({ ok: !checks.some((c) => c.status === "error"), checks });
+      else info(ctx.out, table(checks.map((c) => [c.status === "ok" ? "ok" : c.status.toUpperCase(), c.name, c.message])));
+      if (checks.some((c) => c.status === "error")) process.exitCode = EXIT.failure;
+    });
+}
