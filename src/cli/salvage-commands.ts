@@ -15,6 +15,10 @@ interface SalvageFlags {
   cwd?: string;
   fromOpenFiles?: boolean;
   match: string[];
+  fromHermes: string[];
+  session: string[];
+  since?: string;
+  all?: boolean;
 }
 
 export function registerSalvageCommands(program: Command): void {
@@ -73,11 +77,15 @@ Examples:
     .description("rebuild pi sessions from what survived: exported HTML, event logs, files still held open")
     .option("--from-html <file>", "a page written by `pi --export` (repeatable)", collect, [])
     .option("--from-log <file>", "pi --mode json/rpc output or a web UI log (repeatable)", collect, [])
+    .option("--from-hermes <db>", "a pi-hermes-memory sessions.db or hermes-agent state.db, opened read-only (repeatable)", collect, [])
+    .option("--session <id>", "with --from-hermes: take this session (repeatable)", collect, [])
+    .option("--since <time>", 'with --from-hermes: sessions started since then ("2026-01-01", "3 days ago")')
+    .option("--all", "with --from-hermes: take every session")
     .option("--from-open-files", "copy out deleted files that running processes still hold open (Linux; prints the steps on macOS)")
     .option("--match <glob>", "with --from-open-files: also take held files matching this (repeatable)", collect, [])
     .option("--out <dir>", "write the results here (default: <data dir>/salvage)")
     .option("--install", "put each session into pi's sessions dir for its cwd (never over an existing file)")
-    .option("--cwd <path>", "project dir for sessions whose source does not name one")
+    .option("--cwd <path>", "project dir for sessions whose source does not name one; with --from-hermes, also picks that project's sessions")
     .addHelpText(
       "after",
       `
@@ -91,13 +99,16 @@ matching --match out of /proc/<pid>/fd before their process exits, byte for byte
 Examples:
   $ pi-guard salvage --from-html pi-session-2026-01-01.html --install
   $ pi-guard salvage --from-log web-ui.log --from-log rpc.jsonl --out ./recovered --json
+  $ pi-guard salvage --from-hermes ~/.pi/agent/pi-hermes-memory/sessions.db --cwd ~/proj --install
+  $ pi-guard salvage --from-hermes state.db --since "2 days ago" --from-log web-ui.log
   $ pi-guard salvage --from-open-files --match '*.log'`,
     )
     .action(async (opts: SalvageFlags, cmd: Command) => {
       const ctx = context(cmd);
       if (opts.install && opts.out) throw new RepoError("--install and --out exclude each other", "usage");
-      const haveSources = opts.fromHtml.length + opts.fromLog.length > 0;
-      if (!haveSources && !opts.fromOpenFiles) throw new RepoError("name at least one source: --from-html, --from-log or --from-open-files", "usage");
+      const haveSources = opts.fromHtml.length + opts.fromLog.length + opts.fromHermes.length > 0;
+      const hermesSelection = await hermesFlags(opts);
+      if (!haveSources && !opts.fromOpenFiles) throw new RepoError("name at least one source: --from-html, --from-log, --from-hermes or --from-open-files", "usage");
       if (opts.match.length > 0 && !opts.fromOpenFiles) throw new RepoError("--match only applies to --from-open-files", "usage");
       const outDir = opts.out ?? `${ctx.config.dataDir}/salvage`;
       const openFiles = opts.fromOpenFiles ? await salvageOpenFiles(ctx, outDir, opts.match) : undefined;
@@ -110,6 +121,8 @@ Examples:
       const result = await salvage({
         html: opts.fromHtml,
         logs: opts.fromLog,
+        hermes: opts.fromHermes,
+        hermesSelection,
         cwd: opts.cwd,
         install: opts.install,
         outDir: opts.install ? undefined : outDir,
@@ -121,6 +134,19 @@ Examples:
       }
       info(ctx.out, formatReport(result.report));
     });
+}
+
+async function hermesFlags(opts: SalvageFlags) {
+  const selecting = opts.session.length > 0 || opts.since !== undefined || opts.all;
+  if (selecting && opts.fromHermes.length === 0) throw new RepoError("--session, --since and --all only apply to --from-hermes", "usage");
+  let since: number | undefined;
+  if (opts.since !== undefined) {
+    const { parseTime } = await import("../restore/select.js");
+    const t = parseTime(opts.since);
+    if (!t) throw new RepoError(`--since: cannot read "${opts.since}" as a time`, "usage");
+    since = t.getTime();
+  }
+  return { sessions: opts.session, since, all: opts.all };
 }
 
 async function salvageOpenFiles(ctx: Context, outDir: string, match: string[]) {

@@ -7,11 +7,15 @@ import { withProvenance } from "./finalize.js";
 import { writeSessions, type WrittenSession } from "./output.js";
 import { countRoles, fidelityReport, type FidelityReport } from "./report.js";
 import type { SalvagedSession, SourceResult } from "./types.js";
+import type { HermesSelection } from "./hermes.js";
 import { RepoError } from "../repo/errors.js";
 
 export interface SalvageOptions {
   html?: string[];
   logs?: string[];
+  hermes?: string[];
+  /** Which hermes sessions to take (--session, --cwd, --since, --all). */
+  hermesSelection?: HermesSelection;
   /** Project dir for sessions whose source does not name one. */
   cwd?: string;
   outDir?: string;
@@ -36,12 +40,16 @@ export async function readSources(options: SalvageOptions): Promise<SourceResult
     const { salvageLog } = await import("./log.js");
     results.push(await salvageLog(file));
   }
+  for (const file of options.hermes ?? []) {
+    const { salvageHermes } = await import("./hermes.js");
+    results.push(await salvageHermes(file, { ...options.hermesSelection, cwd: options.cwd }));
+  }
   return results;
 }
 
 export async function salvage(options: SalvageOptions): Promise<SalvageResult> {
   const results = await readSources(options);
-  if (results.length === 0) throw new RepoError("name at least one source (--from-html, --from-log ...)", "usage");
+  if (results.length === 0) throw new RepoError("name at least one source (--from-html, --from-log, --from-hermes)", "usage");
   const all = results.flatMap((r) =>
     r.sessions.map((s) => {
       const withCwd = !s.cwdKnown && options.cwd ? { ...s, header: { ...s.header, cwd: options.cwd }, cwdKnown: true } : s;

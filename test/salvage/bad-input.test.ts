@@ -2,6 +2,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { runCli, tempEnv } from "./cli.js";
 
@@ -25,7 +26,29 @@ const COMMANDS: Record<string, (file: string, out: string) => string[]> = {
   "salvage --from-html": (file, out) => ["salvage", "--from-html", file, "--out", out],
   "salvage --from-log": (file, out) => ["salvage", "--from-log", file, "--out", out],
   "salvage --from-html --install": (file) => ["salvage", "--from-html", file, "--install"],
+  "salvage --from-hermes": (file, out) => ["salvage", "--from-hermes", file, "--all", "--out", out],
 };
+
+/** SQLite files that are not usable hermes databases. */
+function badDatabases(dir: string): Record<string, string> {
+  const unknown = join(dir, "unknown.db");
+  const u = new Database(unknown);
+  u.exec("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT); INSERT INTO notes (body) VALUES ('hi');");
+  u.close();
+  const corrupt = join(dir, "corrupt.db");
+  const c = new Database(corrupt);
+  c.exec(`CREATE TABLE sessions (id TEXT PRIMARY KEY, project TEXT, cwd TEXT, started_at TEXT, ended_at TEXT, message_count INTEGER);
+    CREATE TABLE messages (id TEXT PRIMARY KEY, session_id TEXT, role TEXT, content TEXT, timestamp TEXT, tool_calls TEXT);
+    INSERT INTO sessions VALUES ('s1', 'p', '/p', '2026-11-30T04:00:00.000Z', NULL, 400);`);
+  const add = c.prepare("INSERT INTO messages VALUES (?, 's1', 'user', ?, '2026-11-30T04:00:00.000Z', '[]')");
+  for (let i = 0; i < 400; i++) add.run(`m${i}`, "x".repeat(500));
+  c.close();
+  // Overwrite pages in the middle of the messages table with junk: a corrupted database page.
+  const bytes = readFileSync(corrupt);
+  bytes.fill(0xa5, 4096 * 6, 4096 * 9);
+  writeFileSync(corrupt, bytes);
+  return { "a SQLite file with an unknown schema": unknown, "a corrupted database page": corrupt };
+}
 
 describe("bad input: one clear line, non-zero exit, no partial output, input unchanged", () => {
   for (const [command, args] of Object.entries(COMMANDS)) {
@@ -49,6 +72,21 @@ describe("bad input: one clear line, non-zero exit, no partial output, input unc
       });
     }
   }
+
+  it("salvage --from-hermes with an unknown schema or a corrupted page: one line, no output, db untouched", async () => {
+    const dir = mkdtempSync(join(root, "db-"));
+    for (const [name, db] of Object.entries(badDatabases(dir))) {
+      const before = sha(db);
+      const out = join(dir, "out");
+      const run = await runCli(["salvage", "--from-hermes", db, "--all", "--out", out], env);
+      expect(run.exitCode, name).not.toBe(0);
+      expect(run.stderr.split("\n"), name).toHaveLength(1);
+      expect(run.stderr, name).toMatch(name.includes("unknown") ? /is a SQLite database but not a hermes one \(tables: notes\)$/ : /cannot read the database: .*malformed/);
+      expect(sha(db), name).toBe(before);
+      expect(existsSync(out), name).toBe(false);
+    }
+    expect(readdirSync(dir).sort()).toEqual(["corrupt.db", "unknown.db"]);
+  });
 
   it("a missing input and a directory as input are one-line errors too", async () => {
     const dir = mkdtempSync(join(root, "misc-"));

@@ -1,0 +1,23 @@
+// The part of better-sqlite3's API that salvage and its tests use. The package ships no types and only
+// better-sqlite3 itself was added, so this local declaration keeps `strict` happy.
+declare module "better-sqlite3" {
+  interface Statement {
+    all(...params: unknown[]): Record<string, unknown>[];
+    get(...params: unknown[]): Record<string, unknown> | undefined;
+    iterate(...params: unknown[]): IterableIterator<Record<string, unknown>>;
+    /** Tests only: salvage never writes to a database. */
+    run(...params: unknown[]): { changes: number; lastInsertRowid: number | bigint };
+  }
+  interface Options {
+    readonly?: boolean;
+    fileMustExist?: boolean;
+  }
+  class Database {
+    constructor(filename: string, options?: Options);
+    prepare(sql: string): Statement;
+    exec(sql: string): this;
+    pragma(source: string, options?: { simple?: boolean }): unknown;
+    close(): void;
+  }
+  export default Database;
+}

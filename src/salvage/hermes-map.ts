@@ -1,0 +1,119 @@
+// Rows of the two hermes layouts (DESIGN.md §2) as pi messages. Hermes keeps less than pi:
+// pi-hermes-memory has text only (tool names, no calls or results, long text cut), hermes-agent
+// has OpenAI-style calls and results but no usage or provider. What is missing is counted.
+
+/** Hermes times are ISO strings, Unix seconds (REAL) or milliseconds. */
+export function toMs(value: unknown): number | undefined {
+  if (typeof value === "number" && Number.isFinite(value)) return value > 1e11 ? Math.round(value) : Math.round(value * 1000);
+  if (typeof value === "string" && value.trim() !== "") {
+    const n = Number(value);
+    if (Number.isFinite(n)) return toMs(n);
+    const t = Date.parse(value);
+    return Number.isFinite(t) ? t : undefined;
+  }
+  return undefined;
+}
+
+const TRUNCATED = /\.\.\. \(truncated, (\d+) chars total\)/;
+
+export interface MapStats {
+  truncated: number;
+  toolOnlyDropped: number;
+  toolNamesOnly: number;
+  systemDropped: number;
+  unknownRoles: number;
+}
+
+export const emptyStats = (): MapStats => ({ truncated: 0, toolOnlyDropped: 0, toolNamesOnly: 0, systemDropped: 0, unknownRoles: 0 });
+
+const text = (t: string) => [{ type: "text", text: t }];
+
+/** Fields pi's assistant messages carry that hermes does not record. */
+function assistantShell(model: string | undefined, timestamp: number) {
+  return {
+    api: "unknown",
+    provider: "unknown",
+    model: model ?? "unknown",
+    usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
+    timestamp,
+  };
+}
+
+/** A pi-hermes-memory `messages` row. */
+export function memoryRow(row: Record<string, unknown>, fallbackTime: number, stats: MapStats): Record<string, unknown> | undefined {
+  const content = typeof row.content === "string" ? row.content : "";
+  const timestamp = toMs(row.timestamp) ?? fallbackTime;
+  if (TRUNCATED.test(content)) stats.truncated++;
+  if (row.role === "user") return { role: "user", content: text(content), timestamp };
+  if (row.role === "assistant") {
+    const tools = parseJson(row.tool_calls);
+    if (Array.isArray(tools) && tools.length > 0) stats.toolNamesOnly++;
+    // An empty assistant turn (tool calls only) would be an empty message in pi's context.
+    if (content === "") {
+      stats.toolOnlyDropped++;
+      return undefined;
+    }
+    return { role: "assistant", content: text(content), ...assistantShell(undefined, timestamp), stopReason: "stop" };
+  }
+  if (row.role === "system") stats.systemDropped++;
+  else stats.unknownRoles++;
+  return undefined;
+}
+
+function parseJson(value: unknown): unknown {
+  if (typeof value !== "string" || value === "") return undefined;
+  try {
+    return JSON.parse(value);
+  } catch {
+    return undefined;
+  }
+}
+
+interface OpenAiCall {
+  id?: string;
+  function?: { name?: string; arguments?: string };
+}
+
+/** A hermes-agent `messages` row; `names` remembers call id -> tool name for tool rows. */
+export function agentRow(row: Record<string, unknown>, model: string | undefined, names: Map<string, string>, stats: MapStats): Record<string, unknown> | undefined {
+  const content = typeof row.content === "string" ? row.content : "";
+  const timestamp = toMs(row.timestamp) ?? 0;
+  switch (row.role) {
+    case "user":
+      return { role: "user", content: text(content), timestamp };
+    case "assistant": {
+      const calls = (parseJson(row.tool_calls) as OpenAiCall[] | undefined) ?? [];
+      const blocks: Record<string, unknown>[] = content ? text(content) : [];
+      for (const call of Array.isArray(calls) ? calls : []) {
+        const id = String(call.id ?? "");
+        const name = String(call.function?.name ?? "unknown");
+        names.set(id, name);
+        const args = parseJson(call.function?.arguments);
+        blocks.push({ type: "toolCall", id, name, arguments: typeof args === "object" && args !== null ? args : { _raw: call.function?.arguments ?? "" } });
+      }
+      if (blocks.length === 0) return undefined;
+      return { role: "assistant", content: blocks, ...assistantShell(model, timestamp), stopReason: calls.length ? "toolUse" : "stop" };
+    }
+    case "tool": {
+      const id = String(row.tool_call_id ?? "");
+      const toolName = typeof row.tool_name === "string" && row.tool_name ? row.tool_name : (names.get(id) ?? "unknown");
+      return { role: "toolResult", toolCallId: id, toolName, content: text(content), isError: false, timestamp };
+    }
+    case "system":
+      stats.systemDropped++;
+      return undefined;
+    default:
+      stats.unknownRoles++;
+      return undefined;
+  }
+}
+
+export function statGaps(stats: MapStats): string[] {
+  const gaps: string[] = [];
+  if (stats.truncated) gaps.push(`${stats.truncated} message(s) were cut by hermes to head + tail ("... (truncated, N chars total)")`);
+  if (stats.toolNamesOnly) gaps.push(`${stats.toolNamesOnly} assistant turn(s) list tool names only: tool calls, arguments and results are not in this database`);
+  if (stats.toolOnlyDropped) gaps.push(`${stats.toolOnlyDropped} assistant turn(s) with no text (tool calls only) left out`);
+  if (stats.systemDropped) gaps.push(`${stats.systemDropped} system prompt row(s) left out (pi does not store the system prompt)`);
+  if (stats.unknownRoles) gaps.push(`${stats.unknownRoles} row(s) with an unknown role left out`);
+  return gaps;
+}

@@ -1,0 +1,144 @@
+// `--from-hermes DB`: sessions from a pi-hermes-memory sessions.db or a hermes-agent state.db.
+// Rows are streamed with iterate(), one session (or parent chain) at a time.
+
+import { resolve } from "node:path";
+import type { SessionEntry, SessionHeader } from "../pi/index.js";
+import { RepoError } from "../repo/errors.js";
+import { openHermes, sqliteError, type OpenedHermes } from "./hermes-db.js";
+import { agentRow, emptyStats, memoryRow, statGaps, toMs } from "./hermes-map.js";
+import { EntryIds } from "./ids.js";
+import { messageText } from "./message-key.js";
+import type { SalvagedSession, SourceResult } from "./types.js";
+
+export interface HermesSelection {
+  sessions?: string[];
+  /** pi-hermes-memory records each session's cwd; state.db does not (there it only fills in). */
+  cwd?: string;
+  /** Milliseconds: sessions started at or after this. */
+  since?: number;
+  all?: boolean;
+}
+
+interface Candidate {
+  id: string;
+  members: string[];
+  started: number | undefined;
+  cwd: string;
+  model?: string;
+}
+
+function choose(file: string, all: Candidate[], sel: HermesSelection, cwdKnown: boolean): Candidate[] {
+  let chosen = all;
+  if (sel.sessions?.length) {
+    chosen = chosen.filter((c) => c.members.some((m) => sel.sessions!.includes(m)));
+    const missing = sel.sessions.filter((id) => !all.some((c) => c.members.includes(id)));
+    if (missing.length) throw new RepoError(`${file} holds no session ${missing.join(", ")}`, "not-found");
+  }
+  if (sel.cwd && cwdKnown) chosen = chosen.filter((c) => c.cwd === resolve(sel.cwd!));
+  if (sel.since !== undefined) chosen = chosen.filter((c) => (c.started ?? 0) >= sel.since!);
+  const filtered = !!(sel.sessions?.length || (sel.cwd && cwdKnown) || sel.since !== undefined);
+  if (!filtered && !sel.all && all.length > 1) {
+    throw new RepoError(`${file} holds ${all.length} sessions: choose with --session ID, --cwd PATH, --since TIME, or take them all with --all`, "usage");
+  }
+  return chosen;
+}
+
+function toSession(file: string, c: Candidate, messages: Record<string, unknown>[], gaps: string[], cwdKnown: boolean): SalvagedSession {
+  const firstTime = messages.map((m) => m.timestamp).find((t): t is number => typeof t === "number");
+  const header: SessionHeader = {
+    type: "session",
+    version: 3,
+    id: c.id,
+    timestamp: new Date(c.started ?? firstTime ?? 0).toISOString(),
+    cwd: cwdKnown ? c.cwd : "",
+  };
+  const ids = new EntryIds();
+  let parentId: string | null = null;
+  const entries: SessionEntry[] = messages.map((message) => {
+    const t = typeof message.timestamp === "number" ? message.timestamp : 0;
+    const id = ids.make(`${c.id}|${message.role}|${t}|${String(message.toolCallId ?? "")}|${messageText(message).slice(0, 400)}`);
+    const entry = { type: "message", id, parentId, timestamp: new Date(t).toISOString(), message } as SessionEntry;
+    parentId = id;
+    return entry;
+  });
+  return { header, idKnown: true, cwdKnown: cwdKnown && c.cwd !== "", entries, sources: [{ kind: "hermes", path: file }], gaps };
+}
+
+function readMemory(h: OpenedHermes, file: string, sel: HermesSelection): SalvagedSession[] {
+  const candidates: Candidate[] = h.db
+    .prepare("SELECT id, cwd, started_at FROM sessions ORDER BY started_at, rowid")
+    .all()
+    .map((r) => ({ id: String(r.id), members: [String(r.id)], started: toMs(r.started_at), cwd: typeof r.cwd === "string" ? r.cwd : "" }));
+  const rows = h.db.prepare("SELECT role, content, timestamp, tool_calls FROM messages WHERE session_id = ? ORDER BY rowid");
+  return choose(file, candidates, sel, true).map((c) => {
+    const stats = emptyStats();
+    const messages: Record<string, unknown>[] = [];
+    let last = c.started ?? 0;
+    for (const row of rows.iterate(c.id)) {
+      const m = memoryRow(row, last, stats);
+      if (!m) continue;
+      last = m.timestamp as number;
+      messages.push(m);
+    }
+    const gaps = ["pi-hermes-memory keeps no tool results, tool arguments, entry ids, usage or model: messages are text only, in one linear chain", ...statGaps(stats)];
+    return toSession(file, c, messages, gaps, true);
+  });
+}
+
+function readAgent(h: OpenedHermes, file: string, sel: HermesSelection): SalvagedSession[] {
+  const rows = h.db.prepare("SELECT id, model, started_at, parent_session_id FROM sessions").all();
+  const parent = new Map(rows.map((r) => [String(r.id), r.parent_session_id == null ? null : String(r.parent_session_id)]));
+  const rootOf = (id: string) => {
+    const seen = new Set<string>();
+    let cur = id;
+    // A chain that loops or names a missing parent ends where it breaks.
+    while (parent.get(cur) && parent.has(parent.get(cur)!) && !seen.has(cur)) {
+      seen.add(cur);
+      cur = parent.get(cur)!;
+    }
+    return cur;
+  };
+  const groups = new Map<string, Candidate>();
+  for (const r of rows) {
+    const root = rootOf(String(r.id));
+    const g = groups.get(root) ?? { id: root, members: [], started: undefined, cwd: sel.cwd ? resolve(sel.cwd) : "", model: undefined };
+    g.members.push(String(r.id));
+    if (String(r.id) === root) {
+      g.started = toMs(r.started_at);
+      g.model = typeof r.model === "string" ? r.model : undefined;
+    }
+    groups.set(root, g);
+  }
+  return choose(file, [...groups.values()], sel, false).map((c) => {
+    const stats = emptyStats();
+    const names = new Map<string, string>();
+    const messages: Record<string, unknown>[] = [];
+    const q = h.db.prepare(
+      `SELECT role, content, tool_call_id, tool_calls, tool_name, timestamp FROM messages WHERE session_id IN (${c.members.map(() => "?").join(",")}) ORDER BY id`,
+    );
+    for (const row of q.iterate(...c.members)) {
+      const m = agentRow(row, c.model, names, stats);
+      if (m) messages.push(m);
+    }
+    const gaps = ["hermes-agent keeps no usage, provider, thinking or entry ids; tool results are text only"];
+    if (!c.cwd) gaps.push("hermes-agent records no project dir (cwd)");
+    if (c.members.length > 1) gaps.push(`${c.members.length} hermes sessions (a parent_session_id chain) joined into one`);
+    gaps.push(...statGaps(stats));
+    return toSession(file, c, messages, gaps, c.cwd !== "");
+  });
+}
+
+export async function salvageHermes(file: string, sel: HermesSelection = {}): Promise<SourceResult> {
+  const h = await openHermes(file);
+  try {
+    const read = h.schema === "pi-hermes-memory" ? readMemory(h, file, sel) : readAgent(h, file, sel);
+    const sessions = read.filter((s) => s.entries.length > 0);
+    const notes = [`schema: ${h.schema}${h.copied ? " (WAL-mode or live database: read from a private copy)" : ""}`];
+    if (sessions.length < read.length) notes.push(`${read.length - sessions.length} selected session(s) hold no messages`);
+    return { source: { kind: "hermes", path: file }, sessions, notes };
+  } catch (err) {
+    throw sqliteError(file, err);
+  } finally {
+    await h.close();
+  }
+}
