@@ -100,7 +100,8 @@ export function piGuardTool(workDir: string, agentDir: string, projectRoot: stri
   const keyFileEnv = cleanEnv({ ...base, PI_GUARD_KEY_FILE: keyFile });
   const run = async (args: string[], check?: (j: Record<string, unknown> | null) => string | null, env = keyFileEnv): Promise<Step> => {
     if (!existsSync(mainJs)) return { ok: false, error: `${relative(process.cwd(), mainJs) || mainJs} missing (pi-guard CLI not built; run npm run build)` };
-    return step(await measure(process.execPath, [bin, ...args], { env, timeoutMs: STEP_TIMEOUT_MS }), check);
+    // Run the bin itself, as an installed pi-guard runs: its shebang line sets the malloc tuning.
+    return step(await measure(bin, args, { env, timeoutMs: STEP_TIMEOUT_MS }), check);
   };
   const snapshotCheck = (j: Record<string, unknown> | null) =>
     j && typeof j.snapshotId === "string" ? null : `snapshot --json printed no snapshotId (keys: ${Object.keys(j ?? {}).join(",") || "none"})`;
