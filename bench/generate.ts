@@ -1,7 +1,7 @@
 // Deterministic generator of a realistic pi agent dir (~/.pi/agent) for benchmarks.
 // Library: generateAgentDir(), appendToLargest(). CLI:
 //   node dist/bench/generate.js --out DIR [--size 1GiB] [--seed 1] [--append N]
-import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
@@ -20,7 +20,15 @@ const SESSIONS_PER_GIB = 230;
 const EPOCH_MS = Date.UTC(2026, 0, 15, 9, 0, 0);
 const PROJECTS = ["api-server", "web-app", "pi-guard", "infra", "notes", "ml-experiments", "cli-tools", "dotfiles", "mobile", "docs-site", "game", "scraper"];
 
-export const DEFAULT_POOL_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../../node_modules");
+/** The package's node_modules, found by walking up: this file runs from bench/ (tsx, vitest) and from dist/bench/. */
+export const DEFAULT_POOL_ROOT = findNodeModules(dirname(fileURLToPath(import.meta.url)));
+
+function findNodeModules(from: string): string {
+  for (let dir = from; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, "node_modules", "commander"))) return join(dir, "node_modules");
+    if (dirname(dir) === dir) return resolve(from, "../../node_modules");
+  }
+}
 
 export interface GenerateOptions {
   out: string;

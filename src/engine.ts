@@ -16,7 +16,7 @@ import type { Target } from "./targets/target.js";
 import { createSnapshot, type SnapshotOptions, type SnapshotResult } from "./snapshot/snapshotter.js";
 import { pathInScope } from "./snapshot/scan.js";
 import { describeFsError, restoreSnapshot, type RestoreOptions, type RestoreReport } from "./restore/restorer.js";
-import { selectSnapshot } from "./restore/select.js";
+import { PRE_RESTORE_TAG, selectSnapshot } from "./restore/select.js";
 
 export function openTarget(config: Config): Target {
   if (config.repo.startsWith("s3://")) {
@@ -99,8 +99,7 @@ export interface SafeRestoreResult {
  * "pre-restore"), so the restore itself can be undone with `pi-guard restore <undoSnapshot>`.
  */
 export async function restore(config: Config, repo: Repository, when: string, opts: SafeRestoreOptions = {}): Promise<SafeRestoreResult> {
-  const snapshots = await repo.listSnapshots();
-  const snapshot = selectSnapshot(snapshots, when);
+  const snapshot = await chooseSnapshot(repo, when);
   const destinations: Record<string, string> = {};
   for (const root of snapshot.snapshot.roots) {
     if (opts.targetDir) {
@@ -113,7 +112,7 @@ export async function restore(config: Config, repo: Repository, when: string, op
   if (opts.targetDir) await ensureWritableDir(path.resolve(opts.targetDir));
   let undoSnapshot: string | undefined;
   if (!opts.targetDir && !opts.dryRun) {
-    const pre = await snapshotAgentDir(config, repo, { tags: ["pre-restore"] });
+    const pre = await snapshotAgentDir(config, repo, { tags: [PRE_RESTORE_TAG] });
     undoSnapshot = pre.id;
   }
   const report = await restoreSnapshot(repo, snapshot, { ...opts, destinations, durable: !opts.targetDir, scope: pathInScope(config.filter) });
@@ -132,4 +131,8 @@ async function ensureWritableDir(dir: string): Promise<void> {
   }
 }
 
-export { selectSnapshot };
+/** `<when>` → snapshot, naming a damaged snapshot as damaged rather than as missing. */
+export async function chooseSnapshot(repo: Repository, when: string): Promise<SnapshotRecord> {
+  const snapshots = await repo.listSnapshots();
+  return selectSnapshot(snapshots, when, new Date(), repo.unreadableSnapshots);
+}

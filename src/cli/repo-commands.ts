@@ -128,6 +128,7 @@ Examples:
       const all = (await repo.listSnapshots()).filter(
         (r) => (!opts.tag || r.snapshot.tags.includes(opts.tag)) && (!opts.host || r.snapshot.host === opts.host),
       );
+      for (const bad of repo.unreadableSnapshots) warn(`skipped ${bad.error}; run \`pi-guard check\``);
       if (ctx.out.json) {
         printJson(
           all.map(({ id, snapshot: s }) => ({

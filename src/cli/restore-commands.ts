@@ -96,9 +96,9 @@ Examples:
     .action(async (when: string, opts: { output: string; path?: string[] }, cmd: Command) => {
       const ctx = context(cmd);
       const repo = await ctx.open();
-      const { selectSnapshot } = await import("../restore/select.js");
+      const { chooseSnapshot } = await import("../engine.js");
       const { writeArchive } = await import("../restore/archive.js");
-      const record = selectSnapshot(await repo.listSnapshots(), when);
+      const record = await chooseSnapshot(repo, when);
       const result = await writeArchive(repo, record, opts.output, { paths: opts.path });
       if (opts.output === "-") return;
       if (ctx.out.json) printJson({ snapshotId: record.id, output: opts.output, ...result });

@@ -88,12 +88,8 @@ export async function checkRepository(
   const missingPacks = new Set([...index.packs.keys()].filter((p) => !present.has(p)));
   const pool = new SealPool(0);
   try {
-    try {
-      snapshots = await repo.listSnapshots();
-    } catch (err) {
-      if (!(err instanceof RepoError)) throw err;
-      error(err.message);
-    }
+    snapshots = await repo.listSnapshots();
+    for (const bad of repo.unreadableSnapshots) error(bad.error);
     const reader = new BlobReader(repo, pool);
     const unusable = (id: string) => {
       const loc = index.get(id);

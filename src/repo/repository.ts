@@ -40,6 +40,8 @@ export function sha256Hex(data: Uint8Array): string {
 
 export class Repository {
   readonly index = new MemoryIndex();
+  /** Snapshots the last listSnapshots() could not read. */
+  unreadableSnapshots: { id: string; error: string }[] = [];
   readonly dataChunker: Chunker;
   readonly treeChunker: Chunker;
   private indexLoaded = false;
@@ -162,12 +164,21 @@ export class Repository {
     }
   }
 
-  /** All snapshots, oldest first. */
+  /**
+   * All readable snapshots, oldest first. A damaged snapshot object must not take the others down
+   * with it: it is left out of the list and recorded in `unreadableSnapshots` (check reports it).
+   */
   async listSnapshots(): Promise<SnapshotRecord[]> {
     const out: SnapshotRecord[] = [];
+    this.unreadableSnapshots = [];
     for await (const info of this.target.list("snapshots")) {
       const id = info.key.slice("snapshots/".length);
-      out.push({ id, snapshot: await this.loadSnapshot(id) });
+      try {
+        out.push({ id, snapshot: await this.loadSnapshot(id) });
+      } catch (err) {
+        if (!(err instanceof RepoError)) throw err;
+        this.unreadableSnapshots.push({ id, error: err.message });
+      }
     }
     out.sort((a, b) => a.snapshot.time.localeCompare(b.snapshot.time) || a.id.localeCompare(b.id));
     return out;

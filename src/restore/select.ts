@@ -17,22 +17,39 @@ export function parseTime(expr: string, now = new Date()): Date | undefined {
   return parsed ?? undefined;
 }
 
+/** Tag of the snapshots an in-place restore takes of what it replaces. */
+export const PRE_RESTORE_TAG = "pre-restore";
+
 /**
  * Resolve `<when>` to a snapshot: "latest", an id prefix, or a time (newest snapshot at or before it).
- * `snapshots` must be sorted oldest first.
+ * `snapshots` must be sorted oldest first. "latest" skips pre-restore snapshots, so that
+ * `restore latest` twice does not undo itself; name those by id or time (restore prints the id).
+ * `unreadable` are ids of damaged snapshots, so that asking for one says so.
  */
-export function selectSnapshot(snapshots: SnapshotRecord[], when: string, now = new Date()): SnapshotRecord {
+export function selectSnapshot(
+  snapshots: SnapshotRecord[],
+  when: string,
+  now = new Date(),
+  unreadable: { id: string; error: string }[] = [],
+): SnapshotRecord {
   const expr = when.trim();
-  if (snapshots.length === 0) throw new RepoError("the repository has no snapshots yet", "not-found");
-  if (expr === "" ) throw new RepoError(`no time given: ${WHEN_HELP}`, "usage");
-  if (expr === "latest") return snapshots[snapshots.length - 1];
+  if (expr === "") throw new RepoError(`no time given: ${WHEN_HELP}`, "usage");
   if (/^[0-9a-f]{4,64}$/i.test(expr)) {
-    const hits = snapshots.filter((s) => s.id.startsWith(expr.toLowerCase()));
+    const prefix = expr.toLowerCase();
+    const hits = snapshots.filter((s) => s.id.startsWith(prefix));
     if (hits.length === 1) return hits[0];
     if (hits.length > 1) {
       throw new RepoError(`snapshot id ${expr} is ambiguous: ${hits.slice(0, 5).map((h) => h.id.slice(0, 12)).join(", ")}…`, "usage");
     }
+    const damaged = unreadable.find((u) => u.id.startsWith(prefix));
+    if (damaged) throw new RepoError(damaged.error, "corrupt");
     if (!/^\d+$/.test(expr)) throw new RepoError(`no snapshot has an id starting with ${expr}`, "not-found");
+  }
+  if (snapshots.length === 0) throw new RepoError("the repository has no snapshots yet", "not-found");
+  if (expr === "latest") {
+    const real = snapshots.filter((s) => !s.snapshot.tags?.includes(PRE_RESTORE_TAG));
+    const candidates = real.length ? real : snapshots;
+    return candidates[candidates.length - 1];
   }
   const time = parseTime(expr, now);
   if (!time) throw new RepoError(`cannot read "${when}" as a time: ${WHEN_HELP}`, "usage");
