@@ -32,7 +32,11 @@ interface OpenPack {
 export class BlobWriter {
   private readonly added = new Set<string>();
   private readonly written: PackEntry[] = [];
-  private pack: OpenPack | undefined;
+  /**
+   * One open pack per blob type, as restic does: tree blobs (file lists) never share a pack with
+   * file data, so damage to a data pack still leaves every snapshot's file list readable.
+   */
+  private readonly open = new Map<BlobType, OpenPack>();
   /** Pack appends happen strictly one after another, in the order frames come back sealed. */
   private appendChain: Promise<void> = Promise.resolve();
   private readonly inflight = new Set<Promise<void>>();
@@ -88,7 +92,7 @@ export class BlobWriter {
     this.blobsNew += fresh.length;
     const job = this.pool
       .run({ op: "seal", key: this.repo.key.encryption, buffer: batch.buffer as ArrayBuffer, frames })
-      .then((sealed) => this.queueAppend(sealed, frameBlobs));
+      .then((sealed) => this.queueAppend(type, sealed, frameBlobs));
     await this.track(job, size);
   }
 
@@ -107,15 +111,16 @@ export class BlobWriter {
     this.throwIfFailed();
   }
 
-  private queueAppend(sealed: Buffer[], frameBlobs: BlobRef[][]): Promise<void> {
-    const next = this.appendChain.then(() => this.appendFrames(sealed, frameBlobs));
+  private queueAppend(type: BlobType, sealed: Buffer[], frameBlobs: BlobRef[][]): Promise<void> {
+    const next = this.appendChain.then(() => this.appendFrames(type, sealed, frameBlobs));
     this.appendChain = next.catch(() => undefined);
     return next;
   }
 
-  private async appendFrames(sealed: Buffer[], frameBlobs: BlobRef[][]): Promise<void> {
+  private async appendFrames(type: BlobType, sealed: Buffer[], frameBlobs: BlobRef[][]): Promise<void> {
     for (let f = 0; f < sealed.length; f++) {
-      const pack = this.pack ?? (this.pack = await this.openPack());
+      let pack = this.open.get(type);
+      if (!pack) this.open.set(type, (pack = await this.openPack()));
       const frame = sealed[f];
       await pack.handle.write(frame);
       pack.hash.update(frame);
@@ -126,7 +131,7 @@ export class BlobWriter {
       }
       pack.frames.push({ length: frame.length, blobs: frameBlobs[f] });
       pack.size += frame.length;
-      if (pack.size >= this.repo.config.packSize) await this.closePack();
+      if (pack.size >= this.repo.config.packSize) await this.closePack(type);
     }
   }
 
@@ -139,10 +144,10 @@ export class BlobWriter {
   }
 
   /** Pack layout: sealed frames, then the sealed header, then the header's length (u32 LE). */
-  private async closePack(): Promise<void> {
-    const pack = this.pack;
+  private async closePack(type: BlobType): Promise<void> {
+    const pack = this.open.get(type);
     if (!pack) return;
-    this.pack = undefined;
+    this.open.delete(type);
     const header = encrypt(this.repo.key.encryption, encodePackHeader(pack.frames));
     const trailer = Buffer.alloc(4);
     trailer.writeUInt32LE(header.length);
@@ -166,21 +171,20 @@ export class BlobWriter {
     while (this.inflight.size > 0) await Promise.race(this.inflight);
     await this.appendChain;
     this.throwIfFailed();
-    await this.closePack();
+    for (const type of [...this.open.keys()]) await this.closePack(type);
     if (this.written.length === 0) return { packs: 0 };
     const { id: indexId, size } = await this.repo.saveIndex({ supersedes: [], packs: this.written });
     this.bytesStored += size;
     return { indexId, packs: this.written.length };
   }
 
-  /** Give up: remove the staging file. Packs already handed over stay (unindexed, harmless). */
+  /** Give up: remove the staging files. Packs already handed over stay (unindexed, harmless). */
   async abort(): Promise<void> {
-    const pack = this.pack;
-    this.pack = undefined;
-    if (pack) {
+    for (const pack of this.open.values()) {
       await pack.handle.close().catch(() => undefined);
       await fs.unlink(pack.file).catch(() => undefined);
     }
+    this.open.clear();
   }
 
   private throwIfFailed(): void {
