@@ -39,7 +39,10 @@ function assistantShell(model: string | undefined, timestamp: number) {
   };
 }
 
-/** A pi-hermes-memory `messages` row. */
+/**
+ * A pi-hermes-memory `messages` row. The extension indexes pi's session files: `id` is pi's entry
+ * id and `timestamp` the entry's write time, which stands in for the message's own time.
+ */
 export function memoryRow(row: Record<string, unknown>, fallbackTime: number, stats: MapStats): Record<string, unknown> | undefined {
   const content = typeof row.content === "string" ? row.content : "";
   const timestamp = toMs(row.timestamp) ?? fallbackTime;

@@ -43,7 +43,15 @@ function choose(file: string, all: Candidate[], sel: HermesSelection, cwdKnown: 
   return chosen;
 }
 
-function toSession(file: string, c: Candidate, messages: Record<string, unknown>[], gaps: string[], cwdKnown: boolean): SalvagedSession {
+/** A recovered message and, where the database kept them, pi's entry id and entry time. */
+interface Row {
+  message: Record<string, unknown>;
+  entryId?: string;
+  entryTime?: string;
+}
+
+function toSession(file: string, c: Candidate, rows: Row[], gaps: string[], cwdKnown: boolean): SalvagedSession {
+  const messages = rows.map((r) => r.message);
   const firstTime = messages.map((m) => m.timestamp).find((t): t is number => typeof t === "number");
   const header: SessionHeader = {
     type: "session",
@@ -52,12 +60,20 @@ function toSession(file: string, c: Candidate, messages: Record<string, unknown>
     timestamp: new Date(c.started ?? firstTime ?? 0).toISOString(),
     cwd: cwdKnown ? c.cwd : "",
   };
-  const ids = new EntryIds();
+  // Keep pi's own entry ids where the database has them (so they match other copies of the
+  // session); rows without one, or with a clashing one, get a derived id.
+  const kept = new Set<string>();
+  for (const r of rows) if (r.entryId && /^[0-9a-f]{8}$/.test(r.entryId) && !kept.has(r.entryId)) kept.add(r.entryId);
+  const ids = new EntryIds(kept);
+  const used = new Set<string>();
   let parentId: string | null = null;
-  const entries: SessionEntry[] = messages.map((message) => {
+  const entries: SessionEntry[] = rows.map(({ message, entryId, entryTime }) => {
     const t = typeof message.timestamp === "number" ? message.timestamp : 0;
-    const id = ids.make(`${c.id}|${message.role}|${t}|${String(message.toolCallId ?? "")}|${messageText(message).slice(0, 400)}`);
-    const entry = { type: "message", id, parentId, timestamp: new Date(t).toISOString(), message } as SessionEntry;
+    const own = entryId && kept.has(entryId) && !used.has(entryId) ? entryId : undefined;
+    const id = own ?? ids.make(`${c.id}|${message.role}|${t}|${String(message.toolCallId ?? "")}|${messageText(message).slice(0, 400)}`);
+    used.add(id);
+    const timestamp = entryTime && Number.isFinite(Date.parse(entryTime)) ? entryTime : new Date(t).toISOString();
+    const entry = { type: "message", id, parentId, timestamp, message } as SessionEntry;
     parentId = id;
     return entry;
   });
@@ -69,18 +85,22 @@ function readMemory(h: OpenedHermes, file: string, sel: HermesSelection): Salvag
     .prepare("SELECT id, cwd, started_at FROM sessions ORDER BY started_at, rowid")
     .all()
     .map((r) => ({ id: String(r.id), members: [String(r.id)], started: toMs(r.started_at), cwd: typeof r.cwd === "string" ? r.cwd : "" }));
-  const rows = h.db.prepare("SELECT role, content, timestamp, tool_calls FROM messages WHERE session_id = ? ORDER BY rowid");
+  const rows = h.db.prepare("SELECT id, role, content, timestamp, tool_calls FROM messages WHERE session_id = ? ORDER BY rowid");
   return choose(file, candidates, sel, true).map((c) => {
     const stats = emptyStats();
-    const messages: Record<string, unknown>[] = [];
+    const messages: Row[] = [];
     let last = c.started ?? 0;
     for (const row of rows.iterate(c.id)) {
       const m = memoryRow(row, last, stats);
       if (!m) continue;
       last = m.timestamp as number;
-      messages.push(m);
+      messages.push({ message: m, entryId: typeof row.id === "string" ? row.id : undefined, entryTime: typeof row.timestamp === "string" ? row.timestamp : undefined });
     }
-    const gaps = ["pi-hermes-memory keeps no tool results, tool arguments, entry ids, usage or model: messages are text only, in one linear chain", ...statGaps(stats)];
+    const gaps = [
+      "pi-hermes-memory keeps no tool results, tool arguments, parent links, usage or model: messages are text only, in one linear chain",
+      "message times are the entries' write times (pi's own message times are not stored)",
+      ...statGaps(stats),
+    ];
     return toSession(file, c, messages, gaps, true);
   });
 }
@@ -112,13 +132,13 @@ function readAgent(h: OpenedHermes, file: string, sel: HermesSelection): Salvage
   return choose(file, [...groups.values()], sel, false).map((c) => {
     const stats = emptyStats();
     const names = new Map<string, string>();
-    const messages: Record<string, unknown>[] = [];
+    const messages: Row[] = [];
     const q = h.db.prepare(
       `SELECT role, content, tool_call_id, tool_calls, tool_name, timestamp FROM messages WHERE session_id IN (${c.members.map(() => "?").join(",")}) ORDER BY id`,
     );
     for (const row of q.iterate(...c.members)) {
       const m = agentRow(row, c.model, names, stats);
-      if (m) messages.push(m);
+      if (m) messages.push({ message: m });
     }
     const gaps = ["hermes-agent keeps no usage, provider, thinking or entry ids; tool results are text only"];
     if (!c.cwd) gaps.push("hermes-agent records no project dir (cwd)");

@@ -1,17 +1,37 @@
 // Several sources for one session become one session: same entries recognised (by id, else by
-// message-key.ts), the richest copy kept, everything ordered by time, parents re-linked so the
-// result is still a tree pi can load.
+// message-key.ts), the richest copy kept, ordered as the sources agree and by time where they
+// do not, parents re-linked so the result is still a tree pi can load.
 
 import type { SessionEntry } from "../pi/index.js";
-import { entryKey, entryTime, richness } from "./message-key.js";
+import { entryKey, entryTime, richness, SAME_MESSAGE_WINDOW_MS } from "./message-key.js";
 import type { SalvagedSession } from "./types.js";
 
 interface Slot {
   entry: SessionEntry;
-  /** Position in the anchor-merged order: ties in time keep the order the sources agree on. */
+  /** How much the source of the kept copy is trusted for detail (sourceRank). */
   rank: number;
-  /** The session (by index) whose copy of the entry won. */
+  /** The session (by index) whose parent link the entry carries. */
   from: number;
+  /** Sessions that already matched this slot: one source never supplies the same entry twice. */
+  claimed: Set<number>;
+}
+
+/** The slot for this key nearest in time, within the window, not yet claimed by this source. */
+function nearest(list: Slot[] | undefined, entry: SessionEntry, si: number): Slot | undefined {
+  const t = entryTime(entry);
+  let best: Slot | undefined;
+  for (const s of list ?? []) {
+    if (s.claimed.has(si)) continue;
+    const d = Math.abs(entryTime(s.entry) - t);
+    if (d <= SAME_MESSAGE_WINDOW_MS && (!best || d < Math.abs(entryTime(best.entry) - t))) best = s;
+  }
+  return best;
+}
+
+/** Between equally rich copies, prefer the source that keeps pi's own fields (exact times). */
+function sourceRank(session: SalvagedSession): number {
+  const kind = session.sources[0]?.kind;
+  return kind === "html" ? 3 : kind === "hermes" ? 1 : 2;
 }
 
 /** Group by session id; a session with an invented id joins the group it shares messages with. */
@@ -51,8 +71,9 @@ export function mergeSessions(sessions: SalvagedSession[]): SalvagedSession[] {
 function mergeGroup(group: SalvagedSession[]): SalvagedSession {
   // The session with the most entries leads: its header and order are the backbone.
   const ordered = [...group].sort((a, b) => Number(b.idKnown) - Number(a.idKnown) || b.entries.length - a.entries.length);
+  const ranks = ordered.map(sourceRank);
   const order: Slot[] = [];
-  const byKey = new Map<string, Slot>();
+  const byKey = new Map<string, Slot[]>();
   const byId = new Map<string, Slot>();
   /** (session index, original id) -> the merged entry's id. */
   const idMap = new Map<string, string>();
@@ -61,42 +82,46 @@ function mergeGroup(group: SalvagedSession[]): SalvagedSession {
     let prev: Slot | undefined;
     for (const entry of session.entries) {
       const key = entryKey(entry);
-      const same = byId.get(entry.id) ?? byKey.get(key);
+      const byIdSlot = byId.get(entry.id);
+      const same = byIdSlot && !byIdSlot.claimed.has(si) ? byIdSlot : nearest(byKey.get(key), entry, si);
       if (same) {
-        if (richness(entry) > richness(same.entry)) {
+        same.claimed.add(si);
+        const gain = richness(entry) - richness(same.entry);
+        if (gain > 0 || (gain === 0 && ranks[si] > same.rank)) {
+          same.rank = ranks[si];
+          // Content from the richer copy; the parent link stays with the source it was read from.
           same.entry = { ...entry, id: same.entry.id, parentId: same.entry.parentId };
-          same.from = si;
         }
         idMap.set(`${si}|${entry.id}`, same.entry.id);
         prev = same;
         continue;
       }
       // A new entry sits right after the entry before it in its own source.
-      const slot: Slot = { entry: { ...entry }, rank: 0, from: si };
-      if (prev) order.splice(order.indexOf(prev) + 1, 0, slot);
-      else order.push(slot);
-      byKey.set(key, slot);
-      byId.set(entry.id, slot);
-      idMap.set(`${si}|${entry.id}`, entry.id);
+      // Two different entries with one id (ids invented by two sources): give the newcomer another.
+      const id = byId.has(entry.id) ? `${entry.id.slice(0, 4)}${String(order.length).padStart(4, "0")}` : entry.id;
+      const slot: Slot = { entry: { ...entry, id }, rank: ranks[si], from: si, claimed: new Set([si]) };
+      order.splice(insertionPoint(order, prev, entry, si), 0, slot);
+      byKey.set(key, [...(byKey.get(key) ?? []), slot]);
+      byId.set(id, slot);
+      idMap.set(`${si}|${entry.id}`, id);
       prev = slot;
     }
   });
 
-  order.forEach((slot, i) => (slot.rank = i));
   // Parents: the source's own link, translated to merged ids.
   for (const slot of order) {
     const p = slot.entry.parentId;
     slot.entry.parentId = p === null ? null : (idMap.get(`${slot.from}|${p}`) ?? null);
   }
-  const sorted = [...order].sort((a, b) => entryTime(a.entry) - entryTime(b.entry) || a.rank - b.rank);
-  const entries = parentsFirst(sorted.map((s) => s.entry));
+  const entries = parentsFirst(order.map((s) => s.entry));
   relinkLinear(entries);
 
   const lead = ordered[0];
   const leafSource = ordered.findIndex((s) => s.leafId);
   const leafId = leafSource >= 0 ? idMap.get(`${leafSource}|${ordered[leafSource].leafId}`) : undefined;
+  const withCwd = ordered.find((s) => s.cwdKnown);
   return {
-    header: lead.header,
+    header: withCwd ? { ...lead.header, cwd: withCwd.header.cwd } : lead.header,
     idKnown: ordered.some((s) => s.idKnown),
     cwdKnown: ordered.some((s) => s.cwdKnown),
     entries,
@@ -105,6 +130,19 @@ function mergeGroup(group: SalvagedSession[]): SalvagedSession {
     provided: ordered.flatMap((s) => s.provided ?? []),
     gaps: ordered.flatMap((s) => s.gaps),
   };
+}
+
+/**
+ * Where a new entry goes: right after the entry before it in its own source (that order is
+ * certain), then past entries only other sources know that are not later than it. Time decides
+ * only between runs no source orders, because message times are not monotone (an assistant
+ * message is stamped when streaming starts, after which its tool results get later stamps).
+ */
+function insertionPoint(order: Slot[], prev: Slot | undefined, entry: SessionEntry, si: number): number {
+  let at = prev ? order.indexOf(prev) + 1 : 0;
+  const t = entryTime(entry);
+  while (at < order.length && !order[at].claimed.has(si) && entryTime(order[at].entry) <= t) at++;
+  return at;
 }
 
 /** Time order can put a child before its parent when clocks disagree; hold such entries back. */

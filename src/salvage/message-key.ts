@@ -25,16 +25,31 @@ function fingerprint(text: string): string {
 
 /**
  * The dedupe key of an entry: tool results by their call id (unique per call), other messages by
- * role + timestamp + text head, other entries by type and their own content.
+ * role + text head, other entries by type and their own content. Message times are compared
+ * separately (see SAME_MESSAGE_WINDOW_MS): sources stamp the same message differently (pi's
+ * message time is when streaming began, hermes stores the entry's write time).
  */
 export function entryKey(entry: SessionEntry): string {
   if (entry.type === "message") {
-    const m = entry.message as { role?: string; timestamp?: number; toolCallId?: string; content?: unknown };
+    const m = entry.message as { role?: string; toolCallId?: string; content?: unknown };
     if (m.role === "toolResult" && typeof m.toolCallId === "string") return `toolResult|${m.toolCallId}`;
-    return `${m.role}|${m.timestamp ?? ""}|${fingerprint(messageText(m))}`;
+    const head = fingerprint(messageText(m));
+    // Tool-only messages have no text to tell them apart; hermes drops them, so ids are safe here.
+    return head ? `${m.role}|${head}` : `${m.role}||${toolCallIds(m.content)}`;
   }
   const { id: _id, parentId: _p, timestamp: _t, ...rest } = entry;
   return `${entry.type}|${entry.timestamp}|${JSON.stringify(rest)}`;
+}
+
+/** How far apart two sources may stamp one message: a long reply streams for minutes. */
+export const SAME_MESSAGE_WINDOW_MS = 15 * 60 * 1000;
+
+function toolCallIds(content: unknown): string {
+  if (!Array.isArray(content)) return "";
+  return (content as { type?: string; id?: string }[])
+    .filter((b) => b?.type === "toolCall")
+    .map((b) => b.id)
+    .join(",");
 }
 
 /** Bigger is richer: full text over truncated text, tool results over names, more blocks over fewer. */

@@ -5,12 +5,20 @@ import { readFileSync } from "node:fs";
 import { parseSessionText } from "../../src/pi/index.js";
 
 type Msg = { role: string; content: unknown; timestamp: number; toolCallId?: string; toolName?: string };
+/** What pi-hermes-memory indexes: pi's entry id and write time with the message. */
+export type IndexedMsg = Msg & { entryId: string; entryTime: string };
 type Block = { type: string; text?: string; id?: string; name?: string; arguments?: unknown };
 
 export function piMessages(file: string): Msg[] {
   return parseSessionText(readFileSync(file, "utf8"))
     .entries.filter((e) => e.type === "message")
     .map((e) => e.message as Msg);
+}
+
+export function piIndexed(file: string): IndexedMsg[] {
+  return parseSessionText(readFileSync(file, "utf8"))
+    .entries.filter((e) => e.type === "message")
+    .map((e) => ({ ...(e.message as Msg), entryId: e.id as string, entryTime: e.timestamp as string }));
 }
 
 export const textOf = (m: Msg) =>
@@ -30,9 +38,10 @@ export function hermesTruncate(text: string): string {
 export interface MemorySession {
   id: string;
   cwd: string;
-  messages: Msg[];
+  messages: IndexedMsg[];
 }
 
+/** As the extension's indexer does: text blocks joined and trimmed, empty messages skipped. */
 export function fillMemoryDb(path: string, sessions: MemorySession[]): void {
   const db = new Database(path);
   db.exec(`
@@ -45,15 +54,13 @@ export function fillMemoryDb(path: string, sessions: MemorySession[]): void {
   const addSession = db.prepare("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?)");
   const addMessage = db.prepare("INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?)");
   const addFts = db.prepare("INSERT INTO message_fts (content) VALUES (?)");
-  let n = 0;
   for (const s of sessions) {
-    const kept = s.messages.filter((m) => m.role === "user" || m.role === "assistant");
-    const iso = (t: number) => new Date(t).toISOString();
-    addSession.run(s.id, s.cwd.split("/").pop(), s.cwd, iso(kept[0].timestamp), iso(kept[kept.length - 1].timestamp), kept.length);
+    const kept = s.messages.filter((m) => (m.role === "user" || m.role === "assistant") && textOf(m).trim() !== "");
+    addSession.run(s.id, s.cwd.split("/").pop(), s.cwd, kept[0].entryTime, null, kept.length);
     for (const m of kept) {
       const tools = Array.isArray(m.content) ? (m.content as Block[]).filter((b) => b.type === "toolCall").map((b) => b.name) : [];
-      const content = hermesTruncate(textOf(m));
-      addMessage.run(`m${++n}`, s.id, m.role, content, iso(m.timestamp), JSON.stringify(tools));
+      const content = hermesTruncate(textOf(m).trim());
+      addMessage.run(m.entryId, s.id, m.role, content, m.entryTime, tools.length ? JSON.stringify(tools) : null);
       addFts.run(content);
     }
   }
