@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { parseSessionText } from "../../src/pi/index.js";
+import { parseSessionText, sessionDirName } from "../../src/pi/index.js";
 import { salvage } from "../../src/salvage/salvage.js";
 import { fauxText, fauxThinking, fauxToolCall, makePiSession, type PiSessionResult } from "../helpers/pi-factory.js";
 import { validateWithPi } from "../helpers/pi-validate.js";
@@ -136,6 +136,28 @@ describe("salvage --from-log", () => {
     const customs = validateWithPi(text).entries.filter((e) => e.type === "custom" && (e as { customType?: string }).customType === "pi-guard/salvage/compaction");
     expect(customs.map((c) => (c as { data: { summary: string } }).data.summary)).toEqual(["old summary", "new summary"]);
     expect(result.report.sources[0].notes.join(" ")).toMatch(/last line .* cut off/);
+  });
+
+  it("one log holding two sessions gives two sessions; --install puts each where pi looks", async () => {
+    const other = await makePiSession({ agentDir: join(root, "agent"), cwd: join(root, "proj-2"), turns: [{ user: "second session", assistant: ["second answer"] }] });
+    const otherText = readFileSync(other.file, "utf8");
+    const otherHeader = JSON.parse(otherText.slice(0, otherText.indexOf("\n")));
+    const file = join(root, "two-sessions.log");
+    writeFileSync(file, jsonModeLog(header, events) + "[pi-web] switching session\n" + jsonModeLog(otherHeader, other.events));
+    const env = tempEnv(mkdtempSync(join(root, "install-")));
+    const run = await runCli(["--json", "salvage", "--from-log", file, "--install"], env);
+    expect(run.stderr).toBe("");
+    expect(run.exitCode).toBe(0);
+    const report = JSON.parse(run.stdout);
+    expect(report.sessions.map((x: { id: string }) => x.id)).toEqual([header.id, otherHeader.id]);
+    for (const [s, original] of [
+      [report.sessions[0], made.file],
+      [report.sessions[1], other.file],
+    ] as const) {
+      expect(s.file.startsWith(join(env.PI_CODING_AGENT_DIR, "sessions", sessionDirName(s.cwd)))).toBe(true);
+      const recall = measureRecall(original, readFileSync(s.file, "utf8"));
+      for (const role of Object.keys(recall.total)) expect(recall.exact[role]).toBe(recall.total[role]);
+    }
   });
 
   it("a log from the CLI: one clear line and non-zero exit when it holds no pi events", async () => {
