@@ -1,0 +1,137 @@
+import type { Command } from "commander";
+import { context, type Context } from "./context.js";
+import { formatBytes, info, printJson, table } from "./output.js";
+import type { SessionCatalog, SessionRecord } from "../sessions/index.js";
+
+interface ListFlags {
+  project?: string;
+  tag?: string;
+  since?: string;
+  until?: string;
+  date?: string;
+  deleted?: boolean;
+  host?: string;
+  live?: boolean;
+}
+
+/** The catalog over live files and (unless --live) every snapshot; close it when done. */
+async function openCatalog(ctx: Context, liveOnly = false): Promise<SessionCatalog> {
+  const { buildCatalog, openRepositoryIfAny } = await import("../sessions/index.js");
+  const repo = liveOnly ? null : await openRepositoryIfAny(() => ctx.open());
+  return buildCatalog(ctx.config, repo);
+}
+
+async function withCatalog<T>(ctx: Context, liveOnly: boolean, fn: (c: SessionCatalog) => Promise<T>): Promise<T> {
+  const catalog = await openCatalog(ctx, liveOnly);
+  try {
+    return await fn(catalog);
+  } finally {
+    await catalog.close();
+  }
+}
+
+const day = (iso: string | null): string => (iso ? iso.replace("T", " ").slice(0, 16) : "-");
+
+function where(s: SessionRecord): string {
+  const snaps = s.snapshots.length ? `${s.snapshots.length} snapshot${s.snapshots.length === 1 ? "" : "s"}` : "";
+  if (s.deleted) return `DELETED, in ${snaps} (last ${s.snapshots[s.snapshots.length - 1].snapshotId.slice(0, 8)})`;
+  return snaps ? `live + ${snaps}` : "live only";
+}
+
+function cut(text: string, max: number): string {
+  return text.length > max ? `…${text.slice(text.length - max + 1)}` : text;
+}
+
+export function registerSessionsCommands(program: Command): void {
+  const sessions = program.command("sessions").description("list, show and tag pi sessions, live and in every snapshot");
+
+  sessions
+    .command("list")
+    .alias("ls")
+    .description("list sessions from the live sessions dir and from every snapshot")
+    .option("--project <text>", "only sessions whose project path (header cwd) contains this")
+    .option("--tag <tag>", "only sessions with this pi-guard tag")
+    .option("--since <time>", "only sessions active at or after this time")
+    .option("--until <time>", "only sessions started at or before this time")
+    .option("--date <day>", "only sessions active on this day (YYYY-MM-DD)")
+    .option("--deleted", "only sessions that are in a snapshot but gone from disk")
+    .option("--host <host>", "only sessions seen on this host")
+    .option("--live", "skip snapshots: live files only (no repository needed)")
+    .addHelpText(
+      "after",
+      `
+Sessions are read from the live files and from every snapshot. Summaries are cached in
+$XDG_DATA_HOME/pi-guard/catalog (rebuildable; delete it any time).
+
+Examples:
+  $ pi-guard sessions list
+  $ pi-guard sessions list --deleted            # only in backups now
+  $ pi-guard sessions list --project my-app --since "3 days ago"
+  $ pi-guard sessions list --json | jq '.[0].id'`,
+    )
+    .action(async (opts: ListFlags, cmd: Command) => {
+      const ctx = context(cmd);
+      const { filterSessions } = await import("../sessions/index.js");
+      const { timeRange } = await import("../sessions/time-filter.js");
+      const range = timeRange(opts);
+      const list = await withCatalog(ctx, !!opts.live, async (c) =>
+        filterSessions(c.sessions, { project: opts.project, tag: opts.tag, deleted: opts.deleted, host: opts.host, ...range }),
+      );
+      if (ctx.out.json) {
+        printJson(list);
+        return;
+      }
+      if (list.length === 0) {
+        info(ctx.out, "no sessions match");
+        return;
+      }
+      const { formatCost, formatTokens } = await import("../sessions/describe.js");
+      const rows = [["ID", "NAME", "PROJECT", "STARTED", "LAST ACTIVITY", "TURNS", "TOKENS", "COST", "SIZE", "WHERE"]];
+      for (const s of list) {
+        rows.push([s.id.slice(0, 8), cut(s.name ?? "", 24), cut(s.project, 32), day(s.started), day(s.lastActivity), String(s.turns), formatTokens(s.tokens), formatCost(s.cost), formatBytes(s.size), where(s) + (s.tags.length ? `  #${s.tags.join(" #")}` : "")]);
+      }
+      info(ctx.out, table(rows));
+    });
+
+  sessions
+    .command("show")
+    .argument("<id>", "session id or a unique prefix of it")
+    .description("print a session's branch tree and its conversation along one branch")
+    .option("--branch <entry>", "show the path to this entry (an id or prefix from the tree) instead of pi's leaf")
+    .option("--full", "print tool output in full (default: the first 8 lines)")
+    .addHelpText(
+      "after",
+      `
+The tree folds straight runs of entries; it shows branch points, leaves, labels and compactions.
+\`*\` marks the path being shown. Sessions deleted from disk are read from the newest snapshot.
+
+Examples:
+  $ pi-guard sessions show 01a2
+  $ pi-guard sessions show 01a2 --branch 7f3c9e21
+  $ pi-guard sessions show 01a2 --json           # header, tree summary and the path's entries`,
+    )
+    .action(async (id: string, opts: { branch?: string; full?: boolean }, cmd: Command) => {
+      const ctx = context(cmd);
+      const { loadSession, resolveSession, sessionView, renderSession } = await import("../sessions/index.js");
+      await withCatalog(ctx, false, async (catalog) => {
+        const record = resolveSession(catalog.sessions, id);
+        const view = sessionView(await loadSession(catalog, record), opts.branch);
+        if (ctx.out.json) {
+          printJson({
+            session: record,
+            source: catalog.describeSource(record.id),
+            header: view.header,
+            leafId: view.leafId,
+            leaves: view.leaves.map((e) => e.id),
+            branchPoints: view.branchPoints.map((e) => ({ id: e.id, children: (view.tree.children.get(e.id) ?? []).map((c) => c.id) })),
+            labels: Object.fromEntries(view.labels),
+            compactions: view.compactions.map((e) => e.id),
+            path: view.path,
+          });
+          return;
+        }
+        info(ctx.out, renderSession(view, { toolLines: opts.full ? 0 : 8, source: catalog.describeSource(record.id) }));
+      });
+    });
+
+}

@@ -1,0 +1,45 @@
+// Filtering the catalog and resolving what the user typed as a session id.
+
+import { RepoError } from "../repo/errors.js";
+import type { SessionRecord } from "./catalog.js";
+
+export interface SessionFilter {
+  /** Substring of the project path (header cwd). */
+  project?: string;
+  tag?: string;
+  /** Sessions active at or after this time. */
+  since?: Date;
+  /** Sessions started at or before this time. */
+  until?: Date;
+  /** Only sessions that are in a snapshot but gone from disk. */
+  deleted?: boolean;
+  host?: string;
+}
+
+export function filterSessions(sessions: readonly SessionRecord[], f: SessionFilter): SessionRecord[] {
+  return sessions.filter((s) => {
+    if (f.project && !s.project.includes(f.project)) return false;
+    if (f.tag && !s.tags.includes(f.tag)) return false;
+    if (f.deleted && !s.deleted) return false;
+    if (f.host && !s.hosts.includes(f.host)) return false;
+    if (f.since && (!s.lastActivity || Date.parse(s.lastActivity) < f.since.getTime())) return false;
+    if (f.until && (!s.started || Date.parse(s.started) > f.until.getTime())) return false;
+    return true;
+  });
+}
+
+/** An exact id, else a unique prefix. Unknown -> not-found; several matches -> usage error. */
+export function resolveSession(sessions: readonly SessionRecord[], query: string): SessionRecord {
+  const q = query.trim();
+  if (!q) throw new RepoError("no session id given (run `pi-guard sessions list` to see them)", "usage");
+  const exact = sessions.find((s) => s.id === q);
+  if (exact) return exact;
+  const hits = sessions.filter((s) => s.id.toLowerCase().startsWith(q.toLowerCase()));
+  if (hits.length === 1) return hits[0];
+  if (hits.length === 0) throw new RepoError(`no session matches "${q}" (run \`pi-guard sessions list\` to see them)`, "not-found");
+  const shown = hits.slice(0, 4).map((s) => s.id.slice(0, Math.max(q.length + 4, 12)));
+  throw new RepoError(
+    `session id "${q}" is ambiguous: ${hits.length} sessions match (${shown.join(", ")}${hits.length > 4 ? ", ..." : ""}); type more characters`,
+    "usage",
+  );
+}

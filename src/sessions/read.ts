@@ -1,0 +1,56 @@
+// Reading one session into the v3 model. Version 1 files have no entry ids; pi invents random
+// ones on load. We derive them from the session id and the entry's position instead, so that
+// `--branch` ids printed by `sessions show` stay valid on the next run and in exports.
+
+import { createHash } from "node:crypto";
+import { readSessionText, type ReadSessionResult, type SessionEntry, type SessionHeader } from "../pi/index.js";
+
+export interface LoadedSession {
+  header: SessionHeader;
+  entries: SessionEntry[];
+  fromVersion: number;
+  /** Lines the tolerant parser skipped or repaired (never fatal). */
+  issues: number;
+}
+
+export function stableIdGenerator(seed: string): (taken: ReadonlySet<string>, index: number) => string {
+  return (taken, index) => {
+    for (let attempt = 0; ; attempt++) {
+      const id = createHash("sha256").update(`${seed}\0${index}\0${attempt}`).digest("hex").slice(0, 8);
+      if (!taken.has(id)) return id;
+    }
+  };
+}
+
+/** A header for files that lost theirs: enough for display and export, never written back. */
+function placeholderHeader(fallbackId: string, result: Pick<ReadSessionResult, "headerFragment" | "entries">): SessionHeader {
+  const fragment = result.headerFragment ?? {};
+  const first = result.entries[0]?.timestamp;
+  return {
+    type: "session",
+    version: 3,
+    id: typeof fragment.id === "string" ? fragment.id : fallbackId,
+    timestamp: typeof fragment.timestamp === "string" ? fragment.timestamp : typeof first === "string" ? first : new Date(0).toISOString(),
+    cwd: typeof fragment.cwd === "string" ? fragment.cwd : "",
+  };
+}
+
+/** Parse bytes held in memory into a v3 session. Never throws on damaged content. */
+export function loadSessionBytes(bytes: Uint8Array, fallbackId: string): LoadedSession {
+  // The seed must not depend on the parse, so read the header id cheaply first.
+  const firstLine = Buffer.from(bytes.subarray(0, Math.min(bytes.length, 64 * 1024))).toString("utf8").split("\n", 1)[0];
+  let seed = fallbackId;
+  try {
+    const h = JSON.parse(firstLine) as { type?: unknown; id?: unknown };
+    if (h?.type === "session" && typeof h.id === "string") seed = h.id;
+  } catch {
+    // No usable header: the fallback id seeds the generator.
+  }
+  const result = readSessionText(bytes, { generateId: stableIdGenerator(seed) });
+  return {
+    header: result.header ?? placeholderHeader(fallbackId, result),
+    entries: result.entries,
+    fromVersion: result.fromVersion,
+    issues: result.issues.length,
+  };
+}

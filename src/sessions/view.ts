@@ -1,0 +1,47 @@
+// One session seen along one branch: the path from the root to the chosen leaf, plus the
+// shape of the whole tree (branch points, leaves, labels, compactions) for navigation.
+
+import { branchPoints, buildTree, compactions, labels, leaves, pathTo, sessionName, type SessionEntry, type SessionHeader, type SessionTree } from "../pi/index.js";
+import { RepoError } from "../repo/errors.js";
+import type { LoadedSession } from "./read.js";
+
+export interface SessionView {
+  header: SessionHeader;
+  entries: SessionEntry[];
+  tree: SessionTree;
+  /** The entry the chosen path ends at (pi's leaf unless --branch picked another). */
+  leafId: string | null;
+  path: SessionEntry[];
+  labels: Map<string, string>;
+  branchPoints: SessionEntry[];
+  leaves: SessionEntry[];
+  compactions: SessionEntry[];
+  name: string | undefined;
+}
+
+/** Resolve `--branch`: an entry id or a unique prefix of one; any entry, not only leaves. */
+export function resolveEntry(tree: SessionTree, query: string): string {
+  const q = query.trim().toLowerCase();
+  if (tree.byId.has(q)) return q;
+  const hits = [...tree.byId.keys()].filter((id) => id.toLowerCase().startsWith(q));
+  if (hits.length === 1) return hits[0];
+  if (hits.length === 0) throw new RepoError(`no entry "${query}" in this session (see the leaves in \`pi-guard sessions show ID\`)`, "not-found");
+  throw new RepoError(`entry id "${query}" is ambiguous: ${hits.length} entries match (${hits.slice(0, 4).join(", ")}); type more characters`, "usage");
+}
+
+export function sessionView(session: LoadedSession, branch?: string): SessionView {
+  const tree = buildTree(session.entries);
+  const leafId = branch ? resolveEntry(tree, branch) : tree.leafId;
+  return {
+    header: session.header,
+    entries: session.entries,
+    tree,
+    leafId,
+    path: pathTo(tree, leafId),
+    labels: labels(session.entries),
+    branchPoints: branchPoints(tree),
+    leaves: leaves(tree),
+    compactions: compactions(session.entries),
+    name: sessionName(session.entries),
+  };
+}
