@@ -3,6 +3,7 @@ import { VERSION } from "../version.js";
 import { EXIT, reportError } from "./output.js";
 import { registerDoctorCommand, registerKeyCommands, registerRepoCommands } from "./repo-commands.js";
 import { registerRestoreCommands } from "./restore-commands.js";
+import { registerSalvageCommands } from "./salvage-commands.js";
 
 export interface GlobalOptions {
   repo?: string;
@@ -49,6 +50,7 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 3 damaged repository data.`,
   registerRestoreCommands(program);
   registerKeyCommands(program);
   registerDoctorCommand(program);
+  registerSalvageCommands(program);
   return program;
 }
 
