@@ -90,6 +90,13 @@ export class LogSession {
   addOrdered(list: unknown, quality: number, via: string): void {
     if (!Array.isArray(list)) return;
     const found = list.map((m) => (isObj(m) && STORED_ROLES.has(String(m.role)) ? this.find(m) : undefined));
+    // The next message of the list we already hold, per position: computed once, back to front,
+    // because get_messages lists can hold a whole long session.
+    const nextKnown: (Slot | undefined)[] = new Array(found.length);
+    for (let i = found.length - 1, next: Slot | undefined; i >= 0; i--) {
+      nextKnown[i] = next;
+      if (found[i]) next = found[i];
+    }
     let prev: Slot | undefined;
     list.forEach((m, i) => {
       if (!isObj(m) || !STORED_ROLES.has(String(m.role))) return;
@@ -100,7 +107,7 @@ export class LogSession {
         return;
       }
       const fresh: Slot = { kind: "message", message: m, quality, via };
-      const next = found.slice(i + 1).find((s) => s !== undefined);
+      const next = nextKnown[i];
       const at = prev ? this.slots.indexOf(prev) + 1 : next ? this.slots.indexOf(next) : this.slots.length;
       this.slots.splice(at, 0, fresh);
       this.index(fresh);

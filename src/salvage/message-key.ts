@@ -37,6 +37,9 @@ export function entryKey(entry: SessionEntry): string {
     // Tool-only messages have no text to tell them apart; hermes drops them, so ids are safe here.
     return head ? `${m.role}|${head}` : `${m.role}||${toolCallIds(m.content)}`;
   }
+  // Logs synthesise a model_change where the model first shows; another source's copy of the
+  // same change is stamped differently, so match it by content (within the time window).
+  if (entry.type === "model_change") return `model_change|${String(entry.provider)}|${String(entry.modelId)}`;
   const { id: _id, parentId: _p, timestamp: _t, ...rest } = entry;
   return `${entry.type}|${entry.timestamp}|${JSON.stringify(rest)}`;
 }
