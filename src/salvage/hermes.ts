@@ -8,7 +8,7 @@ import { openHermes, sqliteError, type OpenedHermes } from "./hermes-db.js";
 import { agentRow, emptyStats, memoryRow, statGaps, toMs } from "./hermes-map.js";
 import { EntryIds } from "./ids.js";
 import { messageText } from "./message-key.js";
-import type { SalvagedSession, SourceResult } from "./types.js";
+import type { SalvagedSession, SalvageSource, SourceResult } from "./types.js";
 
 export interface HermesSelection {
   sessions?: string[];
@@ -80,13 +80,13 @@ function toSession(file: string, c: Candidate, rows: Row[], gaps: string[], cwdK
   return { header, idKnown: true, cwdKnown: cwdKnown && c.cwd !== "", entries, sources: [{ kind: "hermes", path: file }], gaps };
 }
 
-function readMemory(h: OpenedHermes, file: string, sel: HermesSelection): SalvagedSession[] {
+function* readMemory(h: OpenedHermes, file: string, sel: HermesSelection): Generator<SalvagedSession> {
   const candidates: Candidate[] = h.db
     .prepare("SELECT id, cwd, started_at FROM sessions ORDER BY started_at, rowid")
     .all()
     .map((r) => ({ id: String(r.id), members: [String(r.id)], started: toMs(r.started_at), cwd: typeof r.cwd === "string" ? r.cwd : "" }));
   const rows = h.db.prepare("SELECT id, role, content, timestamp, tool_calls FROM messages WHERE session_id = ? ORDER BY rowid");
-  return choose(file, candidates, sel, true).map((c) => {
+  for (const c of choose(file, candidates, sel, true)) {
     const stats = emptyStats();
     const messages: Row[] = [];
     let last = c.started ?? 0;
@@ -101,11 +101,11 @@ function readMemory(h: OpenedHermes, file: string, sel: HermesSelection): Salvag
       "message times are the entries' write times (pi's own message times are not stored)",
       ...statGaps(stats),
     ];
-    return toSession(file, c, messages, gaps, true);
-  });
+    yield toSession(file, c, messages, gaps, true);
+  }
 }
 
-function readAgent(h: OpenedHermes, file: string, sel: HermesSelection): SalvagedSession[] {
+function* readAgent(h: OpenedHermes, file: string, sel: HermesSelection): Generator<SalvagedSession> {
   const rows = h.db.prepare("SELECT id, model, started_at, parent_session_id FROM sessions").all();
   const parent = new Map(rows.map((r) => [String(r.id), r.parent_session_id == null ? null : String(r.parent_session_id)]));
   const rootOf = (id: string) => {
@@ -129,7 +129,7 @@ function readAgent(h: OpenedHermes, file: string, sel: HermesSelection): Salvage
     }
     groups.set(root, g);
   }
-  return choose(file, [...groups.values()], sel, false).map((c) => {
+  for (const c of choose(file, [...groups.values()], sel, false)) {
     const stats = emptyStats();
     const names = new Map<string, string>();
     const messages: Row[] = [];
@@ -144,21 +144,46 @@ function readAgent(h: OpenedHermes, file: string, sel: HermesSelection): Salvage
     if (!c.cwd) gaps.push("hermes-agent records no project dir (cwd)");
     if (c.members.length > 1) gaps.push(`${c.members.length} hermes sessions (a parent_session_id chain) joined into one`);
     gaps.push(...statGaps(stats));
-    return toSession(file, c, messages, gaps, c.cwd !== "");
-  });
+    yield toSession(file, c, messages, gaps, c.cwd !== "");
+  }
 }
 
-export async function salvageHermes(file: string, sel: HermesSelection = {}): Promise<SourceResult> {
+export interface HermesStream {
+  source: SalvageSource;
+  /** One session (or state.db chain) at a time, so a 1.6 GB database is never held whole. */
+  sessions: Generator<SalvagedSession>;
+  /** Complete once `sessions` is exhausted. */
+  notes: string[];
+  close(): Promise<void>;
+}
+
+export async function streamHermes(file: string, sel: HermesSelection = {}): Promise<HermesStream> {
   const h = await openHermes(file);
+  const notes = [`schema: ${h.schema}${h.copied ? " (WAL-mode or live database: read from a private copy)" : ""}`];
+  // Generators run on the first next(): a bad selection or a corrupt page surfaces there.
+  const inner = h.schema === "pi-hermes-memory" ? readMemory(h, file, sel) : readAgent(h, file, sel);
+  function* sessions(): Generator<SalvagedSession> {
+    let empty = 0;
+    try {
+      for (const s of inner) {
+        if (s.entries.length > 0) yield s;
+        else empty++;
+      }
+    } catch (err) {
+      throw sqliteError(file, err);
+    }
+    if (empty) notes.push(`${empty} selected session(s) hold no messages`);
+  }
+  return { source: { kind: "hermes", path: file }, sessions: sessions(), notes, close: () => h.close() };
+}
+
+/** All selected sessions at once; for small databases and tests. */
+export async function salvageHermes(file: string, sel: HermesSelection = {}): Promise<SourceResult> {
+  const stream = await streamHermes(file, sel);
   try {
-    const read = h.schema === "pi-hermes-memory" ? readMemory(h, file, sel) : readAgent(h, file, sel);
-    const sessions = read.filter((s) => s.entries.length > 0);
-    const notes = [`schema: ${h.schema}${h.copied ? " (WAL-mode or live database: read from a private copy)" : ""}`];
-    if (sessions.length < read.length) notes.push(`${read.length - sessions.length} selected session(s) hold no messages`);
-    return { source: { kind: "hermes", path: file }, sessions, notes };
-  } catch (err) {
-    throw sqliteError(file, err);
+    const sessions = [...stream.sessions];
+    return { source: stream.source, sessions, notes: stream.notes };
   } finally {
-    await h.close();
+    await stream.close();
   }
 }

@@ -1,10 +1,12 @@
 // Writing salvaged sessions: to a folder of `<ts>_<id>.jsonl` files, or --install into pi's own
-// sessions dir for each session's cwd. Never over an existing file, and each file appears whole
-// (writeFileAtomic) or not at all.
+// sessions dir for each session's cwd. Two phases, so a run that fails half-way leaves nothing:
+// stage() writes each session complete to a hidden temp file beside its final name (one session
+// in memory at a time); commit() links them all into place, never over an existing file.
 
+import { randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
-import { join } from "node:path";
-import { sessionDirName, sessionFileName, sessionsDir, writeFileAtomic } from "../pi/index.js";
+import { basename, dirname, join } from "node:path";
+import { sessionDirName, sessionFileName, sessionsDir } from "../pi/index.js";
 import { RepoError } from "../repo/errors.js";
 import { sessionText } from "./finalize.js";
 import type { SalvagedSession } from "./types.js";
@@ -23,6 +25,10 @@ export interface WrittenSession {
   path: string;
 }
 
+interface Staged extends WrittenSession {
+  tmp: string;
+}
+
 function installDir(session: SalvagedSession, agentDir?: string): string {
   if (!session.cwdKnown) {
     throw new RepoError(`session ${session.header.id}: its project dir is unknown, so it cannot be installed; pass --cwd`, "usage");
@@ -37,25 +43,78 @@ async function existingCopy(dir: string, id: string): Promise<string | undefined
   return names.find((n) => n.endsWith(`_${id}.jsonl`));
 }
 
-/** Render everything first, so a session that fails the checks stops the run before any write. */
-export async function writeSessions(sessions: SalvagedSession[], target: WriteTarget): Promise<WrittenSession[]> {
-  const planned = sessions.map((s) => {
-    const dir = target.install ? installDir(s, target.agentDir) : target.outDir!;
-    return { session: s, dir, path: join(dir, sessionFileName(s.header)), text: sessionText(s) };
-  });
-  for (const p of planned) {
-    const clash = await existingCopy(p.dir, p.session.header.id);
-    if (clash) throw new RepoError(`${join(p.dir, clash)} already holds session ${p.session.header.id}; nothing was written`, "exists");
-  }
-  const written: WrittenSession[] = [];
-  for (const p of planned) {
+async function fsyncDir(dir: string): Promise<void> {
+  const handle = await fs.open(dir, "r").catch(() => undefined);
+  if (!handle) return;
+  await handle.sync().catch(() => undefined);
+  await handle.close();
+}
+
+export class SessionWriter {
+  private readonly staged: Staged[] = [];
+  /** Top-most folders this run created, removed again if the run fails. */
+  private readonly created: string[] = [];
+
+  constructor(private readonly target: WriteTarget) {}
+
+  /** Check and render one session and write it to a temp file; the caller may drop it after. */
+  async stage(session: SalvagedSession): Promise<void> {
+    const dir = this.target.install ? installDir(session, this.target.agentDir) : this.target.outDir!;
+    const path = join(dir, sessionFileName(session.header));
+    const clash = (await existingCopy(dir, session.header.id)) ?? this.staged.find((s) => s.sessionId === session.header.id)?.path;
+    if (clash) throw new RepoError(`${join(dir, basename(clash))} already holds session ${session.header.id}; nothing was written`, "exists");
+    const text = sessionText(session);
+    const made = await fs.mkdir(dir, { recursive: true });
+    if (made) this.created.push(made);
+    const tmp = join(dir, `.${basename(path)}.${randomBytes(6).toString("hex")}.tmp`);
+    this.staged.push({ sessionId: session.header.id, path, tmp });
+    const handle = await fs.open(tmp, "wx", 0o644);
     try {
-      await writeFileAtomic(p.path, p.text, { mkdir: true });
+      await handle.writeFile(text);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  }
+
+  /** Link every staged file into place. A name taken meanwhile undoes the whole run. */
+  async commit(): Promise<WrittenSession[]> {
+    const linked: string[] = [];
+    try {
+      for (const s of this.staged) {
+        try {
+          await fs.link(s.tmp, s.path);
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code === "EEXIST") throw new RepoError(`${s.path} already exists; not overwritten, nothing was written`, "exists");
+          throw err;
+        }
+        linked.push(s.path);
+      }
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "EEXIST") throw new RepoError(`${p.path} already exists; not overwritten`, "exists");
+      await Promise.all(linked.map((p) => fs.rm(p, { force: true })));
+      await this.discard(true);
       throw err;
     }
-    written.push({ sessionId: p.session.header.id, path: p.path });
+    await this.discard();
+    for (const dir of new Set(this.staged.map((s) => dirname(s.path)))) await fsyncDir(dir);
+    return this.staged.map(({ sessionId, path }) => ({ sessionId, path }));
   }
-  return written;
+
+  /** Remove the temp files (after commit), and on failure the folders this run created. */
+  async discard(failed = false): Promise<void> {
+    await Promise.all(this.staged.map((s) => fs.rm(s.tmp, { force: true })));
+    if (failed) for (const dir of this.created) await fs.rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** Stage and commit in one go. */
+export async function writeSessions(sessions: SalvagedSession[], target: WriteTarget): Promise<WrittenSession[]> {
+  const writer = new SessionWriter(target);
+  try {
+    for (const s of sessions) await writer.stage(s);
+  } catch (err) {
+    await writer.discard(true);
+    throw err;
+  }
+  return writer.commit();
 }

@@ -30,21 +30,29 @@ export interface FidelityReport {
   sources: { kind: string; path: string; sessions: number; notes: string[] }[];
 }
 
-export function fidelityReport(results: SourceResult[], sessions: SalvagedSession[], files: Map<string, string>): FidelityReport {
+/** One session's lines of the report; built as soon as it is written, so its entries can go. */
+export function sessionReport(s: SalvagedSession, file: string | null): SessionReport {
   return {
-    sessions: sessions.map((s) => ({
-      id: s.header.id,
-      cwd: s.header.cwd,
-      idInvented: !s.idKnown,
-      cwdKnown: s.cwdKnown,
-      file: files.get(s.header.id) ?? null,
-      entries: s.entries.length,
-      messages: countRoles(s.entries),
-      sources: (s.provided ?? []).map((p) => ({ kind: p.source.kind, path: p.source.path, messages: p.messages })),
-      gaps: s.gaps,
-    })),
-    sources: results.map((r) => ({ kind: r.source.kind, path: r.source.path, sessions: r.sessions.length, notes: r.notes })),
+    id: s.header.id,
+    cwd: s.header.cwd,
+    idInvented: !s.idKnown,
+    cwdKnown: s.cwdKnown,
+    file,
+    entries: s.entries.length,
+    messages: countRoles(s.entries),
+    sources: (s.provided ?? []).map((p) => ({ kind: p.source.kind, path: p.source.path, messages: p.messages })),
+    gaps: s.gaps,
   };
+}
+
+export interface SourceSummary {
+  source: SourceResult["source"];
+  sessions: number;
+  notes: string[];
+}
+
+export function fidelityReport(sources: SourceSummary[], sessions: SessionReport[]): FidelityReport {
+  return { sessions, sources: sources.map((r) => ({ kind: r.source.kind, path: r.source.path, sessions: r.sessions, notes: r.notes })) };
 }
 
 const roleList = (m: Record<string, number>) =>

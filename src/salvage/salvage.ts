@@ -1,14 +1,17 @@
 // The salvage pipeline: read every source (read-only), merge per session id, add provenance,
-// then write. Nothing is written until every source has been read and every session checked,
-// so bad input leaves no partial output.
+// write. HTML and logs are read first; hermes databases are then streamed one session at a time,
+// each merged with what the other sources hold for that id and staged to a temp file, so memory
+// holds one database session, not the database. Files appear only when every source was read
+// (SessionWriter.commit), so bad input leaves no partial output.
 
-import { mergeSessions } from "./merge.js";
 import { withProvenance } from "./finalize.js";
-import { writeSessions, type WrittenSession } from "./output.js";
-import { countRoles, fidelityReport, type FidelityReport } from "./report.js";
-import type { SalvagedSession, SourceResult } from "./types.js";
 import type { HermesSelection } from "./hermes.js";
+import { mergeSessions } from "./merge.js";
+import { SessionWriter, type WrittenSession } from "./output.js";
+import { countRoles, fidelityReport, sessionReport, type FidelityReport, type SessionReport, type SourceSummary } from "./report.js";
+import type { SalvagedSession, SalvageSource, SourceResult } from "./types.js";
 import { RepoError } from "../repo/errors.js";
+import type { SessionHeader } from "../pi/index.js";
 
 export interface SalvageOptions {
   html?: string[];
@@ -25,11 +28,13 @@ export interface SalvageOptions {
 }
 
 export interface SalvageResult {
-  sessions: SalvagedSession[];
+  /** The headers of the sessions written (entries are not kept: they can be gigabytes). */
+  sessions: { header: SessionHeader }[];
   written: WrittenSession[];
   report: FidelityReport;
 }
 
+/** HTML exports and logs, read whole (a log is streamed, but its sessions are kept). */
 export async function readSources(options: SalvageOptions): Promise<SourceResult[]> {
   const results: SourceResult[] = [];
   for (const file of options.html ?? []) {
@@ -40,30 +45,61 @@ export async function readSources(options: SalvageOptions): Promise<SourceResult
     const { salvageLog } = await import("./log.js");
     results.push(await salvageLog(file));
   }
-  for (const file of options.hermes ?? []) {
-    const { salvageHermes } = await import("./hermes.js");
-    results.push(await salvageHermes(file, { ...options.hermesSelection, cwd: options.cwd }));
-  }
   return results;
 }
 
-export async function salvage(options: SalvageOptions): Promise<SalvageResult> {
-  const results = await readSources(options);
-  if (results.length === 0) throw new RepoError("name at least one source (--from-html, --from-log, --from-hermes)", "usage");
-  const all = results.flatMap((r) =>
-    r.sessions.map((s) => {
-      const withCwd = !s.cwdKnown && options.cwd ? { ...s, header: { ...s.header, cwd: options.cwd }, cwdKnown: true } : s;
-      return { ...withCwd, provided: [{ source: r.source, messages: countRoles(s.entries) }] };
-    }),
-  );
-  if (all.length === 0) throw new RepoError(`no pi session could be recovered from ${results.map((r) => r.source.path).join(", ")}`, "corrupt");
-  const sessions = mergeSessions(all).map((s) => withProvenance(s, options.now));
-  const written = await writeSessions(sessions, {
-    install: options.install,
-    outDir: options.outDir,
-    agentDir: options.agentDir,
-  });
-  const files = new Map(written.map((w) => [w.sessionId, w.path]));
-  return { sessions, written, report: fidelityReport(results, sessions, files) };
+/** Fill in --cwd and note what this source gave, before merging blurs it. */
+function prepared(s: SalvagedSession, source: SalvageSource, cwd: string | undefined): SalvagedSession {
+  const withCwd = !s.cwdKnown && cwd ? { ...s, header: { ...s.header, cwd }, cwdKnown: true } : s;
+  return { ...withCwd, provided: [{ source, messages: countRoles(s.entries) }] };
 }
 
+export async function salvage(options: SalvageOptions): Promise<SalvageResult> {
+  if (!options.html?.length && !options.logs?.length && !options.hermes?.length) {
+    throw new RepoError("name at least one source (--from-html, --from-log, --from-hermes)", "usage");
+  }
+  const results = await readSources(options);
+  let pool = results.flatMap((r) => r.sessions.map((s) => prepared(s, r.source, options.cwd)));
+  const summaries: SourceSummary[] = results.map((r) => ({ source: r.source, sessions: r.sessions.length, notes: r.notes }));
+  const writer = new SessionWriter({ install: options.install, outDir: options.outDir, agentDir: options.agentDir });
+  const reports: SessionReport[] = [];
+  const headers: { header: SessionHeader }[] = [];
+  const emit = async (group: SalvagedSession[]) => {
+    for (const merged of mergeSessions(group)) {
+      const session = withProvenance(merged, options.now);
+      await writer.stage(session);
+      reports.push(sessionReport(session, null));
+      headers.push({ header: session.header });
+    }
+  };
+
+  try {
+    for (const file of options.hermes ?? []) {
+      const { streamHermes } = await import("./hermes.js");
+      const stream = await streamHermes(file, { ...options.hermesSelection, cwd: options.cwd });
+      let count = 0;
+      try {
+        for (const s of stream.sessions) {
+          count++;
+          const same = pool.filter((p) => p.idKnown && p.header.id === s.header.id);
+          pool = pool.filter((p) => !same.includes(p));
+          await emit([prepared(s, stream.source, options.cwd), ...same]);
+        }
+      } finally {
+        await stream.close();
+      }
+      summaries.push({ source: stream.source, sessions: count, notes: stream.notes });
+    }
+    if (pool.length > 0) await emit(pool);
+    if (reports.length === 0) {
+      throw new RepoError(`no pi session could be recovered from ${summaries.map((r) => r.source.path).join(", ")}`, "corrupt");
+    }
+  } catch (err) {
+    await writer.discard(true);
+    throw err;
+  }
+  const written = await writer.commit();
+  const files = new Map(written.map((w) => [w.sessionId, w.path]));
+  for (const r of reports) r.file = files.get(r.id) ?? null;
+  return { sessions: headers, written, report: fidelityReport(summaries, reports) };
+}
