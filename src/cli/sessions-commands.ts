@@ -134,4 +134,43 @@ Examples:
       });
     });
 
+  program
+    .command("export")
+    .argument("<id>", "session id or a unique prefix of it")
+    .description("export a session (live or only in a snapshot) to Markdown, JSON or HTML")
+    .option("-f, --format <format>", "markdown, json or html (default: from the --output extension, else markdown)")
+    .option("-o, --output <file>", "write here (atomically) instead of to stdout")
+    .option("--branch <entry>", "export the path to this entry instead of pi's leaf")
+    .option("--redact", "mask API keys and tokens (known key shapes and every value in auth.json)")
+    .addHelpText(
+      "after",
+      `
+Markdown reads well on GitHub; JSON has a stable shape (docs/SESSIONS.md); HTML is one
+self-contained page (tree, search, branches, light/dark, print) that makes no network requests
+and embeds the session so \`pi-guard salvage --from-html\` can recover it.
+
+Examples:
+  $ pi-guard export 01a2 > session.md
+  $ pi-guard export 01a2 --format html --output session.html
+  $ pi-guard export 01a2 --format json --branch 7f3c9e21 --redact -o branch.json`,
+    )
+    .action(async (id: string, opts: { format?: string; output?: string; branch?: string; redact?: boolean }, cmd: Command) => {
+      const ctx = context(cmd);
+      const { exportSession, parseFormat, writeExport } = await import("../export/index.js");
+      // Check the format before any work, so a typo fails fast and alone.
+      const format = parseFormat(opts.format, opts.output);
+      const { loadSession, resolveSession } = await import("../sessions/index.js");
+      await withCatalog(ctx, false, async (catalog) => {
+        const record = resolveSession(catalog.sessions, id);
+        const source = catalog.describeSource(record.id);
+        const text = await exportSession(await loadSession(catalog, record), { format, branch: opts.branch, redact: opts.redact, agentDir: ctx.config.agentDir, source });
+        if (!opts.output) {
+          process.stdout.write(text);
+          return;
+        }
+        await writeExport(opts.output, text);
+        if (ctx.out.json) printJson({ id: record.id, format, output: opts.output, bytes: Buffer.byteLength(text), source, redacted: !!opts.redact });
+        else info(ctx.out, `exported ${record.id.slice(0, 8)} (${format}, ${formatBytes(Buffer.byteLength(text))}) to ${opts.output} from ${source}`);
+      });
+    });
 }

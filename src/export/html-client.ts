@@ -1,0 +1,405 @@
+// The script inside the HTML export. It renders everything from the embedded session data, so the
+// page and `salvage --from-html` read the very same bytes. Plain ES2019, no libraries, no network:
+// user text only ever reaches the DOM through textContent. (Written without backticks or dollar-
+// brace sequences because it lives in a template literal; \u0060 stands for a backtick.)
+
+export const VIEWER_JS = String.raw`
+(function () {
+  "use strict";
+  var raw = document.getElementById("session-data").textContent.trim();
+  var bytes = Uint8Array.from(atob(raw), function (c) { return c.charCodeAt(0); });
+  var data = JSON.parse(new TextDecoder().decode(bytes));
+  var header = data.header, entries = data.entries || [];
+  var byId = new Map(), children = new Map(), labels = new Map();
+  children.set(null, []);
+  entries.forEach(function (e) { byId.set(e.id, e); });
+  entries.forEach(function (e) {
+    var p = e.parentId && e.parentId !== e.id && byId.has(e.parentId) ? e.parentId : null;
+    if (!children.has(p)) children.set(p, []);
+    children.get(p).push(e);
+    if (e.type === "label" && e.targetId) { if (e.label) labels.set(e.targetId, e.label); else labels.delete(e.targetId); }
+  });
+  var leafId = data.leafId && byId.has(data.leafId) ? data.leafId : (entries.length ? entries[entries.length - 1].id : null);
+  var state = { leafId: leafId, filter: "default" };
+
+  function el(tag, cls, text) {
+    var n = document.createElement(tag);
+    if (cls) n.className = cls;
+    if (text !== undefined && text !== null) n.textContent = String(text);
+    return n;
+  }
+  function kids(id) { return children.get(id) || []; }
+  function pathTo(id) {
+    var out = [], seen = new Set(), cur = byId.get(id);
+    while (cur && !seen.has(cur.id)) { seen.add(cur.id); out.push(cur); cur = cur.parentId ? byId.get(cur.parentId) : undefined; }
+    return out.reverse();
+  }
+  // The newest leaf below an entry: where "switch to this branch" should land.
+  function latestLeaf(id) {
+    var best = id, bestIndex = -1, stack = [id], seen = new Set();
+    while (stack.length) {
+      var cur = stack.pop();
+      if (seen.has(cur)) continue;
+      seen.add(cur);
+      var k = kids(cur);
+      if (!k.length) { var i = entries.indexOf(byId.get(cur)); if (i > bestIndex) { bestIndex = i; best = cur; } }
+      k.forEach(function (c) { stack.push(c.id); });
+    }
+    return best;
+  }
+  function msg(e) { return e.type === "message" && e.message && typeof e.message === "object" ? e.message : null; }
+  function kind(e) { var m = msg(e); return m ? String(m.role) : e.type; }
+  function blocks(content) {
+    if (typeof content === "string") return [{ type: "text", text: content }];
+    return Array.isArray(content) ? content.filter(function (b) { return b && typeof b === "object"; }) : [];
+  }
+  function textOf(content) { return blocks(content).filter(function (b) { return b.type === "text"; }).map(function (b) { return b.text; }).join("\n\n"); }
+  function usage(e) {
+    var m = msg(e);
+    if (!m || m.role !== "assistant" || !m.usage) return null;
+    var u = m.usage, n = function (v) { return typeof v === "number" && isFinite(v) ? v : 0; };
+    var tokens = typeof u.totalTokens === "number" ? n(u.totalTokens) : n(u.input) + n(u.output) + n(u.cacheRead) + n(u.cacheWrite);
+    return { tokens: tokens, cost: n(u.cost && u.cost.total) };
+  }
+  function fmtTokens(t) { return t >= 1e6 ? (t / 1e6).toFixed(1) + "M" : t >= 1e3 ? (t / 1e3).toFixed(1) + "k" : String(t); }
+  function fmtCost(c) { return c === 0 ? "$0" : c < 0.01 ? "$" + c.toFixed(4) : "$" + c.toFixed(2); }
+  function preview(e) {
+    var m = msg(e), t = "";
+    if (m) {
+      if (m.role === "bashExecution") t = "$ " + m.command;
+      else if (m.role === "toolResult") t = m.toolName + ": " + textOf(m.content);
+      else t = textOf(m.content) || blocks(m.content).filter(function (b) { return b.type === "toolCall"; }).map(function (b) { return "[" + b.name + "]"; }).join(" ");
+    } else t = e.summary || e.label || e.name || (e.type === "model_change" ? e.provider + "/" + e.modelId : e.thinkingLevel || e.customType || "");
+    t = String(t).replace(/\s+/g, " ").trim();
+    return t.length > 80 ? t.slice(0, 79) + "\u2026" : t;
+  }
+
+  // Text: fenced code becomes <pre><code>, the rest paragraphs with inline code.
+  function renderText(text) {
+    var box = el("div", "text"), fence = /^(\u0060{3,}|~{3,})([^\n]*)\n([\s\S]*?)\n\1[ \t]*$/gm, last = 0, m;
+    function prose(chunk) {
+      chunk.split(/\n{2,}/).forEach(function (para) {
+        if (!para.trim()) return;
+        var p = el("p");
+        para.split(/(\u0060[^\u0060\n]+\u0060)/).forEach(function (part, i) {
+          if (i % 2 === 1) p.appendChild(el("code", null, part.slice(1, -1)));
+          else if (part) p.appendChild(document.createTextNode(part));
+        });
+        box.appendChild(p);
+      });
+    }
+    while ((m = fence.exec(text))) {
+      prose(text.slice(last, m.index));
+      var pre = el("pre"), code = el("code", m[2].trim() ? "lang-" + m[2].trim() : null, m[3]);
+      pre.appendChild(code);
+      box.appendChild(pre);
+      last = fence.lastIndex;
+    }
+    prose(text.slice(last));
+    return box;
+  }
+  function images(content, into) {
+    blocks(content).forEach(function (b) {
+      if (b.type === "image" && typeof b.data === "string") {
+        var img = el("img", "attached");
+        img.src = "data:" + (b.mimeType || "image/png") + ";base64," + b.data;
+        img.alt = "attached image";
+        into.appendChild(img);
+      }
+    });
+  }
+
+  function head(e, role, extra) {
+    var h = el("div", "entry-head");
+    h.appendChild(el("span", "role", role));
+    (extra || []).forEach(function (x) { if (x) h.appendChild(x); });
+    if (labels.has(e.id)) h.appendChild(el("span", "label", labels.get(e.id)));
+    if (e.timestamp) h.appendChild(el("span", "time", String(e.timestamp).replace("T", " ").replace(/\.\d+Z$/, "Z")));
+    h.appendChild(el("span", "mono id", e.id));
+    return h;
+  }
+
+  function toolCall(b, result) {
+    var d = el("details", "tool-call" + (result && result.isError ? " error" : ""));
+    d.dataset.toolCallId = b.id;
+    var s = el("summary");
+    s.appendChild(el("span", "tool-name", b.name));
+    var args = b.arguments || {}, hint = args.command || args.path || args.pattern || "";
+    if (hint) s.appendChild(document.createTextNode(" " + String(hint).split("\n")[0].slice(0, 100)));
+    if (result && result.isError) s.appendChild(el("span", "error-text", " (error)"));
+    d.appendChild(s);
+    d.appendChild(el("div", "tool-args-title", "Arguments"));
+    d.appendChild(el("pre", "tool-args", JSON.stringify(args, null, 2)));
+    d.appendChild(el("div", "tool-output-title", result ? (result.isError ? "Output (error)" : "Output") : "No result on this branch"));
+    if (result) {
+      d.appendChild(el("pre", "tool-output", textOf(result.content) || "(empty)"));
+      images(result.content, d);
+    }
+    return d;
+  }
+
+  function renderEntry(e, ctx) {
+    var m = msg(e), k = kind(e), box;
+    if (m && m.role === "assistant") {
+      var u = usage(e);
+      box = el("section", "entry assistant");
+      box.appendChild(head(e, "assistant", [m.model ? el("span", "mono", m.model) : null, u ? el("span", "usage", fmtTokens(u.tokens) + " tokens \u00b7 " + fmtCost(u.cost)) : null]));
+      blocks(m.content).forEach(function (b) {
+        if (b.type === "text" && b.text.trim()) box.appendChild(renderText(b.text));
+        else if (b.type === "thinking" && String(b.thinking || "").trim()) {
+          var d = el("details", "thinking");
+          d.appendChild(el("summary", null, "Thinking"));
+          d.appendChild(renderText(b.thinking));
+          box.appendChild(d);
+        } else if (b.type === "toolCall") box.appendChild(toolCall(b, ctx.results.get(b.id)));
+      });
+      if (m.stopReason === "error" && m.errorMessage) box.appendChild(el("p", "error-text", "Error: " + m.errorMessage));
+      if (m.stopReason === "aborted") box.appendChild(el("p", "error-text", "Aborted"));
+    } else if (m && m.role === "toolResult") {
+      if (ctx.called.has(m.toolCallId)) return null; // shown inside its tool call
+      box = el("section", "entry toolResult");
+      box.appendChild(head(e, "tool result: " + m.toolName));
+      box.appendChild(el("pre", "tool-output", textOf(m.content)));
+    } else if (m && m.role === "bashExecution") {
+      box = el("section", "entry bashExecution");
+      box.appendChild(head(e, "shell", [el("span", null, "exit " + m.exitCode)]));
+      box.appendChild(el("pre", null, "$ " + m.command + "\n" + (m.output || "")));
+    } else if (m) {
+      box = el("section", "entry " + (m.role === "user" ? "user" : "custom"));
+      var turn = ctx.turns.get(e.id);
+      box.appendChild(head(e, m.role === "custom" ? (m.customType || "extension") : m.role, [turn ? el("span", "turn-usage", "turn: " + fmtTokens(turn.tokens) + " tokens \u00b7 " + fmtCost(turn.cost)) : null]));
+      box.appendChild(renderText(textOf(m.content)));
+      images(m.content, box);
+    } else if (e.type === "compaction" || e.type === "branch_summary") {
+      box = el("section", "entry " + e.type);
+      box.appendChild(head(e, e.type === "compaction" ? "compaction" : "branch summary", [e.tokensBefore ? el("span", null, fmtTokens(e.tokensBefore) + " tokens before") : null]));
+      var det = el("details", "summary");
+      det.appendChild(el("summary", null, "Summary"));
+      det.appendChild(renderText(String(e.summary || "")));
+      box.appendChild(det);
+    } else if (e.type === "custom_message") {
+      box = el("section", "entry custom");
+      box.appendChild(head(e, e.customType || "extension"));
+      box.appendChild(renderText(textOf(e.content)));
+    } else if (e.type === "model_change" || e.type === "thinking_level_change" || e.type === "session_info") {
+      box = el("div", "entry note", e.type === "model_change" ? "Model: " + e.provider + "/" + e.modelId : e.type === "session_info" ? "Named: " + (e.name || "") : "Thinking level: " + e.thinkingLevel);
+    } else return null;
+    box.dataset.id = e.id;
+    box.dataset.kind = k;
+    box.id = "entry-" + e.id;
+    return box;
+  }
+
+  // At a branch point: which child the shown path takes, and buttons to take another.
+  function branchNav(e, siblings, onPath) {
+    var idx = siblings.findIndex(function (c) { return onPath.has(c.id); });
+    var nav = el("div", "branch-nav");
+    nav.dataset.branchPoint = e.id;
+    var prev = el("button", "branch-prev", "\u2039"), next = el("button", "branch-next", "\u203a");
+    prev.title = "previous branch"; next.title = "next branch";
+    var go = function (d) { var t = siblings[(idx + d + siblings.length) % siblings.length]; setLeaf(latestLeaf(t.id), e.id); };
+    prev.addEventListener("click", function () { go(-1); });
+    next.addEventListener("click", function () { go(1); });
+    nav.appendChild(prev);
+    nav.appendChild(el("span", "branch-pos", "branch " + (idx < 0 ? "-" : idx + 1) + " of " + siblings.length));
+    nav.appendChild(next);
+    return nav;
+  }
+
+  function renderMessages() {
+    var path = pathTo(state.leafId), results = new Map(), called = new Set(), turns = new Map(), onPath = new Set();
+    var currentTurn = null;
+    path.forEach(function (e) {
+      onPath.add(e.id);
+      var m = msg(e);
+      if (m && m.role === "toolResult") results.set(m.toolCallId, m);
+      if (m && m.role === "assistant") blocks(m.content).forEach(function (b) { if (b.type === "toolCall") called.add(b.id); });
+      if (m && m.role === "user") { currentTurn = { tokens: 0, cost: 0 }; turns.set(e.id, currentTurn); }
+      var u = usage(e);
+      if (u && currentTurn) { currentTurn.tokens += u.tokens; currentTurn.cost += u.cost; }
+    });
+    var main = document.getElementById("messages");
+    main.textContent = "";
+    var ctx = { results: results, called: called, turns: turns, onPath: onPath };
+    var lastBox = null;
+    path.forEach(function (e) {
+      var n = renderEntry(e, ctx);
+      if (n) { main.appendChild(n); lastBox = n; }
+      // A branch point may be an entry that is not drawn (a label): put the switch on the last drawn one.
+      var siblings = kids(e.id);
+      if (siblings.length > 1) (lastBox || main).appendChild(branchNav(e, siblings, onPath));
+    });
+    document.getElementById("branch-info").textContent = "branch " + state.leafId + " \u00b7 " + path.length + " entries";
+    return onPath;
+  }
+
+  // Sidebar tree: depth grows only where the conversation branches.
+  var treeOrder = [];
+  (function flatten() {
+    var stack = kids(null).slice().reverse().map(function (e) { return { e: e, depth: 0 }; }), seen = new Set();
+    while (stack.length) {
+      var item = stack.pop();
+      if (seen.has(item.e.id)) continue;
+      seen.add(item.e.id);
+      treeOrder.push(item);
+      var k = kids(item.e.id), d = k.length > 1 ? item.depth + 1 : item.depth;
+      for (var i = k.length - 1; i >= 0; i--) stack.push({ e: k[i], depth: d });
+    }
+  })();
+  function passesFilter(e) {
+    var k = kind(e), m = msg(e);
+    switch (state.filter) {
+      case "all": return true;
+      case "user": return k === "user";
+      case "labeled": return labels.has(e.id);
+      case "no-tools":
+        if (k === "toolResult" || k === "bashExecution") return false;
+        if (k === "assistant" && !textOf(m.content).trim()) return false;
+        return ["user", "assistant", "custom", "compaction", "branch_summary", "custom_message"].indexOf(k) >= 0;
+      default: return ["user", "assistant", "toolResult", "bashExecution", "custom", "compaction", "branch_summary", "custom_message"].indexOf(k) >= 0;
+    }
+  }
+  function renderTree(onPath) {
+    var list = document.getElementById("tree"), q = document.getElementById("tree-search").value.trim().toLowerCase();
+    list.textContent = "";
+    treeOrder.forEach(function (item) {
+      var e = item.e;
+      if (!passesFilter(e)) return;
+      var text = preview(e);
+      if (q && text.toLowerCase().indexOf(q) < 0 && (labels.get(e.id) || "").toLowerCase().indexOf(q) < 0) return;
+      var li = el("li", "tree-node" + (onPath.has(e.id) ? " on-path" : "") + (e.id === state.leafId ? " active" : ""));
+      li.dataset.id = e.id;
+      li.style.paddingLeft = 4 + item.depth * 12 + "px";
+      li.title = e.id + " " + text;
+      li.appendChild(el("span", "kind", kind(e)));
+      li.appendChild(document.createTextNode(text));
+      if (labels.has(e.id)) li.appendChild(el("span", "tree-label", labels.get(e.id)));
+      li.addEventListener("click", function () { setLeaf(latestLeaf(e.id), e.id); });
+      list.appendChild(li);
+    });
+  }
+  function setLeaf(id, focusId) {
+    state.leafId = id;
+    var onPath = renderMessages();
+    renderTree(onPath);
+    runSearch();
+    var target = focusId && document.getElementById("entry-" + focusId);
+    if (target) {
+      document.querySelectorAll(".entry.selected").forEach(function (n) { n.classList.remove("selected"); });
+      target.classList.add("selected");
+      target.scrollIntoView({ block: "center" });
+    }
+  }
+
+  // In-page search over the shown conversation; opens folded blocks that hold a hit.
+  var hits = [], hitIndex = -1;
+  function clearHits() {
+    document.querySelectorAll("mark.hit").forEach(function (mk) { mk.replaceWith(document.createTextNode(mk.textContent)); });
+    document.getElementById("messages").normalize();
+    hits = [];
+    hitIndex = -1;
+  }
+  function runSearch() {
+    clearHits();
+    var q = document.getElementById("search").value, count = document.getElementById("search-count");
+    if (!q) { count.textContent = ""; return; }
+    var lower = q.toLowerCase(), walker = document.createTreeWalker(document.getElementById("messages"), NodeFilter.SHOW_TEXT), nodes = [];
+    while (walker.nextNode()) nodes.push(walker.currentNode);
+    nodes.forEach(function (node) {
+      var text = node.nodeValue, at = text.toLowerCase().indexOf(lower);
+      if (at < 0) return;
+      var frag = document.createDocumentFragment(), last = 0;
+      while (at >= 0) {
+        frag.appendChild(document.createTextNode(text.slice(last, at)));
+        var mk = el("mark", "hit", text.slice(at, at + q.length));
+        frag.appendChild(mk);
+        hits.push(mk);
+        last = at + q.length;
+        at = text.toLowerCase().indexOf(lower, last);
+      }
+      frag.appendChild(document.createTextNode(text.slice(last)));
+      node.parentNode.replaceChild(frag, node);
+    });
+    hits.forEach(function (mk) { for (var d = mk.closest("details"); d; d = d.parentElement && d.parentElement.closest("details")) d.open = true; });
+    count.textContent = hits.length ? "" : "no matches";
+    if (hits.length) step(1);
+  }
+  function step(d) {
+    if (!hits.length) return;
+    if (hitIndex >= 0) hits[hitIndex].classList.remove("current");
+    hitIndex = (hitIndex + d + hits.length) % hits.length;
+    hits[hitIndex].classList.add("current");
+    hits[hitIndex].scrollIntoView({ block: "center" });
+    document.getElementById("search-count").textContent = hitIndex + 1 + " / " + hits.length;
+  }
+
+  function renderStats() {
+    var models = new Set(), users = 0, assistants = 0, tools = 0, tokens = 0, cost = 0, compactions = 0, leaves = 0;
+    entries.forEach(function (e) {
+      var m = msg(e), u = usage(e);
+      if (!kids(e.id).length) leaves++;
+      if (e.type === "compaction") compactions++;
+      if (!m) return;
+      if (m.role === "user") users++;
+      if (m.role === "assistant") {
+        assistants++;
+        if (m.model) models.add((m.provider ? m.provider + "/" : "") + m.model);
+        tools += blocks(m.content).filter(function (b) { return b.type === "toolCall"; }).length;
+      }
+      if (u) { tokens += u.tokens; cost += u.cost; }
+    });
+    var name = null;
+    entries.forEach(function (e) { if (e.type === "session_info") name = e.name || null; });
+    document.getElementById("title").textContent = name || "pi session " + String(header.id).slice(0, 8);
+    document.title = (name || "pi session " + String(header.id).slice(0, 8)) + " \u2014 pi-guard export";
+    var stats = document.getElementById("stats");
+    [["session", header.id], ["project", header.cwd || "?"], ["started", header.timestamp], ["models", Array.from(models).join(", ") || "-"],
+     ["messages", users + " user, " + assistants + " assistant"], ["tool calls", tools], ["tokens", fmtTokens(tokens)], ["cost", fmtCost(cost)],
+     ["branches", leaves], ["compactions", compactions]].concat(header.parentSession ? [["forked from", header.parentSession]] : [])
+      .forEach(function (kv) { var s = el("span", "stat"); s.appendChild(el("strong", null, kv[0] + ": ")); s.appendChild(document.createTextNode(String(kv[1]))); stats.appendChild(s); });
+  }
+
+  function setupControls() {
+    var body = document.body;
+    document.getElementById("toggle-thinking").addEventListener("change", function (ev) { body.classList.toggle("hide-thinking", !ev.target.checked); });
+    document.getElementById("toggle-tools").addEventListener("change", function (ev) { body.classList.toggle("hide-tools", !ev.target.checked); });
+    var expanded = false;
+    document.getElementById("expand-tools").addEventListener("click", function (ev) {
+      expanded = !expanded;
+      document.querySelectorAll("details.tool-call").forEach(function (d) { d.open = expanded; });
+      ev.target.textContent = expanded ? "Collapse tool calls" : "Expand tool calls";
+    });
+    document.getElementById("theme-toggle").addEventListener("click", function () {
+      var root = document.documentElement, dark = root.dataset.theme ? root.dataset.theme === "dark" : matchMedia("(prefers-color-scheme: dark)").matches;
+      root.dataset.theme = dark ? "light" : "dark";
+    });
+    var search = document.getElementById("search"), timer = null;
+    search.addEventListener("input", function () { clearTimeout(timer); timer = setTimeout(runSearch, 150); });
+    search.addEventListener("keydown", function (ev) { if (ev.key === "Enter") { ev.preventDefault(); if (timer) { clearTimeout(timer); timer = null; runSearch(); } else step(ev.shiftKey ? -1 : 1); } });
+    document.getElementById("search-next").addEventListener("click", function () { step(1); });
+    document.getElementById("search-prev").addEventListener("click", function () { step(-1); });
+    document.getElementById("tree-search").addEventListener("input", function () { renderTree(new Set(pathTo(state.leafId).map(function (e) { return e.id; }))); });
+    document.querySelectorAll(".filters button").forEach(function (b) {
+      b.addEventListener("click", function () {
+        state.filter = b.dataset.filter;
+        document.querySelectorAll(".filters button").forEach(function (x) { x.classList.toggle("selected", x === b); });
+        renderTree(new Set(pathTo(state.leafId).map(function (e) { return e.id; })));
+      });
+    });
+    // The whole session as pi's JSONL (every branch), built in the page: no request is made.
+    document.getElementById("download-jsonl").addEventListener("click", function (ev) {
+      var lines = [JSON.stringify(header)].concat(entries.map(function (e) { return JSON.stringify(e); }));
+      var blob = new Blob([lines.join("\n") + "\n"], { type: "application/x-ndjson" });
+      var a = ev.currentTarget;
+      a.href = URL.createObjectURL(blob);
+      a.download = String(header.timestamp || "session").replace(/[:.]/g, "-") + "_" + header.id + ".jsonl";
+    });
+    // Printing shows every folded block.
+    window.addEventListener("beforeprint", function () { document.querySelectorAll("details").forEach(function (d) { d.open = true; }); });
+  }
+
+  renderStats();
+  setupControls();
+  setLeaf(state.leafId);
+})();
+`;

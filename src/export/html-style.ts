@@ -1,0 +1,86 @@
+// Styles of the HTML export: readable type, light and dark themes (system default, switchable),
+// and print rules that drop the chrome and unfold every collapsed block.
+
+export const VIEWER_CSS = `
+:root {
+  --bg: #fbfbfa; --panel: #f1f0ee; --fg: #1d1d1f; --muted: #6b6b70; --border: #dcdad6;
+  --user: #e8f0fe; --assistant: #ffffff; --tool: #f6f4ef; --accent: #2f6feb; --error: #c62828;
+  --mark: #ffe066; --mark-current: #ff9f1c; --code: #f3f2ef;
+  color-scheme: light;
+}
+:root[data-theme="dark"] {
+  --bg: #15161a; --panel: #1d1f24; --fg: #e6e6e6; --muted: #9a9ca3; --border: #30333a;
+  --user: #1c2a44; --assistant: #1b1d22; --tool: #202228; --accent: #7aa2ff; --error: #ff6b6b;
+  --mark: #8a6d00; --mark-current: #c25e00; --code: #24262c;
+  color-scheme: dark;
+}
+@media (prefers-color-scheme: dark) {
+  :root:not([data-theme="light"]) {
+    --bg: #15161a; --panel: #1d1f24; --fg: #e6e6e6; --muted: #9a9ca3; --border: #30333a;
+    --user: #1c2a44; --assistant: #1b1d22; --tool: #202228; --accent: #7aa2ff; --error: #ff6b6b;
+    --mark: #8a6d00; --mark-current: #c25e00; --code: #24262c;
+    color-scheme: dark;
+  }
+}
+* { box-sizing: border-box; }
+html, body { margin: 0; padding: 0; background: var(--bg); color: var(--fg); }
+body { font: 15px/1.6 -apple-system, BlinkMacSystemFont, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; display: grid; grid-template-columns: 320px 1fr; min-height: 100vh; }
+code, pre, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, "Liberation Mono", monospace; font-size: 13px; }
+#sidebar { position: sticky; top: 0; height: 100vh; overflow: auto; background: var(--panel); border-right: 1px solid var(--border); padding: 12px; }
+#sidebar h2 { font-size: 13px; text-transform: uppercase; letter-spacing: .05em; color: var(--muted); margin: 8px 0; }
+#tree-search, #search { width: 100%; padding: 6px 8px; border: 1px solid var(--border); border-radius: 6px; background: var(--bg); color: var(--fg); }
+.filters { display: flex; flex-wrap: wrap; gap: 4px; margin: 8px 0; }
+.filters button, .toolbar button, .branch-nav button { border: 1px solid var(--border); background: var(--bg); color: var(--fg); border-radius: 6px; padding: 2px 8px; cursor: pointer; font-size: 12px; }
+.filters button.selected { background: var(--accent); color: #fff; border-color: var(--accent); }
+#tree { list-style: none; margin: 0; padding: 0; font-size: 12.5px; }
+.tree-node { padding: 2px 4px; border-radius: 4px; cursor: pointer; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; color: var(--muted); }
+.tree-node:hover { background: var(--border); }
+.tree-node.on-path { color: var(--fg); font-weight: 500; }
+.tree-node.active { background: var(--accent); color: #fff; }
+.tree-node .kind { display: inline-block; min-width: 64px; font-size: 11px; opacity: .8; }
+.tree-node .tree-label { background: var(--mark); color: #000; border-radius: 3px; padding: 0 4px; margin-left: 4px; font-size: 11px; }
+main { min-width: 0; }
+#top { position: sticky; top: 0; z-index: 2; background: var(--bg); border-bottom: 1px solid var(--border); padding: 12px 24px; }
+#top h1 { font-size: 20px; margin: 0 0 4px; }
+#stats { color: var(--muted); font-size: 13px; display: flex; flex-wrap: wrap; gap: 4px 16px; }
+.toolbar { display: flex; flex-wrap: wrap; align-items: center; gap: 8px; margin-top: 8px; font-size: 13px; }
+.toolbar #search { width: 240px; }
+.toolbar a { color: var(--accent); }
+#messages { max-width: 900px; margin: 0 auto; padding: 16px 24px 80px; }
+.entry { border: 1px solid var(--border); border-radius: 10px; padding: 10px 14px; margin: 12px 0; background: var(--assistant); }
+.entry.user { background: var(--user); }
+.entry.toolResult, .entry.bashExecution { background: var(--tool); }
+.entry.note { border: none; background: none; padding: 0 14px; color: var(--muted); font-size: 13px; font-style: italic; margin: 4px 0; }
+.entry.compaction, .entry.branch_summary { border-style: dashed; }
+.entry.selected { outline: 2px solid var(--accent); }
+.entry-head { display: flex; flex-wrap: wrap; gap: 4px 12px; align-items: baseline; font-size: 12.5px; color: var(--muted); margin-bottom: 4px; }
+.entry-head .role { font-weight: 600; color: var(--fg); font-size: 13.5px; text-transform: capitalize; }
+.entry-head .label { background: var(--mark); color: #000; border-radius: 3px; padding: 0 5px; }
+.usage, .turn-usage { font-variant-numeric: tabular-nums; }
+.text p { margin: .4em 0; white-space: pre-wrap; overflow-wrap: anywhere; }
+.text pre, .tool-call pre, .entry pre { background: var(--code); border: 1px solid var(--border); border-radius: 6px; padding: 8px 10px; overflow: auto; white-space: pre-wrap; overflow-wrap: anywhere; max-height: 480px; }
+.text code { background: var(--code); padding: 0 3px; border-radius: 3px; }
+details { margin: 6px 0; }
+details > summary { cursor: pointer; color: var(--muted); font-size: 13px; }
+details.tool-call { border: 1px solid var(--border); border-radius: 6px; padding: 4px 8px; background: var(--tool); }
+details.tool-call > summary .tool-name { font-weight: 600; color: var(--fg); }
+details.tool-call.error > summary { color: var(--error); }
+details.thinking { border-left: 3px solid var(--border); padding-left: 8px; }
+details.thinking .text p { color: var(--muted); font-style: italic; }
+.error-text { color: var(--error); }
+.branch-nav { display: flex; gap: 6px; align-items: center; font-size: 12px; color: var(--muted); margin-top: 6px; }
+body.hide-thinking details.thinking { display: none; }
+body.hide-tools details.tool-call, body.hide-tools .entry.toolResult { display: none; }
+mark.hit { background: var(--mark); color: inherit; border-radius: 2px; }
+mark.hit.current { background: var(--mark-current); }
+img.attached { max-width: 100%; border-radius: 6px; }
+@media (max-width: 900px) { body { grid-template-columns: 1fr; } #sidebar { position: static; height: auto; max-height: 40vh; } }
+@media print {
+  body { display: block; background: #fff; color: #000; font-size: 11pt; }
+  #sidebar, .toolbar, .branch-nav { display: none !important; }
+  #top { position: static; border: none; }
+  .entry { break-inside: avoid-page; border-color: #bbb; background: #fff !important; }
+  pre { max-height: none !important; }
+  body.hide-thinking details.thinking, body.hide-tools details.tool-call { display: block; }
+}
+`;

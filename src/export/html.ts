@@ -1,0 +1,65 @@
+// The self-contained HTML export: one file, inline style and script, a Content-Security-Policy
+// that forbids every network request, and the session embedded the way `pi --export` embeds it
+// (<script id="session-data" type="application/json"> holding base64 JSON {header, entries,
+// leafId}) so that `pi-guard salvage --from-html` can recover the session from the page.
+
+import { escapeHtml } from "./markdown-text.js";
+import type { ExportInput } from "./model.js";
+import { VIEWER_JS } from "./html-client.js";
+import { VIEWER_CSS } from "./html-style.js";
+
+const CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data: blob:";
+
+export function sessionDataBase64(input: ExportInput): string {
+  const { view } = input;
+  const data = { header: view.header, entries: view.entries, leafId: view.leafId, exporter: { name: "pi-guard", source: input.source, redacted: input.redacted } };
+  return Buffer.from(JSON.stringify(data), "utf8").toString("base64");
+}
+
+export function renderHtml(input: ExportInput): string {
+  const title = escapeHtml(input.view.name ?? `pi session ${input.view.header.id.slice(0, 8)}`);
+  return `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="${CSP}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="pi-guard">
+<link rel="icon" href="data:,">
+<title>${title}</title>
+<style>${VIEWER_CSS}</style>
+</head>
+<body>
+<aside id="sidebar" aria-label="Session tree">
+  <h2>Tree</h2>
+  <input id="tree-search" type="search" placeholder="Filter the tree…" aria-label="Filter the tree">
+  <div class="filters" role="group" aria-label="Tree filter">
+    <button data-filter="default" class="selected">Default</button><button data-filter="no-tools">No tools</button><button data-filter="user">User</button><button data-filter="labeled">Labeled</button><button data-filter="all">All</button>
+  </div>
+  <ul id="tree"></ul>
+</aside>
+<main>
+  <header id="top">
+    <h1 id="title">${title}</h1>
+    <div id="stats"></div>
+    <div class="toolbar">
+      <input id="search" type="search" placeholder="Search this branch…" aria-label="Search this branch">
+      <button id="search-prev" title="previous match">↑</button><button id="search-next" title="next match">↓</button>
+      <span id="search-count" aria-live="polite"></span>
+      <label><input id="toggle-thinking" type="checkbox" checked> Thinking</label>
+      <label><input id="toggle-tools" type="checkbox" checked> Tools</label>
+      <button id="expand-tools">Expand tool calls</button>
+      <button id="theme-toggle" title="switch light/dark">Light/dark</button>
+      <a id="download-jsonl" href="#">Download JSONL</a>
+      <span id="branch-info" class="mono"></span>
+    </div>
+  </header>
+  <div id="messages"></div>
+  <noscript><p>This page needs JavaScript to show the conversation; the session is embedded below as base64 JSON.</p></noscript>
+</main>
+<script id="session-data" type="application/json">${sessionDataBase64(input)}</script>
+<script>${VIEWER_JS}</script>
+</body>
+</html>
+`;
+}

@@ -1,0 +1,20 @@
+// What every exporter receives: the session, the chosen branch and where it came from.
+
+import type { SessionEntry, SessionHeader } from "../pi/index.js";
+import { sessionView, type SessionView } from "../sessions/view.js";
+import type { LoadedSession } from "../sessions/read.js";
+import { redactDeep, type Redactor } from "./redact.js";
+
+export interface ExportInput {
+  view: SessionView;
+  /** "live <path>" or "snapshot <id> <path>". */
+  source: string;
+  redacted: boolean;
+}
+
+/** Redaction happens before anything is rendered, so no format can leak an unmasked copy. */
+export function exportInput(session: LoadedSession, opts: { branch?: string; source: string; redactor?: Redactor }): ExportInput {
+  const header: SessionHeader = opts.redactor ? redactDeep(session.header, opts.redactor) : session.header;
+  const entries: SessionEntry[] = opts.redactor ? redactDeep(session.entries, opts.redactor) : session.entries;
+  return { view: sessionView({ ...session, header, entries }, opts.branch), source: opts.source, redacted: !!opts.redactor };
+}
