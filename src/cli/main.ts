@@ -4,6 +4,7 @@ import { EXIT, reportError } from "./output.js";
 import { registerDoctorCommand, registerKeyCommands, registerRepoCommands } from "./repo-commands.js";
 import { registerRestoreCommands } from "./restore-commands.js";
 import { registerSalvageCommands } from "./salvage-commands.js";
+import { registerSessionsCommands } from "./sessions-commands.js";
 
 export interface GlobalOptions {
   repo?: string;
@@ -51,6 +52,7 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 3 damaged repository data.`,
   registerKeyCommands(program);
   registerDoctorCommand(program);
   registerSalvageCommands(program);
+  registerSessionsCommands(program);
   return program;
 }
 
