@@ -1,4 +1,4 @@
-#!/usr/bin/env -S MALLOC_MMAP_THRESHOLD_=131072 node
+#!/usr/bin/env -S MALLOC_MMAP_THRESHOLD_=262144 node
 // The fixed mmap threshold stops glibc from raising it after pi-guard frees its first big buffers;
 // otherwise every thread keeps tens of MB of freed 1 MiB buffers in its heap (peak RSS +60 MB).
 import { main } from "../dist/src/cli/main.js";

@@ -28,7 +28,8 @@ export function decrypt(key: Buffer, sealed: Buffer, what: string, aad?: Buffer)
   decipher.setAuthTag(tag);
   try {
     const body = decipher.update(sealed.subarray(NONCE_BYTES, sealed.length - TAG_BYTES));
-    return Buffer.concat([body, decipher.final()]);
+    const tail = decipher.final();
+    return tail.length ? Buffer.concat([body, tail]) : body;
   } catch {
     throw new RepoError(`${what} failed authentication (damaged or wrong key)`, "corrupt");
   }

@@ -68,8 +68,7 @@ export class SealPool {
       this.size === 0 || (this.workers.length === 0 && req.buffer.byteLength < INLINE_BELOW) || (this.mainHelps && job % 2 === 1);
     if (inline) {
       try {
-        const reply = full.op === "seal" ? sealBatch(full) : openBatch(full);
-        return Promise.resolve(split(reply));
+        return Promise.resolve(full.op === "seal" ? sealBatch(full) : openBatch(full));
       } catch (err) {
         return Promise.reject(err);
       }

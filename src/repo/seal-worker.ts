@@ -1,11 +1,11 @@
 import { parentPort } from "node:worker_threads";
-import { sealBatch, openBatch, type SealRequest, type OpenRequest } from "./seal.js";
+import { sealBatch, openBatch, packReply, type SealRequest, type OpenRequest } from "./seal.js";
 
 // Runs compression + encryption (or the reverse) off the main thread, which stays busy chunking
 // and hashing. Buffers travel as transferred ArrayBuffers, so nothing is copied between threads.
 parentPort!.on("message", (msg: SealRequest | OpenRequest) => {
   try {
-    const reply = msg.op === "seal" ? sealBatch(msg) : openBatch(msg);
+    const reply = packReply(msg.job, msg.op === "seal" ? sealBatch(msg) : openBatch(msg));
     parentPort!.postMessage(reply, [reply.buffer]);
   } catch (err) {
     parentPort!.postMessage({ job: msg.job, error: (err as Error).message, kind: (err as { kind?: string }).kind });

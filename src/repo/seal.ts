@@ -39,15 +39,15 @@ export interface BatchReply {
 
 const asBuffer = (u: Uint8Array) => Buffer.from(u.buffer, u.byteOffset, u.byteLength);
 
-export function sealBatch(req: SealRequest): BatchReply {
+export function sealBatch(req: SealRequest): Buffer[] {
   const key = asBuffer(req.key);
   const src = Buffer.from(req.buffer);
   const parts: Buffer[] = [];
   for (let i = 0; i < req.frames.length; i += 2) parts.push(encrypt(key, encode(src.subarray(req.frames[i], req.frames[i + 1]))));
-  return packReply(req.job, parts);
+  return parts;
 }
 
-export function openBatch(req: OpenRequest): BatchReply {
+export function openBatch(req: OpenRequest): Buffer[] {
   const key = asBuffer(req.key);
   const idKey = asBuffer(req.idKey);
   const src = Buffer.from(req.buffer);
@@ -64,10 +64,11 @@ export function openBatch(req: OpenRequest): BatchReply {
     if (!blobId(idKey, data).equals(Buffer.from(b.id, "hex"))) throw new RepoError(`${what} does not match its id (damaged)`, "corrupt");
     return data;
   });
-  return packReply(req.job, parts);
+  return parts;
 }
 
-function packReply(job: number, parts: Buffer[]): BatchReply {
+/** Worker threads send a batch back as one transferable buffer (no copy on the way to the main thread). */
+export function packReply(job: number, parts: Buffer[]): BatchReply {
   const all = Buffer.concat(parts);
   // A standalone ArrayBuffer, so it can be transferred without dragging a pool slab along.
   const buffer = all.byteOffset === 0 && all.buffer.byteLength === all.length ? all.buffer : all.buffer.slice(all.byteOffset, all.byteOffset + all.length);
