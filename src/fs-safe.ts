@@ -1,4 +1,4 @@
-import { promises as fs } from "node:fs";
+import { constants, promises as fs } from "node:fs";
 import path from "node:path";
 
 /**
@@ -26,5 +26,18 @@ export async function makeDirs(dir: string, mode = 0o755): Promise<void> {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
     }
+  }
+}
+
+/** fsync a folder so a rename in it is durable. Some filesystems refuse; the rename is still atomic there. */
+export async function syncDir(dir: string): Promise<void> {
+  const handle = await fs.open(dir, constants.O_RDONLY).catch(() => undefined);
+  if (!handle) return;
+  try {
+    await handle.sync();
+  } catch {
+    // EINVAL/EISDIR on some filesystems: nothing more to do.
+  } finally {
+    await handle.close();
   }
 }

@@ -2,6 +2,7 @@
 // JSON.stringify and ends each with "\n" (SessionManager._rewriteFile / _persist), so files we
 // write are byte-identical to what pi would have written for the same objects.
 
+import { syncDir } from "../fs-safe.js";
 import { randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
 import { basename, dirname, join } from "node:path";
@@ -56,18 +57,6 @@ export interface AtomicWriteOptions {
   mkdir?: boolean;
 }
 
-async function fsyncDir(dir: string): Promise<void> {
-  // Makes the rename durable; some platforms cannot open directories, which is fine to skip.
-  const handle = await fs.open(dir, "r").catch(() => undefined);
-  if (!handle) return;
-  try {
-    await handle.sync();
-  } catch {
-    // EINVAL/EISDIR on some filesystems: nothing more we can do.
-  } finally {
-    await handle.close();
-  }
-}
 
 /**
  * Write a file so that readers see either nothing or the whole content: temp file in the same
@@ -92,7 +81,7 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array, o
       await fs.link(tmp, path);
       await fs.unlink(tmp);
     }
-    await fsyncDir(dir);
+    await syncDir(dir);
   } catch (err) {
     await fs.rm(tmp, { force: true });
     throw err;

@@ -10,7 +10,7 @@ import { BlobType, type TreeNode } from "../repo/format.js";
 import { ContentChunker } from "../snapshot/content-chunker.js";
 import type { Repository, SnapshotRecord } from "../repo/repository.js";
 import { SealPool } from "../repo/seal-pool.js";
-import { syncDir } from "../targets/local.js";
+import { syncDir } from "../fs-safe.js";
 import { readTree } from "../snapshot/tree.js";
 
 export interface RestoreOptions {

@@ -39,19 +39,33 @@ type FileOutcome = "new" | "changed" | "unchanged";
 const READ_BLOCK = 1024 * 1024;
 
 /** Take a snapshot of `opts.roots` into `repo`, holding the exclusive repository lock throughout. */
-export async function createSnapshot(repo: Repository, opts: SnapshotOptions): Promise<SnapshotResult> {
-  const lock = await acquireLock(repo, { exclusive: true, command: "snapshot", waitMs: opts.lockWaitMs ?? 60_000 });
+export function createSnapshot(repo: Repository, opts: SnapshotOptions): Promise<SnapshotResult> {
+  return withSnapshotBuilder(repo, { command: "snapshot", lockWaitMs: opts.lockWaitMs, onProgress: opts.onProgress }, async (builder) => {
+    const host = opts.host ?? os.hostname();
+    const parent = await findParent(repo, opts.parent, host, opts.roots);
+    if (parent) await builder.loadParent(parent);
+    for await (const entry of scanSources(opts.roots, opts.filter)) await builder.addEntry(entry);
+    return builder.commit({ host, roots: opts.roots, tags: opts.tags ?? [], parent: parent?.id });
+  });
+}
+
+/**
+ * The life of every snapshot writer (disk scan, tar import): exclusive lock, leftovers of killed
+ * writers cleaned, fresh index, a builder whose staging files are removed if `build` fails.
+ */
+export async function withSnapshotBuilder(
+  repo: Repository,
+  opts: { command: string; lockWaitMs?: number; onProgress?: (p: SnapshotProgress) => void },
+  build: (builder: SnapshotBuilder) => Promise<SnapshotResult>,
+): Promise<SnapshotResult> {
+  const lock = await acquireLock(repo, { exclusive: true, command: opts.command, waitMs: opts.lockWaitMs ?? 60_000 });
   const pool = new SealPool();
   let builder: SnapshotBuilder | undefined;
   try {
     await cleanStaging(repo.target.stagingDir);
     await repo.loadIndex(true);
     builder = new SnapshotBuilder(repo, pool, opts.onProgress);
-    const host = opts.host ?? os.hostname();
-    const parent = await findParent(repo, opts.parent, host, opts.roots);
-    if (parent) await builder.loadParent(parent);
-    for await (const entry of scanSources(opts.roots, opts.filter)) await builder.addEntry(entry);
-    return await builder.commit({ host, roots: opts.roots, tags: opts.tags ?? [], parent: parent?.id });
+    return await build(builder);
   } catch (err) {
     await builder?.abort();
     throw err;

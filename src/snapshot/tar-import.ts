@@ -3,11 +3,9 @@ import os from "node:os";
 import { pipeline } from "node:stream/promises";
 import { createGunzip } from "node:zlib";
 import { Parser, type ReadEntry } from "tar";
-import { acquireLock } from "../repo/lock.js";
 import { RepoError } from "../repo/errors.js";
 import type { Repository } from "../repo/repository.js";
-import { SealPool } from "../repo/seal-pool.js";
-import { SnapshotBuilder, type SnapshotProgress, type SnapshotResult } from "./snapshotter.js";
+import { withSnapshotBuilder, type SnapshotProgress, type SnapshotResult } from "./snapshotter.js";
 
 export interface TarImportOptions {
   tags?: string[];
@@ -90,12 +88,7 @@ export async function importTar(repo: Repository, file: string, opts: TarImportO
   const time = opts.time ? new Date(opts.time) : new Date(newest || Date.now());
   if (Number.isNaN(time.getTime())) throw new RepoError(`--time "${opts.time}" is not an ISO time`, "usage");
 
-  const lock = await acquireLock(repo, { exclusive: true, command: "snapshot --from-tar", waitMs: opts.lockWaitMs ?? 60_000 });
-  const pool = new SealPool();
-  let builder: SnapshotBuilder | undefined;
-  try {
-    await repo.loadIndex(true);
-    const b = (builder = new SnapshotBuilder(repo, pool, opts.onProgress));
+  return withSnapshotBuilder(repo, { command: "snapshot --from-tar", lockWaitMs: opts.lockWaitMs, onProgress: opts.onProgress }, async (b) => {
     // Entries are handled strictly one after another: the builder writes one sorted tree stream.
     let chain = Promise.resolve();
     const parser = new Parser({
@@ -121,17 +114,11 @@ export async function importTar(repo: Repository, file: string, opts: TarImportO
     });
     await runParser(file, gz, parser);
     await chain;
-    return await b.commit({
+    return b.commit({
       host: opts.host ?? os.hostname(),
       roots: [{ name: "agent", path: `tar:${file}` }],
       tags: [...(opts.tags ?? []), "import"],
       time: time.toISOString(),
     });
-  } catch (err) {
-    await builder?.abort();
-    throw err;
-  } finally {
-    await pool.close();
-    await lock.release();
-  }
+  });
 }

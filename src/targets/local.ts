@@ -1,4 +1,4 @@
-import { makeDirs } from "../fs-safe.js";
+import { makeDirs, syncDir } from "../fs-safe.js";
 import { promises as fs, constants } from "node:fs";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
@@ -150,17 +150,5 @@ export class LocalTarget implements Target {
     };
     await visit(this.root);
     return removed;
-  }
-}
-
-export async function syncDir(dir: string): Promise<void> {
-  const handle = await fs.open(dir, constants.O_RDONLY).catch(() => undefined);
-  if (!handle) return;
-  try {
-    await handle.sync();
-  } catch {
-    // Some filesystems refuse fsync on a directory; the rename is still atomic there.
-  } finally {
-    await handle.close();
   }
 }
