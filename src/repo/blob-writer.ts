@@ -9,7 +9,7 @@ import type { SealPool } from "./seal-pool.js";
 import { stagingName } from "./staging.js";
 
 /** Consecutive new chunks are compressed together up to this many raw bytes: zstd needs context. */
-export const FRAME_TARGET = 512 * 1024;
+export const FRAME_TARGET = 1024 * 1024;
 /** Raw bytes handed to the pool and not yet written: bounds memory whatever the input. */
 const MAX_INFLIGHT_BYTES = 6 * 1024 * 1024;
 
