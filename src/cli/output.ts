@@ -8,6 +8,7 @@ const KIND_EXIT: Record<RepoErrorKind, number> = {
   "wrong-password": EXIT.failure,
   "no-password": EXIT.failure,
   corrupt: EXIT.damaged,
+  input: EXIT.failure,
   locked: EXIT.failure,
   usage: EXIT.usage,
   io: EXIT.failure,

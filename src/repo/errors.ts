@@ -5,6 +5,8 @@ export type RepoErrorKind =
   | "wrong-password"
   | "no-password"
   | "corrupt"
+  /** A file the user pointed us at is unusable (not a damaged repository). */
+  | "input"
   | "locked"
   | "usage"
   | "io";

@@ -38,11 +38,11 @@ export function checkLoadable(session: SalvagedSession): void {
   const seen = new Set<string>();
   const all = new Set(session.entries.map((e) => e.id));
   for (const e of session.entries as SessionEntry[]) {
-    if (typeof e.id !== "string" || e.id === "") throw new RepoError(`session ${session.header.id}: an entry has no id`, "corrupt");
-    if (seen.has(e.id)) throw new RepoError(`session ${session.header.id}: duplicate entry id ${e.id}`, "corrupt");
+    if (typeof e.id !== "string" || e.id === "") throw new RepoError(`session ${session.header.id}: an entry has no id`, "input");
+    if (seen.has(e.id)) throw new RepoError(`session ${session.header.id}: duplicate entry id ${e.id}`, "input");
     // A parent missing altogether is a root to pi; one that comes later would make a cycle-prone file.
     if (e.parentId !== null && !seen.has(e.parentId) && all.has(e.parentId)) {
-      throw new RepoError(`session ${session.header.id}: entry ${e.id} comes before its parent ${e.parentId}`, "corrupt");
+      throw new RepoError(`session ${session.header.id}: entry ${e.id} comes before its parent ${e.parentId}`, "input");
     }
     seen.add(e.id);
   }

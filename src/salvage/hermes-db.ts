@@ -52,14 +52,14 @@ function sniff(db: Database, file: string): HermesSchema {
     if (m.has("tool_calls") && s.has("cwd") && m.has("session_id")) return "pi-hermes-memory";
   }
   const names = [...tables.keys()].slice(0, 8).join(", ") || "none";
-  throw new RepoError(`${file} is a SQLite database but not a hermes one (tables: ${names})`, "corrupt");
+  throw new RepoError(`${file} is a SQLite database but not a hermes one (tables: ${names})`, "input");
 }
 
 export async function openHermes(file: string): Promise<OpenedHermes> {
   const stat = await statInput(file);
-  if (stat.size === 0) throw new RepoError(`${file} is empty`, "corrupt");
+  if (stat.size === 0) throw new RepoError(`${file} is empty`, "input");
   const head = await header(file);
-  if (head.subarray(0, 16).toString("latin1") !== MAGIC) throw new RepoError(`${file} is not a SQLite database`, "corrupt");
+  if (head.subarray(0, 16).toString("latin1") !== MAGIC) throw new RepoError(`${file} is not a SQLite database`, "input");
   // Byte 18 is the read format: 2 means WAL mode.
   const wal = head[18] === 2 || (await exists(`${file}-wal`)) || (await exists(`${file}-journal`));
 
@@ -83,7 +83,7 @@ export async function openHermes(file: string): Promise<OpenedHermes> {
     db = new Database(path, { readonly: !wal, fileMustExist: true });
   } catch (err) {
     await cleanup();
-    throw new RepoError(`${file}: cannot open as SQLite: ${(err as Error).message}`, "corrupt");
+    throw new RepoError(`${file}: cannot open as SQLite: ${(err as Error).message}`, "input");
   }
   try {
     const schema = sniff(db, file);
@@ -100,12 +100,12 @@ export async function openHermes(file: string): Promise<OpenedHermes> {
     db.close();
     await cleanup();
     if (err instanceof RepoError) throw err;
-    throw new RepoError(`${file}: ${(err as Error).message}`, "corrupt");
+    throw new RepoError(`${file}: ${(err as Error).message}`, "input");
   }
 }
 
 /** SQLite errors (a corrupt page, "file is not a database") as one line about the user's file. */
 export function sqliteError(file: string, err: unknown): RepoError {
   if (err instanceof RepoError) return err;
-  return new RepoError(`${file}: cannot read the database: ${(err as Error).message}`, "corrupt");
+  return new RepoError(`${file}: cannot read the database: ${(err as Error).message}`, "input");
 }

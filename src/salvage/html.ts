@@ -12,7 +12,7 @@ const OPEN = /<script\s+id="session-data"\s+type="application\/json"\s*>/;
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
 function notExport(file: string, why: string): RepoError {
-  return new RepoError(`${file} is not a pi HTML export: ${why}`, "corrupt");
+  return new RepoError(`${file} is not a pi HTML export: ${why}`, "input");
 }
 
 export async function salvageHtml(file: string): Promise<SourceResult> {

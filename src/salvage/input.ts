@@ -21,7 +21,7 @@ export async function statInput(file: string): Promise<Stats> {
 /** The whole file; for inputs that must be held in memory anyway (a session being repaired). */
 export async function readInput(file: string): Promise<{ bytes: Buffer; stat: Stats }> {
   const stat = await statInput(file);
-  if (stat.size === 0) throw new RepoError(`${file} is empty`, "corrupt");
+  if (stat.size === 0) throw new RepoError(`${file} is empty`, "input");
   const bytes = await fs.readFile(file);
   return { bytes, stat };
 }

@@ -98,7 +98,7 @@ function toSession(file: string, c: Current): SalvagedSession {
 
 export async function salvageLog(file: string): Promise<SourceResult> {
   const stat = await statInput(file);
-  if (stat.size === 0) throw new RepoError(`${file} is empty`, "corrupt");
+  if (stat.size === 0) throw new RepoError(`${file} is empty`, "input");
   const reader = new LogReader();
   let tornTail: number | undefined;
   for await (const raw of readLines(file)) {
@@ -115,7 +115,7 @@ export async function salvageLog(file: string): Promise<SourceResult> {
     }
   }
   reader.finish();
-  if (reader.done.length === 0) throw new RepoError(`${file}: no pi messages found (not a pi --mode json/rpc log?)`, "corrupt");
+  if (reader.done.length === 0) throw new RepoError(`${file}: no pi messages found (not a pi --mode json/rpc log?)`, "input");
 
   const s = reader.stats;
   const notes: string[] = [];

@@ -54,7 +54,7 @@ export async function repairFile(file: string, options: RepairFileOptions = {}):
   // Nothing pi could use survived: a "repair" would only invent an empty session.
   const noHeader = report.headerSynthesized || report.issues.some((i) => NO_HEADER.has(i.kind));
   if (report.entries === 0 && noHeader) {
-    throw new RepoError(`${file} is not a pi session: no session header and no entries could be read`, "corrupt");
+    throw new RepoError(`${file} is not a pi session: no session header and no entries could be read`, "input");
   }
   if (!report.changed) return { file, output: null, backup: null, report };
   const mode = stat.mode & 0o777;

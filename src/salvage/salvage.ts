@@ -92,7 +92,7 @@ export async function salvage(options: SalvageOptions): Promise<SalvageResult> {
     }
     if (pool.length > 0) await emit(pool);
     if (reports.length === 0) {
-      throw new RepoError(`no pi session could be recovered from ${summaries.map((r) => r.source.path).join(", ")}`, "corrupt");
+      throw new RepoError(`no pi session could be recovered from ${summaries.map((r) => r.source.path).join(", ")}`, "input");
     }
   } catch (err) {
     await writer.discard(true);

@@ -60,7 +60,8 @@ describe("bad input: one clear line, non-zero exit, no partial output, input unc
         const before = sha(file);
         const out = join(dir, "out");
         const run = await runCli(args(file, out), env);
-        expect(run.exitCode).not.toBe(0);
+        // A bad input file is the user's mistake, not a damaged repository (exit 3).
+        expect(run.exitCode, run.stderr).toBe(1);
         const lines = run.stderr.split("\n");
         expect(lines).toHaveLength(1);
         expect(lines[0]).toMatch(/^pi-guard: \S.*/);
@@ -79,7 +80,7 @@ describe("bad input: one clear line, non-zero exit, no partial output, input unc
       const before = sha(db);
       const out = join(dir, "out");
       const run = await runCli(["salvage", "--from-hermes", db, "--all", "--out", out], env);
-      expect(run.exitCode, name).not.toBe(0);
+      expect(run.exitCode, name).toBe(1);
       expect(run.stderr.split("\n"), name).toHaveLength(1);
       expect(run.stderr, name).toMatch(name.includes("unknown") ? /is a SQLite database but not a hermes one \(tables: notes\)$/ : /cannot read the database: .*malformed/);
       expect(sha(db), name).toBe(before);
@@ -91,14 +92,15 @@ describe("bad input: one clear line, non-zero exit, no partial output, input unc
   it("a missing input and a directory as input are one-line errors too", async () => {
     const dir = mkdtempSync(join(root, "misc-"));
     mkdirSync(join(dir, "adir"));
-    for (const args of [
-      ["repair", join(dir, "nope.jsonl")],
-      ["salvage", "--from-log", join(dir, "adir")],
-      ["salvage"],
-      ["salvage", "--from-log", join(dir, "x"), "--install", "--out", dir],
-    ]) {
+    const cases: [string[], number][] = [
+      [["repair", join(dir, "nope.jsonl")], 1],
+      [["salvage", "--from-log", join(dir, "adir")], 2],
+      [["salvage"], 2],
+      [["salvage", "--from-log", join(dir, "x"), "--install", "--out", dir], 2],
+    ];
+    for (const [args, code] of cases) {
       const run = await runCli(args, env);
-      expect(run.exitCode).not.toBe(0);
+      expect(run.exitCode, run.stderr).toBe(code);
       expect(run.stderr.split("\n")).toHaveLength(1);
       expect(run.stderr).toMatch(/^pi-guard: /);
     }

@@ -1,12 +1,7 @@
-// Runs the real pi-guard program (main.ts's buildProgram plus the salvage commands) in a child
-// process, so exit codes, stdout and stderr are exactly what a user sees.
+// The salvage tests run the built pi-guard (`node bin/pi-guard.js`, see test/helpers/cli.ts) as a
+// child process, so exit codes, stdout and stderr are exactly what a user sees.
 
-import { execa } from "execa";
-import { fileURLToPath } from "node:url";
-
-const entry = fileURLToPath(new URL("./pi-guard-entry.ts", import.meta.url));
-/** The repo root: node resolves `--import tsx` from the working directory. */
-const repoRoot = fileURLToPath(new URL("../../", import.meta.url));
+import { cli } from "../helpers/cli.js";
 
 export interface CliRun {
   exitCode: number;
@@ -15,14 +10,19 @@ export interface CliRun {
 }
 
 /** Run pi-guard with a temp HOME/XDG/agent dir so nothing touches the real ~/.pi. */
-export async function runCli(args: string[], env: Record<string, string>): Promise<CliRun> {
-  const r = await execa("node", ["--import", "tsx", entry, ...args], { cwd: repoRoot, env: { NO_COLOR: "1", ...env }, reject: false, extendEnv: true });
-  return { exitCode: r.exitCode ?? -1, stdout: String(r.stdout), stderr: String(r.stderr) };
+export async function runCli(args: string[], env: Record<string, string>, timeoutMs?: number): Promise<CliRun> {
+  const r = await cli(env, args, { timeoutMs });
+  // Without the final newline, as the tests were written against execa's output.
+  const strip = (s: string) => s.replace(/\n$/, "");
+  return { exitCode: r.code ?? -1, stdout: strip(r.stdout), stderr: strip(r.stderr) };
 }
 
-/** An environment rooted at a temp dir. */
+/** An environment rooted at a temp dir (and nothing else from the test's environment). */
 export function tempEnv(root: string): Record<string, string> {
   return {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    TMPDIR: process.env.TMPDIR ?? "/tmp",
+    NO_COLOR: "1",
     HOME: `${root}/home`,
     XDG_DATA_HOME: `${root}/data`,
     XDG_CONFIG_HOME: `${root}/config`,

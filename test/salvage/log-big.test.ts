@@ -2,8 +2,8 @@ import { execa } from "execa";
 import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
+import { BIN } from "../helpers/cli.js";
 import { bigText, makePiSession } from "../helpers/pi-factory.js";
 
 const root = mkdtempSync(join(tmpdir(), "pi-guard-log-big-"));
@@ -24,9 +24,8 @@ describe("salvage --from-log with 100 MB lines", () => {
     expect(longest).toBeGreaterThan(3 * size);
 
     const out = join(root, "out");
-    const entry = fileURLToPath(new URL("./pi-guard-entry.ts", import.meta.url));
     const env = { HOME: join(root, "home"), XDG_DATA_HOME: join(root, "data"), PI_CODING_AGENT_DIR: join(root, "agent2") };
-    const run = await execa("/usr/bin/time", ["-f", "maxrss_kb=%M", "node", "--import", "tsx", entry, "--json", "salvage", "--from-log", log, "--out", out], {
+    const run = await execa("/usr/bin/time", ["-f", "maxrss_kb=%M", process.execPath, BIN, "--json", "salvage", "--from-log", log, "--out", out], {
       env,
       extendEnv: true,
       reject: false,
