@@ -134,6 +134,33 @@ Examples:
       });
     });
 
+  for (const remove of [false, true]) {
+    sessions
+      .command(remove ? "untag" : "tag")
+      .argument("<id>", "session id or a unique prefix of it")
+      .argument("<tags...>", remove ? "tags to remove" : "tags to add")
+      .description(remove ? "remove pi-guard tags from a session" : "add pi-guard tags to a session (pi's files are not touched)")
+      .addHelpText(
+        "after",
+        `
+Tags live in $XDG_DATA_HOME/pi-guard/meta/tags.json; \`sessions delete\` snapshots that folder too.
+
+Examples:
+  $ pi-guard sessions ${remove ? "untag" : "tag"} 01a2 python decorator
+  $ pi-guard sessions list --tag python`,
+      )
+      .action(async (id: string, names: string[], _opts: unknown, cmd: Command) => {
+        const ctx = context(cmd);
+        const { changeTags, checkTagNames } = await import("../sessions/tags.js");
+        checkTagNames(names);
+        const { resolveSession } = await import("../sessions/index.js");
+        const record = await withCatalog(ctx, false, async (c) => resolveSession(c.sessions, id));
+        const tags = await changeTags(ctx.config.dataDir, record.id, names, remove);
+        if (ctx.out.json) printJson({ id: record.id, tags });
+        else info(ctx.out, `${record.id.slice(0, 8)}: ${tags.length ? tags.map((t) => `#${t}`).join(" ") : "no tags"}`);
+      });
+  }
+
   program
     .command("export")
     .argument("<id>", "session id or a unique prefix of it")

@@ -7,6 +7,7 @@ import type { TreeNode } from "../repo/format.js";
 import type { SnapshotRecord } from "../repo/repository.js";
 import type { SnapshotReader } from "../restore/snapshot-reader.js";
 import { readJsonCache, writeJsonCache } from "./cache.js";
+import { META_ROOT_NAME } from "./meta.js";
 
 export interface SnapshotSessionFile {
   root: string;
@@ -16,9 +17,9 @@ export interface SnapshotSessionFile {
   content: string[];
 }
 
-/** Session files: .jsonl under the agent dir's sessions/ (any depth), or in any other root. */
+/** Session files: .jsonl under the agent dir's sessions/ (any depth), or in any other root but pi-guard's own metadata. */
 export function isSessionNode(node: TreeNode): boolean {
-  if (node.type !== "file" || !node.path.endsWith(".jsonl")) return false;
+  if (node.type !== "file" || !node.path.endsWith(".jsonl") || node.root === META_ROOT_NAME) return false;
   return node.root !== "agent" || node.path.startsWith("sessions/");
 }
 
