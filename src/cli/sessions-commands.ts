@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { context, type Context } from "./context.js";
 import { formatBytes, info, printJson, table } from "./output.js";
+import { RepoError } from "../repo/errors.js";
 import type { SessionCatalog, SessionRecord } from "../sessions/index.js";
 
 interface ListFlags {
@@ -131,6 +132,71 @@ Examples:
           return;
         }
         info(ctx.out, renderSession(view, { toolLines: opts.full ? 0 : 8, source: catalog.describeSource(record.id) }));
+      });
+    });
+
+  sessions
+    .command("search")
+    .argument("<query>", "words that must all occur; \"a phrase\"; word* for a prefix")
+    .description("full-text search over live sessions and every snapshot, ranked (BM25), with snippets")
+    .option("--project <text>", "only sessions whose project path (header cwd) contains this")
+    .option("--tag <tag>", "only sessions with this pi-guard tag")
+    .option("--since <time>", "only sessions active at or after this time")
+    .option("--until <time>", "only sessions started at or before this time")
+    .option("--date <day>", "only sessions active on this day (YYYY-MM-DD)")
+    .option("--deleted", "only sessions that are in a snapshot but gone from disk")
+    .option("--host <host>", "only sessions seen on this host")
+    .option("--live", "skip snapshots: live files only (no repository needed)")
+    .option("-n, --limit <n>", "at most this many sessions", "20")
+    .addHelpText(
+      "after",
+      `
+The index lives in $XDG_DATA_HOME/pi-guard/search/index.sqlite. Each search first re-indexes the
+sessions whose bytes changed; delete the file any time and the next search rebuilds it.
+
+Examples:
+  $ pi-guard sessions search "python decorator"
+  $ pi-guard sessions search '"connection refused"' --project api --since "1 week ago"
+  $ pi-guard sessions search 'refactor*' --deleted --json`,
+    )
+    .action(async (query: string, opts: ListFlags & { limit: string }, cmd: Command) => {
+      const ctx = context(cmd);
+      const limit = Number(opts.limit);
+      if (!Number.isInteger(limit) || limit < 1) throw new RepoError(`--limit must be a whole number above 0, not "${opts.limit}"`, "usage");
+      const { filterSessions } = await import("../sessions/index.js");
+      const { timeRange } = await import("../sessions/time-filter.js");
+      const { SearchIndex } = await import("../sessions/search-index.js");
+      const { runQuery, ftsQuery } = await import("../sessions/search-query.js");
+      ftsQuery(query); // an empty query fails before any work
+      const range = timeRange(opts);
+      const filter = { project: opts.project, tag: opts.tag, deleted: opts.deleted, host: opts.host, ...range };
+      const filtered = Object.values(filter).some((v) => v !== undefined && v !== false);
+      await withCatalog(ctx, !!opts.live, async (catalog) => {
+        const index = await SearchIndex.open(ctx.config.dataDir);
+        try {
+          const sync = await index.sync(catalog, !opts.live);
+          const started = performance.now();
+          const results = runQuery(index, query, { sessions: filterSessions(catalog.sessions, filter), filtered, limit, hitsPerSession: 3 });
+          const queryMs = Math.round((performance.now() - started) * 10) / 10;
+          if (ctx.out.json) {
+            printJson({ query, queryMs, index: sync, results });
+            return;
+          }
+          if (results.length === 0) {
+            info(ctx.out, `no sessions match "${query}" (${queryMs} ms)`);
+            return;
+          }
+          const lines: string[] = [];
+          for (const r of results) {
+            const s = r.session;
+            lines.push(`${s.id.slice(0, 8)}  ${s.name ?? cut(s.project, 40)}  ${day(s.lastActivity)}  ${s.deleted ? "DELETED  " : ""}score ${r.score.toFixed(2)}`);
+            for (const h of r.hits) lines.push(`    ${h.entryId} ${h.kind.padEnd(10)} ${h.snippet}`);
+          }
+          lines.push(`${results.length} session${results.length === 1 ? "" : "s"} in ${queryMs} ms${sync.indexed ? ` (indexed ${sync.indexed} changed session${sync.indexed === 1 ? "" : "s"} in ${sync.ms} ms)` : ""}`);
+          info(ctx.out, lines.join("\n"));
+        } finally {
+          index.close();
+        }
       });
     });
 

@@ -163,6 +163,17 @@ export class SessionCatalog {
     return src.kind === "live" ? `live ${src.file.path}` : `snapshot ${src.record.id.slice(0, 8)} ${originalPath(src.record, src.file)}`;
   }
 
+  /**
+   * Names the exact bytes readBytes returns: a live file's path and stat, or a snapshot file's
+   * blob ids. Derived indexes (search) re-read a session only when this changes.
+   */
+  versionKey(id: string): string {
+    const src = this.sources.get(id);
+    if (!src) throw new Error(`session ${id} is not in the catalog`);
+    const f = src.file;
+    return src.kind === "live" ? `live:${f.path}:${f.size}:${(f as LiveFile).mtimeMs}:${(f as LiveFile).ino}` : `snapshot:${contentKey(src.file)}`;
+  }
+
   /** The newest bytes of a session: the live file, else its copy in the newest snapshot. */
   async readBytes(id: string): Promise<Buffer> {
     const src = this.sources.get(id);
