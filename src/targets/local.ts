@@ -31,26 +31,47 @@ export class LocalTarget implements Target {
     }
   }
 
+  /**
+   * Restores and checks read many ranges of the same few packs; reopening the pack for every range
+   * cost more than the reads. A handful of handles stay open (objects are immutable, so a cached
+   * handle never sees stale data).
+   */
+  private readonly handles = new Map<string, Promise<fs.FileHandle>>();
+
+  private handle(key: string): Promise<fs.FileHandle> {
+    let h = this.handles.get(key);
+    if (h) {
+      this.handles.delete(key);
+      this.handles.set(key, h);
+      return h;
+    }
+    h = fs.open(this.file(key), constants.O_RDONLY);
+    h.catch(() => this.handles.delete(key));
+    this.handles.set(key, h);
+    while (this.handles.size > 8) {
+      const [oldest, old] = this.handles.entries().next().value as [string, Promise<fs.FileHandle>];
+      this.handles.delete(oldest);
+      void old.then((fh) => fh.close()).catch(() => undefined);
+    }
+    return h;
+  }
+
   async getRange(key: string, offset: number, length: number): Promise<Buffer> {
-    let handle;
+    let handle: fs.FileHandle;
     try {
-      handle = await fs.open(this.file(key), constants.O_RDONLY);
+      handle = await this.handle(key);
     } catch (err) {
       if (notFound(err)) throw new ObjectNotFound(key);
       throw err;
     }
-    try {
-      const buf = Buffer.allocUnsafe(length);
-      let got = 0;
-      while (got < length) {
-        const { bytesRead } = await handle.read(buf, got, length - got, offset + got);
-        if (bytesRead === 0) break;
-        got += bytesRead;
-      }
-      return got === length ? buf : buf.subarray(0, got);
-    } finally {
-      await handle.close();
+    const buf = Buffer.allocUnsafe(length);
+    let got = 0;
+    while (got < length) {
+      const { bytesRead } = await handle.read(buf, got, length - got, offset + got);
+      if (bytesRead === 0) break;
+      got += bytesRead;
     }
+    return got === length ? buf : buf.subarray(0, got);
   }
 
   /** temp name in the same folder, write, fsync, rename, fsync the folder: all or nothing after a crash. */
@@ -118,6 +139,11 @@ export class LocalTarget implements Target {
   }
 
   async delete(key: string): Promise<void> {
+    const cached = this.handles.get(key);
+    if (cached) {
+      this.handles.delete(key);
+      void cached.then((fh) => fh.close()).catch(() => undefined);
+    }
     try {
       await fs.unlink(this.file(key));
     } catch (err) {
