@@ -26,8 +26,8 @@ export function registerRestoreCommands(program: Command): void {
       `
 <when> picks the newest snapshot at or before that moment. An in-place restore first takes a
 snapshot of what is there now (tag pre-restore), swaps each file in atomically and keeps modes
-(0600 for auth.json). It never deletes files unless --delete is given. To undo it, restore the
-pre-restore snapshot it names.
+(0600 for auth.json). It never deletes files unless --delete is given. To undo it, run the
+command it prints: a restore of its pre-restore snapshot with --delete.
 
 Examples:
   $ pi-guard restore latest
@@ -77,7 +77,7 @@ Examples:
             ["written", `${formatBytes(report.bytesWritten)} in ${formatDuration(report.durationMs)}`],
           ]),
         );
-        if (result.undoSnapshot) info(ctx.out, `undo with: pi-guard restore ${result.undoSnapshot.slice(0, 8)}`);
+        if (result.undoSnapshot) info(ctx.out, `undo with: pi-guard restore ${result.undoSnapshot.slice(0, 8)} --delete`);
       }
       if (report.failed.length) {
         for (const f of report.failed) warn(`not restored: ${f.path}: ${f.error}`);
