@@ -10,6 +10,7 @@ const collect = (value: string, previous: string[]) => [...previous, value];
 interface SalvageFlags {
   fromHtml: string[];
   fromLog: string[];
+  fromTerminal: string[];
   out?: string;
   install?: boolean;
   cwd?: string;
@@ -77,6 +78,7 @@ Examples:
     .description("rebuild pi sessions from what survived: exported HTML, event logs, files still held open")
     .option("--from-html <file>", "a page written by `pi --export` (repeatable)", collect, [])
     .option("--from-log <file>", "pi --mode json/rpc output or a web UI log (repeatable)", collect, [])
+    .option("--from-terminal <file>", "scrollback copied from pi's terminal screen, with or without escapes; - for stdin (repeatable)", collect, [])
     .option("--from-hermes <db>", "a pi-hermes-memory sessions.db or hermes-agent state.db, opened read-only (repeatable)", collect, [])
     .option("--session <id>", "with --from-hermes: take this session (repeatable)", collect, [])
     .option("--since <time>", 'with --from-hermes: sessions started since then ("2026-01-01", "3 days ago")')
@@ -100,15 +102,16 @@ Examples:
   $ pi-guard salvage --from-html pi-session-2026-01-01.html --install
   $ pi-guard salvage --from-log web-ui.log --from-log rpc.jsonl --out ./recovered --json
   $ pi-guard salvage --from-hermes ~/.pi/agent/pi-hermes-memory/sessions.db --cwd ~/proj --install
+  $ tmux capture-pane -e -p -S - | pi-guard salvage --from-terminal - --cwd ~/proj
   $ pi-guard salvage --from-hermes state.db --since "2 days ago" --from-log web-ui.log
   $ pi-guard salvage --from-open-files --match '*.log'`,
     )
     .action(async (opts: SalvageFlags, cmd: Command) => {
       const ctx = context(cmd);
       if (opts.install && opts.out) throw new RepoError("--install and --out exclude each other", "usage");
-      const haveSources = opts.fromHtml.length + opts.fromLog.length + opts.fromHermes.length > 0;
+      const haveSources = opts.fromHtml.length + opts.fromLog.length + opts.fromTerminal.length + opts.fromHermes.length > 0;
       const hermesSelection = await hermesFlags(opts);
-      if (!haveSources && !opts.fromOpenFiles) throw new RepoError("name at least one source: --from-html, --from-log, --from-hermes or --from-open-files", "usage");
+      if (!haveSources && !opts.fromOpenFiles) throw new RepoError("name at least one source: --from-html, --from-log, --from-terminal, --from-hermes or --from-open-files", "usage");
       if (opts.match.length > 0 && !opts.fromOpenFiles) throw new RepoError("--match only applies to --from-open-files", "usage");
       const outDir = opts.out ?? `${ctx.config.dataDir}/salvage`;
       const openFiles = opts.fromOpenFiles ? await salvageOpenFiles(ctx, outDir, opts.match) : undefined;
@@ -121,6 +124,7 @@ Examples:
       const result = await salvage({
         html: opts.fromHtml,
         logs: opts.fromLog,
+        terminals: opts.fromTerminal,
         hermes: opts.fromHermes,
         hermesSelection,
         cwd: opts.cwd,

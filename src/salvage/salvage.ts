@@ -16,6 +16,8 @@ import type { SessionHeader } from "../pi/index.js";
 export interface SalvageOptions {
   html?: string[];
   logs?: string[];
+  /** TUI scrollback captures; "-" is standard input. */
+  terminals?: string[];
   hermes?: string[];
   /** Which hermes sessions to take (--session, --cwd, --since, --all). */
   hermesSelection?: HermesSelection;
@@ -45,6 +47,10 @@ export async function readSources(options: SalvageOptions): Promise<SourceResult
     const { salvageLog } = await import("./log.js");
     results.push(await salvageLog(file));
   }
+  for (const file of options.terminals ?? []) {
+    const { salvageTerminal } = await import("./terminal.js");
+    results.push(await salvageTerminal(file));
+  }
   return results;
 }
 
@@ -55,8 +61,8 @@ function prepared(s: SalvagedSession, source: SalvageSource, cwd: string | undef
 }
 
 export async function salvage(options: SalvageOptions): Promise<SalvageResult> {
-  if (!options.html?.length && !options.logs?.length && !options.hermes?.length) {
-    throw new RepoError("name at least one source (--from-html, --from-log, --from-hermes)", "usage");
+  if (!options.html?.length && !options.logs?.length && !options.terminals?.length && !options.hermes?.length) {
+    throw new RepoError("name at least one source (--from-html, --from-log, --from-terminal, --from-hermes)", "usage");
   }
   const results = await readSources(options);
   let pool = results.flatMap((r) => r.sessions.map((s) => prepared(s, r.source, options.cwd)));

@@ -3,7 +3,7 @@
 
 import type { SessionEntry, SessionHeader } from "../pi/index.js";
 
-export type SourceKind = "html" | "log" | "hermes" | "open-files";
+export type SourceKind = "html" | "log" | "hermes" | "terminal" | "open-files";
 
 export interface SalvageSource {
   kind: SourceKind;
@@ -16,6 +16,8 @@ export interface SalvagedSession {
   idKnown: boolean;
   /** False when the source carried no project dir; --install then needs --cwd. */
   cwdKnown: boolean;
+  /** False when the entry times are made up (a terminal shows none): merge then ignores them. */
+  timesKnown?: boolean;
   /** pi v3 entries in file order, parent links set. */
   entries: SessionEntry[];
   /** The entry pi should resume from, when it is not the last one (an exported branch). */

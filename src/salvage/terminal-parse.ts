@@ -1,0 +1,169 @@
+// pi's interactive screen, read back into conversation items. What the layout says (pi 0.73):
+// - a startup banner (" pi vX", key hints, [Extensions]/[Skills] lists, warnings) comes first;
+// - the editor sits at the bottom between two full-width "─" rules, with cwd and model below;
+// - every chat component is separated by blank lines: a user prompt and a tool call are boxes
+//   (coloured background, one blank line of padding) and assistant text is plain markdown.
+// With escapes the box colour tells prompts and tool calls from assistant text. Without them
+// only the layout does, so every role guessed from layout is counted and reported.
+
+import type { ScreenLine } from "./terminal-screen.js";
+
+export interface ToolItem {
+  name: string;
+  args: Record<string, unknown>;
+  /** The visible output lines (pi shows only the tail of long output). */
+  output: string;
+  /** pi cut the output ("... N earlier lines"), so the result is partial. */
+  cut: boolean;
+  isError: boolean;
+  /** The header did not name a known tool: name and arguments are a guess. */
+  unknownTool: boolean;
+  /** The box shows the call's input, not its result (write shows the content it wrote). */
+  resultShown: boolean;
+  /** Arguments the box does not show (edit shows a diff, not oldText/newText). */
+  argsPartial: boolean;
+}
+
+export type Item =
+  | { kind: "user"; text: string; guessed: boolean }
+  | { kind: "assistant"; text: string; guessed: boolean }
+  | { kind: "tool"; tool: ToolItem };
+
+export interface ParsedScreen {
+  items: Item[];
+  cwd?: string;
+  model?: string;
+  /** Text that could be neither placed nor dropped safely (kept as custom entries). */
+  unclassified: string[];
+}
+
+const RULE = /^─{10,}$/;
+const BANNER = /^ pi v\d+\.\d+/;
+const TOOL_HEADER = /^(\$) (.+)$|^(read|write|edit|ls|find|grep) (.+)$/;
+
+function isBannerLine(t: string): boolean {
+  return (
+    t === "" ||
+    BANNER.test(t) ||
+    /^\S/.test(t) || // startup notices ("fd not found ...") start in column 0; chat lines do not
+    /^ {2}\S/.test(t) || // items under [Extensions], [Skills], [Context]
+    /^\[[^\]]+\]$/.test(t.trim()) ||
+    / · /.test(t) || // the key hint line
+    /^ (Press |Pi can explain|Warning:|Update available|Tip:)/.test(t)
+  );
+}
+
+/** The conversation lines (between banner and editor), plus cwd and model from the footer. */
+function conversationRegion(lines: ScreenLine[]): { body: ScreenLine[]; cwd?: string; model?: string } {
+  const rules = lines.map((l, i) => (RULE.test(l.text) ? i : -1)).filter((i) => i >= 0);
+  let end = lines.length;
+  let cwd: string | undefined;
+  let model: string | undefined;
+  if (rules.length >= 2) {
+    end = rules[rules.length - 2];
+    const footer = lines.slice(rules[rules.length - 1] + 1).map((l) => l.text);
+    cwd = footer[0]?.trim().replace(/ \([^)]*\)$/, "").replace(/ • .*$/, "") || undefined;
+    model = footer[1]?.trim().split(/\s{2,}/).pop()?.replace(/^\(\w+\) /, "");
+  }
+  const bannerAt = lines.findIndex((l) => BANNER.test(l.text));
+  let start = bannerAt >= 0 && bannerAt < end ? bannerAt : 0;
+  while (start < end && isBannerLine(lines[start].text)) start++;
+  return { body: lines.slice(start, end), cwd, model };
+}
+
+interface Block {
+  lines: string[];
+  /** Background of the block (null: default background). */
+  bg: string | null;
+}
+
+/** Styled: runs of one background. Plain: runs separated by two or more blank lines. */
+function blocks(body: ScreenLine[], styled: boolean): Block[] {
+  const out: Block[] = [];
+  let cur: Block | undefined;
+  let blanks = 0;
+  for (const l of body) {
+    if (l.text === "") {
+      blanks++;
+      continue;
+    }
+    const split = styled ? !cur || cur.bg !== l.bg : !cur || blanks >= 2;
+    if (split) {
+      cur = { lines: [], bg: styled ? l.bg : null };
+      out.push(cur);
+    } else if (cur) for (let i = 0; i < Math.min(blanks, 1); i++) cur.lines.push("");
+    cur!.lines.push(l.text);
+    blanks = 0;
+  }
+  return out;
+}
+
+/** Lines as pi drew them, minus the one-column padding; wrapped lines are joined back. */
+function unwrap(lines: string[], width: number): string {
+  const out: string[] = [];
+  for (const raw of lines) {
+    const line = raw.replace(/^ /, "");
+    const prev = out[out.length - 1];
+    const firstWord = line.trimStart().split(" ")[0] ?? "";
+    // pi wrapped here when the next word would not have fit on the previous line.
+    if (prev && prev !== "" && line !== "" && width > 0 && prev.length + 1 + firstWord.length > width - 2) out[out.length - 1] = `${prev} ${line.trimStart()}`;
+    else out.push(line);
+  }
+  return out.join("\n").trim();
+}
+
+function toolOf(block: Block): ToolItem | undefined {
+  const first = block.lines[0].trim();
+  const m = TOOL_HEADER.exec(first);
+  if (!m) return undefined;
+  let body = block.lines.slice(1);
+  // bash ends with "Took 1.2s"; an error box carries the exit code.
+  const took = body.length && /^ ?(Took \d|Elapsed \d)/.test(body[body.length - 1]) ? body.pop() : undefined;
+  void took;
+  const text = body.map((l) => l.replace(/^ /, "")).join("\n").trim();
+  const cut = /^\.\.\. \(?\d+ (earlier|more) lines?/m.test(text) || /ctrl\+o to expand/.test(text);
+  const isError = /\b(Command exited with code [1-9]|Error:)/.test(text);
+  const base = { output: text, cut, isError, unknownTool: false, resultShown: true, argsPartial: false };
+  if (m[1]) return { ...base, name: "bash", args: { command: m[2] } };
+  const name = m[3];
+  const arg = m[4].trim();
+  if (name === "write") return { ...base, name, args: { path: arg, content: text }, output: "", resultShown: false };
+  if (name === "edit") return { ...base, name, args: { path: arg }, argsPartial: true };
+  return { ...base, name, args: name === "grep" || name === "find" ? { pattern: arg } : { path: arg } };
+}
+
+export function parseScreen(lines: ScreenLine[], styled: boolean): ParsedScreen {
+  const width = Math.max(0, ...lines.filter((l) => RULE.test(l.text)).map((l) => l.text.length));
+  const { body, cwd, model } = conversationRegion(lines);
+  const items: Item[] = [];
+  const unclassified: string[] = [];
+  let last: Item["kind"] | undefined;
+  for (const block of blocks(body, styled)) {
+    const tool = block.bg !== null || !styled ? toolOf(block) : undefined;
+    if (tool) {
+      items.push({ kind: "tool", tool });
+      last = "tool";
+      continue;
+    }
+    const text = unwrap(block.lines, width);
+    if (styled) {
+      // Coloured and not a tool header: a user prompt. Default background: assistant text.
+      const kind = block.bg !== null ? "user" : "assistant";
+      if (kind === "assistant" && last === undefined) {
+        unclassified.push(text); // text before the first prompt: leftover banner or a notice
+        continue;
+      }
+      if (kind === "assistant" && last === "assistant") (items[items.length - 1] as { text: string }).text += `\n\n${text}`;
+      else items.push({ kind, text, guessed: false });
+      last = kind;
+      continue;
+    }
+    // Plain: a prompt opens every turn and pi draws one assistant message as one block, so a
+    // text block after a tool is assistant, and after a prompt too; after assistant text it is
+    // the next prompt.
+    const kind = last === "user" || last === "tool" ? "assistant" : "user";
+    items.push({ kind, text, guessed: true });
+    last = kind;
+  }
+  return { items, cwd, model, unclassified };
+}

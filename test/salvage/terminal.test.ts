@@ -1,0 +1,78 @@
+// --from-terminal against the real pi TUI: pi runs under tmux with the faux model, prompts are
+// typed with send-keys, the scrollback is captured with and without escapes, salvaged by the
+// built CLI, loaded by pi's own in-memory functions and compared with the file pi wrote.
+
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { validateWithPi } from "../helpers/pi-validate.js";
+import { runCli, tempEnv } from "./cli.js";
+import { type TuiRun, runPiTui } from "./tui/pi-tui.js";
+import { TUI_TURNS } from "./tui/turns.js";
+import { parseJsonl, recall } from "./tui/recall.js";
+
+const root = mkdtempSync(join(tmpdir(), "pi-guard-terminal-"));
+let run: TuiRun;
+beforeAll(async () => {
+  run = await runPiTui(join(root, "pi"), TUI_TURNS);
+  writeFileSync(join(root, "styled.txt"), run.styled);
+  writeFileSync(join(root, "plain.txt"), run.plain);
+}, 120_000);
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+async function salvageCapture(name: string) {
+  const out = join(root, `out-${name}`);
+  const res = await runCli(["--json", "salvage", "--from-terminal", join(root, `${name}.txt`), "--out", out], tempEnv(join(root, `env-${name}`)));
+  expect(res.exitCode, res.stderr).toBe(0);
+  const files = readdirSync(out).filter((f) => f.endsWith(".jsonl"));
+  expect(files).toHaveLength(1);
+  const text = readFileSync(join(out, files[0]), "utf8");
+  return { text, report: JSON.parse(res.stdout), lines: parseJsonl(text) };
+}
+
+describe("salvage --from-terminal (real pi TUI under tmux)", () => {
+  for (const name of ["styled", "plain"]) {
+    it(`recovers every prompt, >= 95% of assistant words, and the tool calls from the ${name} capture`, async () => {
+      const { text, report, lines } = await salvageCapture(name);
+      const pi = validateWithPi(text, { expectMessages: true });
+      expect(pi.context.messages.length).toBeGreaterThan(0);
+      const original = parseJsonl(readFileSync(run.sessionFile, "utf8"));
+      const r = recall(original, lines);
+      console.log(`terminal (${name}): users ${r.users.recovered}/${r.users.original}, assistant words ${r.assistantWords.recovered}/${r.assistantWords.original} (${r.assistantWords.percent.toFixed(1)}%), tool calls ${r.toolCalls.recovered}/${r.toolCalls.original}, tool results ${r.toolResults.recovered}/${r.toolResults.original}`);
+      expect(r.users.recovered).toBe(r.users.original);
+      expect(r.users.original).toBe(TUI_TURNS.length);
+      expect(r.assistantWords.percent).toBeGreaterThanOrEqual(95);
+      expect(r.toolCalls.recovered).toBe(r.toolCalls.original);
+      // bash and read show their output; write shows what it wrote, not "Successfully wrote ...".
+      expect(r.toolResults).toEqual({ original: 3, recovered: 2 });
+      expect(report.sessions[0].gaps.join("\n")).toMatch(/1 tool result\(s\) not shown on screen/);
+      // The footer names the project dir; the report admits what the screen cannot give.
+      expect(report.sessions[0].cwd).toBe(run.cwd);
+      expect(report.sessions[0].idInvented).toBe(true);
+      expect(report.sessions[0].gaps.join("\n")).toMatch(/no session id/);
+      if (name === "plain") expect(report.sessions[0].gaps.join("\n")).toMatch(/role .* guessed from the layout/);
+      else expect(report.sessions[0].gaps.join("\n")).not.toMatch(/guessed/);
+    });
+  }
+
+  it("reads standard input with -", async () => {
+    const { execa } = await import("execa");
+    const { BIN } = await import("../helpers/cli.js");
+    const out = join(root, "out-stdin");
+    const res = await execa(process.execPath, [BIN, "salvage", "--from-terminal", "-", "--out", out], { input: run.styled, env: tempEnv(join(root, "env-stdin")), extendEnv: false, reject: false });
+    expect(res.exitCode, String(res.stderr)).toBe(0);
+    expect(readdirSync(out).filter((f) => f.endsWith(".jsonl"))).toHaveLength(1);
+  });
+
+  it("refuses text that is not a pi screen with one line and exit 1, writing nothing", async () => {
+    const file = join(root, "notes.txt");
+    writeFileSync(file, "just some notes\n\nnothing from pi here\n");
+    const out = join(root, "out-none");
+    const res = await runCli(["salvage", "--from-terminal", file, "--out", out], tempEnv(join(root, "env-none")));
+    expect(res.exitCode).toBe(1);
+    expect(res.stderr.split("\n")).toHaveLength(1);
+    expect(res.stderr).toMatch(/no pi conversation found/);
+    expect(() => readdirSync(out)).toThrow();
+  });
+});
