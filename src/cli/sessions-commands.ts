@@ -200,6 +200,74 @@ Examples:
       });
     });
 
+  sessions
+    .command("delete")
+    .alias("rm")
+    .argument("<id>", "session id or a unique prefix of it")
+    .description("snapshot, then move a session file into pi-guard's trash (never deleted)")
+    .addHelpText(
+      "after",
+      `
+A snapshot of the agent dir (and pi-guard's tags) is taken first; the file then moves to
+$XDG_DATA_HOME/pi-guard/trash/<time>--<id>/. The session stays listed as DELETED.
+
+Examples:
+  $ pi-guard sessions delete 01a2
+  $ pi-guard restore latest --session 01a2      # bring it back`,
+    )
+    .action(async (id: string, _opts: unknown, cmd: Command) => {
+      const ctx = context(cmd);
+      const { buildCatalog, resolveSession } = await import("../sessions/index.js");
+      const { deleteSession } = await import("../sessions/trash.js");
+      const repo = await ctx.open().catch((err: unknown) => {
+        if (err instanceof RepoError && err.kind === "not-found") throw new RepoError(`${err.message.replace(/ \(.*$/, "")}: delete snapshots first, so run \`pi-guard init\``, "not-found");
+        throw err;
+      });
+      const catalog = await buildCatalog(ctx.config, repo);
+      try {
+        const record = resolveSession(catalog.sessions, id);
+        const r = await deleteSession(ctx.config, repo, record, ctx.lockWaitMs);
+        if (ctx.out.json) printJson(r);
+        else info(ctx.out, `moved ${r.from}\n   to ${r.to}\nsnapshot ${r.snapshotId.slice(0, 8)} holds it: pi-guard restore latest --session ${r.id.slice(0, 8)}`);
+      } finally {
+        await catalog.close();
+      }
+    });
+
+  sessions
+    .command("merge")
+    .argument("<a>", "first session (id or prefix); the merged session takes its project")
+    .argument("<b>", "second session (id or prefix)")
+    .description("write a new session holding the messages of both, in time order (never overwrites)")
+    .option("-o, --output <file>", "write here instead of into pi's sessions dir")
+    .addHelpText(
+      "after",
+      `
+Each session contributes the messages on its current branch; the result is one straight chain
+with a new id, named "merge of A + B", that pi can open and continue.
+
+Examples:
+  $ pi-guard sessions merge 01a2 7f3c
+  $ pi-guard sessions merge 01a2 7f3c --output /tmp/merged.jsonl`,
+    )
+    .action(async (a: string, b: string, opts: { output?: string }, cmd: Command) => {
+      const ctx = context(cmd);
+      const { loadSession, resolveSession } = await import("../sessions/index.js");
+      const { mergeSessions } = await import("../sessions/merge.js");
+      const { mergedSessionPath, writeNewSession } = await import("../sessions/merge-write.js");
+      await withCatalog(ctx, false, async (catalog) => {
+        const ra = resolveSession(catalog.sessions, a);
+        const rb = resolveSession(catalog.sessions, b);
+        if (ra.id === rb.id) throw new RepoError(`"${a}" and "${b}" are the same session ${ra.id.slice(0, 8)}: give two different sessions`, "usage");
+        const merged = mergeSessions({ id: ra.id, name: ra.name, session: await loadSession(catalog, ra) }, { id: rb.id, name: rb.name, session: await loadSession(catalog, rb) });
+        const file = opts.output ?? mergedSessionPath(ctx.config, merged.header);
+        await writeNewSession(file, merged, !opts.output);
+        const messages = merged.entries.length - 1;
+        if (ctx.out.json) printJson({ id: merged.header.id, file, from: [ra.id, rb.id], messages });
+        else info(ctx.out, `merged ${ra.id.slice(0, 8)} + ${rb.id.slice(0, 8)} (${messages} messages) into ${merged.header.id.slice(0, 8)}: ${file}`);
+      });
+    });
+
   for (const remove of [false, true]) {
     sessions
       .command(remove ? "untag" : "tag")
