@@ -54,41 +54,51 @@ export interface QueryOptions {
 // Enough ranked rows to fill `limit` sessions in practice, without scoring the whole corpus twice.
 const ROWS_PER_RESULT = 50;
 
+/**
+ * Two steps, because snippet() costs far more than bm25(): rank matching entries by BM25 (only
+ * rowids and scores), group them by session, and only then build snippets for the hits shown.
+ */
 export function runQuery(index: SearchIndex, text: string, opts: QueryOptions): SearchResult[] {
   const match = ftsQuery(text);
   const byId = new Map(opts.sessions.map((s) => [s.id, s]));
-  const sql = `SELECT d.session_id AS session_id, e.entry_id AS entry_id, e.kind AS kind, e.ts AS ts,
-      snippet(fts, 0, char(2), char(3), '…', 16) AS snip, bm25(fts) AS score
-    FROM fts JOIN entries e ON e.id = fts.rowid JOIN docs d ON d.sid = e.sid
-    WHERE fts MATCH ? ${opts.filtered ? "AND d.session_id IN (SELECT value FROM json_each(?))" : ""}
-    ORDER BY score LIMIT ?`;
-  const params: unknown[] = [match];
-  if (opts.filtered) params.push(JSON.stringify([...byId.keys()]));
-  params.push(Math.max(opts.limit, 1) * ROWS_PER_RESULT);
+  const rowLimit = Math.max(opts.limit, 1) * ROWS_PER_RESULT;
+  const ranked = opts.filtered
+    ? `SELECT fts.rowid AS rid, bm25(fts) AS score FROM fts JOIN entries e ON e.id = fts.rowid JOIN docs d ON d.sid = e.sid
+         WHERE fts MATCH ? AND d.session_id IN (SELECT value FROM json_each(?)) ORDER BY score LIMIT ?`
+    : "SELECT rowid AS rid, bm25(fts) AS score FROM fts WHERE fts MATCH ? ORDER BY score LIMIT ?";
+  const sql = `SELECT r.rid AS rid, r.score AS score, d.session_id AS session_id, e.entry_id AS entry_id, e.kind AS kind, e.ts AS ts
+    FROM (${ranked}) r JOIN entries e ON e.id = r.rid JOIN docs d ON d.sid = e.sid ORDER BY r.score`;
+  const params: unknown[] = opts.filtered ? [match, JSON.stringify([...byId.keys()]), rowLimit] : [match, rowLimit];
   let rows: Record<string, unknown>[];
   try {
     rows = index.db.prepare(sql).all(...params);
   } catch (err) {
     throw new RepoError(`cannot search for "${text}": ${(err as Error).message}`, "usage");
   }
-  const results = new Map<string, SearchResult>();
+  const results = new Map<string, SearchResult & { rowids: number[] }>();
   for (const r of rows) {
     const session = byId.get(String(r.session_id));
     if (!session) continue; // indexed but outside this run's catalog (e.g. --live)
-    const hit: SearchHit = {
-      entryId: String(r.entry_id),
-      kind: String(r.kind),
-      timestamp: String(r.ts),
-      snippet: String(r.snip).replace(/\s+/g, " ").replaceAll("\u0002", MARK_OPEN).replaceAll("\u0003", MARK_CLOSE),
-      score: -Number(r.score),
-    };
+    const hit: SearchHit = { entryId: String(r.entry_id), kind: String(r.kind), timestamp: String(r.ts), snippet: "", score: -Number(r.score) };
     const res = results.get(session.id);
-    if (!res) results.set(session.id, { session, score: hit.score, matches: 1, hits: [hit] });
-    else {
+    if (!res) {
+      if (results.size >= opts.limit) continue;
+      results.set(session.id, { session, score: hit.score, matches: 1, hits: [hit], rowids: [Number(r.rid)] });
+    } else {
       res.matches++;
-      if (res.hits.length < opts.hitsPerSession) res.hits.push(hit);
+      if (res.hits.length < opts.hitsPerSession) {
+        res.hits.push(hit);
+        res.rowids.push(Number(r.rid));
+      }
     }
   }
   // Rows come best first, so each session's first hit is its best and the map is in rank order.
-  return [...results.values()].slice(0, opts.limit);
+  const snippet = index.db.prepare("SELECT snippet(fts, 0, char(2), char(3), '…', 16) AS snip FROM fts WHERE fts MATCH ? AND rowid = ?");
+  return [...results.values()].map(({ rowids, ...res }) => {
+    res.hits.forEach((h, i) => {
+      const snip = String(snippet.get(match, rowids[i])?.snip ?? "");
+      h.snippet = snip.replace(/\s+/g, " ").replaceAll("\u0002", MARK_OPEN).replaceAll("\u0003", MARK_CLOSE);
+    });
+    return res;
+  });
 }
