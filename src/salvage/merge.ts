@@ -16,12 +16,16 @@ interface Slot {
   claimed: Set<number>;
 }
 
-/** The slot for this key nearest in time, within the window, not yet claimed by this source. */
-function nearest(list: Slot[] | undefined, entry: SessionEntry, si: number): Slot | undefined {
+/**
+ * The slot for this key nearest in time, within the window, not yet claimed by this source.
+ * A source without real times (a terminal) takes the first unclaimed slot, in order.
+ */
+function nearest(list: Slot[] | undefined, entry: SessionEntry, si: number, timeless: (s: Slot) => boolean): Slot | undefined {
   const t = entryTime(entry);
   let best: Slot | undefined;
   for (const s of list ?? []) {
     if (s.claimed.has(si)) continue;
+    if (timeless(s)) return s;
     const d = Math.abs(entryTime(s.entry) - t);
     if (d <= SAME_MESSAGE_WINDOW_MS && (!best || d < Math.abs(entryTime(best.entry) - t))) best = s;
   }
@@ -64,6 +68,12 @@ function groupSessions(sessions: SalvagedSession[]): SalvagedSession[][] {
   return [...groups.values()];
 }
 
+/** Messages two sessions share by key: how a session with an invented id finds its group. */
+export function sharedMessages(a: SalvagedSession, others: SalvagedSession[]): number {
+  const keys = new Set(others.flatMap((o) => o.entries.filter((e) => e.type === "message").map(entryKey)));
+  return a.entries.filter((e) => e.type === "message" && keys.has(entryKey(e))).length;
+}
+
 export function mergeSessions(sessions: SalvagedSession[]): SalvagedSession[] {
   return groupSessions(sessions).map((group) => (group.length === 1 ? group[0] : mergeGroup(group)));
 }
@@ -78,19 +88,26 @@ function mergeGroup(group: SalvagedSession[]): SalvagedSession {
   /** (session index, original id) -> the merged entry's id. */
   const idMap = new Map<string, string>();
 
+  const timesKnown = ordered.map((s) => s.timesKnown !== false);
   ordered.forEach((session, si) => {
     let prev: Slot | undefined;
-    for (const entry of session.entries) {
+    /** This source's tool call ids -> the ids of the copies they merged into. */
+    const callIds = new Map<string, string>();
+    const timeless = (slot: Slot) => !timesKnown[si] || !timesKnown[slot.from];
+    for (const original of session.entries) {
+      const entry = withCallIds(original, callIds);
       const key = entryKey(entry);
       const byIdSlot = byId.get(entry.id);
-      const same = byIdSlot && !byIdSlot.claimed.has(si) ? byIdSlot : nearest(byKey.get(key), entry, si);
+      const same = byIdSlot && !byIdSlot.claimed.has(si) ? byIdSlot : nearest(byKey.get(key), entry, si, timeless);
       if (same) {
         same.claimed.add(si);
+        mapCallIds(entry, same.entry, callIds);
         const gain = richness(entry) - richness(same.entry);
         if (gain > 0 || (gain === 0 && ranks[si] > same.rank)) {
           same.rank = ranks[si];
           // Content from the richer copy; the parent link stays with the source it was read from.
-          same.entry = { ...entry, id: same.entry.id, parentId: same.entry.parentId };
+          // Call ids stay those of the kept copy, which other sources' tool results point to.
+          same.entry = { ...renameCalls(entry, callIds), id: same.entry.id, parentId: same.entry.parentId };
         }
         idMap.set(`${si}|${entry.id}`, same.entry.id);
         prev = same;
@@ -100,7 +117,7 @@ function mergeGroup(group: SalvagedSession[]): SalvagedSession {
       // Two different entries with one id (ids invented by two sources): give the newcomer another.
       const id = byId.has(entry.id) ? `${entry.id.slice(0, 4)}${String(order.length).padStart(4, "0")}` : entry.id;
       const slot: Slot = { entry: { ...entry, id }, rank: ranks[si], from: si, claimed: new Set([si]) };
-      order.splice(insertionPoint(order, prev, entry, si), 0, slot);
+      order.splice(insertionPoint(order, prev, entry, si, timesKnown[si]), 0, slot);
       byKey.set(key, [...(byKey.get(key) ?? []), slot]);
       byId.set(id, slot);
       idMap.set(`${si}|${entry.id}`, id);
@@ -138,10 +155,11 @@ function mergeGroup(group: SalvagedSession[]): SalvagedSession {
  * only between runs no source orders, because message times are not monotone (an assistant
  * message is stamped when streaming starts, after which its tool results get later stamps).
  */
-function insertionPoint(order: Slot[], prev: Slot | undefined, entry: SessionEntry, si: number): number {
+function insertionPoint(order: Slot[], prev: Slot | undefined, entry: SessionEntry, si: number, timeKnown: boolean): number {
   let at = prev ? order.indexOf(prev) + 1 : 0;
+  if (!timeKnown) return at; // made-up times order nothing
   const t = entryTime(entry);
-  while (at < order.length && !order[at].claimed.has(si) && entryTime(order[at].entry) <= t) at++;
+  while (at < order.length && !order[at].claimed.has(si) && entryTime(order[at].entry) < t) at++; // a tie (same ms) keeps the source order
   return at;
 }
 
@@ -177,4 +195,38 @@ function relinkLinear(entries: SessionEntry[]): void {
   entries.forEach((e, i) => {
     if (i > 0 && e.parentId === null) e.parentId = entries[i - 1].id;
   });
+}
+
+type CallBlock = { type?: string; id?: string; name?: string };
+const callsOf = (e: SessionEntry): CallBlock[] => {
+  const c = e.type === "message" ? (e.message as { content?: unknown }).content : undefined;
+  return Array.isArray(c) ? (c as CallBlock[]).filter((b) => b?.type === "toolCall" && typeof b.id === "string") : [];
+};
+
+/**
+ * When an assistant message matched another source's copy, its tool calls are those calls: a
+ * source that had to invent call ids (a terminal) then finds its tool results under the ids the
+ * kept copy uses, so they dedupe against that source's results instead of doubling them.
+ */
+function mapCallIds(entry: SessionEntry, kept: SessionEntry, callIds: Map<string, string>): void {
+  const mine = callsOf(entry);
+  const theirs = callsOf(kept);
+  mine.forEach((b, i) => {
+    const other = theirs[i];
+    if (other && other.name === b.name && other.id !== b.id) callIds.set(b.id!, other.id!);
+  });
+}
+
+function withCallIds(entry: SessionEntry, callIds: Map<string, string>): SessionEntry {
+  if (callIds.size === 0 || entry.type !== "message") return entry;
+  const m = entry.message as { role?: string; toolCallId?: string };
+  const id = m.role === "toolResult" && m.toolCallId ? callIds.get(m.toolCallId) : undefined;
+  return id ? ({ ...entry, message: { ...entry.message, toolCallId: id } } as SessionEntry) : entry;
+}
+
+function renameCalls(entry: SessionEntry, callIds: Map<string, string>): SessionEntry {
+  if (callIds.size === 0 || callsOf(entry).length === 0) return entry;
+  const m = entry.message as { content: CallBlock[] };
+  const content = m.content.map((b) => (b?.type === "toolCall" && b.id && callIds.has(b.id) ? { ...b, id: callIds.get(b.id) } : b));
+  return { ...entry, message: { ...(entry.message as object), content } } as SessionEntry;
 }

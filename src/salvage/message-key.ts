@@ -17,10 +17,14 @@ export function messageText(message: object): string {
     .join("\n");
 }
 
-/** Head of the text, whitespace-collapsed: survives hermes truncation (which keeps the head). */
+/**
+ * Head of the text as its first words (letters and digits, lower-cased): survives hermes
+ * truncation (which keeps the head), and a terminal's rendering, which drops markdown marks
+ * ("**bold**" shows as "bold") and re-wraps lines.
+ */
 function fingerprint(text: string): string {
   // Slice first: texts can be 100 MB and the key needs only the head.
-  return text.slice(0, 800).replace(/\s+/g, " ").trim().slice(0, 200);
+  return (text.slice(0, 1200).toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).slice(0, 40).join(" ");
 }
 
 /**

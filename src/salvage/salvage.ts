@@ -6,7 +6,7 @@
 
 import { withProvenance } from "./finalize.js";
 import type { HermesSelection } from "./hermes.js";
-import { mergeSessions } from "./merge.js";
+import { mergeSessions, sharedMessages } from "./merge.js";
 import { SessionWriter, type WrittenSession } from "./output.js";
 import { countRoles, fidelityReport, sessionReport, type FidelityReport, type SessionReport, type SourceSummary } from "./report.js";
 import type { SalvagedSession, SalvageSource, SourceResult } from "./types.js";
@@ -87,7 +87,9 @@ export async function salvage(options: SalvageOptions): Promise<SalvageResult> {
       try {
         for (const s of stream.sessions) {
           count++;
-          const same = pool.filter((p) => p.idKnown && p.header.id === s.header.id);
+          const known = pool.filter((p) => p.idKnown && p.header.id === s.header.id);
+          // Sessions with invented ids (terminal captures, unnamed logs) join by shared messages.
+          const same = [...known, ...pool.filter((p) => !p.idKnown && sharedMessages(p, [s, ...known]) > 0)];
           pool = pool.filter((p) => !same.includes(p));
           await emit([prepared(s, stream.source, options.cwd), ...same]);
         }
