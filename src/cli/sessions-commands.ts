@@ -31,6 +31,9 @@ async function withCatalog<T>(ctx: Context, liveOnly: boolean, fn: (c: SessionCa
   }
 }
 
+/** A catalog record as `sessions list --json` shows it: the per-day breakdown is for `stats`. */
+const listRow = ({ usage: _u, promptsByDay: _p, ...row }: SessionRecord) => row;
+
 const day = (iso: string | null): string => (iso ? iso.replace("T", " ").slice(0, 16) : "-");
 
 function where(s: SessionRecord): string {
@@ -41,6 +44,22 @@ function where(s: SessionRecord): string {
 
 function cut(text: string, max: number): string {
   return text.length > max ? `…${text.slice(text.length - max + 1)}` : text;
+}
+
+/** The catalog and the repository's snapshot list, reduced to the numbers stats and dashboard show. */
+async function gatherStats(ctx: Context, gap: string) {
+  const gapHours = Number(gap);
+  if (!Number.isFinite(gapHours) || gapHours <= 0) throw new RepoError(`--gap must be a number of hours above 0, not "${gap}"`, "usage");
+  const { buildCatalog, openRepositoryIfAny } = await import("../sessions/index.js");
+  const { computeStats } = await import("../sessions/stats.js");
+  const repo = await openRepositoryIfAny(() => ctx.open());
+  const catalog = await buildCatalog(ctx.config, repo);
+  try {
+    const timeline = repo ? (await repo.listSnapshots()).map((r) => ({ id: r.id, time: r.snapshot.time, host: r.snapshot.host, tags: r.snapshot.tags ?? [] })) : [];
+    return computeStats(catalog.sessions, { target: ctx.config.repo, timeline }, { gapHours });
+  } finally {
+    await catalog.close();
+  }
 }
 
 export function registerSessionsCommands(program: Command): void {
@@ -79,7 +98,7 @@ Examples:
         filterSessions(c.sessions, { project: opts.project, tag: opts.tag, deleted: opts.deleted, host: opts.host, ...range }),
       );
       if (ctx.out.json) {
-        printJson(list);
+        printJson(list.map(listRow));
         return;
       }
       if (list.length === 0) {
@@ -179,7 +198,7 @@ Examples:
           const results = runQuery(index, query, { sessions: filterSessions(catalog.sessions, filter), filtered, limit, hitsPerSession: 3 });
           const queryMs = Math.round((performance.now() - started) * 10) / 10;
           if (ctx.out.json) {
-            printJson({ query, queryMs, index: sync, results });
+            printJson({ query, queryMs, index: sync, results: results.map((r) => ({ ...r, session: listRow(r.session) })) });
             return;
           }
           if (results.length === 0) {
@@ -294,6 +313,54 @@ Examples:
         else info(ctx.out, `${record.id.slice(0, 8)}: ${tags.length ? tags.map((t) => `#${t}`).join(" ") : "no tags"}`);
       });
   }
+
+  program
+    .command("stats")
+    .description("numbers over all sessions (live and in snapshots) and the snapshot timeline; what the dashboard draws")
+    .option("--gap <hours>", "a stretch without a snapshot longer than this is a gap", "24")
+    .addHelpText("after", `\nExamples:\n  $ pi-guard stats --json | jq .totals\n  $ pi-guard stats --gap 2`)
+    .action(async (opts: { gap: string }, cmd: Command) => {
+      const ctx = context(cmd);
+      const stats = await gatherStats(ctx, opts.gap);
+      if (ctx.out.json) {
+        printJson(stats);
+        return;
+      }
+      const { formatCost, formatTokens } = await import("../sessions/describe.js");
+      const t = stats.totals;
+      const last = stats.snapshots.timeline[stats.snapshots.timeline.length - 1];
+      info(
+        ctx.out,
+        table([
+          ["sessions", `${t.sessions} (${t.deleted} only in snapshots)`],
+          ["turns", String(t.turns)],
+          ["tokens", formatTokens(t.tokens)],
+          ["cost", formatCost(t.cost)],
+          ["session bytes", formatBytes(t.bytes)],
+          ["days", stats.days.length ? `${stats.days[0].day} .. ${stats.days[stats.days.length - 1].day}` : "-"],
+          ["top model", stats.models[0] ? `${stats.models[0].name} (${formatTokens(stats.models[0].tokens)})` : "-"],
+          ["snapshots", `${t.snapshots}${last ? `, last ${day(last.time)}` : ""}`],
+          [`gaps > ${stats.snapshots.gapHours} h`, String(stats.snapshots.gaps.length)],
+        ]),
+      );
+    });
+
+  program
+    .command("dashboard")
+    .description("write one self-contained HTML page with charts of sessions, turns, tokens, cost and snapshots")
+    .option("-o, --output <file>", "where to write the page", "pi-guard-dashboard.html")
+    .option("--gap <hours>", "a stretch without a snapshot longer than this is a gap", "24")
+    .addHelpText("after", `\nThe page makes no network requests and runs no script; the numbers are those of \`pi-guard stats --json\`.\n\nExamples:\n  $ pi-guard dashboard --output ~/pi-dashboard.html`)
+    .action(async (opts: { output: string; gap: string }, cmd: Command) => {
+      const ctx = context(cmd);
+      const stats = await gatherStats(ctx, opts.gap);
+      const { renderDashboard } = await import("../export/dashboard.js");
+      const { writeExport } = await import("../export/index.js");
+      const html = renderDashboard(stats);
+      await writeExport(opts.output, html);
+      if (ctx.out.json) printJson({ output: opts.output, bytes: Buffer.byteLength(html), sessions: stats.totals.sessions, snapshots: stats.totals.snapshots });
+      else info(ctx.out, `wrote ${opts.output} (${formatBytes(Buffer.byteLength(html))}): ${stats.totals.sessions} sessions, ${stats.totals.snapshots} snapshots`);
+    });
 
   program
     .command("export")

@@ -2,7 +2,18 @@
 // cached (catalog-cache.ts), so `sessions list` does not re-read unchanged sessions.
 
 import { migrateToV3InMemory, parseSessionFile, sessionName, sessionStats } from "../pi/index.js";
+import type { SessionEntry } from "../pi/index.js";
+import { messageOf, usageOf } from "./describe.js";
 import { stableIdGenerator } from "./read.js";
+
+/** Usage on one UTC day with one model: what `stats` and the dashboard add up. */
+export interface UsageCell {
+  day: string;
+  model: string;
+  messages: number;
+  tokens: number;
+  cost: number;
+}
 
 export interface SessionSummary {
   id: string;
@@ -22,6 +33,34 @@ export interface SessionSummary {
   entries: number;
   models: string[];
   version: number;
+  /** Assistant usage per UTC day and model, on every branch. */
+  usage: UsageCell[];
+  /** User prompts per UTC day, on every branch. */
+  promptsByDay: Record<string, number>;
+}
+
+const dayOf = (ts: unknown): string | undefined => (typeof ts === "string" && /^\d{4}-\d{2}-\d{2}/.test(ts) ? new Date(ts).toISOString().slice(0, 10) : undefined);
+
+/** Per day and model: a session can span midnight and switch models mid-way. */
+export function usageBreakdown(entries: readonly SessionEntry[]): Pick<SessionSummary, "usage" | "promptsByDay"> {
+  const cells = new Map<string, UsageCell>();
+  const promptsByDay: Record<string, number> = {};
+  for (const e of entries) {
+    const m = messageOf(e);
+    const day = dayOf(e.timestamp);
+    if (!m || !day) continue;
+    if (m.role === "user") promptsByDay[day] = (promptsByDay[day] ?? 0) + 1;
+    const u = usageOf(e);
+    if (!u) continue;
+    const model = `${typeof m.provider === "string" ? m.provider : "?"}/${typeof m.model === "string" ? m.model : "?"}`;
+    const key = `${day}\0${model}`;
+    const c = cells.get(key) ?? { day, model, messages: 0, tokens: 0, cost: 0 };
+    c.messages++;
+    c.tokens += u.tokens;
+    c.cost += u.cost;
+    cells.set(key, c);
+  }
+  return { usage: [...cells.values()], promptsByDay };
 }
 
 /** Summarise a file path or a byte stream. Only I/O errors reject. */
@@ -48,5 +87,6 @@ export async function summarizeSession(source: string | AsyncIterable<Uint8Array
     entries: stats.entries,
     models: stats.models,
     version: fromVersion,
+    ...usageBreakdown(entries),
   };
 }

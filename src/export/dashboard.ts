@@ -1,0 +1,76 @@
+// `pi-guard dashboard`: one self-contained HTML page drawn from the same Stats object that
+// `pi-guard stats --json` prints, so the two cannot disagree. No script at all: the CSP forbids
+// every request and every script, and the numbers are embedded as JSON for other tools.
+
+import type { Stats } from "../sessions/stats.js";
+import { formatCost, formatTokens } from "../sessions/describe.js";
+import { escapeHtml } from "./markdown-text.js";
+import { barList, columnChart, timelineChart } from "./svg-charts.js";
+
+const CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:";
+
+const STYLE = `
+:root{color-scheme:light dark;--fg:#1f2328;--bg:#fff;--muted:#656d76;--bar:#3b82f6;--card:#f6f8fa;--gap:#e5484d}
+@media (prefers-color-scheme:dark){:root{--fg:#e6edf3;--bg:#0d1117;--muted:#8b949e;--bar:#58a6ff;--card:#161b22;--gap:#f85149}}
+body{font:15px/1.5 system-ui,sans-serif;color:var(--fg);background:var(--bg);max-width:980px;margin:0 auto;padding:24px}
+h1{font-size:24px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px}.muted{color:var(--muted)}
+dl.totals{display:grid;grid-template-columns:repeat(4,1fr);gap:10px;margin:16px 0}
+dl.totals div{background:var(--card);border-radius:8px;padding:10px 14px}dt{color:var(--muted);font-size:13px}dd{margin:0;font-size:22px;font-weight:600}
+svg.chart{width:100%;height:auto;display:block}svg .bar{fill:var(--bar)}svg .axis{stroke:var(--muted)}
+svg text{fill:var(--fg);font-size:12px}svg .tick{fill:var(--muted)}svg .snap{stroke:var(--bar);stroke-width:2}
+svg .gap{fill:var(--gap);opacity:.35}svg .gap.open{opacity:.55}
+table{border-collapse:collapse;width:100%;font-size:13px}td,th{text-align:left;padding:3px 8px;border-bottom:1px solid var(--card)}td.n{text-align:right;font-variant-numeric:tabular-nums}
+@media print{body{max-width:none}section{break-inside:avoid}}
+`;
+
+const bytes = (n: number) => (n >= 1 << 30 ? `${(n / (1 << 30)).toFixed(2)} GiB` : n >= 1 << 20 ? `${(n / (1 << 20)).toFixed(1)} MiB` : n >= 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${n} B`);
+
+function total(key: string, label: string, value: number, shown: string): string {
+  return `<div><dt>${label}</dt><dd data-stat="${key}" data-value="${value}">${escapeHtml(shown)}</dd></div>`;
+}
+
+function gapTable(s: Stats): string {
+  if (!s.snapshots.timeline.length) return `<p class="muted" id="no-snapshots">No snapshots yet: run <code>pi-guard init</code> and <code>pi-guard snapshot</code>.</p>`;
+  if (!s.snapshots.gaps.length) return `<p class="muted">No gap longer than ${s.snapshots.gapHours} h.</p>`;
+  const rows = s.snapshots.gaps.map((g) => `<tr class="gap-row"><td>${escapeHtml(g.from)}</td><td>${g.open ? "now" : escapeHtml(g.to)}</td><td class="n">${g.hours} h</td></tr>`).join("");
+  return `<table id="gaps"><tr><th>from</th><th>to</th><th>without a snapshot</th></tr>${rows}</table>`;
+}
+
+export function renderDashboard(s: Stats): string {
+  const t = s.totals;
+  const days = (f: (d: Stats["days"][number]) => number) => s.days.map((d) => ({ label: d.day, value: f(d) }));
+  const biggest = s.biggest.map((b) => ({ label: `${b.id.slice(0, 8)} ${b.name ?? b.project}${b.deleted ? " (deleted)" : ""}`, value: b.size }));
+  const section = (id: string, title: string, body: string) => `<section id="${id}"><h2>${title}</h2>${body}</section>`;
+  return `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="${CSP}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="pi-guard">
+<link rel="icon" href="data:,">
+<title>pi-guard dashboard</title>
+<style>${STYLE}</style>
+</head>
+<body>
+<h1>pi sessions</h1>
+<p class="muted">Generated ${escapeHtml(s.generatedAt)} · days are UTC · repository ${escapeHtml(s.snapshots.target)}</p>
+<dl class="totals">
+${total("sessions", "sessions", t.sessions, String(t.sessions))}${total("deleted", "only in snapshots", t.deleted, String(t.deleted))}${total("turns", "turns", t.turns, String(t.turns))}${total("snapshots", "snapshots", t.snapshots, String(t.snapshots))}
+${total("tokens", "tokens", t.tokens, formatTokens(t.tokens))}${total("cost", "cost", t.cost, formatCost(t.cost))}${total("bytes", "session bytes", t.bytes, bytes(t.bytes))}${total("gaps", `gaps &gt; ${s.snapshots.gapHours} h`, s.snapshots.gaps.length, String(s.snapshots.gaps.length))}
+</dl>
+${section("sessions-over-time", "Sessions started per day", columnChart("chart-sessions", days((d) => d.sessions), { unit: "sessions" }))}
+${section("turns-over-time", "Turns per day", columnChart("chart-turns", days((d) => d.turns), { unit: "turns" }))}
+${section("tokens-per-day", "Tokens per day", columnChart("chart-tokens", days((d) => d.tokens), { format: formatTokens, unit: "tokens" }))}
+${section("cost-per-day", "Cost per day", columnChart("chart-cost", days((d) => d.cost), { format: formatCost }))}
+${section("per-model", "Tokens per model", barList("chart-models", s.models.map((m) => ({ label: m.name, value: m.tokens })), formatTokens))}
+${section("cost-per-model", "Cost per model", barList("chart-models-cost", s.models.map((m) => ({ label: m.name, value: m.cost })), formatCost))}
+${section("per-project", "Tokens per project", barList("chart-projects", s.projects.map((p) => ({ label: p.name, value: p.tokens })), formatTokens))}
+${section("cost-per-project", "Cost per project", barList("chart-projects-cost", s.projects.map((p) => ({ label: p.name, value: p.cost })), formatCost))}
+${section("biggest", "Biggest sessions", barList("chart-biggest", biggest, bytes))}
+${section("snapshots", `Snapshots (${escapeHtml(s.snapshots.target)}), gaps longer than ${s.snapshots.gapHours} h in red`, timelineChart("chart-snapshots", s.snapshots.timeline.map((p) => p.time), s.snapshots.gaps, s.generatedAt) + gapTable(s))}
+<script id="stats-data" type="application/json">${JSON.stringify(s).replace(/</g, "\\u003c")}</script>
+</body>
+</html>
+`;
+}
