@@ -17,6 +17,8 @@ declare module "better-sqlite3" {
     prepare(sql: string): Statement;
     exec(sql: string): this;
     pragma(source: string, options?: { simple?: boolean }): unknown;
+    /** bench/ only (generating data): wraps `fn` in BEGIN/COMMIT. */
+    transaction<F extends (...args: never[]) => unknown>(fn: F): F;
     close(): void;
   }
   export default Database;

@@ -21,8 +21,12 @@ interface Current {
 const fresh = (): Current => ({ header: {}, idKnown: false, log: new LogSession() });
 
 class LogReader {
-  readonly done: Current[] = [];
+  /** Sessions finished so far; each is handed to `onDone` at once and not kept. */
+  done = 0;
   cur: Current = fresh();
+
+  constructor(private readonly onDone: (c: Current) => void) {}
+
   stats = { lines: 0, text: 0, broken: 0, brokenLines: [] as number[], events: 0, invalidUtf8: 0 };
 
   /** Start a new session unless the current one is still empty or is this very session. */
@@ -42,7 +46,10 @@ class LogReader {
   }
 
   finish(): void {
-    if (this.cur.log.slots.length > 0) this.done.push(this.cur);
+    if (this.cur.log.slots.length === 0) return;
+    this.done++;
+    this.onDone(this.cur);
+    this.cur = fresh();
   }
 
   event(e: Record<string, unknown>): void {
@@ -96,10 +103,15 @@ function toSession(file: string, c: Current): SalvagedSession {
   return { header, idKnown: c.idKnown, cwdKnown: header.cwd !== "", entries: built.entries, sources: [{ kind: "log", path: file }], gaps };
 }
 
-export async function salvageLog(file: string): Promise<SourceResult> {
+/**
+ * Read a log. Each session is handed to `sink` as soon as the log moves on to the next one, so
+ * memory holds one session, not the log; without a sink they are collected in the result.
+ */
+export async function salvageLog(file: string, sink?: (s: SalvagedSession) => void): Promise<SourceResult> {
   const stat = await statInput(file);
   if (stat.size === 0) throw new RepoError(`${file} is empty`, "input");
-  const reader = new LogReader();
+  const sessions: SalvagedSession[] = [];
+  const reader = new LogReader((c) => (sink ?? ((x) => sessions.push(x)))(toSession(file, c)));
   let tornTail: number | undefined;
   for await (const raw of readLines(file)) {
     reader.stats.lines = raw.line;
@@ -115,7 +127,7 @@ export async function salvageLog(file: string): Promise<SourceResult> {
     }
   }
   reader.finish();
-  if (reader.done.length === 0) throw new RepoError(`${file}: no pi messages found (not a pi --mode json/rpc log?)`, "input");
+  if (reader.done === 0) throw new RepoError(`${file}: no pi messages found (not a pi --mode json/rpc log?)`, "input");
 
   const s = reader.stats;
   const notes: string[] = [];
@@ -123,5 +135,5 @@ export async function salvageLog(file: string): Promise<SourceResult> {
   if (s.broken) notes.push(`${s.broken} line(s) with unreadable JSON skipped`);
   if (tornTail) notes.push(`the last line (${tornTail}) is cut off and could not be read`);
   if (s.invalidUtf8) notes.push(`${s.invalidUtf8} line(s) held invalid UTF-8; bad bytes read as U+FFFD`);
-  return { source: { kind: "log", path: file }, sessions: reader.done.map((c) => toSession(file, c)), notes };
+  return { source: { kind: "log", path: file }, sessions, sessionCount: reader.done, notes };
 }

@@ -68,12 +68,6 @@ function groupSessions(sessions: SalvagedSession[]): SalvagedSession[][] {
   return [...groups.values()];
 }
 
-/** Messages two sessions share by key: how a session with an invented id finds its group. */
-export function sharedMessages(a: SalvagedSession, others: SalvagedSession[]): number {
-  const keys = new Set(others.flatMap((o) => o.entries.filter((e) => e.type === "message").map(entryKey)));
-  return a.entries.filter((e) => e.type === "message" && keys.has(entryKey(e))).length;
-}
-
 export function mergeSessions(sessions: SalvagedSession[]): SalvagedSession[] {
   return groupSessions(sessions).map((group) => (group.length === 1 ? group[0] : mergeGroup(group)));
 }

@@ -1,14 +1,16 @@
 // The salvage pipeline: read every source (read-only), merge per session id, add provenance,
-// write. HTML and logs are read first; hermes databases are then streamed one session at a time,
-// each merged with what the other sources hold for that id and staged to a temp file, so memory
-// holds one database session, not the database. Files appear only when every source was read
+// write. HTML, logs and terminal captures are read first, each session spilled to a temp file
+// as soon as it is complete (spill.ts); hermes databases are then streamed one session at a
+// time, each merged with what the pool holds for that id and staged to a temp file. Memory holds
+// one session (plus one log line), never a whole log or database. Files appear only when every source was read
 // (SessionWriter.commit), so bad input leaves no partial output.
 
 import { withProvenance } from "./finalize.js";
 import type { HermesSelection } from "./hermes.js";
-import { mergeSessions, sharedMessages } from "./merge.js";
+import { mergeSessions } from "./merge.js";
 import { SessionWriter, type WrittenSession } from "./output.js";
 import { countRoles, fidelityReport, sessionReport, type FidelityReport, type SessionReport, type SourceSummary } from "./report.js";
+import { messageKeys, SessionSpill } from "./spill.js";
 import type { SalvagedSession, SalvageSource, SourceResult } from "./types.js";
 import { RepoError } from "../repo/errors.js";
 import type { SessionHeader } from "../pi/index.js";
@@ -36,23 +38,33 @@ export interface SalvageResult {
   report: FidelityReport;
 }
 
-/** HTML exports and logs, read whole (a log is streamed, but its sessions are kept). */
-export async function readSources(options: SalvageOptions): Promise<SourceResult[]> {
-  const results: SourceResult[] = [];
+/**
+ * HTML exports, logs and terminal captures, each session spilled to disk as soon as its source
+ * finished it (a log hands over one session at a time), so memory does not grow with the input.
+ */
+async function readSources(options: SalvageOptions, spill: SessionSpill): Promise<SourceSummary[]> {
+  const summaries: SourceSummary[] = [];
+  const keep = (r: SourceResult) => {
+    for (const s of r.sessions) spill.add(prepared(s, r.source, options.cwd));
+    summaries.push({ source: r.source, sessions: r.sessionCount ?? r.sessions.length, notes: r.notes });
+  };
   for (const file of options.html ?? []) {
     const { salvageHtml } = await import("./html.js");
-    results.push(await salvageHtml(file));
+    keep(await salvageHtml(file));
   }
   for (const file of options.logs ?? []) {
     const { salvageLog } = await import("./log.js");
-    results.push(await salvageLog(file));
+    const source: SalvageSource = { kind: "log", path: file };
+    keep(await salvageLog(file, (s) => spill.add(prepared(s, source, options.cwd))));
   }
   for (const file of options.terminals ?? []) {
     const { salvageTerminal } = await import("./terminal.js");
-    results.push(await salvageTerminal(file));
+    keep(await salvageTerminal(file));
   }
-  return results;
+  return summaries;
 }
+
+const shares = (keys: Set<string> | undefined, others: Set<string>) => [...(keys ?? [])].some((k) => others.has(k));
 
 /** Fill in --cwd and note what this source gave, before merging blurs it. */
 function prepared(s: SalvagedSession, source: SalvageSource, cwd: string | undefined): SalvagedSession {
@@ -64,12 +76,11 @@ export async function salvage(options: SalvageOptions): Promise<SalvageResult> {
   if (!options.html?.length && !options.logs?.length && !options.terminals?.length && !options.hermes?.length) {
     throw new RepoError("name at least one source (--from-html, --from-log, --from-terminal, --from-hermes)", "usage");
   }
-  const results = await readSources(options);
-  let pool = results.flatMap((r) => r.sessions.map((s) => prepared(s, r.source, options.cwd)));
-  const summaries: SourceSummary[] = results.map((r) => ({ source: r.source, sessions: r.sessions.length, notes: r.notes }));
+  const spill = new SessionSpill();
   const writer = new SessionWriter({ install: options.install, outDir: options.outDir, agentDir: options.agentDir });
   const reports: SessionReport[] = [];
   const headers: { header: SessionHeader }[] = [];
+  const summaries: SourceSummary[] = [];
   const emit = async (group: SalvagedSession[]) => {
     for (const merged of mergeSessions(group)) {
       const session = withProvenance(merged, options.now);
@@ -78,8 +89,15 @@ export async function salvage(options: SalvageOptions): Promise<SalvageResult> {
       headers.push({ header: session.header });
     }
   };
+  /** Pool sessions of this id, plus those with invented ids that share a message with them. */
+  const takeGroup = (id: string, lead: SalvagedSession[]) => {
+    const known = spill.take(spill.items.filter((p) => p.idKnown && p.id === id));
+    const keys = new Set([...lead, ...known].flatMap((s) => [...messageKeys(s)]));
+    return [...known, ...spill.take(spill.items.filter((p) => !p.idKnown && shares(p.keys, keys)))];
+  };
 
   try {
+    summaries.push(...(await readSources(options, spill)));
     for (const file of options.hermes ?? []) {
       const { streamHermes } = await import("./hermes.js");
       const stream = await streamHermes(file, { ...options.hermesSelection, cwd: options.cwd });
@@ -87,24 +105,29 @@ export async function salvage(options: SalvageOptions): Promise<SalvageResult> {
       try {
         for (const s of stream.sessions) {
           count++;
-          const known = pool.filter((p) => p.idKnown && p.header.id === s.header.id);
-          // Sessions with invented ids (terminal captures, unnamed logs) join by shared messages.
-          const same = [...known, ...pool.filter((p) => !p.idKnown && sharedMessages(p, [s, ...known]) > 0)];
-          pool = pool.filter((p) => !same.includes(p));
-          await emit([prepared(s, stream.source, options.cwd), ...same]);
+          const lead = prepared(s, stream.source, options.cwd);
+          await emit([lead, ...takeGroup(s.header.id, [lead])]);
         }
       } finally {
         await stream.close();
       }
       summaries.push({ source: stream.source, sessions: count, notes: stream.notes });
     }
-    if (pool.length > 0) await emit(pool);
+    // What no hermes session claimed: one id at a time, so memory holds one group.
+    for (;;) {
+      const next = spill.items.find((p) => p.idKnown);
+      if (!next) break;
+      await emit(takeGroup(next.id, []));
+    }
+    if (spill.items.length > 0) await emit(spill.take([...spill.items]));
     if (reports.length === 0) {
       throw new RepoError(`no pi session could be recovered from ${summaries.map((r) => r.source.path).join(", ")}`, "input");
     }
   } catch (err) {
     await writer.discard(true);
     throw err;
+  } finally {
+    spill.close();
   }
   const written = await writer.commit();
   const files = new Map(written.map((w) => [w.sessionId, w.path]));

@@ -32,6 +32,8 @@ export interface SalvagedSession {
 export interface SourceResult {
   source: SalvageSource;
   sessions: SalvagedSession[];
+  /** How many sessions the source held, when they went to a sink instead of `sessions`. */
+  sessionCount?: number;
   /** Remarks about the source as a whole (skipped lines, unreadable parts). */
   notes: string[];
 }
