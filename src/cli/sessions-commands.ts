@@ -138,7 +138,7 @@ Examples:
         const view = sessionView(await loadSession(catalog, record), opts.branch);
         if (ctx.out.json) {
           printJson({
-            session: record,
+            session: listRow(record),
             source: catalog.describeSource(record.id),
             header: view.header,
             leafId: view.leafId,
