@@ -77,7 +77,19 @@ interface Block {
   bg: string | null;
 }
 
-/** Styled: runs of one background. Plain: runs separated by two or more blank lines. */
+// bash ends its box with these, after two blank lines when the command failed.
+const TOOL_TAIL = /^ (Command exited with code \d+|Command aborted|Command timed out|Took \d)/;
+
+/** Two blank lines end a block, except inside a bash box, and never before the next tool box. */
+function continuesTool(cur: Block, line: string): boolean {
+  return TOOL_HEADER.test(cur.lines[0].trim()) && TOOL_TAIL.test(line) && !TOOL_HEADER.test(line.trim());
+}
+
+/**
+ * Styled: runs of one background, split again where two blank lines come before the next
+ * component (two tool boxes in a row share a colour). Plain: runs separated by two or more
+ * blank lines, which is how pi spaces its components.
+ */
 function blocks(body: ScreenLine[], styled: boolean): Block[] {
   const out: Block[] = [];
   let cur: Block | undefined;
@@ -87,11 +99,11 @@ function blocks(body: ScreenLine[], styled: boolean): Block[] {
       blanks++;
       continue;
     }
-    const split = styled ? !cur || cur.bg !== l.bg : !cur || blanks >= 2;
+    const split = !cur || (styled && cur.bg !== l.bg) || (blanks >= 2 && !continuesTool(cur, l.text));
     if (split) {
       cur = { lines: [], bg: styled ? l.bg : null };
       out.push(cur);
-    } else if (cur) for (let i = 0; i < Math.min(blanks, 1); i++) cur.lines.push("");
+    } else if (cur && blanks > 0) cur.lines.push("");
     cur!.lines.push(l.text);
     blanks = 0;
   }
@@ -118,10 +130,12 @@ function toolOf(block: Block): ToolItem | undefined {
   if (!m) return undefined;
   let body = block.lines.slice(1);
   // bash ends with "Took 1.2s"; an error box carries the exit code.
-  const took = body.length && /^ ?(Took \d|Elapsed \d)/.test(body[body.length - 1]) ? body.pop() : undefined;
-  void took;
-  const text = body.map((l) => l.replace(/^ /, "")).join("\n").trim();
-  const cut = /^\.\.\. \(?\d+ (earlier|more) lines?/m.test(text) || /ctrl\+o to expand/.test(text);
+  if (body.length && /^ ?Took \d/.test(body[body.length - 1])) body.pop();
+  // pi's "... (35 earlier lines, ctrl+o to expand)" is not output: drop it, flag the result.
+  const CUT = /^\.\.\. \(?\d+ (earlier|more) lines?.*$|^.*ctrl\+o to expand.*$/;
+  const lines = body.map((l) => l.replace(/^ /, ""));
+  const cut = lines.some((l) => CUT.test(l));
+  const text = lines.filter((l) => !CUT.test(l)).join("\n").trim();
   const isError = /\b(Command exited with code [1-9]|Error:)/.test(text);
   const base = { output: text, cut, isError, unknownTool: false, resultShown: true, argsPartial: false };
   if (m[1]) return { ...base, name: "bash", args: { command: m[2] } };

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { validateWithPi } from "../helpers/pi-validate.js";
 import { runCli, tempEnv } from "./cli.js";
 import { type TuiRun, runPiTui } from "./tui/pi-tui.js";
-import { TUI_TURNS } from "./tui/turns.js";
+import { EDGE_TURNS, TUI_TURNS } from "./tui/turns.js";
 import { parseJsonl, recall } from "./tui/recall.js";
 
 const root = mkdtempSync(join(tmpdir(), "pi-guard-terminal-"));
@@ -55,6 +55,27 @@ describe("salvage --from-terminal (real pi TUI under tmux)", () => {
       else expect(report.sessions[0].gaps.join("\n")).not.toMatch(/guessed/);
     });
   }
+
+  it("keeps tool boxes apart and reports what pi cut or did not show: long output, a failed command, write then edit", async () => {
+    const edge = await runPiTui(join(root, "pi-edge"), EDGE_TURNS);
+    for (const [name, capture] of [["edge-styled", edge.styled], ["edge-plain", edge.plain]] as const) {
+      writeFileSync(join(root, `${name}.txt`), capture);
+      const { text, report, lines } = await salvageCapture(name);
+      validateWithPi(text, { expectMessages: true });
+      const results = lines.filter((l) => l.message?.role === "toolResult").map((l) => l.message);
+      expect(results.map((m) => m.toolName), name).toEqual(["bash", "bash", "write", "edit"]);
+      // Only the tail pi showed, without pi's "... (N earlier lines)" marker.
+      expect(results[0].content[0].text, name).toBe("36\n37\n38\n39\n40");
+      expect(results[1].isError, name).toBe(true);
+      expect(results[1].content[0].text, name).toMatch(/^oops\n+Command exited with code 3$/);
+      const users = lines.filter((l) => l.message?.role === "user").map((l) => l.message.content[0].text);
+      expect(users, name).toEqual(EDGE_TURNS.map((t) => t.prompt));
+      const gaps = report.sessions[0].gaps.join("\n");
+      expect(gaps, name).toMatch(/1 tool result\(s\) are only the part pi showed/);
+      expect(gaps, name).toMatch(/1 tool call\(s\) whose arguments the screen does not show/);
+      expect(gaps, name).toMatch(/1 tool result\(s\) not shown on screen/);
+    }
+  });
 
   it("reads standard input with -", async () => {
     const { execa } = await import("execa");

@@ -26,3 +26,17 @@ export const TUI_TURNS: TuiTurn[] = [
     ],
   },
 ];
+
+/** What pi draws in ways that are easy to misread: cut output, a failed command, two tool boxes in a row. */
+export const EDGE_TURNS: TuiTurn[] = [
+  { prompt: "Print many lines", replies: [[{ text: "Printing." }, { tool: "bash", args: { command: "seq 1 40" } }], [{ text: "Printed forty lines." }]] },
+  { prompt: "Now fail", replies: [[{ text: "Failing." }, { tool: "bash", args: { command: "echo oops >&2; exit 3" } }], [{ text: "It failed with code 3." }]] },
+  {
+    prompt: "Edit the file",
+    replies: [
+      [{ tool: "write", args: { path: "a.txt", content: "x = 1\ny = 2\n" } }],
+      [{ tool: "edit", args: { path: "a.txt", edits: [{ oldText: "y = 2", newText: "y = 3" }] } }],
+      [{ text: "Edited." }],
+    ],
+  },
+];
