@@ -4,8 +4,9 @@ import path from "node:path";
 /**
  * `mkdir -p` that cannot hang. Node's own recursive mkdir loops forever on paths such as
  * /proc/foo/bar (Node 20), so walk up to the nearest existing folder and create downwards.
+ * Returns the first folder it created (as fs.mkdir's recursive mode does), if any.
  */
-export async function makeDirs(dir: string, mode = 0o755): Promise<void> {
+export async function makeDirs(dir: string, mode = 0o755): Promise<string | undefined> {
   const missing: string[] = [];
   let current = path.resolve(dir);
   for (;;) {
@@ -20,13 +21,16 @@ export async function makeDirs(dir: string, mode = 0o755): Promise<void> {
     if (parent === current) break;
     current = parent;
   }
+  let first: string | undefined;
   for (const d of missing.reverse()) {
     try {
       await fs.mkdir(d, { mode });
+      first ??= d;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
     }
   }
+  return first;
 }
 
 /** fsync a folder so a rename in it is durable. Some filesystems refuse; the rename is still atomic there. */

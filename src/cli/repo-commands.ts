@@ -4,6 +4,7 @@ import { EXIT, formatBytes, formatDuration, info, printJson, table, warn } from 
 import { Progress } from "./progress.js";
 import { promptHidden } from "./prompt.js";
 import { RepoError } from "../repo/errors.js";
+import { META_ROOT_NAME } from "../config/config.js";
 
 async function anyRootExists(paths: string[]): Promise<boolean> {
   const { promises: fs } = await import("node:fs");
@@ -74,7 +75,8 @@ Examples:
     )
     .action(async (opts: { tag?: string[]; fromTar?: string; time?: string; init?: boolean }, cmd: Command) => {
       const ctx = context(cmd);
-      if (!opts.fromTar && !(await anyRootExists(ctx.config.roots.map((r) => r.path)))) {
+      const sources = ctx.config.roots.filter((r) => r.name !== META_ROOT_NAME);
+      if (!opts.fromTar && !(await anyRootExists(sources.map((r) => r.path)))) {
         warn(`nothing to back up: ${ctx.config.agentDir} does not exist (set PI_CODING_AGENT_DIR or --agent-dir)`);
         if (ctx.out.json) printJson({ snapshotId: null, reason: "agent dir missing", agentDir: ctx.config.agentDir });
         return;

@@ -54,6 +54,9 @@ export interface ConfigFlags {
   configFile?: string;
 }
 
+/** Snapshot root of pi-guard's own metadata (<dataDir>/meta); never listed as sessions. */
+export const META_ROOT_NAME = "pi-guard-meta";
+
 export function xdgDirs(env: Env = process.env): { configDir: string; dataDir: string } {
   const home = env.HOME || os.homedir();
   const configHome = env.XDG_CONFIG_HOME || path.join(home, ".config");
@@ -95,6 +98,8 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
   const roots: SourceRoot[] = [{ name: "agent", path: agentDir }];
   const sessions = piSessionsDir({ env, home, agentDir });
   if (!isInside(sessions.dir, agentDir)) roots.push({ name: "sessions", path: sessions.dir });
+  // pi-guard's own metadata (session tags) is backed up with everything else.
+  roots.push({ name: META_ROOT_NAME, path: path.join(dataDir, "meta") });
   const passwordFile = flags.passwordFile ?? env.PI_GUARD_PASSWORD_FILE ?? file.passwordFile;
   return {
     configDir,

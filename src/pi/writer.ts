@@ -2,7 +2,7 @@
 // JSON.stringify and ends each with "\n" (SessionManager._rewriteFile / _persist), so files we
 // write are byte-identical to what pi would have written for the same objects.
 
-import { syncDir } from "../fs-safe.js";
+import { makeDirs, syncDir } from "../fs-safe.js";
 import { randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
 import { basename, dirname, join } from "node:path";
@@ -65,7 +65,7 @@ export interface AtomicWriteOptions {
  */
 export async function writeFileAtomic(path: string, data: string | Uint8Array, options: AtomicWriteOptions = {}): Promise<void> {
   const dir = dirname(path);
-  if (options.mkdir) await fs.mkdir(dir, { recursive: true });
+  if (options.mkdir) await makeDirs(dir);
   const tmp = join(dir, `.${basename(path)}.${randomBytes(6).toString("hex")}.tmp`);
   const handle = await fs.open(tmp, "wx", options.mode ?? 0o644);
   try {

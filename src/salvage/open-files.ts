@@ -2,6 +2,7 @@
 // /proc/<pid>/fd/<n> links to the deleted inode, so its bytes can be copied out before that
 // process exits. This is how the 1.6 GB hermes database and the web UI log in DESIGN.md §1 came back.
 
+import { makeDirs } from "../fs-safe.js";
 import { constants, createReadStream, createWriteStream, promises as fs } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { pipeline } from "node:stream/promises";
@@ -90,7 +91,7 @@ export async function recoverOpenFiles(options: OpenFileOptions): Promise<OpenFi
  * copy under its final name is always complete. Streaming keeps a 1.6 GB database out of memory.
  */
 async function copyOut(source: string, outDir: string, name: string): Promise<string> {
-  await fs.mkdir(outDir, { recursive: true });
+  await makeDirs(outDir);
   const tmp = join(outDir, `.${name}.${process.pid}.tmp`);
   try {
     await pipeline(createReadStream(source), createWriteStream(tmp, { flags: "wx", mode: 0o600 }));

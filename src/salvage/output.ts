@@ -3,6 +3,7 @@
 // stage() writes each session complete to a hidden temp file beside its final name (one session
 // in memory at a time); commit() links them all into place, never over an existing file.
 
+import { makeDirs } from "../fs-safe.js";
 import { randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
 import { basename, dirname, join } from "node:path";
@@ -64,7 +65,7 @@ export class SessionWriter {
     const clash = (await existingCopy(dir, session.header.id)) ?? this.staged.find((s) => s.sessionId === session.header.id)?.path;
     if (clash) throw new RepoError(`${join(dir, basename(clash))} already holds session ${session.header.id}; nothing was written`, "exists");
     const text = sessionText(session);
-    const made = await fs.mkdir(dir, { recursive: true });
+    const made = await makeDirs(dir);
     if (made) this.created.push(made);
     const tmp = join(dir, `.${basename(path)}.${randomBytes(6).toString("hex")}.tmp`);
     this.staged.push({ sessionId: session.header.id, path, tmp });

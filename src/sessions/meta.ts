@@ -7,8 +7,10 @@ import type { Config } from "../config/config.js";
 import type { SourceRoot } from "../snapshot/scan.js";
 import { makeDirs } from "../fs-safe.js";
 
+import { META_ROOT_NAME } from "../config/config.js";
+
 /** The snapshot root name for pi-guard's metadata; snapshot-files.ts never counts it as sessions. */
-export const META_ROOT_NAME = "pi-guard-meta";
+export { META_ROOT_NAME };
 
 export function metaDir(dataDir: string): string {
   return path.join(dataDir, "meta");

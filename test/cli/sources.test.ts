@@ -51,7 +51,11 @@ describe("sources", () => {
     const snap = await snapshot(sb, [], { env });
     expect(snap.files).toBe(2);
     const listed = (await ok(sb, ["snapshots", "--json"], { env })).json<{ roots: { name: string; path: string }[] }[]>();
-    expect(listed[0].roots).toEqual([{ name: "agent", path: sb.agentDir }, { name: "sessions", path: moved }]);
+    expect(listed[0].roots).toEqual([
+      { name: "agent", path: sb.agentDir },
+      { name: "sessions", path: moved },
+      { name: "pi-guard-meta", path: path.join(sb.dataHome, "pi-guard", "meta") },
+    ]);
     const sessionFile = path.join(moved, "2026-11-30T10-00-00-000Z_0b9c5c3e-0000-4000-8000-000000000001.jsonl");
     rmSync(sessionFile);
     const r = await restoreJson(sb, ["latest"], { env });

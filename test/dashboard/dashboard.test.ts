@@ -32,6 +32,9 @@ beforeAll(async () => {
   w = await makeWorld("dashboard");
   await new Promise((r) => setTimeout(r, 1200));
   await snapshot(w.sb); // a second snapshot, more than GAP after the first
+  // ...and stats more than GAP after it, so the open gap since the last snapshot is there for both
+  // stats and the dashboard, however fast the snapshot itself was.
+  await new Promise((r) => setTimeout(r, 600));
   stats = (await runOk(w.sb, ["--json", "stats", "--gap", GAP])).json<Stats>();
   htmlFile = path.join(w.sb.root, "dash.html");
   await runOk(w.sb, ["dashboard", "--output", htmlFile, "--gap", GAP]);
