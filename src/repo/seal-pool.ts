@@ -19,10 +19,6 @@ interface Pending {
   reject: (err: Error) => void;
 }
 
-/**
- * A few worker threads that compress+encrypt (snapshot) or decrypt+decompress+verify (restore)
- * batches of blobs, so a two-core machine uses both cores. With size 0 the work runs inline.
- */
 /** Batches smaller than this run inline: a worker's start-up would cost more than the work. */
 const INLINE_BELOW = 256 * 1024;
 
@@ -30,6 +26,7 @@ const INLINE_BELOW = 256 * 1024;
  * A few worker threads that compress+encrypt (snapshot) or decrypt+decompress+verify (restore)
  * batches of blobs, so a multi-core machine uses its cores. Workers start on the first batch big
  * enough to need them, so small jobs (an append-only snapshot) never pay for thread start-up.
+ * With size 0 all work runs inline.
  */
 export class SealPool {
   private readonly workers: Worker[] = [];
