@@ -62,13 +62,9 @@ async function gatherStats(ctx: Context, gap: string) {
   }
 }
 
-export function registerSessionsCommands(program: Command): void {
-  const sessions = program.command("sessions").description("list, show and tag pi sessions, live and in every snapshot");
-
-  sessions
-    .command("list")
-    .alias("ls")
-    .description("list sessions from the live sessions dir and from every snapshot")
+/** The filters `sessions list` and `sessions search` share. */
+function withListFilters(cmd: Command): Command {
+  return cmd
     .option("--project <text>", "only sessions whose project path (header cwd) contains this")
     .option("--tag <tag>", "only sessions with this pi-guard tag")
     .option("--since <time>", "only sessions active at or after this time")
@@ -76,7 +72,18 @@ export function registerSessionsCommands(program: Command): void {
     .option("--date <day>", "only sessions active on this day (YYYY-MM-DD)")
     .option("--deleted", "only sessions that are in a snapshot but gone from disk")
     .option("--host <host>", "only sessions seen on this host")
-    .option("--live", "skip snapshots: live files only (no repository needed)")
+    .option("--live", "skip snapshots: live files only (no repository needed)");
+}
+
+export function registerSessionsCommands(program: Command): void {
+  const sessions = program.command("sessions").description("list, show and tag pi sessions, live and in every snapshot");
+
+  withListFilters(
+    sessions
+      .command("list")
+      .alias("ls")
+      .description("list sessions from the live sessions dir and from every snapshot"),
+  )
     .addHelpText(
       "after",
       `
@@ -154,18 +161,12 @@ Examples:
       });
     });
 
-  sessions
-    .command("search")
-    .argument("<query>", "words that must all occur; \"a phrase\"; word* for a prefix")
-    .description("full-text search over live sessions and every snapshot, ranked (BM25), with snippets")
-    .option("--project <text>", "only sessions whose project path (header cwd) contains this")
-    .option("--tag <tag>", "only sessions with this pi-guard tag")
-    .option("--since <time>", "only sessions active at or after this time")
-    .option("--until <time>", "only sessions started at or before this time")
-    .option("--date <day>", "only sessions active on this day (YYYY-MM-DD)")
-    .option("--deleted", "only sessions that are in a snapshot but gone from disk")
-    .option("--host <host>", "only sessions seen on this host")
-    .option("--live", "skip snapshots: live files only (no repository needed)")
+  withListFilters(
+    sessions
+      .command("search")
+      .argument("<query>", "words that must all occur; \"a phrase\"; word* for a prefix")
+      .description("full-text search over live sessions and every snapshot, ranked (BM25), with snippets"),
+  )
     .option("-n, --limit <n>", "at most this many sessions", "20")
     .addHelpText(
       "after",
