@@ -62,7 +62,7 @@ function toMessages(items: Item[], model: string | undefined, seed: string): { m
   return { messages, cut, unknownTools, hidden };
 }
 
-export function sessionFromScreen(parsed: ParsedScreen, file: string, mtime: number, styled: boolean): SourceResult["sessions"][number] {
+export function sessionFromScreen(parsed: ParsedScreen, file: string, mtime: number): SourceResult["sessions"][number] {
   const firstUser = parsed.items.find((i) => i.kind === "user");
   const seed = `${firstUser && "text" in firstUser ? firstUser.text.slice(0, 2000) : ""}|${parsed.items.length}`;
   const start = mtime - parsed.items.length * 1000;
@@ -101,5 +101,5 @@ export async function salvageTerminal(file: string): Promise<SourceResult> {
   const parsed = parseScreen(screen.lines, screen.styled);
   if (!parsed.items.some((i) => i.kind === "user")) throw new RepoError(`${file === "-" ? "standard input" : file}: no pi conversation found (not a capture of pi's terminal screen?)`, "input");
   const notes = screen.styled ? [] : ["the capture has no escape sequences: user and assistant told apart by layout only"];
-  return { source: { kind: "terminal", path: file }, sessions: [sessionFromScreen(parsed, file, mtime, screen.styled)], notes };
+  return { source: { kind: "terminal", path: file }, sessions: [sessionFromScreen(parsed, file, mtime)], notes };
 }

@@ -1,7 +1,6 @@
 // Writing a real captured pi event stream in the three shapes --from-log reads, and measuring how
 // much of the original session a salvaged file gives back.
 
-import type { AgentSessionEvent } from "@mariozechner/pi-coding-agent";
 import { readFileSync } from "node:fs";
 import { isDeepStrictEqual } from "node:util";
 import { validateWithPi } from "../helpers/pi-validate.js";
