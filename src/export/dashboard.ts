@@ -2,6 +2,7 @@
 // `pi-guard stats --json` prints, so the two cannot disagree. No script at all: the CSP forbids
 // every request and every script, and the numbers are embedded as JSON for other tools.
 
+import { pageHead } from "./page.js";
 import type { Stats } from "../sessions/stats.js";
 import { formatCost, formatTokens } from "../sessions/describe.js";
 import { escapeHtml } from "./markdown-text.js";
@@ -41,17 +42,7 @@ export function renderDashboard(s: Stats): string {
   const days = (f: (d: Stats["days"][number]) => number) => s.days.map((d) => ({ label: d.day, value: f(d) }));
   const biggest = s.biggest.map((b) => ({ label: `${b.id.slice(0, 8)} ${b.name ?? b.project}${b.deleted ? " (deleted)" : ""}`, value: b.size }));
   const section = (id: string, title: string, body: string) => `<section id="${id}"><h2>${title}</h2>${body}</section>`;
-  return `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="${CSP}">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="generator" content="pi-guard">
-<link rel="icon" href="data:,">
-<title>pi-guard dashboard</title>
-<style>${STYLE}</style>
-</head>
+  return `${pageHead({ csp: CSP, title: "pi-guard dashboard", css: STYLE })}
 <body>
 <h1>pi sessions</h1>
 <p class="muted">Generated ${escapeHtml(s.generatedAt)} · days are UTC · repository ${escapeHtml(s.snapshots.target)}</p>

@@ -3,6 +3,7 @@
 // (<script id="session-data" type="application/json"> holding base64 JSON {header, entries,
 // leafId}) so that `pi-guard salvage --from-html` can recover the session from the page.
 
+import { pageHead } from "./page.js";
 import { escapeHtml } from "./markdown-text.js";
 import type { ExportInput } from "./model.js";
 import { VIEWER_JS } from "./html-client.js";
@@ -18,17 +19,7 @@ export function sessionDataBase64(input: ExportInput): string {
 
 export function renderHtml(input: ExportInput): string {
   const title = escapeHtml(input.view.name ?? `pi session ${input.view.header.id.slice(0, 8)}`);
-  return `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="${CSP}">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="generator" content="pi-guard">
-<link rel="icon" href="data:,">
-<title>${title}</title>
-<style>${VIEWER_CSS}</style>
-</head>
+  return `${pageHead({ csp: CSP, title: title, css: VIEWER_CSS })}
 <body>
 <aside id="sidebar" aria-label="Session tree">
   <h2>Tree</h2>
