@@ -19,7 +19,7 @@ export class BlobReader {
   ) {}
 
   rawLength(id: string): number {
-    return this.repo.index.get(id)?.rawLength ?? 0;
+    return this.repo.index.rawLengthOf(id);
   }
 
   /**

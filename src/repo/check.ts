@@ -68,7 +68,7 @@ export async function checkRepository(
   if (opts.readData) {
     const total = [...index.packs.keys()].filter((p) => present.has(p));
     const byPack = new Map<string, IndexedBlob[]>();
-    for (const [id, loc] of index.blobs) {
+    for (const [id, loc] of index.entries()) {
       const list = byPack.get(loc.pack) ?? [];
       list.push({ id, ...loc });
       byPack.set(loc.pack, list);
@@ -120,7 +120,7 @@ export async function checkRepository(
     ok: !problems.some((p) => p.severity === "error"),
     snapshots: snapshots.length,
     packs: index.packs.size,
-    blobs: index.blobs.size,
+    blobs: index.size,
     packsRead,
     bytesRead,
     problems,

@@ -8,6 +8,7 @@ import { RepoError } from "../../src/repo/errors.js";
 import { selectSnapshot } from "../../src/restore/select.js";
 import type { SnapshotRecord } from "../../src/repo/repository.js";
 import { VERSION } from "../../src/version.js";
+import { MemoryIndex } from "../../src/repo/memory-index.js";
 
 const jsonl = (n: number) =>
   Buffer.from(Array.from({ length: n }, (_, i) => JSON.stringify({ type: "message", id: i.toString(16).padStart(8, "0"), text: `${i} ${"lorem ipsum ".repeat(i % 40)}` })).join("\n") + "\n");
@@ -104,4 +105,32 @@ describe("choosing a snapshot", () => {
 
 it("the version constant matches package.json", () => {
   expect(VERSION).toBe(JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")).version);
+});
+
+describe("memory index", () => {
+  it("finds every blob after growing, ignores a second copy, and knows what it lacks", () => {
+    const index = new MemoryIndex();
+    const ids: string[] = [];
+    for (let p = 0; p < 30; p++) {
+      const blobs = Array.from({ length: 1000 }, (_, i) => {
+        const id = randomBytes(32).toString("hex");
+        ids.push(id);
+        return { type: BlobType.Data, id, offset: i * 10, length: 10, inFrame: i, rawLength: 7 + i };
+      });
+      index.addPack({ id: randomBytes(32).toString("hex"), size: 10_000 + p, blobs });
+    }
+    expect(index.size).toBe(30_000);
+    for (const [k, id] of ids.entries()) {
+      const loc = index.get(id)!;
+      expect(loc.rawLength).toBe(7 + (k % 1000));
+      expect(loc.offset).toBe((k % 1000) * 10);
+    }
+    const again = index.get(ids[5])!;
+    index.addPack({ id: "ff".repeat(32), size: 1, blobs: [{ type: BlobType.Tree, id: ids[5], offset: 0, length: 1, inFrame: 0, rawLength: 1 }] });
+    expect(index.size).toBe(30_000);
+    expect(index.get(ids[5])).toEqual(again);
+    expect(index.has(randomBytes(32).toString("hex"))).toBe(false);
+    expect(index.packs.size).toBe(31);
+    expect([...index.entries()].map(([id]) => id)).toEqual(ids);
+  });
 });
