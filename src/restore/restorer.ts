@@ -1,4 +1,5 @@
 import { makeDirs } from "../fs-safe.js";
+import { parseSessionFileName } from "../pi/writer.js";
 import { promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -47,13 +48,10 @@ const BATCH_BYTES = 2 * 1024 * 1024;
 /** Files restored at once: overlaps one file's disk writes with the next one's decryption. */
 const PARALLEL_FILES = 2;
 
+/** Matches files pi named `<time>_<session id>.jsonl` whose id starts with `session`. */
 export function sessionMatcher(session: string): (rel: string) => boolean {
-  const id = session.toLowerCase();
-  return (rel) => {
-    const base = path.posix.basename(rel).toLowerCase();
-    const m = /_([0-9a-f-]{8,})\.jsonl$/.exec(base);
-    return !!m && m[1].startsWith(id);
-  };
+  const prefix = session.toLowerCase();
+  return (rel) => parseSessionFileName(rel)?.id.toLowerCase().startsWith(prefix) ?? false;
 }
 
 /** Write the files of a snapshot into their destinations. Each file lands atomically (temp + rename). */

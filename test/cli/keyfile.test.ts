@@ -2,11 +2,11 @@
 // says where; later commands need nothing else. A wrong key file fails clearly. And invariant 4:
 // no byte of auth.json is in the repository in plaintext.
 
-import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cli, expectOneLineError, ok, restoreJson, snapshot } from "../helpers/cli.js";
-import { fingerprint, makeSandbox, type Sandbox, treeState, writePiConfigFiles } from "../helpers/tmp.js";
+import { fingerprint, listFiles, makeSandbox, type Sandbox, treeState, writePiConfigFiles } from "../helpers/tmp.js";
 
 describe("key file", () => {
   let sb: Sandbox;
@@ -79,15 +79,7 @@ describe("key file", () => {
     const auth = JSON.parse(readFileSync(path.join(sb.agentDir, "auth.json"), "utf8")) as Record<string, { key: string }>;
     const secret = Buffer.from(auth.anthropic.key);
     const needles = [secret, secret.subarray(0, 16), secret.subarray(secret.length - 16), Buffer.from('"anthropic"')];
-    const files: string[] = [];
-    const walk = (d: string) => {
-      for (const e of readdirSync(d, { withFileTypes: true })) {
-        const a = path.join(d, e.name);
-        if (e.isDirectory()) walk(a);
-        else files.push(a);
-      }
-    };
-    walk(sb.repo);
+    const files = listFiles(sb.repo);
     expect(files.length).toBeGreaterThan(3);
     for (const f of files) {
       const data = readFileSync(f);

@@ -4,8 +4,8 @@
 
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { pathToFileURL } from "node:url";
-import { chromium, type Browser } from "playwright-core";
+import type { Browser } from "playwright-core";
+import { launchChromium, openFile } from "../helpers/browser.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectOneLineError, PROJECT_ROOT, snapshot } from "../helpers/cli.js";
 import { run, runOk } from "../sessions/cli.js";
@@ -39,7 +39,7 @@ beforeAll(async () => {
   htmlFile = path.join(w.sb.root, "dash.html");
   await runOk(w.sb, ["dashboard", "--output", htmlFile, "--gap", GAP]);
   mkdirSync(ARTIFACTS, { recursive: true });
-  browser = await chromium.launch({ executablePath: "/usr/bin/chromium", headless: true, args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"] });
+  browser = await launchChromium();
 });
 afterAll(async () => {
   await browser?.close();
@@ -83,18 +83,7 @@ describe("dashboard in headless Chromium", () => {
   it("loads with no console errors and no requests, draws every chart, and shows the numbers of stats --json", async () => {
     const html = readFileSync(htmlFile, "utf8");
     expect(html).not.toMatch(/<script(?![^>]*type="application\/json")/); // no executable script at all
-    const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
-    const page = await context.newPage();
-    const url = pathToFileURL(htmlFile).href;
-    const errors: string[] = [];
-    const requests: string[] = [];
-    page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
-    page.on("pageerror", (e) => errors.push(e.message));
-    await context.route("**/*", (route) => {
-      if (route.request().url() !== url) requests.push(route.request().url());
-      return route.request().url() === url ? route.continue() : route.abort();
-    });
-    await page.goto(url);
+    const { page, errors, requests } = await openFile(browser, htmlFile, { width: 1100 });
     await page.screenshot({ path: path.join(ARTIFACTS, "dashboard.png"), fullPage: true });
     expect(errors).toEqual([]);
     expect(requests).toEqual([]);
@@ -123,6 +112,6 @@ describe("dashboard in headless Chromium", () => {
     // The embedded JSON is the same object stats --json printed (but for when it was made).
     const embedded = JSON.parse(await page.locator("#stats-data").textContent() ?? "{}");
     expect({ ...embedded, generatedAt: 0, snapshots: { ...embedded.snapshots, gaps: 0 } }).toEqual({ ...stats, generatedAt: 0, snapshots: { ...stats.snapshots, gaps: 0 } });
-    await context.close();
+    await page.context().close();
   });
 });

@@ -5,8 +5,8 @@
 
 import { mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { pathToFileURL } from "node:url";
-import { chromium, type Browser, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
+import { launchChromium, openFile } from "../helpers/browser.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PROJECT_ROOT } from "../helpers/cli.js";
 import { runOk } from "../sessions/cli.js";
@@ -23,12 +23,7 @@ beforeAll(async () => {
   htmlFile = path.join(w.sb.root, "main.html");
   await runOk(w.sb, ["export", w.main.sessionId, "--format", "html", "--output", htmlFile]);
   mkdirSync(ARTIFACTS, { recursive: true });
-  browser = await chromium.launch({
-    executablePath: "/usr/bin/chromium",
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
-    // launch() (not launchPersistentContext) already runs on a fresh temporary profile.
-  });
+  browser = await launchChromium();
 });
 afterAll(async () => {
   await browser?.close();
@@ -43,20 +38,9 @@ interface Loaded {
 
 /** Open a page, recording console errors, page errors and every request other than the file itself. */
 async function open(file: string, colorScheme: "light" | "dark" = "light"): Promise<Loaded> {
-  const context = await browser.newContext({ colorScheme, viewport: { width: 1400, height: 900 } });
-  const page = await context.newPage();
-  const errors: string[] = [];
-  const requests: string[] = [];
-  const url = pathToFileURL(file).href;
-  page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
-  page.on("pageerror", (e) => errors.push(e.message));
-  await context.route("**/*", (route) => {
-    if (route.request().url() !== url) requests.push(route.request().url());
-    return route.request().url() === url ? route.continue() : route.abort();
-  });
-  await page.goto(url);
-  await page.waitForSelector("#messages .entry");
-  return { page, errors, requests };
+  const loaded = await openFile(browser, file, { colorScheme });
+  await loaded.page.waitForSelector("#messages .entry");
+  return loaded;
 }
 
 const userTexts = (page: Page) => page.locator("#messages .entry.user .text").allInnerTexts();

@@ -106,6 +106,26 @@ export interface FileState {
   mode: number;
 }
 
+/** Absolute paths of every file under `dir` (none if it does not exist). */
+export function listFiles(dir: string): string[] {
+  const out: string[] = [];
+  const walk = (d: string) => {
+    let entries: Dirent[];
+    try {
+      entries = readdirSync(d, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const e of entries) {
+      const a = path.join(d, e.name);
+      if (e.isDirectory()) walk(a);
+      else out.push(a);
+    }
+  };
+  walk(dir);
+  return out;
+}
+
 /** Relative path -> hash, size and permission bits of every regular file under `dir`. */
 export function treeState(dir: string): Map<string, FileState> {
   const out = new Map<string, FileState>();

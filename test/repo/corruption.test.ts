@@ -6,22 +6,9 @@ import { cpSync, readdirSync, readFileSync, statSync, truncateSync, unlinkSync, 
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cli, type CliResult, expectOneLineError, initRepo, ok, restoreJson, snapshot, type SnapshotJson } from "../helpers/cli.js";
-import { copyFixtures, fingerprint, type FileState, makeSandbox, type Sandbox, treeState, writeFileExact, writePiConfigFiles } from "../helpers/tmp.js";
+import { copyFixtures, fingerprint, type FileState, listFiles, makeSandbox, type Sandbox, treeState, writeFileExact, writePiConfigFiles } from "../helpers/tmp.js";
 
 const DAMAGED = "pi-hermes-memory/sessions.db";
-
-function listFiles(dir: string): string[] {
-  const out: string[] = [];
-  const walk = (d: string) => {
-    for (const e of readdirSync(d, { withFileTypes: true })) {
-      const a = path.join(d, e.name);
-      if (e.isDirectory()) walk(a);
-      else out.push(a);
-    }
-  };
-  walk(dir);
-  return out.sort();
-}
 
 function flipByte(file: string, at: number): void {
   const data = readFileSync(file);

@@ -8,7 +8,7 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { initRepo, snapshot } from "../helpers/cli.js";
-import { makeSandbox } from "../helpers/tmp.js";
+import { listFiles, makeSandbox } from "../helpers/tmp.js";
 
 const zstd = createRequire(import.meta.url)("zstd-napi") as typeof import("zstd-napi");
 
@@ -111,9 +111,7 @@ describe("docs/FORMAT.md", () => {
   });
 
   it("leaves no plaintext of auth.json or the sessions in any repository object", () => {
-    const walk = (d: string): string[] =>
-      readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(d, e.name)) : [path.join(d, e.name)]));
-    const files = walk(sb.repo);
+    const files = listFiles(sb.repo);
     expect(files.length).toBeGreaterThan(4);
     for (const f of files) {
       const bytes = readFileSync(f);
