@@ -11,19 +11,13 @@ import { createKeyFile, NO_CREDENTIALS_HINT, resolveCredentials } from "./config
 import { RepoError } from "./repo/errors.js";
 import type { Credentials } from "./repo/keys.js";
 import { Repository, type SnapshotRecord } from "./repo/repository.js";
-import { LocalTarget } from "./targets/local.js";
-import type { Target } from "./targets/target.js";
+import { openTarget } from "./targets/open.js";
 import { createSnapshot, type SnapshotOptions, type SnapshotResult } from "./snapshot/snapshotter.js";
 import { pathInScope } from "./snapshot/scan.js";
 import { describeFsError, restoreSnapshot, type RestoreOptions, type RestoreReport } from "./restore/restorer.js";
 import { PRE_RESTORE_TAG, selectSnapshot } from "./restore/select.js";
 
-export function openTarget(config: Config): Target {
-  if (config.repo.startsWith("s3://")) {
-    throw new RepoError("S3 repositories are not supported by this version yet; use a local path", "usage");
-  }
-  return new LocalTarget(config.repo);
-}
+export { openTarget };
 
 /** The repository must not live inside the agent dir: the same npm reify would delete it too. */
 export function assertRepoOutsideAgentDir(config: Config): void {

@@ -17,9 +17,12 @@ interface ListFlags {
 
 /** The catalog over live files and (unless --live) every snapshot; close it when done. */
 async function openCatalog(ctx: Context, liveOnly = false): Promise<SessionCatalog> {
-  const { buildCatalog, openRepositoryIfAny } = await import("../sessions/index.js");
-  const repo = liveOnly ? null : await openRepositoryIfAny(() => ctx.open());
-  return buildCatalog(ctx.config, repo);
+  // Only the modules a warm list or search needs: the session parser loads when something changed.
+  const { SessionCatalog } = await import("../sessions/catalog.js");
+  const { lazyRepository } = await import("../sessions/source.js");
+  const { openTarget } = await import("../targets/open.js");
+  const repo = liveOnly ? null : await lazyRepository(openTarget(ctx.config), () => ctx.open());
+  return SessionCatalog.build({ config: ctx.config, repo });
 }
 
 async function withCatalog<T>(ctx: Context, liveOnly: boolean, fn: (c: SessionCatalog) => Promise<T>): Promise<T> {
@@ -50,12 +53,10 @@ function cut(text: string, max: number): string {
 async function gatherStats(ctx: Context, gap: string) {
   const gapHours = Number(gap);
   if (!Number.isFinite(gapHours) || gapHours <= 0) throw new RepoError(`--gap must be a number of hours above 0, not "${gap}"`, "usage");
-  const { buildCatalog, openRepositoryIfAny } = await import("../sessions/index.js");
   const { computeStats } = await import("../sessions/stats.js");
-  const repo = await openRepositoryIfAny(() => ctx.open());
-  const catalog = await buildCatalog(ctx.config, repo);
+  const catalog = await openCatalog(ctx);
   try {
-    const timeline = repo ? (await repo.listSnapshots()).map((r) => ({ id: r.id, time: r.snapshot.time, host: r.snapshot.host, tags: r.snapshot.tags ?? [] })) : [];
+    const timeline = catalog.snapshots.map((r) => ({ id: r.id, time: r.time, host: r.host, tags: r.tags }));
     return computeStats(catalog.sessions, { target: ctx.config.repo, timeline }, { gapHours });
   } finally {
     await catalog.close();
@@ -98,7 +99,7 @@ Examples:
     )
     .action(async (opts: ListFlags, cmd: Command) => {
       const ctx = context(cmd);
-      const { filterSessions } = await import("../sessions/index.js");
+      const { filterSessions } = await import("../sessions/query.js");
       const { timeRange } = await import("../sessions/time-filter.js");
       const range = timeRange(opts);
       const list = await withCatalog(ctx, !!opts.live, async (c) =>
@@ -168,6 +169,7 @@ Examples:
       .description("full-text search over live sessions and every snapshot, ranked (BM25), with snippets"),
   )
     .option("-n, --limit <n>", "at most this many sessions", "20")
+    .option("--all", "rank every matching entry (by default a word matching more than 20,000 entries ranks the newest 20,000)")
     .addHelpText(
       "after",
       `
@@ -179,14 +181,14 @@ Examples:
   $ pi-guard sessions search '"connection refused"' --project api --since "1 week ago"
   $ pi-guard sessions search 'refactor*' --deleted --json`,
     )
-    .action(async (query: string, opts: ListFlags & { limit: string }, cmd: Command) => {
+    .action(async (query: string, opts: ListFlags & { limit: string; all?: boolean }, cmd: Command) => {
       const ctx = context(cmd);
       const limit = Number(opts.limit);
       if (!Number.isInteger(limit) || limit < 1) throw new RepoError(`--limit must be a whole number above 0, not "${opts.limit}"`, "usage");
-      const { filterSessions } = await import("../sessions/index.js");
+      const { filterSessions } = await import("../sessions/query.js");
       const { timeRange } = await import("../sessions/time-filter.js");
       const { SearchIndex } = await import("../sessions/search-index.js");
-      const { runQuery, ftsQuery } = await import("../sessions/search-query.js");
+      const { runQuery, ftsQuery, DEFAULT_RANK_CAP } = await import("../sessions/search-query.js");
       ftsQuery(query); // an empty query fails before any work
       const range = timeRange(opts);
       const filter = { project: opts.project, tag: opts.tag, deleted: opts.deleted, host: opts.host, ...range };
@@ -196,10 +198,11 @@ Examples:
         try {
           const sync = await index.sync(catalog, !opts.live);
           const started = performance.now();
-          const results = runQuery(index, query, { sessions: filterSessions(catalog.sessions, filter), filtered, limit, hitsPerSession: 3 });
+          const sessions = filterSessions(catalog.sessions, filter);
+          const { results, capped } = runQuery(index, query, { sessions, filtered, limit, hitsPerSession: 3, rankCap: opts.all ? 0 : DEFAULT_RANK_CAP });
           const queryMs = Math.round((performance.now() - started) * 10) / 10;
           if (ctx.out.json) {
-            printJson({ query, queryMs, index: sync, results: results.map((r) => ({ ...r, session: listRow(r.session) })) });
+            printJson({ query, queryMs, index: sync, ...(capped && { capped }), results: results.map((r) => ({ ...r, session: listRow(r.session) })) });
             return;
           }
           if (results.length === 0) {
@@ -213,6 +216,7 @@ Examples:
             for (const h of r.hits) lines.push(`    ${h.entryId} ${h.kind.padEnd(10)} ${h.snippet}`);
           }
           lines.push(`${results.length} session${results.length === 1 ? "" : "s"} in ${queryMs} ms${sync.indexed ? ` (indexed ${sync.indexed} changed session${sync.indexed === 1 ? "" : "s"} in ${sync.ms} ms)` : ""}`);
+          if (capped) lines.push(`ranked the newest ${capped.ranked.toLocaleString("en-US")} of ${capped.matched.toLocaleString("en-US")} matching entries (--all ranks every one)`);
           info(ctx.out, lines.join("\n"));
         } finally {
           index.close();
@@ -237,13 +241,13 @@ Examples:
     )
     .action(async (id: string, _opts: unknown, cmd: Command) => {
       const ctx = context(cmd);
-      const { buildCatalog, resolveSession } = await import("../sessions/index.js");
+      const { buildCatalog, openedRepository, resolveSession } = await import("../sessions/index.js");
       const { deleteSession } = await import("../sessions/trash.js");
       const repo = await ctx.open().catch((err: unknown) => {
         if (err instanceof RepoError && err.kind === "not-found") throw new RepoError(`${err.message.replace(/ \(.*$/, "")}: delete snapshots first, so run \`pi-guard init\``, "not-found");
         throw err;
       });
-      const catalog = await buildCatalog(ctx.config, repo);
+      const catalog = await buildCatalog(ctx.config, openedRepository(repo));
       try {
         const record = resolveSession(catalog.sessions, id);
         const r = await deleteSession(ctx.config, repo, record, ctx.lockWaitMs);

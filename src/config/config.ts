@@ -5,7 +5,7 @@ import { createRequire } from "node:module";
 import type { z as Zod } from "zod";
 import { RepoError } from "../repo/errors.js";
 import { agentDir as piAgentDir, sessionsDir as piSessionsDir } from "../pi/paths.js";
-import { DEFAULT_EXCLUDES, type SourceFilter, type SourceRoot } from "../snapshot/scan.js";
+import { DEFAULT_EXCLUDES, type SourceFilter, type SourceRoot } from "../snapshot/sources.js";
 
 type Env = Record<string, string | undefined>;
 

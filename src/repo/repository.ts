@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { ObjectNotFound, type Target } from "../targets/target.js";
+import type { Target } from "../targets/target.js";
 import { Chunker, DATA_CHUNKER, TREE_CHUNKER, gearTable, type ChunkerParams } from "./chunker.js";
 import { blobId, decrypt, encrypt } from "./crypto.js";
 import { decode, encode } from "./compress.js";
@@ -16,6 +16,7 @@ import {
 } from "./format.js";
 import { addKey, newMasterKey, unlock, type Credentials, type MasterKey } from "./keys.js";
 import { MemoryIndex } from "./memory-index.js";
+import { listSnapshotIds, readRepoConfig } from "./peek.js";
 
 export interface RepoConfig {
   format: "pi-guard";
@@ -77,25 +78,7 @@ export class Repository {
   }
 
   static async open(target: Target, cred: Credentials): Promise<Repository> {
-    let raw: Buffer;
-    try {
-      raw = await target.get(CONFIG_KEY);
-    } catch (err) {
-      if (err instanceof ObjectNotFound) {
-        throw new RepoError(`no repository at ${target.location} (run \`pi-guard init\` first)`, "not-found");
-      }
-      throw err;
-    }
-    let config: RepoConfig;
-    try {
-      config = JSON.parse(raw.toString("utf8")) as RepoConfig;
-    } catch {
-      throw new RepoError(`${target.location}/config is not valid JSON`, "corrupt");
-    }
-    if (config.format !== "pi-guard") throw new RepoError(`${target.location} is not a pi-guard repository`, "corrupt");
-    if (config.version > FORMAT_VERSION) {
-      throw new RepoError(`repository format ${config.version} is newer than this pi-guard understands (${FORMAT_VERSION})`, "corrupt");
-    }
+    const config = await readRepoConfig(target);
     const { master, keyId } = await unlock(target, cred);
     return new Repository(target, config, master, keyId);
   }
@@ -171,8 +154,7 @@ export class Repository {
   async listSnapshots(): Promise<SnapshotRecord[]> {
     const out: SnapshotRecord[] = [];
     this.unreadableSnapshots = [];
-    for await (const info of this.target.list("snapshots")) {
-      const id = info.key.slice("snapshots/".length);
+    for (const id of await listSnapshotIds(this.target)) {
       try {
         out.push({ id, snapshot: await this.loadSnapshot(id) });
       } catch (err) {
@@ -184,3 +166,4 @@ export class Repository {
     return out;
   }
 }
+

@@ -27,8 +27,9 @@ export class SnapshotReader {
     return this.repo.listSnapshots();
   }
 
-  files(record: SnapshotRecord): AsyncGenerator<TreeNode> {
-    return readTree(this.reader, record.snapshot.tree);
+  /** The nodes of a snapshot's tree (its `tree` blob ids), in (root, path) order. */
+  files(tree: readonly string[]): AsyncGenerator<TreeNode> {
+    return readTree(this.reader, tree);
   }
 
   /** The file's bytes in order, a batch of blobs at a time. */

@@ -1,6 +1,8 @@
 // The session catalog: every session pi-guard can see, live on disk or in any snapshot, with the
 // numbers `sessions list` shows. A session's bytes are read only when its summary is not cached
 // yet, and only for its newest version (the live file, else the newest snapshot holding it).
+// The finished catalog is cached too (catalog/view-<repo id>.json) with a fingerprint of its
+// inputs, so a warm run stats the live files, lists the snapshot names and is done.
 
 import { createHash } from "node:crypto";
 import { promises as fs } from "node:fs";
@@ -8,13 +10,14 @@ import os from "node:os";
 import path from "node:path";
 import type { Config } from "../config/config.js";
 import { parseSessionFileName } from "../pi/writer.js";
-import type { Repository, SnapshotRecord } from "../repo/repository.js";
 import type { SnapshotReader } from "../restore/snapshot-reader.js";
-import { JsonMapCache } from "./cache.js";
+import { JsonMapCache, readJsonCache, writeJsonCache } from "./cache.js";
 import { listLiveFiles, liveSessionDirs, type LiveFile } from "./live.js";
-import { originalPath, snapshotSessionFiles, treeNodeOf, type SnapshotSessionFile } from "./snapshot-files.js";
-import { summarizeSession, type SessionSummary } from "./summary.js";
+import { originalPath, SnapshotFiles, treeNodeOf, type FileHistory, type SnapshotHistory, type SnapshotMeta } from "./snapshot-files.js";
+import type { RepositorySource } from "./source.js";
+import type { SessionSummary } from "./summary.js";
 import { readTags } from "./tags.js";
+import { compareStrings } from "../compare.js";
 
 export interface SnapshotPresence {
   snapshotId: string;
@@ -38,48 +41,101 @@ export interface SessionRecord extends SessionSummary {
   tags: string[];
 }
 
-type Source = { kind: "live"; file: LiveFile } | { kind: "snapshot"; record: SnapshotRecord; file: SnapshotSessionFile };
+/** Where a snapshot-only session's newest bytes are; plain data, so the whole catalog can be cached. */
+interface SnapshotSource {
+  snapshotId: string;
+  root: string;
+  path: string;
+  originalPath: string;
+  contentKey: string;
+}
+
+/** Everything the catalog computes, cached as one file and valid for one fingerprint of its inputs. */
+interface CatalogView {
+  fingerprint: string;
+  sessions: SessionRecord[];
+  /** Sessions that are not live (live ones are read from `SessionRecord.live`). */
+  sources: Record<string, SnapshotSource>;
+  snapshots: SnapshotMeta[];
+}
 
 export interface CatalogOptions {
   config: Config;
-  /** null: live files only (no repository yet). */
-  repo: Repository | null;
+  /** null: live files only (no repository yet, or --live). */
+  repo: RepositorySource | null;
   env?: Record<string, string | undefined>;
   host?: string;
 }
 
-const contentKey = (f: SnapshotSessionFile): string => createHash("sha256").update(`${f.size}:${f.content.join(",")}`).digest("hex");
 const fileNameId = (p: string): string | undefined => parseSessionFileName(path.basename(p))?.id;
 
 export class SessionCatalog {
-  readonly sessions: SessionRecord[] = [];
-  private readonly sources = new Map<string, Source>();
   private reader?: Promise<SnapshotReader>;
+  private files?: SnapshotFiles;
+  private snapshotIds: string[] = [];
+  private readonly liveFiles = new Map<string, LiveFile>();
+  private byId?: Map<string, SessionRecord>;
+  private history?: Promise<SnapshotHistory>;
+  private view: CatalogView = { fingerprint: "", sessions: [], sources: {}, snapshots: [] };
 
-  private constructor(private readonly repo: Repository | null) {}
+  private constructor(private readonly repo: RepositorySource | null) {}
+
+  /** Every session, most recently active first. */
+  get sessions(): SessionRecord[] {
+    return this.view.sessions;
+  }
+
+  /** Every readable snapshot, oldest first (empty without a repository). */
+  get snapshots(): SnapshotMeta[] {
+    return this.view.snapshots;
+  }
 
   static async build(opts: CatalogOptions): Promise<SessionCatalog> {
     const catalog = new SessionCatalog(opts.repo);
-    await catalog.scan(opts);
+    await catalog.load(opts);
     return catalog;
   }
 
   private snapshotReader(): Promise<SnapshotReader> {
     if (!this.repo) throw new Error("no repository");
     const repo = this.repo;
-    this.reader ??= import("../restore/snapshot-reader.js").then((m) => m.SnapshotReader.open(repo));
+    this.reader ??= Promise.all([repo.open(), import("../restore/snapshot-reader.js")]).then(([r, m]) => m.SnapshotReader.open(r));
     return this.reader;
   }
 
-  private async scan(opts: CatalogOptions): Promise<void> {
+  /**
+   * The inputs are the live files' stat, the snapshot names, the tags and the host. When none
+   * changed, the cached view is the answer and nothing is parsed, decrypted or recomputed.
+   */
+  private async load(opts: CatalogOptions): Promise<void> {
     const catalogDir = path.join(opts.config.dataDir, "catalog");
     const host = opts.host ?? os.hostname();
+    const liveFiles = listLiveFiles(liveSessionDirs(opts.config, opts.env));
+    for (const f of liveFiles) this.liveFiles.set(f.path, f);
+    this.snapshotIds = this.repo ? (await this.repo.snapshotIds()).sort(compareStrings) : [];
+    const tags = await readTags(opts.config.dataDir).catch(() => ({}) as Record<string, string[]>);
+    const hash = createHash("sha256").update(`${host}\0${this.repo?.id ?? "-"}\0${JSON.stringify(tags)}\0${this.snapshotIds.join(",")}`);
+    for (const f of liveFiles) hash.update(`\0${liveKey(f)}`);
+    const fingerprint = hash.digest("hex");
 
+    if (this.repo) this.files = new SnapshotFiles(path.join(catalogDir, this.repo.id), this.repo, () => this.snapshotReader());
+    const viewFile = path.join(catalogDir, `view-${this.repo?.id ?? "live"}.json`);
+    const cached = await readJsonCache<CatalogView>(viewFile);
+    if (cached?.fingerprint === fingerprint) {
+      this.view = cached;
+      return;
+    }
+    this.view = { fingerprint, ...(await this.scan(catalogDir, liveFiles, tags, host)) };
+    await writeJsonCache(viewFile, this.view);
+  }
+
+  private async scan(catalogDir: string, liveFiles: LiveFile[], tags: Record<string, string[]>, host: string): Promise<Omit<CatalogView, "fingerprint">> {
+    const { summarizeSession } = await import("./summary.js");
     // Live files: summaries cached by path and stat, so only changed files are parsed again.
     const liveCache = await JsonMapCache.load<SessionSummary>(path.join(catalogDir, "live.json"));
     const live = new Map<string, { file: LiveFile; summary: SessionSummary }>();
-    for (const file of await listLiveFiles(liveSessionDirs(opts.config, opts.env))) {
-      const key = `${file.path}\0${file.size}\0${file.mtimeMs}\0${file.ino}`;
+    for (const file of liveFiles) {
+      const key = liveKey(file);
       let summary = liveCache.get(key);
       if (!summary) {
         summary = await summarizeSession(file.path, fileNameId(file.path) ?? path.basename(file.path, ".jsonl")).catch(() => undefined);
@@ -91,76 +147,94 @@ export class SessionCatalog {
     }
     await liveCache.save(true);
 
-    // Snapshots: where each session file appears, grouped by session id.
-    const inSnapshots = new Map<string, { presences: SnapshotPresence[]; newest: { record: SnapshotRecord; file: SnapshotSessionFile } }>();
+    // Snapshots: each session file's history, grouped by session id.
+    const inSnapshots = new Map<string, { presences: SnapshotPresence[]; newest: FileHistory; history: SnapshotHistory }>();
     let summaries: JsonMapCache<SessionSummary> | undefined;
-    if (this.repo) {
-      const repoDir = path.join(catalogDir, this.repo.config.id);
-      summaries = await JsonMapCache.load<SessionSummary>(path.join(repoDir, "summaries.json"));
-      const byLocation = new Map<string, { presences: SnapshotPresence[]; newest: { record: SnapshotRecord; file: SnapshotSessionFile } }>();
-      for (const record of await this.repo.listSnapshots()) {
-        for (const f of await snapshotSessionFiles(repoDir, record, () => this.snapshotReader())) {
-          const key = `${f.root}\0${f.path}`;
-          const presence = { snapshotId: record.id, time: record.snapshot.time, host: record.snapshot.host, path: originalPath(record, f), size: f.size };
-          const loc = byLocation.get(key);
-          if (loc) {
-            loc.presences.push(presence);
-            loc.newest = { record, file: f }; // snapshots come oldest first
-          } else byLocation.set(key, { presences: [presence], newest: { record, file: f } });
+    const summaryCache = async () => (summaries ??= await JsonMapCache.load<SessionSummary>(path.join(catalogDir, this.repo!.id, "summaries.json")));
+    let snapshots: SnapshotMeta[] = [];
+    if (this.files) {
+      const history = await this.snapshotHistory();
+      snapshots = history.snapshots;
+      let headersRead = false;
+      for (const h of history.files) {
+        // pi names files <time>_<session id>.jsonl; other names need the header, so read it once.
+        let id = h.headerId ?? fileNameId(h.path);
+        if (!id) {
+          id = h.headerId = (await this.snapshotSummary(await summaryCache(), history, h)).id;
+          headersRead = true;
         }
-      }
-      for (const loc of byLocation.values()) {
-        // pi names files <time>_<session id>.jsonl; other names need the header, so read it.
-        const id = fileNameId(loc.newest.file.path) ?? (await this.snapshotSummary(summaries, loc.newest.record, loc.newest.file)).id;
+        const presences = h.presences.map(([i, size]) => {
+          const meta = history.snapshots[i];
+          return { snapshotId: meta.id, time: meta.time, host: meta.host, path: originalPath(meta, h), size };
+        });
         const group = inSnapshots.get(id);
-        if (!group) inSnapshots.set(id, { presences: [...loc.presences], newest: loc.newest });
+        if (!group) inSnapshots.set(id, { presences, newest: h, history });
         else {
-          group.presences.push(...loc.presences);
-          if (loc.newest.record.snapshot.time > group.newest.record.snapshot.time) group.newest = loc.newest;
+          group.presences.push(...presences);
+          if (history.snapshots[h.newest].time > history.snapshots[group.newest.newest].time) group.newest = h;
         }
       }
+      if (headersRead) await this.files.save(history);
     }
 
-    const tags = await readTags(opts.config.dataDir).catch(() => ({}) as Record<string, string[]>);
+    const sessions: SessionRecord[] = [];
+    const sources: Record<string, SnapshotSource> = {};
     for (const id of new Set([...live.keys(), ...inSnapshots.keys()])) {
       const l = live.get(id);
       const s = inSnapshots.get(id);
-      const presences = (s?.presences ?? []).sort((a, b) => a.time.localeCompare(b.time));
+      const presences = (s?.presences ?? []).sort((a, b) => compareStrings(a.time, b.time));
       let summary: SessionSummary;
       let size: number;
       if (l) {
         summary = l.summary;
         size = l.file.size;
-        this.sources.set(id, { kind: "live", file: l.file });
       } else {
-        const newest = s!.newest;
-        summary = await this.snapshotSummary(summaries!, newest.record, newest.file);
-        size = newest.file.size;
-        this.sources.set(id, { kind: "snapshot", ...newest });
+        const { history, newest } = s!;
+        summary = await this.snapshotSummary(await summaryCache(), history, newest);
+        size = newest.presences[newest.presences.length - 1][1];
+        const meta = history.snapshots[newest.newest];
+        sources[id] = { snapshotId: meta.id, root: newest.root, path: newest.path, originalPath: originalPath(meta, newest), contentKey: newest.contentKey };
       }
       const hosts = new Set(presences.map((p) => p.host));
       if (l) hosts.add(host);
-      this.sessions.push({ ...summary, id, size, live: l?.file.path ?? null, snapshots: presences, deleted: !l, hosts: [...hosts].sort(), tags: tags[id] ?? [] });
+      sessions.push({ ...summary, id, size, live: l?.file.path ?? null, snapshots: presences, deleted: !l, hosts: [...hosts].sort(), tags: tags[id] ?? [] });
     }
-    await summaries?.save();
-    this.sessions.sort((a, b) => (b.lastActivity ?? "").localeCompare(a.lastActivity ?? "") || a.id.localeCompare(b.id));
+    await summaries?.save(true);
+    sessions.sort((a, b) => compareStrings(b.lastActivity ?? "", a.lastActivity ?? "") || compareStrings(a.id, b.id));
+    return { sessions, sources, snapshots };
   }
 
-  private async snapshotSummary(cache: JsonMapCache<SessionSummary>, record: SnapshotRecord, f: SnapshotSessionFile): Promise<SessionSummary> {
-    const key = contentKey(f);
-    const hit = cache.get(key);
+  private async snapshotSummary(cache: JsonMapCache<SessionSummary>, history: SnapshotHistory, h: FileHistory): Promise<SessionSummary> {
+    const hit = cache.get(h.contentKey);
     if (hit) return hit;
+    const { summarizeSession } = await import("./summary.js");
+    const f = await this.files!.newestCopy(history, h);
     const reader = await this.snapshotReader();
-    const summary = await summarizeSession(reader.stream(treeNodeOf(f)), fileNameId(f.path) ?? `${record.id.slice(0, 8)}:${f.path}`);
-    cache.set(key, summary);
+    const summary = await summarizeSession(reader.stream(treeNodeOf(f)), fileNameId(f.path) ?? `${history.snapshots[h.newest].id.slice(0, 8)}:${f.path}`);
+    cache.set(h.contentKey, summary);
     return summary;
+  }
+
+  private snapshotHistory(): Promise<SnapshotHistory> {
+    this.history ??= this.files!.history(this.snapshotIds);
+    return this.history;
+  }
+
+  /** A live session's file as listed in this run, or a snapshot-only session's source. */
+  private source(id: string): { live: LiveFile } | { snapshot: SnapshotSource } {
+    this.byId ??= new Map(this.view.sessions.map((s) => [s.id, s]));
+    const record = this.byId.get(id);
+    const live = record?.live ? this.liveFiles.get(record.live) : undefined;
+    if (live) return { live };
+    const snapshot = this.view.sources[id];
+    if (!snapshot) throw new Error(`session ${id} is not in the catalog`);
+    return { snapshot };
   }
 
   /** Where the bytes of a session come from: "live <path>" or "snapshot <id> <path>". */
   describeSource(id: string): string {
-    const src = this.sources.get(id);
-    if (!src) return "unknown";
-    return src.kind === "live" ? `live ${src.file.path}` : `snapshot ${src.record.id.slice(0, 8)} ${originalPath(src.record, src.file)}`;
+    const src = this.source(id);
+    return "live" in src ? `live ${src.live.path}` : `snapshot ${src.snapshot.snapshotId.slice(0, 8)} ${src.snapshot.originalPath}`;
   }
 
   /**
@@ -168,21 +242,26 @@ export class SessionCatalog {
    * blob ids. Derived indexes (search) re-read a session only when this changes.
    */
   versionKey(id: string): string {
-    const src = this.sources.get(id);
-    if (!src) throw new Error(`session ${id} is not in the catalog`);
-    const f = src.file;
-    return src.kind === "live" ? `live:${f.path}:${f.size}:${(f as LiveFile).mtimeMs}:${(f as LiveFile).ino}` : `snapshot:${contentKey(src.file)}`;
+    const src = this.source(id);
+    if ("live" in src) return `live:${src.live.path}:${src.live.size}:${src.live.mtimeMs}:${src.live.ino}`;
+    return `snapshot:${src.snapshot.contentKey}`;
   }
 
   /** The newest bytes of a session: the live file, else its copy in the newest snapshot. */
   async readBytes(id: string): Promise<Buffer> {
-    const src = this.sources.get(id);
-    if (!src) throw new Error(`session ${id} is not in the catalog`);
-    if (src.kind === "live") return fs.readFile(src.file.path);
-    return (await this.snapshotReader()).read(treeNodeOf(src.file));
+    const src = this.source(id);
+    if ("live" in src) return fs.readFile(src.live.path);
+    const { root, path: file } = src.snapshot;
+    const history = await this.snapshotHistory();
+    const h = history.files.find((f) => f.root === root && f.path === file);
+    if (!h) throw new Error(`the catalog's history no longer lists ${root}:${file}`);
+    const copy = await this.files!.newestCopy(history, h);
+    return (await this.snapshotReader()).read(treeNodeOf(copy));
   }
 
   async close(): Promise<void> {
     if (this.reader) await (await this.reader).close();
   }
 }
+
+const liveKey = (f: LiveFile): string => `${f.path}\0${f.size}\0${f.mtimeMs}\0${f.ino}`;

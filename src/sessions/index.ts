@@ -2,8 +2,7 @@
 // `export` and `stats`. The CLI only parses flags and prints what these return.
 
 import type { Config } from "../config/config.js";
-import type { Repository } from "../repo/repository.js";
-import { isRepoError } from "../repo/errors.js";
+import type { RepositorySource } from "./source.js";
 import { SessionCatalog, type SessionRecord } from "./catalog.js";
 import { loadSessionBytes, type LoadedSession } from "./read.js";
 
@@ -11,22 +10,10 @@ export { SessionCatalog, type SessionRecord, type SnapshotPresence } from "./cat
 export { filterSessions, resolveSession, type SessionFilter } from "./query.js";
 export { sessionView, resolveEntry, type SessionView } from "./view.js";
 export { loadSessionBytes, type LoadedSession } from "./read.js";
+export { lazyRepository, openedRepository, type RepositorySource } from "./source.js";
 export { renderSession, treeOutline } from "./render-terminal.js";
 
-/**
- * Open the repository when there is one: sessions are listed from live files alone until the
- * first `pi-guard init`. Any other failure (wrong password...) is the user's to see.
- */
-export async function openRepositoryIfAny(open: () => Promise<Repository>): Promise<Repository | null> {
-  try {
-    return await open();
-  } catch (err) {
-    if (isRepoError(err) && err.kind === "not-found") return null;
-    throw err;
-  }
-}
-
-export async function buildCatalog(config: Config, repo: Repository | null): Promise<SessionCatalog> {
+export async function buildCatalog(config: Config, repo: RepositorySource | null): Promise<SessionCatalog> {
   return SessionCatalog.build({ config, repo });
 }
 

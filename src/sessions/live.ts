@@ -1,11 +1,12 @@
 // Session files on disk now. pi keeps them in <sessions>/--<cwd>--/*.jsonl, or flat in a moved
 // sessions dir; the config's roots also name a sessions dir that lives outside the agent dir.
 
-import type { Dirent, Stats } from "node:fs";
-import { promises as fs, statSync } from "node:fs";
+import type { Dirent } from "node:fs";
+import { readdirSync, statSync } from "node:fs";
 import path from "node:path";
 import type { Config } from "../config/config.js";
 import { sessionsDir } from "../pi/paths.js";
+import { compareStrings } from "../compare.js";
 
 export interface LiveFile {
   path: string;
@@ -22,36 +23,33 @@ export function liveSessionDirs(config: Config, env: Record<string, string | und
   return [...dirs];
 }
 
-async function readDir(dir: string): Promise<Dirent[]> {
-  return fs.readdir(dir, { withFileTypes: true }).catch(() => []);
-}
-
-function statIfExists(file: string): Stats | undefined {
+function readDir(dir: string): Dirent[] {
   try {
-    return statSync(file);
+    return readdirSync(dir, { withFileTypes: true });
   } catch {
-    return undefined; // removed since the folder was read
+    return []; // missing or not a folder: no sessions there
   }
 }
 
 /**
- * Every *.jsonl directly in a sessions dir or one folder below it. stat is called synchronously:
- * a thousand round trips through libuv's thread pool were most of a warm `list`, while a local
- * stat returns in microseconds.
+ * Every *.jsonl directly in a sessions dir or one folder below it, sorted by path. Synchronous on
+ * purpose: these are local folders, and a thousand round trips through libuv's thread pool cost
+ * more than the stat calls themselves.
  */
-export async function listLiveFiles(dirs: string[]): Promise<LiveFile[]> {
-  const candidates: string[] = [];
-  for (const dir of dirs) {
-    const entries = await readDir(dir);
-    const inner = await Promise.all(entries.filter((e) => e.isDirectory()).map(async (e) => ({ dir: path.join(dir, e.name), entries: await readDir(path.join(dir, e.name)) })));
-    for (const e of entries) if (e.isFile() && e.name.endsWith(".jsonl")) candidates.push(path.join(dir, e.name));
-    for (const sub of inner) for (const e of sub.entries) if (e.isFile() && e.name.endsWith(".jsonl")) candidates.push(path.join(sub.dir, e.name));
-  }
+export function listLiveFiles(dirs: string[]): LiveFile[] {
   const out = new Map<string, LiveFile>();
-  const stats = candidates.map((file) => statIfExists(file));
-  candidates.forEach((file, i) => {
-    const st = stats[i];
+  const add = (file: string) => {
+    const st = statSync(file, { throwIfNoEntry: false }); // undefined: removed since the folder was read
     if (st?.isFile()) out.set(file, { path: file, size: st.size, mtimeMs: st.mtimeMs, ino: st.ino });
-  });
-  return [...out.values()].sort((a, b) => a.path.localeCompare(b.path));
+  };
+  for (const dir of dirs.map((d) => path.resolve(d))) {
+    for (const e of readDir(dir)) {
+      if (e.isFile() && e.name.endsWith(".jsonl")) add(`${dir}/${e.name}`);
+      else if (e.isDirectory()) {
+        const sub = `${dir}/${e.name}`;
+        for (const f of readDir(sub)) if (f.isFile() && f.name.endsWith(".jsonl")) add(`${sub}/${f.name}`);
+      }
+    }
+  }
+  return [...out.values()].sort((a, b) => compareStrings(a.path, b.path));
 }

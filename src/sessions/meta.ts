@@ -4,7 +4,7 @@
 
 import path from "node:path";
 import type { Config } from "../config/config.js";
-import type { SourceRoot } from "../snapshot/scan.js";
+import type { SourceRoot } from "../snapshot/sources.js";
 import { makeDirs } from "../fs-safe.js";
 
 import { META_ROOT_NAME } from "../config/config.js";

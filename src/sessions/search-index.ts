@@ -9,11 +9,10 @@ import path from "node:path";
 import { makeDirs } from "../fs-safe.js";
 import { RepoError } from "../repo/errors.js";
 import type { SessionCatalog } from "./catalog.js";
-import { loadSessionBytes } from "./read.js";
-import { indexedEntry } from "./search-text.js";
+import type { LoadedSession } from "./read.js";
 
 /** Bump when the schema or the indexed text changes: an older index is dropped and rebuilt. */
-const SCHEMA_VERSION = "1";
+const SCHEMA_VERSION = "2";
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS info (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -71,12 +70,15 @@ export class SearchIndex {
       known.set(String(row.session_id), { sid: Number(row.sid), key: String(row.version_key) });
     }
     let indexed = 0;
-    for (const s of catalog.sessions) {
+    // Oldest activity first, so rowids grow with recency (a query's rank cap keeps the newest).
+    for (const s of [...catalog.sessions].reverse()) {
       const key = catalog.versionKey(s.id);
       if (known.get(s.id)?.key === key) continue;
       const bytes = await catalog.readBytes(s.id).catch(() => undefined);
       if (!bytes) continue; // vanished since the catalog was built; the next run picks it up
-      this.replace(s.id, key, loadSessionBytes(bytes, s.id).entries);
+      // The parser loads only when a session changed: a warm search never needs it.
+      const [{ loadSessionBytes }, { indexedEntry }] = await Promise.all([import("./read.js"), import("./search-text.js")]);
+      this.replace(s.id, key, loadSessionBytes(bytes, s.id).entries, indexedEntry);
       indexed++;
     }
     let removed = 0;
@@ -94,7 +96,7 @@ export class SearchIndex {
     return { sessions: catalog.sessions.length, indexed, removed, ms: Math.round(performance.now() - started) };
   }
 
-  private replace(sessionId: string, key: string, entries: Parameters<typeof indexedEntry>[0][]): void {
+  private replace(sessionId: string, key: string, entries: LoadedSession["entries"], indexedEntry: typeof import("./search-text.js").indexedEntry): void {
     this.inTransaction(() => {
       const old = this.db.prepare("SELECT sid FROM docs WHERE session_id = ?").get(sessionId);
       if (old) this.db.prepare("DELETE FROM entries WHERE sid = ?").run(old.sid);

@@ -49,33 +49,69 @@ export interface QueryOptions {
   filtered: boolean;
   limit: number;
   hitsPerSession: number;
+  /** Rank at most this many matching entries, the newest; 0: rank every match. */
+  rankCap: number;
+}
+
+export interface QueryReport {
+  results: SearchResult[];
+  /** Set when more entries matched than the cap: only the newest `ranked` of `matched` were ranked. */
+  capped?: { ranked: number; matched: number };
 }
 
 // Enough ranked rows to fill `limit` sessions in practice, without scoring the whole corpus twice.
 const ROWS_PER_RESULT = 50;
 
 /**
- * Two steps, because snippet() costs far more than bm25(): rank matching entries by BM25 (only
- * rowids and scores), group them by session, and only then build snippets for the hits shown.
+ * A word in a third of all entries costs BM25 a docsize lookup and a position-list walk per
+ * match (about 50 ms per 100,000), and tells little apart. Past this many matches only the newest
+ * are ranked: the index adds sessions oldest first and re-indexes a changed session at the top,
+ * so higher rowids are newer entries. `--all` ranks every match.
  */
-export function runQuery(index: SearchIndex, text: string, opts: QueryOptions): SearchResult[] {
+export const DEFAULT_RANK_CAP = 20_000;
+
+/**
+ * Three steps, because bm25() is costly per row and snippet() more so:
+ * 1. with a cap, find the rowid above which the newest `cap` matches lie (a doclist walk, no scoring);
+ * 2. rank the matching entries by BM25 (only rowids and scores) and group them by session;
+ * 3. build snippets for the hits shown, in one statement.
+ */
+export function runQuery(index: SearchIndex, text: string, opts: QueryOptions): QueryReport {
   const match = ftsQuery(text);
   const byId = new Map(opts.sessions.map((s) => [s.id, s]));
   const rowLimit = Math.max(opts.limit, 1) * ROWS_PER_RESULT;
-  const ranked = opts.filtered
-    ? `SELECT fts.rowid AS rid, bm25(fts) AS score FROM fts JOIN entries e ON e.id = fts.rowid JOIN docs d ON d.sid = e.sid
-         WHERE fts MATCH ? AND d.session_id IN (SELECT value FROM json_each(?)) ORDER BY score LIMIT ?`
-    : "SELECT rowid AS rid, bm25(fts) AS score FROM fts WHERE fts MATCH ? ORDER BY score LIMIT ?";
-  const sql = `SELECT r.rid AS rid, r.score AS score, d.session_id AS session_id, e.entry_id AS entry_id, e.kind AS kind, e.ts AS ts
-    FROM (${ranked}) r JOIN entries e ON e.id = r.rid JOIN docs d ON d.sid = e.sid ORDER BY r.score`;
-  const params: unknown[] = opts.filtered ? [match, JSON.stringify([...byId.keys()]), rowLimit] : [match, rowLimit];
-  let rows: Record<string, unknown>[];
-  try {
-    rows = index.db.prepare(sql).all(...params);
-  } catch (err) {
-    throw new RepoError(`cannot search for "${text}": ${(err as Error).message}`, "usage");
+  const sessionIds = JSON.stringify([...byId.keys()]);
+  // Every query below takes (match[, session ids]) first, then its own parameters.
+  const from = opts.filtered
+    ? "fts JOIN entries e ON e.id = fts.rowid JOIN docs d ON d.sid = e.sid WHERE fts MATCH ? AND d.session_id IN (SELECT value FROM json_each(?))"
+    : "fts WHERE fts MATCH ?";
+  const base: unknown[] = opts.filtered ? [match, sessionIds] : [match];
+  const sql = (q: string, ...params: unknown[]) => {
+    try {
+      return index.db.prepare(q).all(...base, ...params);
+    } catch (err) {
+      throw new RepoError(`cannot search for "${text}": ${(err as Error).message}`, "usage");
+    }
+  };
+
+  let floor = 0;
+  let capped: QueryReport["capped"];
+  if (opts.rankCap > 0) {
+    const edge = sql(`SELECT fts.rowid AS rid FROM ${from} ORDER BY fts.rowid DESC LIMIT 1 OFFSET ?`, opts.rankCap);
+    if (edge.length) {
+      floor = Number(edge[0].rid) + 1;
+      capped = { ranked: opts.rankCap, matched: Number(sql(`SELECT count(*) AS n FROM ${from}`)[0].n) };
+    }
   }
-  const results = new Map<string, SearchResult & { rowids: number[] }>();
+  const ranked = `SELECT fts.rowid AS rid, bm25(fts) AS score FROM ${from} AND fts.rowid >= ? ORDER BY score LIMIT ?`;
+  const rows = sql(
+    `SELECT r.rid AS rid, r.score AS score, d.session_id AS session_id, e.entry_id AS entry_id, e.kind AS kind, e.ts AS ts
+       FROM (${ranked}) r JOIN entries e ON e.id = r.rid JOIN docs d ON d.sid = e.sid ORDER BY r.score`,
+    floor,
+    rowLimit,
+  );
+  const results = new Map<string, SearchResult>();
+  const shown = new Map<number, SearchHit>();
   for (const r of rows) {
     const session = byId.get(String(r.session_id));
     if (!session) continue; // indexed but outside this run's catalog (e.g. --live)
@@ -83,22 +119,25 @@ export function runQuery(index: SearchIndex, text: string, opts: QueryOptions): 
     const res = results.get(session.id);
     if (!res) {
       if (results.size >= opts.limit) continue;
-      results.set(session.id, { session, score: hit.score, matches: 1, hits: [hit], rowids: [Number(r.rid)] });
+      results.set(session.id, { session, score: hit.score, matches: 1, hits: [hit] });
+      shown.set(Number(r.rid), hit);
     } else {
       res.matches++;
       if (res.hits.length < opts.hitsPerSession) {
         res.hits.push(hit);
-        res.rowids.push(Number(r.rid));
+        shown.set(Number(r.rid), hit);
       }
     }
   }
   // Rows come best first, so each session's first hit is its best and the map is in rank order.
-  const snippet = index.db.prepare("SELECT snippet(fts, 0, char(2), char(3), '…', 16) AS snip FROM fts WHERE fts MATCH ? AND rowid = ?");
-  return [...results.values()].map(({ rowids, ...res }) => {
-    res.hits.forEach((h, i) => {
-      const snip = String(snippet.get(match, rowids[i])?.snip ?? "");
-      h.snippet = snip.replace(/\s+/g, " ").replaceAll("\u0002", MARK_OPEN).replaceAll("\u0003", MARK_CLOSE);
-    });
-    return res;
-  });
+  if (shown.size) {
+    const snippets = index.db
+      .prepare("SELECT rowid AS rid, snippet(fts, 0, char(2), char(3), '…', 16) AS snip FROM fts WHERE fts MATCH ? AND rowid IN (SELECT value FROM json_each(?))")
+      .all(match, JSON.stringify([...shown.keys()]));
+    for (const s of snippets) {
+      const hit = shown.get(Number(s.rid));
+      if (hit) hit.snippet = String(s.snip ?? "").replace(/\s+/g, " ").replaceAll("\u0002", MARK_OPEN).replaceAll("\u0003", MARK_CLOSE);
+    }
+  }
+  return { results: [...results.values()], capped };
 }

@@ -2,6 +2,7 @@
 // and the repository's snapshot list so that both always agree. Days are UTC days.
 
 import type { SessionRecord } from "./catalog.js";
+import { compareStrings } from "../compare.js";
 
 export interface DayStats {
   day: string;
@@ -113,12 +114,12 @@ export function computeStats(sessions: readonly SessionRecord[], snapshots: { ta
     }
   }
   const days = dayRange(byDay.keys()).map((d) => byDay.get(d) ?? { day: d, sessions: 0, turns: 0, tokens: 0, cost: 0 });
-  const byTokens = (a: GroupStats, b: GroupStats) => b.tokens - a.tokens || b.sessions - a.sessions || a.name.localeCompare(b.name);
+  const byTokens = (a: GroupStats, b: GroupStats) => b.tokens - a.tokens || b.sessions - a.sessions || compareStrings(a.name, b.name);
   const biggest = [...sessions]
-    .sort((a, b) => b.size - a.size || a.id.localeCompare(b.id))
+    .sort((a, b) => b.size - a.size || compareStrings(a.id, b.id))
     .slice(0, opts.biggest ?? 10)
     .map((s) => ({ id: s.id, name: s.name, project: s.project, size: s.size, tokens: s.tokens, turns: s.turns, deleted: s.deleted }));
-  const timeline = [...snapshots.timeline].sort((a, b) => a.time.localeCompare(b.time));
+  const timeline = [...snapshots.timeline].sort((a, b) => compareStrings(a.time, b.time));
   return {
     generatedAt: now.toISOString(),
     totals,

@@ -1,24 +1,9 @@
 import { promises as fs, type Stats } from "node:fs";
 import path from "node:path";
 import picomatch from "picomatch";
+import type { SourceFilter, SourceRoot } from "./sources.js";
 
-export interface SourceRoot {
-  name: string;
-  path: string;
-}
-
-export interface SourceFilter {
-  /** Globs relative to a root; when given, only matching files are taken (dirs are walked anyway). */
-  include: string[];
-  /** Globs relative to a root; a matching dir is not entered. */
-  exclude: string[];
-}
-
-/**
- * What is never worth backing up in an agent dir: pi's own binaries and git checkouts, which are
- * re-downloadable, and npm package trees (the very thing whose reify deleted the user's sessions).
- */
-export const DEFAULT_EXCLUDES = ["bin", "git", "**/node_modules", "**/.DS_Store"];
+export { DEFAULT_EXCLUDES, type SourceFilter, type SourceRoot } from "./sources.js";
 
 export interface ScannedEntry {
   root: string;

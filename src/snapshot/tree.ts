@@ -27,7 +27,7 @@ export class TreeWriter {
 }
 
 /** Stream the nodes of a tree, holding a few tree blobs (plus one partial line) at a time. */
-export async function* readTree(reader: BlobReader, treeIds: string[]): AsyncGenerator<TreeNode> {
+export async function* readTree(reader: BlobReader, treeIds: readonly string[]): AsyncGenerator<TreeNode> {
   let carry = "";
   // A multi-byte character can straddle two tree blobs.
   const decoder = new StringDecoder("utf8");

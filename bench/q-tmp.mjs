@@ -1,0 +1,15 @@
+const T0 = performance.now(); let last = T0;
+const lap = (l) => { const n = performance.now(); console.log(l.padEnd(28), (n - last).toFixed(1)); last = n; };
+const { loadConfig } = await import('../dist/src/config/config.js'); lap('import config');
+const config = loadConfig({}); lap('loadConfig');
+const idx = await import('../dist/src/sessions/index.js'); lap('import sessions/index');
+const { openTarget } = await import('../dist/src/targets/open.js'); lap('import targets/open');
+const src = await idx.lazyRepository(openTarget(config), async () => { throw new Error('no open'); }); lap('lazyRepository');
+const si = await import('../dist/src/sessions/search-index.js'); lap('import search-index (sqlite)');
+const sq = await import('../dist/src/sessions/search-query.js'); lap('import search-query');
+const catalog = await idx.buildCatalog(config, src); lap('buildCatalog');
+const index = await si.SearchIndex.open(config.dataDir); lap('SearchIndex.open');
+const sync = await index.sync(catalog, true); lap('sync');
+const r = sq.runQuery(index, process.argv[2] ?? 'xyzzyplugh', { sessions: catalog.sessions, filtered: false, limit: 20, hitsPerSession: 3, rankCap: 20000 }); lap('query');
+const out = JSON.stringify(r.results.map(x => x.session)); lap('json out');
+console.log('total', (performance.now() - T0).toFixed(1));

@@ -1,0 +1,16 @@
+const { loadConfig } = await import('../dist/src/config/config.js');
+const config = loadConfig({});
+const live = await import('../dist/src/sessions/live.js');
+const cache = await import('../dist/src/sessions/cache.js');
+const idx = await import('../dist/src/sessions/index.js');
+const { openTarget } = await import('../dist/src/targets/open.js');
+let t = performance.now(); const lap = (l) => { const n = performance.now(); console.log(l.padEnd(20), (n - t).toFixed(1)); t = n; };
+const dirs = live.liveSessionDirs(config); lap('dirs');
+const files = await live.listLiveFiles(dirs); lap('listLiveFiles ' + files.length);
+const c = await cache.JsonMapCache.load(config.dataDir + '/catalog/live.json'); lap('live.json');
+const src = await idx.lazyRepository(openTarget(config), async () => { throw new Error('x'); });
+const ids = await src.snapshotIds(); lap('snapshotIds');
+const h = await cache.readJsonCache(config.dataDir + '/catalog/' + src.id + '/history.json'); lap('history.json');
+const tags = await import('../dist/src/sessions/tags.js'); await tags.readTags(config.dataDir).catch(()=>0); lap('tags');
+const cat = await idx.buildCatalog(config, src); lap('buildCatalog');
+const cat2 = await idx.buildCatalog(config, src); lap('buildCatalog again');

@@ -1,0 +1,10 @@
+import fs from 'node:fs'; import path from 'node:path';
+const root = process.env.PI_CODING_AGENT_DIR + '/sessions';
+let t = performance.now(); const lap = (l) => { const n = performance.now(); console.log(l.padEnd(20), (n - t).toFixed(2)); t = n; };
+const dirs = fs.readdirSync(root).map(d => path.join(root, d)); lap('readdir root');
+const files = dirs.flatMap(d => fs.readdirSync(d).map(f => d + '/' + f)); lap('readdir subs ' + files.length);
+for (const f of files) fs.statSync(f); lap('statSync');
+for (const f of files) fs.statSync(f); lap('statSync again');
+for (const f of files) fs.statSync(f, { throwIfNoEntry: false }); lap('statSync tine');
+const fd = files.map(f => 0);
+for (const f of files) fs.lstatSync(f); lap('lstatSync');
