@@ -216,7 +216,7 @@ Examples:
             for (const h of r.hits) lines.push(`    ${h.entryId} ${h.kind.padEnd(10)} ${h.snippet}`);
           }
           lines.push(`${results.length} session${results.length === 1 ? "" : "s"} in ${queryMs} ms${sync.indexed ? ` (indexed ${sync.indexed} changed session${sync.indexed === 1 ? "" : "s"} in ${sync.ms} ms)` : ""}`);
-          if (capped) lines.push(`ranked the newest ${capped.ranked.toLocaleString("en-US")} of ${capped.matched.toLocaleString("en-US")} matching entries (--all ranks every one)`);
+          if (capped) lines.push(`more than ${capped.ranked.toLocaleString("en-US")} entries match: ranked the newest ${capped.ranked.toLocaleString("en-US")} (--all ranks every one)`);
           info(ctx.out, lines.join("\n"));
         } finally {
           index.close();

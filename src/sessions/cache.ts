@@ -3,16 +3,20 @@
 // Files are written to a temp name and renamed: a crash leaves the old copy or the new one.
 
 import { randomBytes } from "node:crypto";
-import { promises as fs } from "node:fs";
+import { promises as fs, readFileSync } from "node:fs";
 import path from "node:path";
 import { makeDirs } from "../fs-safe.js";
 
 /** Bump when the shape of cached values changes; older files are then ignored. */
 export const CATALOG_CACHE_VERSION = 2;
 
+/**
+ * Read synchronously: the cache is a local file read once per command, and a megabyte read
+ * through the thread pool in chunks costs more in round trips than the read itself.
+ */
 export async function readJsonCache<T>(file: string): Promise<T | undefined> {
   try {
-    const parsed = JSON.parse(await fs.readFile(file, "utf8")) as { version?: number; value?: T };
+    const parsed = JSON.parse(readFileSync(file, "utf8")) as { version?: number; value?: T };
     return parsed?.version === CATALOG_CACHE_VERSION ? parsed.value : undefined;
   } catch {
     return undefined;

@@ -9,16 +9,23 @@ import path from "node:path";
 import { makeDirs } from "../fs-safe.js";
 import { RepoError } from "../repo/errors.js";
 import type { SessionCatalog } from "./catalog.js";
-import type { LoadedSession } from "./read.js";
+import type { IndexedEntry } from "./search-text.js";
 
 /** Bump when the schema or the indexed text changes: an older index is dropped and rebuilt. */
-const SCHEMA_VERSION = "2";
+const SCHEMA_VERSION = "3";
+
+/**
+ * An entry's rowid is its session's sid times ENTRY_SLOTS plus its position, so a ranked rowid
+ * names its session without a join, and a session's entries are one rowid range. A session is
+ * given a new sid (the largest) whenever it is indexed again, so higher rowids are newer.
+ */
+export const ENTRY_BITS = 20;
+export const ENTRY_SLOTS = 2 ** ENTRY_BITS;
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS info (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS docs (sid INTEGER PRIMARY KEY, session_id TEXT NOT NULL UNIQUE, version_key TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS entries (id INTEGER PRIMARY KEY, sid INTEGER NOT NULL, entry_id TEXT NOT NULL, kind TEXT NOT NULL, ts TEXT NOT NULL, text TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS entries_sid ON entries(sid);
+CREATE TABLE IF NOT EXISTS entries (id INTEGER PRIMARY KEY, entry_id TEXT NOT NULL, kind TEXT NOT NULL, ts TEXT NOT NULL, text TEXT NOT NULL);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(text, content='entries', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2');
 CREATE TRIGGER IF NOT EXISTS entries_ai AFTER INSERT ON entries BEGIN INSERT INTO fts(rowid, text) VALUES (new.id, new.text); END;
 CREATE TRIGGER IF NOT EXISTS entries_ad AFTER DELETE ON entries BEGIN INSERT INTO fts(fts, rowid, text) VALUES ('delete', old.id, old.text); END;
@@ -36,6 +43,8 @@ export function searchIndexFile(dataDir: string): string {
 }
 
 export class SearchIndex {
+  private docs?: Map<string, { sid: number; key: string }>;
+
   private constructor(readonly db: Database) {}
 
   static async open(dataDir: string): Promise<SearchIndex> {
@@ -59,55 +68,71 @@ export class SearchIndex {
     }
   }
 
+  /** Session id by sid, for every indexed session. */
+  get sessionsBySid(): Map<number, string> {
+    this.docs ??= this.readDocs();
+    return new Map([...this.docs].map(([id, d]) => [d.sid, id]));
+  }
+
+  private readDocs(): Map<string, { sid: number; key: string }> {
+    const docs = new Map<string, { sid: number; key: string }>();
+    for (const row of this.db.prepare("SELECT sid, session_id, version_key FROM docs").all()) {
+      docs.set(String(row.session_id), { sid: Number(row.sid), key: String(row.version_key) });
+    }
+    return docs;
+  }
+
   /**
    * Bring the index in line with the catalog. With `prune`, sessions the catalog no longer has
    * are dropped (not when the catalog was built from live files only, which hides snapshots).
    */
   async sync(catalog: SessionCatalog, prune: boolean): Promise<SyncReport> {
     const started = performance.now();
-    const known = new Map<string, { sid: number; key: string }>();
-    for (const row of this.db.prepare("SELECT sid, session_id, version_key FROM docs").iterate()) {
-      known.set(String(row.session_id), { sid: Number(row.sid), key: String(row.version_key) });
-    }
+    const docs = (this.docs ??= this.readDocs());
     let indexed = 0;
-    // Oldest activity first, so rowids grow with recency (a query's rank cap keeps the newest).
+    // Oldest activity first, so sids (and rowids) grow with recency: a query's rank cap keeps the newest.
     for (const s of [...catalog.sessions].reverse()) {
       const key = catalog.versionKey(s.id);
-      if (known.get(s.id)?.key === key) continue;
+      if (docs.get(s.id)?.key === key) continue;
       const bytes = await catalog.readBytes(s.id).catch(() => undefined);
       if (!bytes) continue; // vanished since the catalog was built; the next run picks it up
       // The parser loads only when a session changed: a warm search never needs it.
       const [{ loadSessionBytes }, { indexedEntry }] = await Promise.all([import("./read.js"), import("./search-text.js")]);
-      this.replace(s.id, key, loadSessionBytes(bytes, s.id).entries, indexedEntry);
+      const entries = loadSessionBytes(bytes, s.id).entries.map(indexedEntry).filter((e) => e !== undefined);
+      docs.set(s.id, { sid: this.replace(s.id, key, entries), key });
       indexed++;
     }
     let removed = 0;
     if (prune) {
       const present = new Set(catalog.sessions.map((s) => s.id));
-      for (const [id, doc] of known) {
+      for (const [id, doc] of docs) {
         if (present.has(id)) continue;
-        this.inTransaction(() => {
-          this.db.prepare("DELETE FROM entries WHERE sid = ?").run(doc.sid);
-          this.db.prepare("DELETE FROM docs WHERE sid = ?").run(doc.sid);
-        });
+        this.inTransaction(() => this.drop(doc.sid));
+        docs.delete(id);
         removed++;
       }
     }
     return { sessions: catalog.sessions.length, indexed, removed, ms: Math.round(performance.now() - started) };
   }
 
-  private replace(sessionId: string, key: string, entries: LoadedSession["entries"], indexedEntry: typeof import("./search-text.js").indexedEntry): void {
+  /** Index a session's entries under a new sid, in one transaction; returns the sid. */
+  private replace(sessionId: string, key: string, entries: IndexedEntry[]): number {
+    let sid = 0;
     this.inTransaction(() => {
       const old = this.db.prepare("SELECT sid FROM docs WHERE session_id = ?").get(sessionId);
-      if (old) this.db.prepare("DELETE FROM entries WHERE sid = ?").run(old.sid);
-      this.db.prepare("INSERT INTO docs (session_id, version_key) VALUES (?, ?) ON CONFLICT(session_id) DO UPDATE SET version_key = excluded.version_key").run(sessionId, key);
-      const sid = this.db.prepare("SELECT sid FROM docs WHERE session_id = ?").get(sessionId)!.sid;
-      const insert = this.db.prepare("INSERT INTO entries (sid, entry_id, kind, ts, text) VALUES (?, ?, ?, ?, ?)");
-      for (const e of entries) {
-        const doc = indexedEntry(e);
-        if (doc) insert.run(sid, doc.entryId, doc.kind, doc.timestamp, doc.text);
-      }
+      if (old) this.drop(Number(old.sid));
+      sid = Number(this.db.prepare("SELECT coalesce(max(sid), 0) + 1 AS sid FROM docs").get()!.sid);
+      this.db.prepare("INSERT INTO docs (sid, session_id, version_key) VALUES (?, ?, ?)").run(sid, sessionId, key);
+      const insert = this.db.prepare("INSERT INTO entries (id, entry_id, kind, ts, text) VALUES (?, ?, ?, ?, ?)");
+      // A session with more entries than ENTRY_SLOTS (far beyond any seen) is indexed up to there.
+      entries.slice(0, ENTRY_SLOTS).forEach((e, i) => insert.run(sid * ENTRY_SLOTS + i, e.entryId, e.kind, e.timestamp, e.text));
     });
+    return sid;
+  }
+
+  private drop(sid: number): void {
+    this.db.prepare("DELETE FROM entries WHERE id >= ? AND id < ?").run(sid * ENTRY_SLOTS, (sid + 1) * ENTRY_SLOTS);
+    this.db.prepare("DELETE FROM docs WHERE sid = ?").run(sid);
   }
 
   private inTransaction(fn: () => void): void {

@@ -4,7 +4,7 @@
 
 import { RepoError } from "../repo/errors.js";
 import type { SessionRecord } from "./catalog.js";
-import type { SearchIndex } from "./search-index.js";
+import { ENTRY_BITS, ENTRY_SLOTS, type SearchIndex } from "./search-index.js";
 
 /** Marks around matched words in snippets (JSON and NO_COLOR output). */
 export const MARK_OPEN = "«";
@@ -55,8 +55,8 @@ export interface QueryOptions {
 
 export interface QueryReport {
   results: SearchResult[];
-  /** Set when more entries matched than the cap: only the newest `ranked` of `matched` were ranked. */
-  capped?: { ranked: number; matched: number };
+  /** Set when more entries matched than the cap: only the newest `ranked` were ranked. */
+  capped?: { ranked: number };
 }
 
 // Enough ranked rows to fill `limit` sessions in practice, without scoring the whole corpus twice.
@@ -73,19 +73,19 @@ export const DEFAULT_RANK_CAP = 20_000;
 /**
  * Three steps, because bm25() is costly per row and snippet() more so:
  * 1. with a cap, find the rowid above which the newest `cap` matches lie (a doclist walk, no scoring);
- * 2. rank the matching entries by BM25 (only rowids and scores) and group them by session;
- * 3. build snippets for the hits shown, in one statement.
+ * 2. rank the matching entries by BM25, rowids and scores only: a rowid names its session
+ *    (search-index.ts), so grouping needs no join;
+ * 3. read the details and build snippets for the hits shown, one statement each.
  */
 export function runQuery(index: SearchIndex, text: string, opts: QueryOptions): QueryReport {
   const match = ftsQuery(text);
   const byId = new Map(opts.sessions.map((s) => [s.id, s]));
+  const bySid = index.sessionsBySid;
   const rowLimit = Math.max(opts.limit, 1) * ROWS_PER_RESULT;
-  const sessionIds = JSON.stringify([...byId.keys()]);
-  // Every query below takes (match[, session ids]) first, then its own parameters.
-  const from = opts.filtered
-    ? "fts JOIN entries e ON e.id = fts.rowid JOIN docs d ON d.sid = e.sid WHERE fts MATCH ? AND d.session_id IN (SELECT value FROM json_each(?))"
-    : "fts WHERE fts MATCH ?";
-  const base: unknown[] = opts.filtered ? [match, sessionIds] : [match];
+  // Every query below takes (match[, sids]) first, then its own parameters.
+  const from = opts.filtered ? `fts WHERE fts MATCH ? AND (fts.rowid >> ${ENTRY_BITS}) IN (SELECT value FROM json_each(?))` : "fts WHERE fts MATCH ?";
+  const base: unknown[] = [match];
+  if (opts.filtered) base.push(JSON.stringify([...bySid].filter(([, id]) => byId.has(id)).map(([sid]) => sid)));
   const sql = (q: string, ...params: unknown[]) => {
     try {
       return index.db.prepare(q).all(...base, ...params);
@@ -100,40 +100,39 @@ export function runQuery(index: SearchIndex, text: string, opts: QueryOptions): 
     const edge = sql(`SELECT fts.rowid AS rid FROM ${from} ORDER BY fts.rowid DESC LIMIT 1 OFFSET ?`, opts.rankCap);
     if (edge.length) {
       floor = Number(edge[0].rid) + 1;
-      capped = { ranked: opts.rankCap, matched: Number(sql(`SELECT count(*) AS n FROM ${from}`)[0].n) };
+      capped = { ranked: opts.rankCap }; // counting them all would cost a full doclist walk
     }
   }
-  const ranked = `SELECT fts.rowid AS rid, bm25(fts) AS score FROM ${from} AND fts.rowid >= ? ORDER BY score LIMIT ?`;
-  const rows = sql(
-    `SELECT r.rid AS rid, r.score AS score, d.session_id AS session_id, e.entry_id AS entry_id, e.kind AS kind, e.ts AS ts
-       FROM (${ranked}) r JOIN entries e ON e.id = r.rid JOIN docs d ON d.sid = e.sid ORDER BY r.score`,
-    floor,
-    rowLimit,
-  );
+  const rows = sql(`SELECT fts.rowid AS rid, bm25(fts) AS score FROM ${from} AND fts.rowid >= ? ORDER BY score LIMIT ?`, floor, rowLimit);
   const results = new Map<string, SearchResult>();
   const shown = new Map<number, SearchHit>();
   for (const r of rows) {
-    const session = byId.get(String(r.session_id));
+    const rid = Number(r.rid);
+    const session = byId.get(bySid.get(Math.floor(rid / ENTRY_SLOTS)) ?? "");
     if (!session) continue; // indexed but outside this run's catalog (e.g. --live)
-    const hit: SearchHit = { entryId: String(r.entry_id), kind: String(r.kind), timestamp: String(r.ts), snippet: "", score: -Number(r.score) };
+    const hit: SearchHit = { entryId: "", kind: "", timestamp: "", snippet: "", score: -Number(r.score) };
     const res = results.get(session.id);
     if (!res) {
       if (results.size >= opts.limit) continue;
       results.set(session.id, { session, score: hit.score, matches: 1, hits: [hit] });
-      shown.set(Number(r.rid), hit);
+      shown.set(rid, hit);
     } else {
       res.matches++;
       if (res.hits.length < opts.hitsPerSession) {
         res.hits.push(hit);
-        shown.set(Number(r.rid), hit);
+        shown.set(rid, hit);
       }
     }
   }
   // Rows come best first, so each session's first hit is its best and the map is in rank order.
   if (shown.size) {
+    const rids = JSON.stringify([...shown.keys()]);
+    for (const e of index.db.prepare("SELECT id, entry_id, kind, ts FROM entries WHERE id IN (SELECT value FROM json_each(?))").all(rids)) {
+      Object.assign(shown.get(Number(e.id))!, { entryId: String(e.entry_id), kind: String(e.kind), timestamp: String(e.ts) });
+    }
     const snippets = index.db
       .prepare("SELECT rowid AS rid, snippet(fts, 0, char(2), char(3), '…', 16) AS snip FROM fts WHERE fts MATCH ? AND rowid IN (SELECT value FROM json_each(?))")
-      .all(match, JSON.stringify([...shown.keys()]));
+      .all(match, rids);
     for (const s of snippets) {
       const hit = shown.get(Number(s.rid));
       if (hit) hit.snippet = String(s.snip ?? "").replace(/\s+/g, " ").replaceAll("\u0002", MARK_OPEN).replaceAll("\u0003", MARK_CLOSE);

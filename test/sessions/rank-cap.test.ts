@@ -1,0 +1,83 @@
+// The search library on a real index: rowids name their session and grow with recency, so a rank
+// cap keeps the newest matches; a re-indexed session moves to the top; filters hold under a cap.
+
+import { appendFileSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadConfig } from "../../src/config/config.js";
+import { SessionCatalog } from "../../src/sessions/catalog.js";
+import { ENTRY_SLOTS, SearchIndex } from "../../src/sessions/search-index.js";
+import { runQuery, type QueryOptions } from "../../src/sessions/search-query.js";
+import { makePiSession, type PiSessionResult } from "../helpers/pi-factory.js";
+import { makeSandbox, type Sandbox } from "../helpers/tmp.js";
+
+let sb: Sandbox;
+const made: PiSessionResult[] = [];
+beforeAll(async () => {
+  sb = makeSandbox("rank-cap");
+  // Oldest first: each session mentions the walrus twice (prompt and answer).
+  for (const name of ["first", "second", "third"]) {
+    made.push(await makePiSession({ agentDir: sb.agentDir, cwd: path.join(sb.root, "work", name), turns: [{ user: `The ${name} walrus question`, assistant: [`A ${name} walrus answer.`] }] }));
+    await new Promise((r) => setTimeout(r, 5)); // distinct activity times
+  }
+});
+afterAll(() => sb?.cleanup());
+
+async function withIndex<T>(fn: (index: SearchIndex, catalog: SessionCatalog) => Promise<T> | T): Promise<T> {
+  const config = loadConfig({}, sb.env);
+  const catalog = await SessionCatalog.build({ config, repo: null, env: sb.env });
+  const index = await SearchIndex.open(config.dataDir);
+  try {
+    await index.sync(catalog, false);
+    return await fn(index, catalog);
+  } finally {
+    index.close();
+    await catalog.close();
+  }
+}
+
+const opts = (catalog: SessionCatalog, rankCap: number, only?: string): QueryOptions => ({
+  sessions: only ? catalog.sessions.filter((s) => s.id === only) : catalog.sessions,
+  filtered: !!only,
+  limit: 10,
+  hitsPerSession: 3,
+  rankCap,
+});
+const ids = (r: ReturnType<typeof runQuery>) => r.results.map((x) => x.session.id).sort();
+
+describe("search ranking over a capped set of matches", () => {
+  it("ranks every match without a cap, and only the newest ones under a cap", async () => {
+    await withIndex((index, catalog) => {
+      const all = runQuery(index, "walrus", opts(catalog, 0));
+      expect(ids(all)).toEqual(made.map((m) => m.sessionId).sort());
+      expect(all.capped).toBeUndefined();
+      expect(runQuery(index, "walrus", opts(catalog, 6)).capped).toBeUndefined(); // exactly at the cap
+
+      const newest = runQuery(index, "walrus", opts(catalog, 2));
+      expect(newest.capped).toEqual({ ranked: 2 });
+      expect(ids(newest)).toEqual([made[2].sessionId]);
+      expect(newest.results[0].hits.map((h) => h.snippet).join(" ")).toContain("«walrus»");
+      expect(newest.results[0].hits.every((h) => h.entryId && h.kind && h.timestamp)).toBe(true);
+      // Rowids name their session: sid * ENTRY_SLOTS + position.
+      const sids = index.db.prepare("SELECT sid FROM docs ORDER BY sid").all().map((r) => Number(r.sid));
+      const rowids = index.db.prepare("SELECT id FROM entries").all().map((r) => Number(r.id));
+      expect(new Set(rowids.map((id) => Math.floor(id / ENTRY_SLOTS)))).toEqual(new Set(sids));
+    });
+  });
+
+  it("applies filters before the cap, and moves a re-indexed session to the top", async () => {
+    await withIndex((index, catalog) => {
+      const oldest = runQuery(index, "walrus", opts(catalog, 2, made[0].sessionId));
+      expect(ids(oldest)).toEqual([made[0].sessionId]); // the newest two of *its* matches
+    });
+    // A new user message appended to the oldest session, as pi appends it: indexed again, it is the newest.
+    const lines = readFileSync(made[0].file, "utf8").trim().split("\n");
+    const parentId = JSON.parse(lines[lines.length - 1]).id as string;
+    const now = new Date();
+    const entry = { type: "message", id: "a1b2c3d4", parentId, timestamp: now.toISOString(), message: { role: "user", content: [{ type: "text", text: "One more walrus" }], timestamp: now.getTime() } };
+    appendFileSync(made[0].file, JSON.stringify(entry) + "\n");
+    await withIndex((index, catalog) => {
+      expect(ids(runQuery(index, "walrus", opts(catalog, 2)))).toEqual([made[0].sessionId]);
+    });
+  });
+});
