@@ -1,7 +1,6 @@
-import readline from "node:readline";
-
 /** Ask for a secret on the terminal without echoing it. Only called when stdin is a TTY. */
-export function promptHidden(question: string): Promise<string> {
+export async function promptHidden(question: string): Promise<string> {
+  const { default: readline } = await import("node:readline"); // most commands never prompt
   return new Promise((resolve, reject) => {
     const rl = readline.createInterface({ input: process.stdin, output: process.stderr, terminal: true });
     const rlAny = rl as unknown as { _writeToOutput: (s: string) => void; output: NodeJS.WritableStream };

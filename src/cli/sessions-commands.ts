@@ -169,7 +169,7 @@ Examples:
       .description("full-text search over live sessions and every snapshot, ranked (BM25), with snippets"),
   )
     .option("-n, --limit <n>", "at most this many sessions", "20")
-    .option("--all", "rank every matching entry (by default a word matching more than 20,000 entries ranks the newest 20,000)")
+    .option("--all", "rank every matching entry (by default, when more than 10,000 entries match, the newest 10,000 are ranked)")
     .addHelpText(
       "after",
       `

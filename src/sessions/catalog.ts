@@ -85,6 +85,11 @@ export class SessionCatalog {
     return this.view.sessions;
   }
 
+  /** Names every input of this catalog: equal fingerprints mean equal catalogs. */
+  get fingerprint(): string {
+    return this.view.fingerprint;
+  }
+
   /** Every readable snapshot, oldest first (empty without a repository). */
   get snapshots(): SnapshotMeta[] {
     return this.view.snapshots;

@@ -4,12 +4,17 @@
 // Each session is recorded with the catalog's version key; only sessions whose key changed are
 // read and indexed again, each in its own transaction, so an interrupted run keeps what it did.
 
-import Database from "better-sqlite3";
+import type BetterSqlite3 from "better-sqlite3";
+import { createRequire } from "node:module";
 import path from "node:path";
 import { makeDirs } from "../fs-safe.js";
 import { RepoError } from "../repo/errors.js";
 import type { SessionCatalog } from "./catalog.js";
 import type { IndexedEntry } from "./search-text.js";
+
+// Loaded as CommonJS: importing it from ESM would first scan its source for named exports.
+const Database = createRequire(import.meta.url)("better-sqlite3") as typeof BetterSqlite3;
+type Database = BetterSqlite3;
 
 /** Bump when the schema or the indexed text changes: an older index is dropped and rebuilt. */
 const SCHEMA_VERSION = "3";
@@ -88,14 +93,23 @@ export class SearchIndex {
    */
   async sync(catalog: SessionCatalog, prune: boolean): Promise<SyncReport> {
     const started = performance.now();
+    // The catalog's fingerprint names all of its inputs: the same one as after the last complete
+    // sync means every version key is unchanged, so there is nothing to compare.
+    const stamp = `${catalog.fingerprint} ${prune ? "prune" : "keep"}`;
+    const synced = this.db.prepare("SELECT value FROM info WHERE key = 'synced'").get()?.value;
+    if (synced === stamp) return { sessions: catalog.sessions.length, indexed: 0, removed: 0, ms: Math.round(performance.now() - started) };
     const docs = (this.docs ??= this.readDocs());
     let indexed = 0;
+    let unread = 0;
     // Oldest activity first, so sids (and rowids) grow with recency: a query's rank cap keeps the newest.
     for (const s of [...catalog.sessions].reverse()) {
       const key = catalog.versionKey(s.id);
       if (docs.get(s.id)?.key === key) continue;
       const bytes = await catalog.readBytes(s.id).catch(() => undefined);
-      if (!bytes) continue; // vanished since the catalog was built; the next run picks it up
+      if (!bytes) {
+        unread++; // vanished since the catalog was built; the next run picks it up
+        continue;
+      }
       // The parser loads only when a session changed: a warm search never needs it.
       const [{ loadSessionBytes }, { indexedEntry }] = await Promise.all([import("./read.js"), import("./search-text.js")]);
       const entries = loadSessionBytes(bytes, s.id).entries.map(indexedEntry).filter((e) => e !== undefined);
@@ -112,6 +126,7 @@ export class SearchIndex {
         removed++;
       }
     }
+    if (!unread) this.db.prepare("INSERT INTO info (key, value) VALUES ('synced', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value").run(stamp);
     return { sessions: catalog.sessions.length, indexed, removed, ms: Math.round(performance.now() - started) };
   }
 

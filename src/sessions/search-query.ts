@@ -68,7 +68,7 @@ const ROWS_PER_RESULT = 50;
  * are ranked: the index adds sessions oldest first and re-indexes a changed session at the top,
  * so higher rowids are newer entries. `--all` ranks every match.
  */
-export const DEFAULT_RANK_CAP = 20_000;
+export const DEFAULT_RANK_CAP = 10_000;
 
 /**
  * Three steps, because bm25() is costly per row and snippet() more so:
