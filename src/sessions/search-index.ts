@@ -5,6 +5,7 @@
 // read and indexed again, each in its own transaction, so an interrupted run keeps what it did.
 
 import type BetterSqlite3 from "better-sqlite3";
+import { chmodSync, closeSync, openSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { makeDirs } from "../fs-safe.js";
@@ -56,6 +57,9 @@ export class SearchIndex {
     const file = searchIndexFile(dataDir);
     try {
       await makeDirs(path.dirname(file), 0o700);
+      // The index holds session text: private like the sessions (SQLite copies this mode to -wal and -shm).
+      closeSync(openSync(file, "a", 0o600));
+      chmodSync(file, 0o600);
       const db = new Database(file);
       db.pragma("journal_mode = WAL");
       db.pragma("busy_timeout = 10000");

@@ -2,7 +2,7 @@
 // fixtures (v1 migrated in memory) and a snapshot-only session; list filters; an index that
 // re-reads only changed sessions and can be deleted and rebuilt.
 
-import { existsSync, rmSync } from "node:fs";
+import { existsSync, rmSync, statSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectOneLineError } from "../helpers/cli.js";
@@ -88,5 +88,6 @@ describe("sessions search", () => {
     expect(odd.results.map((r) => r.session.id)).toEqual([]); // "and" and "near" are words, all must occur
     expect((await search("ZEBRAFISH")).results.length).toBeGreaterThan(0);
     expect(existsSync(indexFile())).toBe(true);
+    expect(statSync(indexFile()).mode & 0o777).toBe(0o600); // it holds session text
   });
 });
