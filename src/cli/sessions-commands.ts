@@ -187,15 +187,14 @@ Examples:
       if (!Number.isInteger(limit) || limit < 1) throw new RepoError(`--limit must be a whole number above 0, not "${opts.limit}"`, "usage");
       const { filterSessions } = await import("../sessions/query.js");
       const { timeRange } = await import("../sessions/time-filter.js");
-      const { SearchIndex } = await import("../sessions/search-index.js");
+      const { withSearchIndex } = await import("../sessions/search-index.js");
       const { runQuery, ftsQuery, DEFAULT_RANK_CAP } = await import("../sessions/search-query.js");
       ftsQuery(query); // an empty query fails before any work
       const range = timeRange(opts);
       const filter = { project: opts.project, tag: opts.tag, deleted: opts.deleted, host: opts.host, ...range };
       const filtered = Object.values(filter).some((v) => v !== undefined && v !== false);
       await withCatalog(ctx, !!opts.live, async (catalog) => {
-        const index = await SearchIndex.open(ctx.config.dataDir);
-        try {
+        await withSearchIndex(ctx.config.dataDir, async (index) => {
           const sync = await index.sync(catalog, !opts.live);
           const started = performance.now();
           const sessions = filterSessions(catalog.sessions, filter);
@@ -218,9 +217,7 @@ Examples:
           lines.push(`${results.length} session${results.length === 1 ? "" : "s"} in ${queryMs} ms${sync.indexed ? ` (indexed ${sync.indexed} changed session${sync.indexed === 1 ? "" : "s"} in ${sync.ms} ms)` : ""}`);
           if (capped) lines.push(`more than ${capped.ranked.toLocaleString("en-US")} entries match: ranked the newest ${capped.ranked.toLocaleString("en-US")} (--all ranks every one)`);
           info(ctx.out, lines.join("\n"));
-        } finally {
-          index.close();
-        }
+        });
       });
     });
 

@@ -5,7 +5,7 @@
 // read and indexed again, each in its own transaction, so an interrupted run keeps what it did.
 
 import type BetterSqlite3 from "better-sqlite3";
-import { chmodSync, closeSync, openSync } from "node:fs";
+import { chmodSync, closeSync, openSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { makeDirs } from "../fs-safe.js";
@@ -53,6 +53,7 @@ export class SearchIndex {
 
   private constructor(readonly db: Database) {}
 
+  /** Open (or create) the index in `dataDir`. SQLite errors are left to `withSearchIndex`. */
   static async open(dataDir: string): Promise<SearchIndex> {
     const file = searchIndexFile(dataDir);
     try {
@@ -60,7 +61,11 @@ export class SearchIndex {
       // The index holds session text: private like the sessions (SQLite copies this mode to -wal and -shm).
       closeSync(openSync(file, "a", 0o600));
       chmodSync(file, 0o600);
-      const db = new Database(file);
+    } catch (err) {
+      throw new RepoError(`cannot create the search index ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, "io");
+    }
+    const db = new Database(file);
+    try {
       db.pragma("journal_mode = WAL");
       db.pragma("busy_timeout = 10000");
       db.pragma("synchronous = NORMAL");
@@ -73,7 +78,8 @@ export class SearchIndex {
       }
       return new SearchIndex(db);
     } catch (err) {
-      throw new RepoError(`cannot open the search index ${file}: ${(err as Error).message} (it is rebuildable: delete it and retry)`, "io");
+      db.close();
+      throw err;
     }
   }
 
@@ -167,6 +173,40 @@ export class SearchIndex {
 
   close(): void {
     this.db.close();
+  }
+}
+
+const sqliteCode = (err: unknown): string | undefined => {
+  const code = (err as { code?: unknown } | undefined)?.code;
+  return typeof code === "string" && code.startsWith("SQLITE_") ? code : undefined;
+};
+
+/** SQLite's word for a file that is not (or no longer) a sound database. */
+const isDamaged = (err: unknown): boolean => /^SQLITE_(CORRUPT|NOTADB)/.test(sqliteCode(err) ?? "");
+
+/**
+ * Run `fn` with the index open, and close it. The index is derived data, so a damaged one is
+ * deleted and rebuilt (once) instead of failing the search; other SQLite errors name the file.
+ */
+export async function withSearchIndex<T>(dataDir: string, fn: (index: SearchIndex) => Promise<T>): Promise<T> {
+  const file = searchIndexFile(dataDir);
+  for (let attempt = 0; ; attempt++) {
+    let index: SearchIndex | undefined;
+    try {
+      index = await SearchIndex.open(dataDir);
+      return await fn(index);
+    } catch (err) {
+      if (attempt === 0 && isDamaged(err)) {
+        index?.close();
+        index = undefined;
+        for (const f of [file, `${file}-wal`, `${file}-shm`]) rmSync(f, { force: true });
+        continue;
+      }
+      if (!sqliteCode(err)) throw err;
+      throw new RepoError(`the search index ${file} failed: ${(err as Error).message} (it is rebuildable: delete it and retry)`, "io");
+    } finally {
+      index?.close();
+    }
   }
 }
 

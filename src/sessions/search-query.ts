@@ -86,13 +86,8 @@ export function runQuery(index: SearchIndex, text: string, opts: QueryOptions): 
   const from = opts.filtered ? `fts WHERE fts MATCH ? AND (fts.rowid >> ${ENTRY_BITS}) IN (SELECT value FROM json_each(?))` : "fts WHERE fts MATCH ?";
   const base: unknown[] = [match];
   if (opts.filtered) base.push(JSON.stringify([...bySid].filter(([, id]) => byId.has(id)).map(([sid]) => sid)));
-  const sql = (q: string, ...params: unknown[]) => {
-    try {
-      return index.db.prepare(q).all(...base, ...params);
-    } catch (err) {
-      throw new RepoError(`cannot search for "${text}": ${(err as Error).message}`, "usage");
-    }
-  };
+  // ftsQuery lets no FTS5 syntax through, so an error here is the index's (withSearchIndex).
+  const sql = (q: string, ...params: unknown[]) => index.db.prepare(q).all(...base, ...params);
 
   let floor = 0;
   let capped: QueryReport["capped"];

@@ -2,7 +2,7 @@
 // fixtures (v1 migrated in memory) and a snapshot-only session; list filters; an index that
 // re-reads only changed sessions and can be deleted and rebuilt.
 
-import { existsSync, rmSync, statSync } from "node:fs";
+import { closeSync, existsSync, openSync, rmSync, statSync, truncateSync, writeSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectOneLineError } from "../helpers/cli.js";
@@ -78,6 +78,21 @@ describe("sessions search", () => {
     const rebuilt = await search("quokka");
     expect(rebuilt.index.indexed).toBe(rebuilt.index.sessions);
     expect(rebuilt.results.map((x) => x.session.id)).toEqual([added.sessionId]);
+  });
+
+  it("rebuilds a damaged index instead of failing: a broken header, then a truncated file", async () => {
+    const expectRebuilt = (r: SearchJson) => {
+      expect(r.index.indexed).toBe(r.index.sessions);
+      expect(r.results.map((x) => x.session.id)).toContain(w.main.sessionId);
+    };
+    expect((await search("zebrafish")).index.indexed).toBe(0);
+    const fd = openSync(indexFile(), "r+");
+    writeSync(fd, Buffer.alloc(100, 0x5a), 0, 100, 0); // SQLite's header is the first 100 bytes
+    closeSync(fd);
+    expectRebuilt(await search("zebrafish"));
+    truncateSync(indexFile(), Math.floor(statSync(indexFile()).size / 2));
+    expectRebuilt(await search("zebrafish"));
+    expect((await search("zebrafish")).index.indexed).toBe(0);
   });
 
   it("gives one clear line for bad input and never passes FTS syntax through", async () => {
