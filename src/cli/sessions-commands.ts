@@ -40,8 +40,8 @@ const listRow = ({ usage: _u, promptsByDay: _p, ...row }: SessionRecord) => row;
 const day = (iso: string | null): string => (iso ? iso.replace("T", " ").slice(0, 16) : "-");
 
 function where(s: SessionRecord): string {
-  const snaps = s.snapshots.length ? `${s.snapshots.length} snapshot${s.snapshots.length === 1 ? "" : "s"}` : "";
-  if (s.deleted) return `DELETED, in ${snaps} (last ${s.snapshots[s.snapshots.length - 1].snapshotId.slice(0, 8)})`;
+  const snaps = s.snapshotCount ? `${s.snapshotCount} snapshot${s.snapshotCount === 1 ? "" : "s"}` : "";
+  if (s.deleted) return `DELETED, in ${snaps} (last ${s.lastSnapshot?.snapshotId.slice(0, 8)})`;
   return snaps ? `live + ${snaps}` : "live only";
 }
 

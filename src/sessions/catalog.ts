@@ -13,17 +13,24 @@ import { parseSessionFileName } from "../pi/writer.js";
 import type { SnapshotReader } from "../restore/snapshot-reader.js";
 import { JsonMapCache, readJsonCache, writeJsonCache } from "./cache.js";
 import { listLiveFiles, liveSessionDirs, type LiveFile } from "./live.js";
-import { originalPath, SnapshotFiles, treeNodeOf, type FileHistory, type SnapshotHistory, type SnapshotMeta } from "./snapshot-files.js";
+import { newestRun, originalPath, SnapshotFiles, treeNodeOf, type FileHistory, type SnapshotHistory, type SnapshotMeta } from "./snapshot-files.js";
 import type { RepositorySource } from "./source.js";
 import type { SessionSummary } from "./summary.js";
 import { readTags } from "./tags.js";
 import { compareStrings } from "../compare.js";
 
-export interface SnapshotPresence {
+export interface SnapshotRef {
   snapshotId: string;
   time: string;
-  host: string;
-  /** The file's path on the machine the snapshot was taken on. */
+}
+
+/** A version of a session file in snapshots: a run of consecutive snapshots with the same bytes. */
+export interface SnapshotVersion {
+  first: SnapshotRef;
+  last: SnapshotRef;
+  /** How many snapshots the run spans (every one holds these bytes). */
+  snapshots: number;
+  /** The file's path on the machine the snapshots were taken on. */
   path: string;
   size: number;
 }
@@ -33,8 +40,12 @@ export interface SessionRecord extends SessionSummary {
   size: number;
   /** Path of the live file on this machine, or null. */
   live: string | null;
-  /** Every snapshot holding the session, oldest first. */
-  snapshots: SnapshotPresence[];
+  /** The session's versions in snapshots, oldest first: as many as its bytes changed, not as many as there are snapshots. */
+  versions: SnapshotVersion[];
+  /** How many snapshots hold the session. */
+  snapshotCount: number;
+  /** The newest snapshot holding it, or null. */
+  lastSnapshot: SnapshotRef | null;
   /** In at least one snapshot but no longer on disk. */
   deleted: boolean;
   hosts: string[];
@@ -152,14 +163,18 @@ export class SessionCatalog {
     }
     await liveCache.save(true);
 
-    // Snapshots: each session file's history, grouped by session id.
-    const inSnapshots = new Map<string, { presences: SnapshotPresence[]; newest: FileHistory; history: SnapshotHistory }>();
+    // Snapshots: each session file's versions, grouped by session id.
+    type Group = { versions: SnapshotVersion[]; hosts: Set<string>; newest: FileHistory; history: SnapshotHistory };
+    const inSnapshots = new Map<string, Group>();
     let summaries: JsonMapCache<SessionSummary> | undefined;
     const summaryCache = async () => (summaries ??= await JsonMapCache.load<SessionSummary>(path.join(catalogDir, this.repo!.id, "summaries.json")));
     let snapshots: SnapshotMeta[] = [];
     if (this.files) {
       const history = await this.snapshotHistory();
       snapshots = history.snapshots;
+      const hostsIn = hostFinder(history.snapshots);
+      const ref = (i: number): SnapshotRef => ({ snapshotId: history.snapshots[i].id, time: history.snapshots[i].time });
+      const newestTime = (h: FileHistory) => history.snapshots[newestRun(h)[1]].time;
       let headersRead = false;
       for (const h of history.files) {
         // pi names files <time>_<session id>.jsonl; other names need the header, so read it once.
@@ -168,16 +183,13 @@ export class SessionCatalog {
           id = h.headerId = (await this.snapshotSummary(await summaryCache(), history, h)).id;
           headersRead = true;
         }
-        const presences = h.presences.map(([i, size]) => {
-          const meta = history.snapshots[i];
-          return { snapshotId: meta.id, time: meta.time, host: meta.host, path: originalPath(meta, h), size };
-        });
-        const group = inSnapshots.get(id);
-        if (!group) inSnapshots.set(id, { presences, newest: h, history });
-        else {
-          group.presences.push(...presences);
-          if (history.snapshots[h.newest].time > history.snapshots[group.newest.newest].time) group.newest = h;
+        const group: Group = inSnapshots.get(id) ?? { versions: [], hosts: new Set(), newest: h, history };
+        inSnapshots.set(id, group);
+        for (const [first, last, size] of h.runs) {
+          group.versions.push({ first: ref(first), last: ref(last), snapshots: last - first + 1, path: originalPath(history.snapshots[first], h), size });
+          for (const host of hostsIn(first, last)) group.hosts.add(host);
         }
+        if (newestTime(h) > newestTime(group.newest)) group.newest = h;
       }
       if (headersRead) await this.files.save(history);
     }
@@ -187,7 +199,7 @@ export class SessionCatalog {
     for (const id of new Set([...live.keys(), ...inSnapshots.keys()])) {
       const l = live.get(id);
       const s = inSnapshots.get(id);
-      const presences = (s?.presences ?? []).sort((a, b) => compareStrings(a.time, b.time));
+      const versions = (s?.versions ?? []).sort((a, b) => compareStrings(a.first.time, b.first.time));
       let summary: SessionSummary;
       let size: number;
       if (l) {
@@ -196,13 +208,16 @@ export class SessionCatalog {
       } else {
         const { history, newest } = s!;
         summary = await this.snapshotSummary(await summaryCache(), history, newest);
-        size = newest.presences[newest.presences.length - 1][1];
-        const meta = history.snapshots[newest.newest];
-        sources[id] = { snapshotId: meta.id, root: newest.root, path: newest.path, originalPath: originalPath(meta, newest), contentKey: newest.contentKey };
+        const [, last, newestSize, key] = newestRun(newest);
+        size = newestSize;
+        const meta = history.snapshots[last];
+        sources[id] = { snapshotId: meta.id, root: newest.root, path: newest.path, originalPath: originalPath(meta, newest), contentKey: key };
       }
-      const hosts = new Set(presences.map((p) => p.host));
+      const hosts = new Set(s?.hosts);
       if (l) hosts.add(host);
-      sessions.push({ ...summary, id, size, live: l?.file.path ?? null, snapshots: presences, deleted: !l, hosts: [...hosts].sort(), tags: tags[id] ?? [] });
+      const lastSnapshot = versions.reduce<SnapshotRef | null>((a, v) => (!a || v.last.time > a.time ? v.last : a), null);
+      const snapshotCount = versions.reduce((n, v) => n + v.snapshots, 0);
+      sessions.push({ ...summary, id, size, live: l?.file.path ?? null, versions, snapshotCount, lastSnapshot, deleted: !l, hosts: [...hosts].sort(), tags: tags[id] ?? [] });
     }
     await summaries?.save(true);
     sessions.sort((a, b) => compareStrings(b.lastActivity ?? "", a.lastActivity ?? "") || compareStrings(a.id, b.id));
@@ -210,13 +225,14 @@ export class SessionCatalog {
   }
 
   private async snapshotSummary(cache: JsonMapCache<SessionSummary>, history: SnapshotHistory, h: FileHistory): Promise<SessionSummary> {
-    const hit = cache.get(h.contentKey);
+    const [, last, , key] = newestRun(h);
+    const hit = cache.get(key);
     if (hit) return hit;
     const { summarizeSession } = await import("./summary.js");
     const f = await this.files!.newestCopy(history, h);
     const reader = await this.snapshotReader();
-    const summary = await summarizeSession(reader.stream(treeNodeOf(f)), fileNameId(f.path) ?? `${history.snapshots[h.newest].id.slice(0, 8)}:${f.path}`);
-    cache.set(h.contentKey, summary);
+    const summary = await summarizeSession(reader.stream(treeNodeOf(f)), fileNameId(f.path) ?? `${history.snapshots[last].id.slice(0, 8)}:${f.path}`);
+    cache.set(key, summary);
     return summary;
   }
 
@@ -267,6 +283,27 @@ export class SessionCatalog {
   async close(): Promise<void> {
     if (this.reader) await (await this.reader).close();
   }
+}
+
+/** The hosts whose snapshots fall in [first, last], by binary search over each host's indices. */
+function hostFinder(snapshots: readonly SnapshotMeta[]): (first: number, last: number) => string[] {
+  const byHost = new Map<string, number[]>();
+  snapshots.forEach((m, i) => {
+    const list = byHost.get(m.host);
+    if (list) list.push(i);
+    else byHost.set(m.host, [i]);
+  });
+  return (first, last) =>
+    [...byHost].filter(([, idx]) => {
+      let lo = 0;
+      let hi = idx.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (idx[mid] < first) lo = mid + 1;
+        else hi = mid;
+      }
+      return lo < idx.length && idx[lo] <= last;
+    }).map(([host]) => host);
 }
 
 const liveKey = (f: LiveFile): string => `${f.path}\0${f.size}\0${f.mtimeMs}\0${f.ino}`;

@@ -6,7 +6,7 @@ import type { RepositorySource } from "./source.js";
 import { SessionCatalog, type SessionRecord } from "./catalog.js";
 import { loadSessionBytes, type LoadedSession } from "./read.js";
 
-export { SessionCatalog, type SessionRecord, type SnapshotPresence } from "./catalog.js";
+export { SessionCatalog, type SessionRecord, type SnapshotRef, type SnapshotVersion } from "./catalog.js";
 export { filterSessions, resolveSession, type SessionFilter } from "./query.js";
 export { sessionView, resolveEntry, type SessionView } from "./view.js";
 export { loadSessionBytes, type LoadedSession } from "./read.js";

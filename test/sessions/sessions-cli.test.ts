@@ -20,7 +20,9 @@ interface ListRow {
   size: number;
   live: string | null;
   deleted: boolean;
-  snapshots: { snapshotId: string; host: string; path: string }[];
+  versions: { first: { snapshotId: string }; last: { snapshotId: string }; snapshots: number; path: string; size: number }[];
+  snapshotCount: number;
+  lastSnapshot: { snapshotId: string } | null;
   hosts: string[];
   tags: string[];
   version: number;
@@ -46,7 +48,8 @@ describe("sessions list", () => {
     expect(main).toMatchObject({ name: "Alpha notes", project: path.join(w.sb.root, "work", "alpha"), deleted: false, live: w.main.file, turns: 4 });
     expect(main.tokens).toBeGreaterThan(0);
     expect(main.size).toBe(statSync(w.main.file).size);
-    expect(main.snapshots.map((s) => s.snapshotId)).toEqual([w.snapshotId]);
+    expect(main.versions.map((v) => [v.first.snapshotId, v.last.snapshotId, v.snapshots])).toEqual([[w.snapshotId, w.snapshotId, 1]]);
+    expect(main).toMatchObject({ snapshotCount: 1, lastSnapshot: { snapshotId: w.snapshotId } });
     expect(main.hosts).toEqual([os.hostname()]);
 
     const fork = byId.get(w.main.fork!.sessionId)!;
@@ -55,7 +58,7 @@ describe("sessions list", () => {
     const gone = byId.get(w.gone.sessionId)!;
     expect(gone).toMatchObject({ deleted: true, live: null, turns: 2, project: path.join(w.sb.root, "work", "beta") });
     expect(gone.size).toBe(Buffer.byteLength(w.goneText));
-    expect(gone.snapshots[0].path).toBe(w.gone.file);
+    expect(gone.versions[0]).toMatchObject({ path: w.gone.file, size: Buffer.byteLength(w.goneText) });
 
     // The real fixtures: v1 files are read (migrated in memory) and counted.
     const v1 = rows.find((r) => r.id === "d703a1a9-1b7b-4fb1-b512-c9738b1fe617")!;
@@ -96,7 +99,7 @@ describe("sessions list", () => {
   it("--live needs no repository and sees no deleted sessions", async () => {
     const rows = await list("--live");
     expect(rows.some((r) => r.id === w.gone.sessionId)).toBe(false);
-    expect(rows.every((r) => r.snapshots.length === 0)).toBe(true);
+    expect(rows.every((r) => r.versions.length === 0 && r.snapshotCount === 0 && r.lastSnapshot === null)).toBe(true);
   });
 });
 
