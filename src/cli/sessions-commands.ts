@@ -192,13 +192,12 @@ Examples:
       ftsQuery(query); // an empty query fails before any work
       const range = timeRange(opts);
       const filter = { project: opts.project, tag: opts.tag, deleted: opts.deleted, host: opts.host, ...range };
-      const filtered = Object.values(filter).some((v) => v !== undefined && v !== false);
       await withCatalog(ctx, !!opts.live, async (catalog) => {
         await withSearchIndex(ctx.config.dataDir, async (index) => {
           const sync = await index.sync(catalog, !opts.live);
           const started = performance.now();
           const sessions = filterSessions(catalog.sessions, filter);
-          const { results, capped } = runQuery(index, query, { sessions, filtered, limit, hitsPerSession: 3, rankCap: opts.all ? 0 : DEFAULT_RANK_CAP });
+          const { results, capped } = runQuery(index, query, { sessions, limit, hitsPerSession: 3, rankCap: opts.all ? 0 : DEFAULT_RANK_CAP });
           const queryMs = Math.round((performance.now() - started) * 10) / 10;
           if (ctx.out.json) {
             printJson({ query, queryMs, index: sync, ...(capped && { capped }), results: results.map((r) => ({ ...r, session: listRow(r.session) })) });

@@ -44,9 +44,8 @@ export function ftsQuery(text: string): string {
 }
 
 export interface QueryOptions {
-  /** Only these sessions (the list filters); undefined: all. */
+  /** Only these sessions (the catalog after the list filters). */
   sessions: readonly SessionRecord[];
-  filtered: boolean;
   limit: number;
   hitsPerSession: number;
   /** Rank at most this many matching entries, the newest; 0: rank every match. */
@@ -83,9 +82,11 @@ export function runQuery(index: SearchIndex, text: string, opts: QueryOptions): 
   const bySid = index.sessionsBySid;
   const rowLimit = Math.max(opts.limit, 1) * ROWS_PER_RESULT;
   // Every query below takes (match[, sids]) first, then its own parameters.
-  const from = opts.filtered ? `fts WHERE fts MATCH ? AND (fts.rowid >> ${ENTRY_BITS}) IN (SELECT value FROM json_each(?))` : "fts WHERE fts MATCH ?";
-  const base: unknown[] = [match];
-  if (opts.filtered) base.push(JSON.stringify([...bySid].filter(([, id]) => byId.has(id)).map(([sid]) => sid)));
+  // Indexed sessions outside `sessions` (the list filters, or --live) are left out before ranking.
+  const allowed = [...bySid].filter(([, id]) => byId.has(id)).map(([sid]) => sid);
+  const filtered = allowed.length < bySid.size;
+  const from = filtered ? `fts WHERE fts MATCH ? AND (fts.rowid >> ${ENTRY_BITS}) IN (SELECT value FROM json_each(?))` : "fts WHERE fts MATCH ?";
+  const base: unknown[] = filtered ? [match, JSON.stringify(allowed)] : [match];
   // ftsQuery lets no FTS5 syntax through, so an error here is the index's (withSearchIndex).
   const sql = (q: string, ...params: unknown[]) => index.db.prepare(q).all(...base, ...params);
 
@@ -104,7 +105,7 @@ export function runQuery(index: SearchIndex, text: string, opts: QueryOptions): 
   for (const r of rows) {
     const rid = Number(r.rid);
     const session = byId.get(bySid.get(Math.floor(rid / ENTRY_SLOTS)) ?? "");
-    if (!session) continue; // indexed but outside this run's catalog (e.g. --live)
+    if (!session) continue; // indexed since this run's catalog was built
     const hit: SearchHit = { entryId: "", kind: "", timestamp: "", snippet: "", score: -Number(r.score) };
     const res = results.get(session.id);
     if (!res) {

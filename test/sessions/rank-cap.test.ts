@@ -38,7 +38,6 @@ async function withIndex<T>(fn: (index: SearchIndex, catalog: SessionCatalog) =>
 
 const opts = (catalog: SessionCatalog, rankCap: number, only?: string): QueryOptions => ({
   sessions: only ? catalog.sessions.filter((s) => s.id === only) : catalog.sessions,
-  filtered: !!only,
   limit: 10,
   hitsPerSession: 3,
   rankCap,
