@@ -3,11 +3,11 @@
 //   npm run build && node dist/bench/sessions.js [--size 1GiB] [--sessions 1000] [--keep]
 // Writes bench/out/sessions-<time>.json and .txt; temp data lives under /tmp and is removed.
 
-import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { DEFAULT_POOL_ROOT, generateAgentDir } from "./generate.js";
+import { appendToLargest, DEFAULT_POOL_ROOT, generateAgentDir } from "./generate.js";
 import { measure, type Measurement } from "./measure.js";
 import { formatBytes, parseSize } from "./size.js";
 import { loadTextPool } from "./textPool.js";
@@ -113,6 +113,25 @@ async function run(work: string, sizeBytes: number, sessionCount: number): Promi
     warm[q] = { processMs: median(runs.map((m) => m.ms)), queryMs: median(parsed.map((p) => p.queryMs)), results: parsed[0].results.length };
     rows.push({ step: `search warm ${q}`, ms: warm[q].processMs, detail: `query ${warm[q].queryMs} ms, ${warm[q].results} sessions, median of ${WARM_RUNS}` });
   }
+  // A watched agent dir gets a snapshot whenever a session grows: pi appends ~4 KB to one
+  // session, a snapshot is taken, and the next list and search must take in that one snapshot.
+  const pool = loadTextPool(DEFAULT_POOL_ROOT);
+  const afterSnapshot = { list: [] as number[], search: [] as number[] };
+  for (let i = 0; i < WARM_RUNS; i++) {
+    appendToLargest(agentDir, pool, 1, 4096, `sessions-bench-append-${i}`);
+    await cli(["snapshot", "--json"]);
+    afterSnapshot.list.push((await cli(["--json", "sessions", "list"])).ms);
+    appendToLargest(agentDir, pool, 1, 4096, `sessions-bench-append-${i}-b`);
+    await cli(["snapshot", "--json"]);
+    afterSnapshot.search.push((await cli(["--json", "sessions", "search", QUERIES[1]])).ms);
+  }
+  const snapshotsTaken = 1 + 2 * WARM_RUNS;
+  rows.push({ step: "list after a new snapshot", ms: median(afterSnapshot.list), detail: `4 KB appended to one session, then a snapshot; median of ${WARM_RUNS}` });
+  rows.push({ step: "search after a new snapshot", ms: median(afterSnapshot.search), detail: `the same, then "${QUERIES[1]}" (re-indexes that session); median of ${WARM_RUNS}` });
+  const repoCatalog = join(dataDir, "catalog", (JSON.parse(readFileSync(join(work, "repo", "config"), "utf8")) as { id: string }).id);
+  const cacheBytes = ["history.json", "content.json"].map((f) => statSync(join(repoCatalog, f)).size);
+  rows.push({ step: `catalog cache after ${snapshotsTaken} snapshots`, ms: 0, detail: `history.json ${formatBytes(cacheBytes[0])}, content.json ${formatBytes(cacheBytes[1])}` });
+
   const worstWarm = Math.max(...Object.values(warm).map((w) => w.processMs));
   const pass = worstWarm <= TARGET_WARM_SEARCH_MS;
 
@@ -120,7 +139,7 @@ async function run(work: string, sizeBytes: number, sessionCount: number): Promi
     `sessions benchmark: ${gen.sessions} sessions, ${formatBytes(corpusBytes)}, node ${process.version}`,
     "",
     `${"step".padEnd(36)}  ${"wall".padStart(10)}  detail`,
-    ...rows.map((r) => `${r.step.padEnd(36)}  ${`${r.ms.toFixed(0)} ms`.padStart(10)}  ${r.detail}`),
+    ...rows.map((r) => `${r.step.padEnd(36)}  ${(r.ms ? `${r.ms.toFixed(0)} ms` : "").padStart(10)}  ${r.detail}`),
     "",
     `warm search target <= ${TARGET_WARM_SEARCH_MS} ms (whole process): worst ${worstWarm.toFixed(0)} ms -> ${pass ? "pass" : "FAIL"}`,
   ].join("\n");
