@@ -3,8 +3,10 @@
 // session, so it is never the only copy of anything: delete it and the next search rebuilds it.
 // Each session is recorded with the catalog's version key; only sessions whose key changed are
 // read and indexed again, each in its own transaction, so an interrupted run keeps what it did.
+// A session that only grew (pi appends) has just its new lines indexed, as a new segment.
 
 import type BetterSqlite3 from "better-sqlite3";
+import { createHash } from "node:crypto";
 import { chmodSync, closeSync, openSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
@@ -18,19 +20,25 @@ const Database = createRequire(import.meta.url)("better-sqlite3") as typeof Bett
 type Database = BetterSqlite3;
 
 /** Bump when the schema or the indexed text changes: an older index is dropped and rebuilt. */
-const SCHEMA_VERSION = "3";
+const SCHEMA_VERSION = "4";
 
 /**
- * An entry's rowid is its session's sid times ENTRY_SLOTS plus its position, so a ranked rowid
- * names its session without a join, and a session's entries are one rowid range. A session is
- * given a new sid (the largest) whenever it is indexed again, so higher rowids are newer.
+ * Entries are indexed in segments: all of a session's entries when it is (re)indexed, or just the
+ * lines it gained. An entry's rowid is its segment's sid times ENTRY_SLOTS plus its position, so
+ * a ranked rowid names its session without a join, and a segment is one rowid range. Every new
+ * segment takes the largest sid, so higher rowids are newer entries.
  */
 export const ENTRY_BITS = 20;
 export const ENTRY_SLOTS = 2 ** ENTRY_BITS;
 
+/** Bytes at each end of the indexed part of a file that must be unchanged for an append. */
+const EDGE_BYTES = 4096;
+
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS info (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS docs (sid INTEGER PRIMARY KEY, session_id TEXT NOT NULL UNIQUE, version_key TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS docs (session_id TEXT PRIMARY KEY, version_key TEXT NOT NULL, indexed_bytes INTEGER NOT NULL, edge_hash TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS segments (sid INTEGER PRIMARY KEY, session_id TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS segments_session ON segments(session_id);
 CREATE TABLE IF NOT EXISTS entries (id INTEGER PRIMARY KEY, entry_id TEXT NOT NULL, kind TEXT NOT NULL, ts TEXT NOT NULL, text TEXT NOT NULL);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(text, content='entries', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2');
 CREATE TRIGGER IF NOT EXISTS entries_ai AFTER INSERT ON entries BEGIN INSERT INTO fts(rowid, text) VALUES (new.id, new.text); END;
@@ -39,9 +47,29 @@ CREATE TRIGGER IF NOT EXISTS entries_ad AFTER DELETE ON entries BEGIN INSERT INT
 
 export interface SyncReport {
   sessions: number;
+  /** Sessions read and indexed in this run... */
   indexed: number;
+  /** ...of which this many had only grown, so only their new lines were indexed. */
+  appended: number;
   removed: number;
   ms: number;
+}
+
+/** What the index knows of a session's indexed version. */
+interface DocState {
+  /** The catalog's version key. */
+  key: string;
+  /** Length of the indexed version when it ended with a whole line, else 0 (no appends then). */
+  bytes: number;
+  /** SHA-256 of its first and last EDGE_BYTES: unchanged means the file only grew since. */
+  edge: string;
+}
+
+function edgeHash(bytes: Uint8Array, length: number): string {
+  return createHash("sha256")
+    .update(bytes.subarray(0, Math.min(EDGE_BYTES, length)))
+    .update(bytes.subarray(Math.max(0, length - EDGE_BYTES), length))
+    .digest("hex");
 }
 
 export function searchIndexFile(dataDir: string): string {
@@ -49,7 +77,8 @@ export function searchIndexFile(dataDir: string): string {
 }
 
 export class SearchIndex {
-  private docs?: Map<string, { sid: number; key: string }>;
+  private docs?: Map<string, DocState>;
+  private segments?: Map<number, string>;
 
   private constructor(readonly db: Database) {}
 
@@ -72,7 +101,7 @@ export class SearchIndex {
       const version = tableExists(db, "info") ? db.prepare("SELECT value FROM info WHERE key = 'schema'").get()?.value : undefined;
       if (version !== SCHEMA_VERSION) {
         // Derived data only: an index of another shape is dropped, not migrated.
-        db.exec("DROP TABLE IF EXISTS fts; DROP TABLE IF EXISTS entries; DROP TABLE IF EXISTS docs; DROP TABLE IF EXISTS info;");
+        db.exec("DROP TABLE IF EXISTS fts; DROP TABLE IF EXISTS entries; DROP TABLE IF EXISTS segments; DROP TABLE IF EXISTS docs; DROP TABLE IF EXISTS info;");
         db.exec(SCHEMA);
         db.prepare("INSERT INTO info (key, value) VALUES ('schema', ?)").run(SCHEMA_VERSION);
       }
@@ -83,18 +112,20 @@ export class SearchIndex {
     }
   }
 
-  /** Session id by sid, for every indexed session. */
+  /** Session id by segment sid, for every indexed session. */
   get sessionsBySid(): Map<number, string> {
-    this.docs ??= this.readDocs();
-    return new Map([...this.docs].map(([id, d]) => [d.sid, id]));
+    return this.state().segments;
   }
 
-  private readDocs(): Map<string, { sid: number; key: string }> {
-    const docs = new Map<string, { sid: number; key: string }>();
-    for (const row of this.db.prepare("SELECT sid, session_id, version_key FROM docs").all()) {
-      docs.set(String(row.session_id), { sid: Number(row.sid), key: String(row.version_key) });
+  private state(): { docs: Map<string, DocState>; segments: Map<number, string> } {
+    if (!this.docs || !this.segments) {
+      this.docs = new Map();
+      for (const r of this.db.prepare("SELECT session_id, version_key, indexed_bytes, edge_hash FROM docs").all()) {
+        this.docs.set(String(r.session_id), { key: String(r.version_key), bytes: Number(r.indexed_bytes), edge: String(r.edge_hash) });
+      }
+      this.segments = new Map(this.db.prepare("SELECT sid, session_id FROM segments").all().map((r) => [Number(r.sid), String(r.session_id)]));
     }
-    return docs;
+    return { docs: this.docs, segments: this.segments };
   }
 
   /**
@@ -107,57 +138,79 @@ export class SearchIndex {
     // sync means every version key is unchanged, so there is nothing to compare.
     const stamp = `${catalog.fingerprint} ${prune ? "prune" : "keep"}`;
     const synced = this.db.prepare("SELECT value FROM info WHERE key = 'synced'").get()?.value;
-    if (synced === stamp) return { sessions: catalog.sessions.length, indexed: 0, removed: 0, ms: Math.round(performance.now() - started) };
-    const docs = (this.docs ??= this.readDocs());
-    let indexed = 0;
-    let unread = 0;
-    // Oldest activity first, so sids (and rowids) grow with recency: a query's rank cap keeps the newest.
-    for (const s of [...catalog.sessions].reverse()) {
-      const key = catalog.versionKey(s.id);
-      if (docs.get(s.id)?.key === key) continue;
-      const bytes = await catalog.readBytes(s.id).catch(() => undefined);
-      if (!bytes) {
-        unread++; // vanished since the catalog was built; the next run picks it up
-        continue;
+    const report: SyncReport = { sessions: catalog.sessions.length, indexed: 0, appended: 0, removed: 0, ms: 0 };
+    if (synced !== stamp) {
+      const { docs } = this.state();
+      let unread = 0;
+      // Oldest activity first, so sids (and rowids) grow with recency: a query's rank cap keeps the newest.
+      for (const s of [...catalog.sessions].reverse()) {
+        const key = catalog.versionKey(s.id);
+        const doc = docs.get(s.id);
+        if (doc?.key === key) continue;
+        const bytes = await catalog.readBytes(s.id).catch(() => undefined);
+        if (!bytes) {
+          unread++; // vanished since the catalog was built; the next run picks it up
+          continue;
+        }
+        // pi only appends to a version 3 file: when the indexed part is unchanged, read the rest.
+        const appendFrom = doc && doc.bytes > 0 && s.version === 3 && bytes.length > doc.bytes && edgeHash(bytes, doc.bytes) === doc.edge ? doc.bytes : 0;
+        // The parser loads only when a session changed: a warm search never needs it.
+        const [{ loadSessionBytes }, { indexedEntry }] = await Promise.all([import("./read.js"), import("./search-text.js")]);
+        const text = appendFrom ? Buffer.concat([bytes.subarray(0, bytes.indexOf(0x0a) + 1), bytes.subarray(appendFrom)]) : bytes;
+        const entries = loadSessionBytes(text, s.id).entries.map(indexedEntry).filter((e) => e !== undefined);
+        // Appends continue only from a version that ended with a whole line.
+        const indexedBytes = bytes[bytes.length - 1] === 0x0a ? bytes.length : 0;
+        this.index(s.id, { key, bytes: indexedBytes, edge: edgeHash(bytes, indexedBytes) }, entries, appendFrom > 0);
+        report.indexed++;
+        if (appendFrom) report.appended++;
       }
-      // The parser loads only when a session changed: a warm search never needs it.
-      const [{ loadSessionBytes }, { indexedEntry }] = await Promise.all([import("./read.js"), import("./search-text.js")]);
-      const entries = loadSessionBytes(bytes, s.id).entries.map(indexedEntry).filter((e) => e !== undefined);
-      docs.set(s.id, { sid: this.replace(s.id, key, entries), key });
-      indexed++;
-    }
-    let removed = 0;
-    if (prune) {
-      const present = new Set(catalog.sessions.map((s) => s.id));
-      for (const [id, doc] of docs) {
-        if (present.has(id)) continue;
-        this.inTransaction(() => this.drop(doc.sid));
-        docs.delete(id);
-        removed++;
+      if (prune) {
+        const present = new Set(catalog.sessions.map((s) => s.id));
+        for (const id of [...docs.keys()]) {
+          if (present.has(id)) continue;
+          this.inTransaction(() => this.drop(id));
+          report.removed++;
+        }
       }
+      if (!unread) this.db.prepare("INSERT INTO info (key, value) VALUES ('synced', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value").run(stamp);
     }
-    if (!unread) this.db.prepare("INSERT INTO info (key, value) VALUES ('synced', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value").run(stamp);
-    return { sessions: catalog.sessions.length, indexed, removed, ms: Math.round(performance.now() - started) };
+    report.ms = Math.round(performance.now() - started);
+    return report;
   }
 
-  /** Index a session's entries under a new sid, in one transaction; returns the sid. */
-  private replace(sessionId: string, key: string, entries: IndexedEntry[]): number {
-    let sid = 0;
+  /**
+   * Store a session's entries as a new segment (the largest sid), in one transaction: all of them
+   * (its older segments are dropped first), or with `append` only the lines it gained.
+   */
+  private index(sessionId: string, doc: DocState, entries: IndexedEntry[], append: boolean): void {
+    const { docs, segments } = this.state();
     this.inTransaction(() => {
-      const old = this.db.prepare("SELECT sid FROM docs WHERE session_id = ?").get(sessionId);
-      if (old) this.drop(Number(old.sid));
-      sid = Number(this.db.prepare("SELECT coalesce(max(sid), 0) + 1 AS sid FROM docs").get()!.sid);
-      this.db.prepare("INSERT INTO docs (sid, session_id, version_key) VALUES (?, ?, ?)").run(sid, sessionId, key);
+      if (!append) this.drop(sessionId);
+      this.db
+        .prepare("INSERT INTO docs (session_id, version_key, indexed_bytes, edge_hash) VALUES (?, ?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET version_key = excluded.version_key, indexed_bytes = excluded.indexed_bytes, edge_hash = excluded.edge_hash")
+        .run(sessionId, doc.key, doc.bytes, doc.edge);
+      if (!entries.length) return;
+      const sid = Number(this.db.prepare("SELECT coalesce(max(sid), 0) + 1 AS sid FROM segments").get()!.sid);
+      this.db.prepare("INSERT INTO segments (sid, session_id) VALUES (?, ?)").run(sid, sessionId);
+      segments.set(sid, sessionId);
       const insert = this.db.prepare("INSERT INTO entries (id, entry_id, kind, ts, text) VALUES (?, ?, ?, ?, ?)");
-      // A session with more entries than ENTRY_SLOTS (far beyond any seen) is indexed up to there.
+      // A segment of more entries than ENTRY_SLOTS (far beyond any session seen) is cut there.
       entries.slice(0, ENTRY_SLOTS).forEach((e, i) => insert.run(sid * ENTRY_SLOTS + i, e.entryId, e.kind, e.timestamp, e.text));
     });
-    return sid;
+    docs.set(sessionId, doc);
   }
 
-  private drop(sid: number): void {
-    this.db.prepare("DELETE FROM entries WHERE id >= ? AND id < ?").run(sid * ENTRY_SLOTS, (sid + 1) * ENTRY_SLOTS);
-    this.db.prepare("DELETE FROM docs WHERE sid = ?").run(sid);
+  /** Remove a session: its entries, its segments and its doc row (inside a transaction). */
+  private drop(sessionId: string): void {
+    const { docs, segments } = this.state();
+    for (const r of this.db.prepare("SELECT sid FROM segments WHERE session_id = ?").all(sessionId)) {
+      const sid = Number(r.sid);
+      this.db.prepare("DELETE FROM entries WHERE id >= ? AND id < ?").run(sid * ENTRY_SLOTS, (sid + 1) * ENTRY_SLOTS);
+      segments.delete(sid);
+    }
+    this.db.prepare("DELETE FROM segments WHERE session_id = ?").run(sessionId);
+    this.db.prepare("DELETE FROM docs WHERE session_id = ?").run(sessionId);
+    docs.delete(sessionId);
   }
 
   private inTransaction(fn: () => void): void {

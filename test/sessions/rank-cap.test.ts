@@ -1,12 +1,14 @@
 // The search library on a real index: rowids name their session and grow with recency, so a rank
-// cap keeps the newest matches; a re-indexed session moves to the top; filters hold under a cap.
+// cap keeps the newest matches; a session that grew gets a new, newest segment holding only its
+// new lines, with the results of a full rebuild; filters hold under a cap.
 
-import { appendFileSync, readFileSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { appendFileSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config/config.js";
 import { SessionCatalog } from "../../src/sessions/catalog.js";
-import { ENTRY_SLOTS, SearchIndex } from "../../src/sessions/search-index.js";
+import { ENTRY_SLOTS, SearchIndex, searchIndexFile, type SyncReport } from "../../src/sessions/search-index.js";
 import { runQuery, type QueryOptions } from "../../src/sessions/search-query.js";
 import { makePiSession, type PiSessionResult } from "../helpers/pi-factory.js";
 import { makeSandbox, type Sandbox } from "../helpers/tmp.js";
@@ -23,13 +25,13 @@ beforeAll(async () => {
 });
 afterAll(() => sb?.cleanup());
 
-async function withIndex<T>(fn: (index: SearchIndex, catalog: SessionCatalog) => Promise<T> | T): Promise<T> {
+async function withIndex<T>(fn: (index: SearchIndex, catalog: SessionCatalog, sync: SyncReport) => Promise<T> | T): Promise<T> {
   const config = loadConfig({}, sb.env);
   const catalog = await SessionCatalog.build({ config, repo: null, env: sb.env });
   const index = await SearchIndex.open(config.dataDir);
   try {
-    await index.sync(catalog, false);
-    return await fn(index, catalog);
+    const sync = await index.sync(catalog, false);
+    return await fn(index, catalog, sync);
   } finally {
     index.close();
     await catalog.close();
@@ -57,8 +59,8 @@ describe("search ranking over a capped set of matches", () => {
       expect(ids(newest)).toEqual([made[2].sessionId]);
       expect(newest.results[0].hits.map((h) => h.snippet).join(" ")).toContain("«walrus»");
       expect(newest.results[0].hits.every((h) => h.entryId && h.kind && h.timestamp)).toBe(true);
-      // Rowids name their session: sid * ENTRY_SLOTS + position.
-      const sids = index.db.prepare("SELECT sid FROM docs ORDER BY sid").all().map((r) => Number(r.sid));
+      // Rowids name their segment (and so their session): sid * ENTRY_SLOTS + position.
+      const sids = index.db.prepare("SELECT sid FROM segments ORDER BY sid").all().map((r) => Number(r.sid));
       const rowids = index.db.prepare("SELECT id FROM entries").all().map((r) => Number(r.id));
       expect(new Set(rowids.map((id) => Math.floor(id / ENTRY_SLOTS)))).toEqual(new Set(sids));
     });
@@ -69,14 +71,46 @@ describe("search ranking over a capped set of matches", () => {
       const oldest = runQuery(index, "walrus", opts(catalog, 2, made[0].sessionId));
       expect(ids(oldest)).toEqual([made[0].sessionId]); // the newest two of *its* matches
     });
-    // A new user message appended to the oldest session, as pi appends it: indexed again, it is the newest.
-    const lines = readFileSync(made[0].file, "utf8").trim().split("\n");
-    const parentId = JSON.parse(lines[lines.length - 1]).id as string;
-    const now = new Date();
-    const entry = { type: "message", id: "a1b2c3d4", parentId, timestamp: now.toISOString(), message: { role: "user", content: [{ type: "text", text: "One more walrus" }], timestamp: now.getTime() } };
-    appendFileSync(made[0].file, JSON.stringify(entry) + "\n");
-    await withIndex((index, catalog) => {
-      expect(ids(runQuery(index, "walrus", opts(catalog, 2)))).toEqual([made[0].sessionId]);
+    // A new user message appended to the oldest session, as pi appends it: its new segment is the newest.
+    appendUserMessage(made[0].file, "One more walrus");
+    await withIndex((index, catalog, sync) => {
+      expect(sync).toMatchObject({ indexed: 1, appended: 1 });
+      expect(ids(runQuery(index, "walrus", opts(catalog, 1)))).toEqual([made[0].sessionId]);
+    });
+  });
+
+  it("indexes only the lines a session gained, with the results of a full rebuild; a rewrite is indexed whole", async () => {
+    appendUserMessage(made[1].file, "Is the kraken real?");
+    appendUserMessage(made[1].file, "And does the walrus fear the kraken?");
+    // Sorted: equal scores may come in either order (ties follow rowids, which differ).
+    const scores = (r: ReturnType<typeof runQuery>) => r.results.map((x) => `${x.score.toFixed(9)} ${x.session.id} ${x.matches} ${x.hits.map((h) => h.entryId).sort().join(",")}`).sort();
+    const grown = await withIndex((index, catalog, sync) => {
+      expect(sync).toMatchObject({ indexed: 1, appended: 1 });
+      return ["walrus", "kraken"].map((q) => scores(runQuery(index, q, opts(catalog, 0))));
+    });
+    expect(grown[1]).toHaveLength(1);
+    rmSync(searchIndexFile(loadConfig({}, sb.env).dataDir));
+    const rebuilt = await withIndex((index, catalog, sync) => {
+      expect(sync).toMatchObject({ indexed: 3, appended: 0 });
+      return ["walrus", "kraken"].map((q) => scores(runQuery(index, q, opts(catalog, 0))));
+    });
+    expect(grown).toEqual(rebuilt);
+
+    // The header rewritten (same length, so only the edge check can tell), then a line appended.
+    const text = readFileSync(made[2].file, "utf8");
+    writeFileSync(made[2].file, text.replace(/"cwd":"([^"]*)third/, '"cwd":"$1THIRD'));
+    appendUserMessage(made[2].file, "walrus again");
+    await withIndex((index, catalog, sync) => {
+      expect(sync).toMatchObject({ indexed: 1, appended: 0 });
+      expect(ids(runQuery(index, "walrus", opts(catalog, 0)))).toEqual(made.map((m) => m.sessionId).sort());
     });
   });
 });
+
+/** Append a user message the way pi does: one line whose parent is the last entry. */
+function appendUserMessage(file: string, text: string): void {
+  const lines = readFileSync(file, "utf8").trim().split("\n");
+  const now = new Date();
+  const entry = { type: "message", id: randomBytes(4).toString("hex"), parentId: JSON.parse(lines[lines.length - 1]).id, timestamp: now.toISOString(), message: { role: "user", content: [{ type: "text", text }], timestamp: now.getTime() } };
+  appendFileSync(file, JSON.stringify(entry) + "\n");
+}
