@@ -196,8 +196,12 @@ Examples:
         await withSearchIndex(ctx.config.dataDir, async (index) => {
           const sync = await index.sync(catalog, !opts.live);
           const started = performance.now();
-          const sessions = filterSessions(catalog.sessions, filter);
-          const { results, capped } = runQuery(index, query, { sessions, limit, hitsPerSession: 3, rankCap: opts.all ? 0 : DEFAULT_RANK_CAP });
+          // Without list filters, only the records of the sessions shown are read.
+          const filtered = Object.values(filter).some((v) => v !== undefined && v !== false);
+          const only = filtered ? new Map(filterSessions(catalog.sessions, filter).map((s) => [s.id, s])) : undefined;
+          const allowed = only ? (id: string) => only.has(id) : (id: string) => catalog.has(id);
+          const record = only ? (id: string) => only.get(id) : (id: string) => catalog.record(id);
+          const { results, capped } = runQuery(index, query, { allowed, record, limit, hitsPerSession: 3, rankCap: opts.all ? 0 : DEFAULT_RANK_CAP });
           const queryMs = Math.round((performance.now() - started) * 10) / 10;
           if (ctx.out.json) {
             printJson({ query, queryMs, index: sync, ...(capped && { capped }), results: results.map((r) => ({ ...r, session: listRow(r.session) })) });

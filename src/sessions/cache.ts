@@ -23,11 +23,16 @@ export async function readJsonCache<T>(file: string): Promise<T | undefined> {
   }
 }
 
-export async function writeJsonCache(file: string, value: unknown): Promise<void> {
+export function writeJsonCache(file: string, value: unknown): Promise<void> {
+  return writeCacheText(file, JSON.stringify({ version: CATALOG_CACHE_VERSION, value }));
+}
+
+/** Write a cache file atomically (temp name, rename), mode 0600. */
+export async function writeCacheText(file: string, text: string): Promise<void> {
   try {
     await makeDirs(path.dirname(file), 0o700);
     const tmp = `${file}.${randomBytes(6).toString("hex")}.tmp`;
-    await fs.writeFile(tmp, JSON.stringify({ version: CATALOG_CACHE_VERSION, value }), { mode: 0o600 });
+    await fs.writeFile(tmp, text, { mode: 0o600 });
     await fs.rename(tmp, file);
   } catch {
     // A cache that cannot be written only costs speed next time; never fail a command for it.

@@ -1,8 +1,8 @@
 // The session catalog: every session pi-guard can see, live on disk or in any snapshot, with the
 // numbers `sessions list` shows. A session's bytes are read only when its summary is not cached
 // yet, and only for its newest version (the live file, else the newest snapshot holding it).
-// The finished catalog is cached too (catalog/view-<repo id>.json) with a fingerprint of its
-// inputs, so a warm run stats the live files, lists the snapshot names and is done.
+// The finished catalog is cached too (catalog-view.ts) with a fingerprint of its inputs, so a
+// warm run stats the live files, lists the snapshot names and reads only the records it shows.
 
 import { createHash } from "node:crypto";
 import { promises as fs } from "node:fs";
@@ -11,7 +11,8 @@ import path from "node:path";
 import type { Config } from "../config/config.js";
 import { parseSessionFileName } from "../pi/writer.js";
 import type { SnapshotReader } from "../restore/snapshot-reader.js";
-import { JsonMapCache, readJsonCache, writeJsonCache } from "./cache.js";
+import { JsonMapCache } from "./cache.js";
+import { CatalogView, type CatalogData, type SnapshotSource } from "./catalog-view.js";
 import { listLiveFiles, liveSessionDirs, type LiveFile } from "./live.js";
 import { newestRun, originalPath, SnapshotFiles, treeNodeOf, type FileHistory, type SnapshotHistory, type SnapshotMeta } from "./snapshot-files.js";
 import type { RepositorySource } from "./source.js";
@@ -52,24 +53,6 @@ export interface SessionRecord extends SessionSummary {
   tags: string[];
 }
 
-/** Where a snapshot-only session's newest bytes are; plain data, so the whole catalog can be cached. */
-interface SnapshotSource {
-  snapshotId: string;
-  root: string;
-  path: string;
-  originalPath: string;
-  contentKey: string;
-}
-
-/** Everything the catalog computes, cached as one file and valid for one fingerprint of its inputs. */
-interface CatalogView {
-  fingerprint: string;
-  sessions: SessionRecord[];
-  /** Sessions that are not live (live ones are read from `SessionRecord.live`). */
-  sources: Record<string, SnapshotSource>;
-  snapshots: SnapshotMeta[];
-}
-
 export interface CatalogOptions {
   config: Config;
   /** null: live files only (no repository yet, or --live). */
@@ -85,15 +68,28 @@ export class SessionCatalog {
   private files?: SnapshotFiles;
   private snapshotIds: string[] = [];
   private readonly liveFiles = new Map<string, LiveFile>();
-  private byId?: Map<string, SessionRecord>;
   private history?: Promise<SnapshotHistory>;
-  private view: CatalogView = { fingerprint: "", sessions: [], sources: {}, snapshots: [] };
+  private view = CatalogView.fromData({ fingerprint: "", sessions: [], sources: {}, snapshots: [] });
 
   private constructor(private readonly repo: RepositorySource | null) {}
 
   /** Every session, most recently active first. */
   get sessions(): SessionRecord[] {
     return this.view.sessions;
+  }
+
+  /** How many sessions, without reading their records. */
+  get size(): number {
+    return this.view.ids.length;
+  }
+
+  has(id: string): boolean {
+    return this.view.has(id);
+  }
+
+  /** One session's record, read from the cached view without parsing the others. */
+  record(id: string): SessionRecord | undefined {
+    return this.view.record(id);
   }
 
   /** Names every input of this catalog: equal fingerprints mean equal catalogs. */
@@ -136,16 +132,16 @@ export class SessionCatalog {
 
     if (this.repo) this.files = new SnapshotFiles(path.join(catalogDir, this.repo.id), this.repo, () => this.snapshotReader());
     const viewFile = path.join(catalogDir, `view-${this.repo?.id ?? "live"}.json`);
-    const cached = await readJsonCache<CatalogView>(viewFile);
+    const cached = CatalogView.read(viewFile);
     if (cached?.fingerprint === fingerprint) {
       this.view = cached;
       return;
     }
-    this.view = { fingerprint, ...(await this.scan(catalogDir, liveFiles, tags, host)) };
-    await writeJsonCache(viewFile, this.view);
+    this.view = CatalogView.fromData({ fingerprint, ...(await this.scan(catalogDir, liveFiles, tags, host)) });
+    await this.view.write(viewFile);
   }
 
-  private async scan(catalogDir: string, liveFiles: LiveFile[], tags: Record<string, string[]>, host: string): Promise<Omit<CatalogView, "fingerprint">> {
+  private async scan(catalogDir: string, liveFiles: LiveFile[], tags: Record<string, string[]>, host: string): Promise<Omit<CatalogData, "fingerprint">> {
     const { summarizeSession } = await import("./summary.js");
     // Live files: summaries cached by path and stat, so only changed files are parsed again.
     const liveCache = await JsonMapCache.load<SessionSummary>(path.join(catalogDir, "live.json"));
@@ -243,11 +239,10 @@ export class SessionCatalog {
 
   /** A live session's file as listed in this run, or a snapshot-only session's source. */
   private source(id: string): { live: LiveFile } | { snapshot: SnapshotSource } {
-    this.byId ??= new Map(this.view.sessions.map((s) => [s.id, s]));
-    const record = this.byId.get(id);
+    const record = this.view.record(id);
     const live = record?.live ? this.liveFiles.get(record.live) : undefined;
     if (live) return { live };
-    const snapshot = this.view.sources[id];
+    const snapshot = this.view.source(id);
     if (!snapshot) throw new Error(`session ${id} is not in the catalog`);
     return { snapshot };
   }

@@ -138,7 +138,7 @@ export class SearchIndex {
     // sync means every version key is unchanged, so there is nothing to compare.
     const stamp = `${catalog.fingerprint} ${prune ? "prune" : "keep"}`;
     const synced = this.db.prepare("SELECT value FROM info WHERE key = 'synced'").get()?.value;
-    const report: SyncReport = { sessions: catalog.sessions.length, indexed: 0, appended: 0, removed: 0, ms: 0 };
+    const report: SyncReport = { sessions: catalog.size, indexed: 0, appended: 0, removed: 0, ms: 0 };
     if (synced !== stamp) {
       const { docs } = this.state();
       let unread = 0;

@@ -44,8 +44,10 @@ export function ftsQuery(text: string): string {
 }
 
 export interface QueryOptions {
-  /** Only these sessions (the catalog after the list filters). */
-  sessions: readonly SessionRecord[];
+  /** Whether a session may be shown (it is in the catalog and passes the list filters). */
+  allowed(id: string): boolean;
+  /** The record of an allowed session; called only for the sessions shown. */
+  record(id: string): SessionRecord | undefined;
   limit: number;
   hitsPerSession: number;
   /** Rank at most this many matching entries, the newest; 0: rank every match. */
@@ -78,12 +80,11 @@ export const DEFAULT_RANK_CAP = 10_000;
  */
 export function runQuery(index: SearchIndex, text: string, opts: QueryOptions): QueryReport {
   const match = ftsQuery(text);
-  const byId = new Map(opts.sessions.map((s) => [s.id, s]));
   const bySid = index.sessionsBySid;
   const rowLimit = Math.max(opts.limit, 1) * ROWS_PER_RESULT;
+  // Indexed sessions that may not be shown (list filters, --live) are left out before ranking.
   // Every query below takes (match[, sids]) first, then its own parameters.
-  // Indexed sessions outside `sessions` (the list filters, or --live) are left out before ranking.
-  const allowed = [...bySid].filter(([, id]) => byId.has(id)).map(([sid]) => sid);
+  const allowed = [...bySid].filter(([, id]) => opts.allowed(id)).map(([sid]) => sid);
   const filtered = allowed.length < bySid.size;
   const from = filtered ? `fts WHERE fts MATCH ? AND (fts.rowid >> ${ENTRY_BITS}) IN (SELECT value FROM json_each(?))` : "fts WHERE fts MATCH ?";
   const base: unknown[] = filtered ? [match, JSON.stringify(allowed)] : [match];
@@ -104,13 +105,14 @@ export function runQuery(index: SearchIndex, text: string, opts: QueryOptions): 
   const shown = new Map<number, SearchHit>();
   for (const r of rows) {
     const rid = Number(r.rid);
-    const session = byId.get(bySid.get(Math.floor(rid / ENTRY_SLOTS)) ?? "");
-    if (!session) continue; // indexed since this run's catalog was built
+    const id = bySid.get(Math.floor(rid / ENTRY_SLOTS)) ?? "";
+    if (!opts.allowed(id)) continue; // indexed since this run's catalog was built
     const hit: SearchHit = { entryId: "", kind: "", timestamp: "", snippet: "", score: -Number(r.score) };
-    const res = results.get(session.id);
+    const res = results.get(id);
     if (!res) {
-      if (results.size >= opts.limit) continue;
-      results.set(session.id, { session, score: hit.score, matches: 1, hits: [hit] });
+      const session = results.size < opts.limit ? opts.record(id) : undefined;
+      if (!session) continue;
+      results.set(id, { session, score: hit.score, matches: 1, hits: [hit] });
       shown.set(rid, hit);
     } else {
       res.matches++;

@@ -39,7 +39,8 @@ async function withIndex<T>(fn: (index: SearchIndex, catalog: SessionCatalog, sy
 }
 
 const opts = (catalog: SessionCatalog, rankCap: number, only?: string): QueryOptions => ({
-  sessions: only ? catalog.sessions.filter((s) => s.id === only) : catalog.sessions,
+  allowed: (id) => (only ? id === only : catalog.has(id)),
+  record: (id) => catalog.record(id),
   limit: 10,
   hitsPerSession: 3,
   rankCap,

@@ -1,0 +1,119 @@
+// The finished catalog as one cache file, <dataDir>/catalog/view-<repo id>.json, laid out so that
+// a command can read one session's record without parsing the others:
+//   line 1: {"version", "fingerprint", "ids": [...], "offsets": [...]}
+//   then one line per session, in the catalog's order: {"record": {...}, "source": {...} | null}
+//   last line: {"snapshots": [...]}
+// `offsets` are the string offsets of those lines in the file's text (after line 1). A warm
+// search parses line 1 and the records of the sessions it shows; `list` parses them all.
+
+import { readFileSync } from "node:fs";
+import { CATALOG_CACHE_VERSION, writeCacheText } from "./cache.js";
+import type { SessionRecord } from "./catalog.js";
+import type { SnapshotMeta } from "./snapshot-files.js";
+
+/** Where a snapshot-only session's newest bytes are. */
+export interface SnapshotSource {
+  snapshotId: string;
+  root: string;
+  path: string;
+  originalPath: string;
+  contentKey: string;
+}
+
+export interface CatalogData {
+  fingerprint: string;
+  /** Most recently active first. */
+  sessions: SessionRecord[];
+  /** Sessions that are not live (live ones are read from `SessionRecord.live`). */
+  sources: Record<string, SnapshotSource>;
+  snapshots: SnapshotMeta[];
+}
+
+interface Header {
+  version: number;
+  fingerprint: string;
+  ids: string[];
+  offsets: number[];
+}
+
+interface Line {
+  record: SessionRecord;
+  source: SnapshotSource | null;
+}
+
+export class CatalogView {
+  private readonly position: Map<string, number>;
+  private readonly lines: (Line | undefined)[];
+  private all?: SessionRecord[];
+  private metas?: SnapshotMeta[];
+
+  private constructor(
+    readonly fingerprint: string,
+    readonly ids: readonly string[],
+    private readonly text: string,
+    private readonly offsets: readonly number[],
+  ) {
+    this.position = new Map(ids.map((id, i) => [id, i]));
+    this.lines = new Array(ids.length);
+  }
+
+  static fromData(data: CatalogData): CatalogView {
+    const view = new CatalogView(data.fingerprint, data.sessions.map((s) => s.id), "", []);
+    data.sessions.forEach((record, i) => (view.lines[i] = { record, source: data.sources[record.id] ?? null }));
+    view.all = data.sessions;
+    view.metas = data.snapshots;
+    return view;
+  }
+
+  /** The cached view, or undefined when the file is missing, damaged or of another version. */
+  static read(file: string): CatalogView | undefined {
+    try {
+      const text = readFileSync(file, "utf8");
+      const end = text.indexOf("\n");
+      const header = JSON.parse(text.slice(0, end)) as Header;
+      if (header?.version !== CATALOG_CACHE_VERSION || header.offsets.length !== header.ids.length + 2) return undefined;
+      return new CatalogView(header.fingerprint, header.ids, text.slice(end + 1), header.offsets);
+    } catch {
+      return undefined;
+    }
+  }
+
+  write(file: string): Promise<void> {
+    const lines = this.ids.map((_, i) => JSON.stringify(this.line(i)));
+    lines.push(JSON.stringify({ snapshots: this.snapshots }));
+    const offsets = [0];
+    for (const l of lines) offsets.push(offsets[offsets.length - 1] + l.length + 1);
+    const header: Header = { version: CATALOG_CACHE_VERSION, fingerprint: this.fingerprint, ids: [...this.ids], offsets };
+    return writeCacheText(file, `${JSON.stringify(header)}\n${lines.join("\n")}\n`);
+  }
+
+  private slice(i: number): string {
+    return this.text.slice(this.offsets[i], this.offsets[i + 1] - 1);
+  }
+
+  private line(i: number): Line {
+    return (this.lines[i] ??= JSON.parse(this.slice(i)) as Line);
+  }
+
+  has(id: string): boolean {
+    return this.position.has(id);
+  }
+
+  record(id: string): SessionRecord | undefined {
+    const i = this.position.get(id);
+    return i === undefined ? undefined : this.line(i).record;
+  }
+
+  source(id: string): SnapshotSource | null | undefined {
+    const i = this.position.get(id);
+    return i === undefined ? undefined : this.line(i).source;
+  }
+
+  get sessions(): SessionRecord[] {
+    return (this.all ??= this.ids.map((_, i) => this.line(i).record));
+  }
+
+  get snapshots(): SnapshotMeta[] {
+    return (this.metas ??= (JSON.parse(this.slice(this.ids.length)) as { snapshots: SnapshotMeta[] }).snapshots);
+  }
+}
