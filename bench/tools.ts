@@ -88,7 +88,7 @@ export function resticTool(workDir: string, agentDir: string): BackupTool {
 
 export function piGuardTool(workDir: string, agentDir: string, projectRoot: string): BackupTool {
   const repoDir = join(workDir, "pi-guard-repo");
-  const mainJs = join(projectRoot, "dist/src/cli/main.js");
+  const mainJs = join(projectRoot, "dist/cli/main.js"); // what bin/pi-guard.js runs
   const bin = join(projectRoot, "bin/pi-guard.js");
   const xdgConfig = join(workDir, "xdg-config");
   const xdgData = join(workDir, "xdg-data");

@@ -1,5 +1,6 @@
 import { Worker } from "node:worker_threads";
 import os from "node:os";
+import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { RepoError } from "./errors.js";
 import { openBatch, sealBatch, type BatchReply, type OpenRequest, type SealRequest } from "./seal.js";
@@ -45,9 +46,12 @@ export class SealPool {
 
   private startWorkers(): void {
     const self = fileURLToPath(import.meta.url);
-    // Under vitest this module is TypeScript; tsx lets the worker load the .ts sibling.
-    const workerFile = self.replace(/seal-pool\.(ts|js)$/, "seal-worker.$1");
-    const execArgv = self.endsWith(".ts") ? ["--import", "tsx"] : [];
+    // The worker script sits next to this module: seal-worker.js beside seal-pool.js (tsc output)
+    // or beside the bundle chunk holding this code (dist/cli). Under vitest this module is
+    // TypeScript, and tsx lets the worker load the .ts sibling.
+    const ts = self.endsWith(".ts");
+    const workerFile = path.join(path.dirname(self), ts ? "seal-worker.ts" : "seal-worker.js");
+    const execArgv = ts ? ["--import", "tsx"] : [];
     for (let i = 0; i < this.size; i++) {
       // Workers allocate mostly off-heap buffers; a small young generation keeps their RSS low.
       const worker = new Worker(workerFile, { execArgv, resourceLimits: { maxYoungGenerationSizeMb: 4 } });

@@ -24,13 +24,16 @@ export const BIN = path.join(PROJECT_ROOT, "bin", "pi-guard.js");
 export function staleOutputs(entry = "src/cli/main.ts"): string[] {
   const stale: string[] = [];
   const seen = new Set<string>();
+  // bin/ runs the bundle in dist/cli, made from dist/src after tsc: it must be newer than both.
+  const bundle = path.join(PROJECT_ROOT, "dist", "cli", "main.js");
+  const bundleMs = existsSync(bundle) ? statSync(bundle).mtimeMs : 0;
   const visit = (rel: string) => {
     if (seen.has(rel)) return;
     seen.add(rel);
     const abs = path.join(PROJECT_ROOT, rel);
     if (!existsSync(abs)) return;
     const out = path.join(PROJECT_ROOT, "dist", rel.replace(/\.ts$/, ".js"));
-    if (!existsSync(out) || statSync(out).mtimeMs + 1 < statSync(abs).mtimeMs) stale.push(rel);
+    if (!existsSync(out) || statSync(out).mtimeMs + 1 < statSync(abs).mtimeMs || bundleMs + 1 < statSync(out).mtimeMs) stale.push(rel);
     const text = readFileSync(abs, "utf8");
     for (const m of text.matchAll(/(?:from\s+|import\s*\(\s*)["'](\.{1,2}\/[^"']+)\.js["']/g)) {
       visit(path.join(path.dirname(rel), `${m[1]}.ts`));
