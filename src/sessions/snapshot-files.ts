@@ -64,13 +64,13 @@ export interface FileCopy {
 type ContentMap = Record<string, Omit<FileCopy, "root" | "path">>;
 
 /** Session files: .jsonl under the agent dir's sessions/ (any depth), or in any other root but pi-guard's own metadata. */
-export function isSessionNode(node: TreeNode): boolean {
+function isSessionNode(node: TreeNode): boolean {
   if (node.type !== "file" || !node.path.endsWith(".jsonl") || node.root === META_ROOT_NAME) return false;
   return node.root !== "agent" || node.path.startsWith("sessions/");
 }
 
 /** Names a file version's exact bytes: a hash of its size and blob ids. */
-export const contentKey = (f: { size: number; content: readonly string[] }): string =>
+const contentKey = (f: { size: number; content: readonly string[] }): string =>
   createHash("sha256").update(`${f.size}:${f.content.join(",")}`).digest("hex");
 
 /** Where a snapshot file lived on the machine it came from. */
@@ -161,7 +161,6 @@ export class SnapshotFiles {
       }
     }
     const order = (a: SnapshotMeta, b: SnapshotMeta) => compareStrings(a.time, b.time) || compareStrings(a.id, b.id);
-    fresh.sort(order);
     const snapshots = [...kept, ...fresh].sort(order);
     // Only new snapshots after every kept one: walk just those. Anything else: walk them all.
     const extend = snapshots.slice(0, kept.length).every((m, i) => m === kept[i]);
