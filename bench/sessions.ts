@@ -127,7 +127,7 @@ async function run(work: string, sizeBytes: number, sessionCount: number): Promi
   }
   const snapshotsTaken = 1 + 2 * WARM_RUNS;
   rows.push({ step: "list after a new snapshot", ms: median(afterSnapshot.list), detail: `4 KB appended to one session, then a snapshot; median of ${WARM_RUNS}` });
-  rows.push({ step: "search after a new snapshot", ms: median(afterSnapshot.search), detail: `the same, then "${QUERIES[1]}" (re-indexes that session); median of ${WARM_RUNS}` });
+  rows.push({ step: "search after a new snapshot", ms: median(afterSnapshot.search), detail: `the same, then "${QUERIES[1]}" (indexes the lines it gained); median of ${WARM_RUNS}` });
   const repoCatalog = join(dataDir, "catalog", (JSON.parse(readFileSync(join(work, "repo", "config"), "utf8")) as { id: string }).id);
   const cacheBytes = ["history.json", "content.json"].map((f) => statSync(join(repoCatalog, f)).size);
   rows.push({ step: `catalog cache after ${snapshotsTaken} snapshots`, ms: 0, detail: `history.json ${formatBytes(cacheBytes[0])}, content.json ${formatBytes(cacheBytes[1])}` });
