@@ -39,8 +39,13 @@ function readDir(dir: string): Dirent[] {
 export function listLiveFiles(dirs: string[]): LiveFile[] {
   const out = new Map<string, LiveFile>();
   const add = (file: string) => {
-    const st = statSync(file, { throwIfNoEntry: false }); // undefined: removed since the folder was read
-    if (st?.isFile()) out.set(file, { path: file, size: st.size, mtimeMs: st.mtimeMs, ino: st.ino });
+    let st;
+    try {
+      st = statSync(file);
+    } catch {
+      return; // removed since the folder was read, or not ours to read
+    }
+    if (st.isFile()) out.set(file, { path: file, size: st.size, mtimeMs: st.mtimeMs, ino: st.ino });
   };
   for (const dir of dirs.map((d) => path.resolve(d))) {
     for (const e of readDir(dir)) {

@@ -160,7 +160,10 @@ export class SearchIndex {
         const entries = loadSessionBytes(text, s.id).entries.map(indexedEntry).filter((e) => e !== undefined);
         // Appends continue only from a version that ended with a whole line.
         const indexedBytes = bytes[bytes.length - 1] === 0x0a ? bytes.length : 0;
-        this.index(s.id, { key, bytes: indexedBytes, edge: edgeHash(bytes, indexedBytes) }, entries, appendFrom > 0);
+        if (!this.index(s.id, { key, bytes: indexedBytes, edge: edgeHash(bytes, indexedBytes) }, entries, appendFrom ? doc!.key : undefined)) {
+          unread++; // another search indexed this session meanwhile; the next run compares again
+          continue;
+        }
         report.indexed++;
         if (appendFrom) report.appended++;
       }
@@ -180,15 +183,21 @@ export class SearchIndex {
 
   /**
    * Store a session's entries as a new segment (the largest sid), in one transaction: all of them
-   * (its older segments are dropped first), or with `append` only the lines it gained.
+   * (its older segments are dropped first), or, when `appendTo` names the version they extend,
+   * only the lines it gained. Returns false, changing nothing, when another process changed the
+   * session's row since this one read it (writers are serialised, so the check is exact).
    */
-  private index(sessionId: string, doc: DocState, entries: IndexedEntry[], append: boolean): void {
+  private index(sessionId: string, doc: DocState, entries: IndexedEntry[], appendTo: string | undefined): boolean {
     const { docs, segments } = this.state();
+    let done = false;
     this.inTransaction(() => {
-      if (!append) this.drop(sessionId);
+      const current = this.db.prepare("SELECT version_key FROM docs WHERE session_id = ?").get(sessionId)?.version_key;
+      if (current === doc.key || (appendTo !== undefined && current !== appendTo)) return;
+      if (appendTo === undefined) this.drop(sessionId);
       this.db
         .prepare("INSERT INTO docs (session_id, version_key, indexed_bytes, edge_hash) VALUES (?, ?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET version_key = excluded.version_key, indexed_bytes = excluded.indexed_bytes, edge_hash = excluded.edge_hash")
         .run(sessionId, doc.key, doc.bytes, doc.edge);
+      done = true;
       if (!entries.length) return;
       const sid = Number(this.db.prepare("SELECT coalesce(max(sid), 0) + 1 AS sid FROM segments").get()!.sid);
       this.db.prepare("INSERT INTO segments (sid, session_id) VALUES (?, ?)").run(sid, sessionId);
@@ -197,7 +206,9 @@ export class SearchIndex {
       // A segment of more entries than ENTRY_SLOTS (far beyond any session seen) is cut there.
       entries.slice(0, ENTRY_SLOTS).forEach((e, i) => insert.run(sid * ENTRY_SLOTS + i, e.entryId, e.kind, e.timestamp, e.text));
     });
-    docs.set(sessionId, doc);
+    if (done) docs.set(sessionId, doc);
+    else this.docs = this.segments = undefined; // read again: the other process added segments
+    return done;
   }
 
   /** Remove a session: its entries, its segments and its doc row (inside a transaction). */

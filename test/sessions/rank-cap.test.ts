@@ -108,6 +108,30 @@ describe("search ranking over a capped set of matches", () => {
   });
 });
 
+describe("two searches indexing the same growth at once", () => {
+  it("store the new lines once", async () => {
+    appendUserMessage(made[1].file, "A leviathan appears");
+    const config = loadConfig({}, sb.env);
+    const catalog = await SessionCatalog.build({ config, repo: null, env: sb.env });
+    const [a, b] = [await SearchIndex.open(config.dataDir), await SearchIndex.open(config.dataDir)];
+    try {
+      const reports = await Promise.all([a.sync(catalog, false), b.sync(catalog, false)]);
+      expect(reports.map((r) => r.appended).sort()).toEqual([0, 1]);
+      const count = (ix: SearchIndex) => Number(ix.db.prepare("SELECT count(*) AS n FROM entries").get()!.n);
+      const appended = count(a);
+      a.close();
+      b.close();
+      rmSync(searchIndexFile(config.dataDir));
+      const fresh = await SearchIndex.open(config.dataDir);
+      await fresh.sync(catalog, false);
+      expect(appended).toBe(count(fresh)); // no line indexed twice
+      fresh.close();
+    } finally {
+      await catalog.close();
+    }
+  });
+});
+
 /** Append a user message the way pi does: one line whose parent is the last entry. */
 function appendUserMessage(file: string, text: string): void {
   const lines = readFileSync(file, "utf8").trim().split("\n");
