@@ -168,22 +168,9 @@ export function fingerprint(tree: Map<string, FileState>, only?: (rel: string) =
 
 /** Every session file (*.jsonl) below `dir`, absolute paths, sorted. */
 export function sessionFiles(dir: string): string[] {
-  const out: string[] = [];
-  const walk = (d: string) => {
-    let entries: Dirent[];
-    try {
-      entries = readdirSync(d, { withFileTypes: true });
-    } catch {
-      return;
-    }
-    for (const e of entries) {
-      const a = path.join(d, e.name);
-      if (e.isDirectory()) walk(a);
-      else if (e.isFile() && e.name.endsWith(".jsonl")) out.push(a);
-    }
-  };
-  walk(dir);
-  return out.sort();
+  return listFiles(dir)
+    .filter((f) => f.endsWith(".jsonl"))
+    .sort();
 }
 
 /** Size on disk of a folder as `du -sb` counts it (apparent bytes of every file). */
