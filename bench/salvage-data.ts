@@ -31,6 +31,16 @@ const uuid = (prng: Prng) => {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-7${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}`;
 };
 
+/** pi-hermes-memory's sessions.db schema (DESIGN.md §2). The salvage tests build their databases with it too. */
+export const HERMES_SCHEMA = `
+  CREATE TABLE sessions (id TEXT PRIMARY KEY, project TEXT, cwd TEXT, started_at TEXT, ended_at TEXT, message_count INTEGER);
+  CREATE TABLE messages (id TEXT PRIMARY KEY, session_id TEXT, role TEXT, content TEXT, timestamp TEXT, tool_calls TEXT);
+  CREATE INDEX idx_messages_session ON messages(session_id);
+  CREATE TABLE session_files (session_id TEXT, path TEXT);
+  CREATE TABLE memories (id INTEGER PRIMARY KEY, content TEXT, created_at TEXT);
+  CREATE VIRTUAL TABLE message_fts USING fts5(content);
+  CREATE VIRTUAL TABLE memory_fts USING fts5(content);`;
+
 /** Fill a sessions.db until it is at least `targetBytes` on disk. */
 export function generateHermesDb(path: string, targetBytes: number, seed = "hermes"): { sessions: number; messages: number } {
   const prng = new Prng(seed);
@@ -38,14 +48,7 @@ export function generateHermesDb(path: string, targetBytes: number, seed = "herm
   // Only for generating: no journal, no fsync. The result is a plain rollback-mode database.
   db.pragma("journal_mode = OFF");
   db.pragma("synchronous = OFF");
-  db.exec(`
-    CREATE TABLE sessions (id TEXT PRIMARY KEY, project TEXT, cwd TEXT, started_at TEXT, ended_at TEXT, message_count INTEGER);
-    CREATE TABLE messages (id TEXT PRIMARY KEY, session_id TEXT, role TEXT, content TEXT, timestamp TEXT, tool_calls TEXT);
-    CREATE INDEX idx_messages_session ON messages(session_id);
-    CREATE TABLE session_files (session_id TEXT, path TEXT);
-    CREATE TABLE memories (id INTEGER PRIMARY KEY, content TEXT, created_at TEXT);
-    CREATE VIRTUAL TABLE message_fts USING fts5(content);
-    CREATE VIRTUAL TABLE memory_fts USING fts5(content);`);
+  db.exec(HERMES_SCHEMA);
   const addSession = db.prepare("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?)");
   const addMessage = db.prepare("INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?)");
   const addFts = db.prepare("INSERT INTO message_fts (content) VALUES (?)");

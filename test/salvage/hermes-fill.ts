@@ -2,6 +2,7 @@
 
 import Database from "better-sqlite3";
 import { readFileSync } from "node:fs";
+import { HERMES_SCHEMA } from "../../bench/salvage-data.js";
 import { parseSessionText } from "../../src/pi/index.js";
 
 type Msg = { role: string; content: unknown; timestamp: number; toolCallId?: string; toolName?: string };
@@ -44,13 +45,7 @@ export interface MemorySession {
 /** As the extension's indexer does: text blocks joined and trimmed, empty messages skipped. */
 export function fillMemoryDb(path: string, sessions: MemorySession[]): void {
   const db = new Database(path);
-  db.exec(`
-    CREATE TABLE sessions (id TEXT PRIMARY KEY, project TEXT, cwd TEXT, started_at TEXT, ended_at TEXT, message_count INTEGER);
-    CREATE TABLE messages (id TEXT PRIMARY KEY, session_id TEXT, role TEXT, content TEXT, timestamp TEXT, tool_calls TEXT);
-    CREATE TABLE session_files (session_id TEXT, path TEXT);
-    CREATE TABLE memories (id INTEGER PRIMARY KEY, content TEXT, created_at TEXT);
-    CREATE VIRTUAL TABLE message_fts USING fts5(content);
-    CREATE VIRTUAL TABLE memory_fts USING fts5(content);`);
+  db.exec(HERMES_SCHEMA);
   const addSession = db.prepare("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?)");
   const addMessage = db.prepare("INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?)");
   const addFts = db.prepare("INSERT INTO message_fts (content) VALUES (?)");
