@@ -114,18 +114,19 @@ export class SearchIndex {
 
   /** Session id by segment sid, for every indexed session. */
   get sessionsBySid(): Map<number, string> {
-    return this.state().segments;
+    this.segments ??= new Map(this.db.prepare("SELECT sid, session_id FROM segments").all().map((r) => [Number(r.sid), String(r.session_id)]));
+    return this.segments;
   }
 
-  private state(): { docs: Map<string, DocState>; segments: Map<number, string> } {
-    if (!this.docs || !this.segments) {
+  /** What is indexed of each session; read only when the catalog changed (sync). */
+  private get docState(): Map<string, DocState> {
+    if (!this.docs) {
       this.docs = new Map();
       for (const r of this.db.prepare("SELECT session_id, version_key, indexed_bytes, edge_hash FROM docs").all()) {
         this.docs.set(String(r.session_id), { key: String(r.version_key), bytes: Number(r.indexed_bytes), edge: String(r.edge_hash) });
       }
-      this.segments = new Map(this.db.prepare("SELECT sid, session_id FROM segments").all().map((r) => [Number(r.sid), String(r.session_id)]));
     }
-    return { docs: this.docs, segments: this.segments };
+    return this.docs;
   }
 
   /**
@@ -140,7 +141,7 @@ export class SearchIndex {
     const synced = this.db.prepare("SELECT value FROM info WHERE key = 'synced'").get()?.value;
     const report: SyncReport = { sessions: catalog.size, indexed: 0, appended: 0, removed: 0, ms: 0 };
     if (synced !== stamp) {
-      const { docs } = this.state();
+      const docs = this.docState;
       let unread = 0;
       // Oldest activity first, so sids (and rowids) grow with recency: a query's rank cap keeps the newest.
       for (const s of [...catalog.sessions].reverse()) {
@@ -188,7 +189,7 @@ export class SearchIndex {
    * session's row since this one read it (writers are serialised, so the check is exact).
    */
   private index(sessionId: string, doc: DocState, entries: IndexedEntry[], appendTo: string | undefined): boolean {
-    const { docs, segments } = this.state();
+    const [docs, segments] = [this.docState, this.sessionsBySid];
     let done = false;
     this.inTransaction(() => {
       const current = this.db.prepare("SELECT version_key FROM docs WHERE session_id = ?").get(sessionId)?.version_key;
@@ -213,7 +214,7 @@ export class SearchIndex {
 
   /** Remove a session: its entries, its segments and its doc row (inside a transaction). */
   private drop(sessionId: string): void {
-    const { docs, segments } = this.state();
+    const [docs, segments] = [this.docState, this.sessionsBySid];
     for (const r of this.db.prepare("SELECT sid FROM segments WHERE session_id = ?").all(sessionId)) {
       const sid = Number(r.sid);
       this.db.prepare("DELETE FROM entries WHERE id >= ? AND id < ?").run(sid * ENTRY_SLOTS, (sid + 1) * ENTRY_SLOTS);
