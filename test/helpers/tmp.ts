@@ -2,11 +2,15 @@
 // config/data, HOME) points into one temp folder, never at the real ~/.pi or ~/.config.
 
 import { createHash } from "node:crypto";
-import { chmodSync, copyFileSync, type Dirent, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, type Dirent, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 
-export const FIXTURES_DIR = "/work/shared/fixtures";
+/**
+ * The shared real-pi fixtures: `shared/` lies beside the checkout (CI clones into another folder
+ * with a copy of shared/ beside it); /work/shared is where a developer's worktrees find it.
+ */
+export const FIXTURES_DIR = [path.resolve(import.meta.dirname, "../../../shared/fixtures"), "/work/shared/fixtures"].find((d) => existsSync(d)) ?? "/work/shared/fixtures";
 
 export interface Sandbox {
   root: string;

@@ -6,7 +6,8 @@ import { copyFileSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 
-export const FIXTURES_DIR = "/work/shared/fixtures";
+export { FIXTURES_DIR } from "../helpers/tmp.js";
+import { FIXTURES_DIR } from "../helpers/tmp.js";
 
 export function fixturePaths(): string[] {
   return ["pi-mono-v1", "pi-v3"].flatMap((dir) =>
