@@ -1,7 +1,7 @@
 // Every command a message, a --help text or a document tells the user to run exists, and a
 // command that does not exist is an error, even with --help.
 
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import type { Command } from "commander";
@@ -154,5 +154,45 @@ describe("an unknown command is an error, even with --help", () => {
       expect(r.stdout).toMatch(/^Usage: pi-guard/);
     }
     sb.cleanup();
+  });
+});
+
+describe("README", () => {
+  const readme = readFileSync(path.join(PROJECT_ROOT, "README.md"), "utf8");
+
+  it("starts with two commands: the first puts pi-guard on the PATH before it runs pi-guard, the second runs the tests", () => {
+    const block = /^# pi-guard\n+```sh\n([\s\S]*?)```/.exec(readme);
+    expect(block, "README.md must start with a sh block").not.toBeNull();
+    const commands = block![1].trim().split("\n").map((l) => l.replace(/\s+#.*$/, ""));
+    expect(commands).toHaveLength(2);
+    const [install, test] = commands;
+    const steps = install.split(/\s*&&\s*/);
+    const onPath = steps.findIndex((s) => /^npm (link|install -g \.)$/.test(s));
+    const firstRun = steps.findIndex((s) => s.startsWith("pi-guard "));
+    expect(onPath, install).toBeGreaterThan(steps.indexOf("npm run build"));
+    expect(firstRun, install).toBeGreaterThan(onPath);
+    expect(steps[0]).toBe("npm ci");
+    expect(test).toBe("npm test");
+    // Next to the test command: the system packages the tests need.
+    expect(block![1]).toMatch(/npm test\s+#.*chromium.*tmux/);
+  });
+
+  it("links only to files inside the repository, and those exist", () => {
+    const bad: string[] = [];
+    for (const file of ["README.md", ...readdirSync(path.join(PROJECT_ROOT, "docs")).map((f) => `docs/${f}`), "bench/README.md"]) {
+      const text = readFileSync(path.join(PROJECT_ROOT, file), "utf8");
+      for (const m of text.matchAll(/\]\(([^)\s#]+)(?:#[^)]*)?\)/g)) {
+        const target = m[1];
+        if (/^[a-z]+:/.test(target)) continue; // https: and mailto: links
+        const resolved = path.resolve(PROJECT_ROOT, path.dirname(file), target);
+        const inside = !path.relative(PROJECT_ROOT, resolved).startsWith("..");
+        if (!inside || !existsSync(resolved)) bad.push(`${file}: ${target}`);
+      }
+      // Paths written out rather than linked count too.
+      for (const m of text.matchAll(/`(\.\.\/[^`]+)`/g)) {
+        if (path.relative(PROJECT_ROOT, path.resolve(PROJECT_ROOT, path.dirname(file), m[1])).startsWith("..")) bad.push(`${file}: ${m[1]}`);
+      }
+    }
+    expect(bad, bad.join("\n")).toEqual([]);
   });
 });
