@@ -5,7 +5,7 @@ import type { SnapshotRecord } from "../repo/repository.js";
 export const WHEN_HELP = 'use "latest", a snapshot id, an ISO time such as 2026-11-30T14:00, or a phrase such as "2h ago" or "yesterday 14:00"';
 
 /** For every --help that takes a time: people read "14:00" as their own clock, so that is what it means. */
-export const LOCAL_TIME_NOTE = "A time without a zone (2026-11-30T14:00, \"yesterday 14:00\") is local time; add Z or +01:00 for another zone.";
+export const LOCAL_TIME_NOTE = 'A time without a zone (2026-11-30T14:00, "yesterday 14:00") is local time;\nadd Z or +01:00 for another zone.';
 
 const ISO = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2})?$/;
 const BARE_DATE = /^\d{4}-\d{2}-\d{2}$/;
