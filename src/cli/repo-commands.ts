@@ -60,7 +60,7 @@ Examples:
     .description("back up the agent dir now")
     .option("--tag <tag...>", "tags to attach to the snapshot")
     .option("--from-tar <file>", "import a tarball of an agent dir (made by `pi-guard archive` or by hand) as a snapshot")
-    .option("--time <iso>", "with --from-tar: the time to record for the imported snapshot")
+    .option("--time <iso>", "with --from-tar: the time to record for the imported snapshot (no zone: local time)")
     .option("--init", "create the repository first if there is none (a key file when no password is set)")
     .addHelpText(
       "after",
