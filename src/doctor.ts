@@ -61,7 +61,7 @@ export async function runDoctor(config: Config, now = Date.now()): Promise<Docto
     else {
       const age = now - Date.parse(last.snapshot.time);
       const when = `${last.id.slice(0, 8)} at ${last.snapshot.time}`;
-      add("last snapshot", age > DAY ? "warn" : "ok", age > DAY ? `${when}, more than a day ago: is \`pi-guard watch\` running?` : when);
+      add("last snapshot", age > DAY ? "warn" : "ok", age > DAY ? `${when}, more than a day ago: run \`pi-guard snapshot\` now, and from cron or a timer` : when);
     }
   } catch (err) {
     add("repository", "error", (err as Error).message);

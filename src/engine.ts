@@ -15,7 +15,7 @@ import { openTarget } from "./targets/open.js";
 import { createSnapshot, type SnapshotOptions, type SnapshotResult } from "./snapshot/snapshotter.js";
 import { pathInScope } from "./snapshot/scan.js";
 import { describeFsError, restoreSnapshot, type RestoreOptions, type RestoreReport } from "./restore/restorer.js";
-import { PRE_RESTORE_TAG, selectSnapshot } from "./restore/select.js";
+import { PRE_RESTORE_TAG, type ResolvedTime, selectSnapshot, selectSnapshotAt } from "./restore/select.js";
 
 export { openTarget };
 
@@ -86,6 +86,8 @@ export interface SafeRestoreResult {
   report: RestoreReport;
   /** In-place restores first snapshot what they may replace; restoring this undoes the restore. */
   undoSnapshot?: string;
+  /** The moment a time expression was read as; absent for "latest" and ids. */
+  resolved?: ResolvedTime;
 }
 
 /**
@@ -93,7 +95,7 @@ export interface SafeRestoreResult {
  * "pre-restore"), so the restore itself can be undone with `pi-guard restore <undoSnapshot>`.
  */
 export async function restore(config: Config, repo: Repository, when: string, opts: SafeRestoreOptions = {}): Promise<SafeRestoreResult> {
-  const snapshot = await chooseSnapshot(repo, when);
+  const { record: snapshot, resolved } = await chooseSnapshotAt(repo, when);
   const destinations: Record<string, string> = {};
   for (const root of snapshot.snapshot.roots) {
     if (opts.targetDir) {
@@ -110,7 +112,7 @@ export async function restore(config: Config, repo: Repository, when: string, op
     undoSnapshot = pre.id;
   }
   const report = await restoreSnapshot(repo, snapshot, { ...opts, destinations, durable: !opts.targetDir, scope: pathInScope(config.filter) });
-  return { snapshot, report, undoSnapshot };
+  return { snapshot, report, undoSnapshot, resolved };
 }
 
 async function ensureWritableDir(dir: string): Promise<void> {
@@ -129,4 +131,10 @@ async function ensureWritableDir(dir: string): Promise<void> {
 export async function chooseSnapshot(repo: Repository, when: string): Promise<SnapshotRecord> {
   const snapshots = await repo.listSnapshots();
   return selectSnapshot(snapshots, when, new Date(), repo.unreadableSnapshots);
+}
+
+/** chooseSnapshot, also saying which moment a time expression was read as. */
+export async function chooseSnapshotAt(repo: Repository, when: string): Promise<{ record: SnapshotRecord; resolved?: ResolvedTime }> {
+  const snapshots = await repo.listSnapshots();
+  return selectSnapshotAt(snapshots, when, new Date(), repo.unreadableSnapshots);
 }

@@ -6,6 +6,7 @@ import { registerDoctorCommand, registerKeyCommands, registerRepoCommands } from
 import { registerRestoreCommands } from "./restore-commands.js";
 import { registerSalvageCommands } from "./salvage-commands.js";
 import { registerSessionsCommands } from "./sessions-commands.js";
+import { argsForUnknownCommand, pointUnknownCommandsToHelp } from "./unknown-command.js";
 
 // Loaded as CommonJS: importing a CommonJS package from ESM costs a scan of its source for named
 // exports, a measurable part of a short command's start-up.
@@ -59,13 +60,15 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 3 damaged repository data.`,
   registerDoctorCommand(program);
   registerSalvageCommands(program);
   registerSessionsCommands(program);
+  pointUnknownCommandsToHelp(program);
   return program;
 }
 
 export async function main(argv: string[]): Promise<number> {
   const program = buildProgram();
   try {
-    await program.parseAsync(argv);
+    const unknown = argsForUnknownCommand(program, argv.slice(2));
+    await program.parseAsync(unknown ? [...argv.slice(0, 2), ...unknown] : argv);
     return (program as Command & { exitCodeOverride?: number }).exitCodeOverride ?? Number(process.exitCode ?? 0);
   } catch (err) {
     if (err instanceof CommanderError) {

@@ -4,6 +4,7 @@ import { EXIT, formatBytes, formatDuration, info, printJson, table, warn } from 
 import { Progress } from "./progress.js";
 import { promptHidden } from "./prompt.js";
 import { RepoError } from "../repo/errors.js";
+import { formatLocalTime } from "../restore/select.js";
 import { META_ROOT_NAME } from "../config/config.js";
 
 async function anyRootExists(paths: string[]): Promise<boolean> {
@@ -59,7 +60,7 @@ Examples:
     .description("back up the agent dir now")
     .option("--tag <tag...>", "tags to attach to the snapshot")
     .option("--from-tar <file>", "import a tarball of an agent dir (made by `pi-guard archive` or by hand) as a snapshot")
-    .option("--time <iso>", "with --from-tar: the time to record for the imported snapshot")
+    .option("--time <iso>", "with --from-tar: the time to record for the imported snapshot (no zone: local time)")
     .option("--init", "create the repository first if there is none (a key file when no password is set)")
     .addHelpText(
       "after",
@@ -123,7 +124,7 @@ Examples:
     .description("list snapshots")
     .option("--tag <tag>", "only snapshots with this tag")
     .option("--host <host>", "only snapshots from this host")
-    .addHelpText("after", `\nExamples:\n  $ pi-guard snapshots\n  $ pi-guard snapshots --json | jq '.[-1].id'`)
+    .addHelpText("after", `\nTimes are shown in UTC and in local time (set by TZ); a time you type without a zone is local.\n\nExamples:\n  $ pi-guard snapshots\n  $ pi-guard snapshots --json | jq '.[-1].id'`)
     .action(async (opts: { tag?: string; host?: string }, cmd: Command) => {
       const ctx = context(cmd);
       const repo = await ctx.open();
@@ -137,6 +138,7 @@ Examples:
             id,
             shortId: id.slice(0, 8),
             time: s.time,
+            localTime: formatLocalTime(new Date(s.time)),
             host: s.host,
             user: s.user,
             tags: s.tags,
@@ -151,9 +153,10 @@ Examples:
         info(ctx.out, "no snapshots yet (run `pi-guard snapshot`)");
         return;
       }
-      const rows = [["ID", "TIME", "HOST", "FILES", "SIZE", "ADDED", "TAGS"]];
+      const rows = [["ID", "TIME (UTC)", "LOCAL TIME", "HOST", "FILES", "SIZE", "ADDED", "TAGS"]];
       for (const { id, snapshot: s } of all) {
-        rows.push([id.slice(0, 8), s.time.replace("T", " ").replace(/\.\d+Z$/, "Z"), s.host, String(s.summary.files), formatBytes(s.summary.bytesTotal), formatBytes(s.summary.bytesStored), s.tags.join(",")]);
+        const local = formatLocalTime(new Date(s.time)).replace("T", " ");
+        rows.push([id.slice(0, 8), s.time.replace("T", " ").replace(/\.\d+Z$/, "Z"), local, s.host, String(s.summary.files), formatBytes(s.summary.bytesTotal), formatBytes(s.summary.bytesStored), s.tags.join(",")]);
       }
       info(ctx.out, table(rows));
     });

@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { context } from "./context.js";
 import { EXIT, formatBytes, formatDuration, info, printJson, table, warn } from "./output.js";
 import { Progress } from "./progress.js";
+import { formatLocalTime, LOCAL_TIME_NOTE } from "../restore/select.js";
 
 interface RestoreFlags {
   target?: string;
@@ -28,6 +29,9 @@ export function registerRestoreCommands(program: Command): void {
 snapshot of what is there now (tag pre-restore), swaps each file in atomically and keeps modes
 (0600 for auth.json). It never deletes files unless --delete is given. To undo it, run the
 command it prints: a restore of its pre-restore snapshot with --delete.
+
+${LOCAL_TIME_NOTE}
+A moment in the future is an error. The moment <when> was read as is printed in UTC and local time.
 
 Examples:
   $ pi-guard restore latest
@@ -57,6 +61,7 @@ Examples:
         printJson({
           snapshotId: result.snapshot.id,
           snapshotTime: result.snapshot.snapshot.time,
+          resolved: result.resolved ?? null,
           dryRun: !!opts.dryRun,
           undoSnapshot: result.undoSnapshot ?? null,
           ...counts,
@@ -72,7 +77,8 @@ Examples:
         info(
           ctx.out,
           table([
-            ["snapshot", `${result.snapshot.id.slice(0, 8)}  ${result.snapshot.snapshot.time}`],
+            ...(result.resolved ? [["time", `"${result.resolved.input}" = ${result.resolved.utc} UTC = ${result.resolved.local} local`]] : []),
+            ["snapshot", `${result.snapshot.id.slice(0, 8)}  ${result.snapshot.snapshot.time} (${formatLocalTime(new Date(result.snapshot.snapshot.time))} local)`],
             [opts.dryRun ? "would" : "files", `${counts.create} created, ${counts.replace} replaced, ${counts.unchanged} unchanged${counts.delete ? `, ${counts.delete} deleted` : ""}`],
             ["written", `${formatBytes(report.bytesWritten)} in ${formatDuration(report.durationMs)}`],
           ]),
@@ -92,17 +98,20 @@ Examples:
     .argument("<when>", 'latest, a snapshot id, an ISO time, or e.g. "2h ago"')
     .requiredOption("-o, --output <file>", "the .tar.gz to write (- for stdout)")
     .option("-p, --path <glob...>", "only files matching these globs")
-    .addHelpText("after", `\nExamples:\n  $ pi-guard archive latest -o pi-agent.tar.gz\n  $ pi-guard archive "yesterday 18:00" -o - | tar tz`)
+    .addHelpText("after", `\n${LOCAL_TIME_NOTE}\n\nExamples:\n  $ pi-guard archive latest -o pi-agent.tar.gz\n  $ pi-guard archive "yesterday 18:00" -o - | tar tz`)
     .action(async (when: string, opts: { output: string; path?: string[] }, cmd: Command) => {
       const ctx = context(cmd);
       const repo = await ctx.open();
-      const { chooseSnapshot } = await import("../engine.js");
+      const { chooseSnapshotAt } = await import("../engine.js");
       const { writeArchive } = await import("../restore/archive.js");
-      const record = await chooseSnapshot(repo, when);
+      const { record, resolved } = await chooseSnapshotAt(repo, when);
       const result = await writeArchive(repo, record, opts.output, { paths: opts.path });
       if (opts.output === "-") return;
-      if (ctx.out.json) printJson({ snapshotId: record.id, output: opts.output, ...result });
-      else info(ctx.out, `wrote ${opts.output}: ${result.files} files, ${formatBytes(result.bytes)} from snapshot ${record.id.slice(0, 8)}`);
+      if (ctx.out.json) printJson({ snapshotId: record.id, resolved: resolved ?? null, output: opts.output, ...result });
+      else {
+        if (resolved) info(ctx.out, `"${resolved.input}" = ${resolved.utc} UTC = ${resolved.local} local`);
+        info(ctx.out, `wrote ${opts.output}: ${result.files} files, ${formatBytes(result.bytes)} from snapshot ${record.id.slice(0, 8)}`);
+      }
     });
 
   program

@@ -81,7 +81,7 @@ Examples:
     .option("--from-terminal <file>", "scrollback copied from pi's terminal screen, with or without escapes; - for stdin (repeatable)", collect, [])
     .option("--from-hermes <db>", "a pi-hermes-memory sessions.db or hermes-agent state.db, opened read-only (repeatable)", collect, [])
     .option("--session <id>", "with --from-hermes: take this session (repeatable)", collect, [])
-    .option("--since <time>", 'with --from-hermes: sessions started since then ("2026-01-01", "3 days ago")')
+    .option("--since <time>", 'with --from-hermes: sessions started since then ("2026-01-01", "3 days ago"; no zone: local time)')
     .option("--all", "with --from-hermes: take every session")
     .option("--from-open-files", "copy out deleted files that running processes still hold open (Linux; prints the steps on macOS)")
     .option("--match <glob>", "with --from-open-files: also take held files matching this (repeatable)", collect, [])

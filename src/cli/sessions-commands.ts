@@ -68,9 +68,9 @@ function withListFilters(cmd: Command): Command {
   return cmd
     .option("--project <text>", "only sessions whose project path (header cwd) contains this")
     .option("--tag <tag>", "only sessions with this pi-guard tag")
-    .option("--since <time>", "only sessions active at or after this time")
-    .option("--until <time>", "only sessions started at or before this time")
-    .option("--date <day>", "only sessions active on this day (YYYY-MM-DD)")
+    .option("--since <time>", "only sessions active at or after this time (no zone: local time)")
+    .option("--until <time>", "only sessions started at or before this time (no zone: local time)")
+    .option("--date <day>", "only sessions active on this local day (YYYY-MM-DD)")
     .option("--deleted", "only sessions that are in a snapshot but gone from disk")
     .option("--host <host>", "only sessions seen on this host")
     .option("--live", "skip snapshots: live files only (no repository needed)");

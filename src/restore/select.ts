@@ -4,17 +4,77 @@ import type { SnapshotRecord } from "../repo/repository.js";
 
 export const WHEN_HELP = 'use "latest", a snapshot id, an ISO time such as 2026-11-30T14:00, or a phrase such as "2h ago" or "yesterday 14:00"';
 
-/** Parse a time expression; undefined when it is not one. */
+/** For every --help that takes a time: people read "14:00" as their own clock, so that is what it means. */
+export const LOCAL_TIME_NOTE = 'A time without a zone (2026-11-30T14:00, "yesterday 14:00") is local time;\nadd Z or +01:00 for another zone.';
+
+const ISO = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2})?$/;
+const BARE_DATE = /^\d{4}-\d{2}-\d{2}$/;
+
+/** An ISO time; undefined when the fields name no real moment (Date would roll 02-30 into March). */
+function parseIso(m: RegExpExecArray): Date | undefined {
+  const [, y, mo, d, h = "00", mi = "00", sec = "00", zone] = m;
+  const month = Number(mo);
+  const day = Number(d);
+  const daysInMonth = new Date(Date.UTC(Number(y), month, 0)).getUTCDate();
+  if (month < 1 || month > 12 || day < 1 || day > daysInMonth || Number(h) > 23 || Number(mi) > 59 || Number(sec) > 59) return undefined;
+  if (zone && zone !== "Z" && (Number(zone.slice(1, 3)) > 23 || Number(zone.slice(-2)) > 59)) return undefined;
+  const text = m[0];
+  const t = new Date(text.length === 10 ? `${text}T23:59:59.999` : text);
+  return Number.isNaN(t.getTime()) ? undefined : t;
+}
+
+/**
+ * Parse a time expression; undefined when it is not one. A phrase counts only when chrono reads
+ * all of it as one moment: "the day after never" would otherwise be read as "the day after".
+ */
 export function parseTime(expr: string, now = new Date()): Date | undefined {
   const text = expr.trim();
-  if (/^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2})?$/.test(text)) {
-    const t = new Date(text.length === 10 ? `${text}T23:59:59.999` : text);
-    if (!Number.isNaN(t.getTime())) return t;
-  }
+  if (text === "") return undefined;
+  const iso = ISO.exec(text);
+  if (iso) return parseIso(iso);
   // chrono-node is large; only phrases like "2h ago" need it.
   const chrono = createRequire(import.meta.url)("chrono-node") as typeof import("chrono-node");
-  const parsed = chrono.parseDate(text, now, { forwardDate: false });
-  return parsed ?? undefined;
+  const results = chrono.parse(text, now, { forwardDate: false });
+  if (results.length !== 1) return undefined;
+  const [r] = results;
+  // A range ("2pm to 3pm") is not one moment.
+  if (r.index !== 0 || r.text !== text || r.end) return undefined;
+  return r.start.date();
+}
+
+/** Local wall-clock time with its offset, e.g. 2026-11-30T15:00:00+01:00 (TZ decides the zone). */
+export function formatLocalTime(d: Date): string {
+  const pad = (n: number) => String(n).padStart(2, "0");
+  const offset = -d.getTimezoneOffset();
+  const zone = `${offset < 0 ? "-" : "+"}${pad(Math.floor(Math.abs(offset) / 60))}:${pad(Math.abs(offset) % 60)}`;
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}${zone}`;
+}
+
+/** What a time expression was taken to mean, for the user to check. */
+export interface ResolvedTime {
+  input: string;
+  utc: string;
+  local: string;
+}
+
+export function describeTime(input: string, t: Date): ResolvedTime {
+  return { input, utc: t.toISOString(), local: formatLocalTime(t) };
+}
+
+/**
+ * A time to restore as of. Refuses the future: no snapshot can hold it, and "tomorrow" is more
+ * likely a slip than a wish for `latest`. A bare date means the end of that day, or now if that is today.
+ */
+export function resolveTime(when: string, now = new Date()): Date {
+  const text = when.trim();
+  const time = parseTime(text, now);
+  if (!time) throw new RepoError(`cannot read "${when}" as a time: ${WHEN_HELP}`, "usage");
+  if (BARE_DATE.test(text) && time > now && new Date(`${text}T00:00:00`) <= now) return now;
+  if (time > now) {
+    const r = describeTime(text, time);
+    throw new RepoError(`"${text}" is in the future (${r.utc} UTC, ${r.local} local): no snapshot can be from then; use "latest" for the newest`, "usage");
+  }
+  return time;
 }
 
 /** Tag of the snapshots an in-place restore takes of what it replaces. */
@@ -51,8 +111,7 @@ export function selectSnapshot(
     const candidates = real.length ? real : snapshots;
     return candidates[candidates.length - 1];
   }
-  const time = parseTime(expr, now);
-  if (!time) throw new RepoError(`cannot read "${when}" as a time: ${WHEN_HELP}`, "usage");
+  const time = resolveTime(expr, now);
   let best: SnapshotRecord | undefined;
   for (const s of snapshots) if (Date.parse(s.snapshot.time) <= time.getTime()) best = s;
   if (!best) {
@@ -62,4 +121,21 @@ export function selectSnapshot(
     );
   }
   return best;
+}
+
+/** selectSnapshot, also saying which moment a time expression was taken as (none for latest or an id). */
+export function selectSnapshotAt(
+  snapshots: SnapshotRecord[],
+  when: string,
+  now = new Date(),
+  unreadable: { id: string; error: string }[] = [],
+): { record: SnapshotRecord; resolved?: ResolvedTime } {
+  const record = selectSnapshot(snapshots, when, now, unreadable);
+  const expr = when.trim();
+  if (expr === "latest" || record.id.startsWith(expr.toLowerCase())) return { record };
+  try {
+    return { record, resolved: describeTime(expr, resolveTime(expr, now)) };
+  } catch {
+    return { record }; // chosen some other way than by time
+  }
 }
