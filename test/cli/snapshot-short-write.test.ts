@@ -108,3 +108,34 @@ describe("snapshot with short writes", () => {
     }
   });
 });
+
+describe.skipIf(process.getuid?.() !== 0)("init on a full disk", () => {
+  let sb: Sandbox;
+  let mnt: string;
+
+  beforeAll(() => {
+    sb = makeSandbox("fullinit");
+    mnt = sb.dir("tmpfs");
+    const m = spawnSync("mount", ["-t", "tmpfs", "-o", "size=256k", "tmpfs", mnt], { encoding: "utf8" });
+    if (m.status !== 0) throw new Error(`mount failed: ${m.stderr}`);
+  });
+  afterAll(() => {
+    spawnSync("umount", [mnt]);
+    sb?.cleanup();
+  });
+
+  it("leaves no cut-short key file behind, so that the next init can make a good one", async () => {
+    const configHome = path.join(mnt, "config");
+    mkdirSync(path.join(configHome, "pi-guard"), { recursive: true });
+    // Fill the file system to the last byte.
+    spawnSync("dd", ["if=/dev/zero", `of=${path.join(mnt, "filler")}`, "bs=4096"], { encoding: "utf8" });
+    const env = { XDG_CONFIG_HOME: configHome };
+    const r = await cli(sb, ["init"], { env });
+    expect(r.code, r.stderr).not.toBe(0);
+    expect(r.stderr).toMatch(/ENOSPC/);
+    expect(listFiles(configHome)).toEqual([]);
+    rmSync(path.join(mnt, "filler"));
+    await ok(sb, ["init"], { env });
+    await ok(sb, ["snapshots"], { env });
+  });
+});
