@@ -223,7 +223,8 @@ export const INCOMPLETE_TAG = "incomplete";
  * (the tag alone marks imports made before `imported` was recorded).
  */
 export function isImport(s: Snapshot): boolean {
-  return s.imported !== undefined || s.tags.includes(IMPORT_TAG);
+  // Read objects are not validated field by field: a missing tag list is not an import.
+  return s.imported !== undefined || (Array.isArray(s.tags) && s.tags.includes(IMPORT_TAG));
 }
 
 /** One line of the tree stream: a file, directory or symlink, sorted by (root, path). */
