@@ -58,6 +58,8 @@ export class TarEntryGuard {
     if (parts.includes("..")) return 'has a ".." component';
     if (parts.includes("")) return "has an empty component (//)";
     if (parts.includes(".")) return 'has a "." component';
+    // No file system here takes a longer name: a restore could never write it.
+    if (parts.some((p) => Buffer.byteLength(p) > 255)) return "has a name component longer than 255 bytes";
     for (let i = 1; i < parts.length; i++) {
       const parent = parts.slice(0, i).join("/");
       const leaf = this.leaves.get(parent);

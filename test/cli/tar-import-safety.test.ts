@@ -77,6 +77,7 @@ describe("snapshot --from-tar refuses unsafe archives", () => {
     ["a device", [{ name: "sessions/null", type: "chardev" }], '"sessions/null" is a character device'],
     ["a name that is not UTF-8", [{ name: "sessions/caf\u00e9.jsonl" }], "is not valid UTF-8"],
     ["an empty component", [{ name: "sessions//x.jsonl" }], '"sessions//x.jsonl" has an empty component'],
+    ["a name too long for any file system", [{ name: `sessions/${"n".repeat(256)}.jsonl` }], "has a name component longer than 255 bytes"],
     ["a name given twice", [{ name: "auth.json", data: "{}" }], '"auth.json" appears twice'],
     ["a symlink over a folder", [{ name: "extensions/a.ts" }, { name: "extensions", type: "symlink", link: "/tmp" }], '"extensions" is not a folder, but earlier entries lie under it'],
     ["a file under a file", [{ name: "auth.json/x" }], '"auth.json/x" lies under "auth.json", which the archive made a file'],
