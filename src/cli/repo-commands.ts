@@ -8,7 +8,9 @@ import { META_ROOT_NAME } from "../config/config.js";
 
 async function anyRootExists(paths: string[]): Promise<boolean> {
   const { promises: fs } = await import("node:fs");
-  for (const p of paths) if (await fs.stat(p).then((s) => s.isDirectory(), () => false)) return true;
+  // A root we may not look at exists: the snapshot then names it as skipped (exit 3).
+  const there = (err: NodeJS.ErrnoException) => err.code !== "ENOENT" && err.code !== "ENOTDIR";
+  for (const p of paths) if (await fs.stat(p).then((s) => s.isDirectory(), there)) return true;
   return false;
 }
 

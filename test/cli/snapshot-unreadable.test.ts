@@ -13,16 +13,17 @@ import { copyFixtures, fingerprint, makeSandbox, type Sandbox, treeState, writeP
 const root = process.getuid?.() === 0;
 const canDrop = root && spawnSync("setpriv", ["--reuid=nobody", "--regid=nogroup", "--clear-groups", "true"]).status === 0;
 
-function asNobody(sb: Sandbox, args: string[]) {
+function asNobody(sb: Sandbox, args: string[], env: Record<string, string> = {}) {
   return spawnSync("setpriv", ["--reuid=nobody", "--regid=nogroup", "--clear-groups", process.execPath, BIN, ...args], {
     cwd: PROJECT_ROOT,
-    env: sb.env,
+    env: { ...sb.env, ...env },
     encoding: "utf8",
   });
 }
 
 describe.skipIf(!canDrop)("snapshot with unreadable paths", () => {
   let sb: Sandbox;
+  let firstId = "";
   const locked = ["sessions/--locked-file--/2026-11-30T10-00-00-000Z_a.jsonl", "sessions/--locked-dir--", "sessions/--no-search--/2026-11-30T10-00-00-000Z_c.jsonl"];
 
   beforeAll(async () => {
@@ -49,6 +50,7 @@ describe.skipIf(!canDrop)("snapshot with unreadable paths", () => {
     const r = asNobody(sb, ["snapshot", "--json"]);
     expect(r.status, r.stderr).toBe(3);
     const out = JSON.parse(r.stdout);
+    firstId = out.snapshotId;
     expect(out.tags).toEqual(["incomplete"]);
     expect(out.skipped).toEqual([
       { root: "agent", path: locked[1], error: "EACCES: permission denied" },
@@ -78,10 +80,22 @@ describe.skipIf(!canDrop)("snapshot with unreadable paths", () => {
     expect(readFileSync(path.join(target, "auth.json"), "utf8")).toBe(readFileSync(path.join(sb.agentDir, "auth.json"), "utf8"));
   });
 
+  it("an agent dir that cannot be looked at is not \"missing\": it is named as skipped, exit 3", () => {
+    const closed = sb.dir("closed");
+    mkdirSync(path.join(closed, "agent"));
+    spawnSync("chown", ["-R", "nobody:nogroup", closed]);
+    chmodSync(closed, 0o000);
+    const r = asNobody(sb, ["snapshot", "--json"], { PI_CODING_AGENT_DIR: path.join(closed, "agent") });
+    expect(r.status, r.stderr).toBe(3);
+    expect(JSON.parse(r.stdout).skipped).toEqual([{ root: "agent", path: "", error: "EACCES: permission denied" }]);
+    expect(r.stderr).toContain("pi-guard: skipped .: EACCES: permission denied");
+    chmodSync(closed, 0o755);
+  });
+
   it("an in-place restore will not replace what its undo snapshot could not read", async () => {
     // Something to change, so that the restore has to take its undo snapshot.
     writeFileSync(path.join(sb.agentDir, "auth.json"), "{}\n");
-    const r = asNobody(sb, ["restore", "latest"]);
+    const r = asNobody(sb, ["restore", firstId]);
     expect(r.status, r.stderr).toBe(1);
     const lines = r.stderr.trim().split("\n");
     expect(lines).toHaveLength(1);
