@@ -8,6 +8,7 @@ import type { Config } from "./config/config.js";
 import { isInside } from "./config/config.js";
 import { resolveCredentials } from "./config/credentials.js";
 import { openRepository, openTarget } from "./engine.js";
+import { isImport } from "./repo/format.js";
 
 export type CheckStatus = "ok" | "warn" | "error";
 
@@ -56,7 +57,7 @@ export async function runDoctor(config: Config, now = Date.now()): Promise<Docto
   try {
     const repo = await openRepository(config);
     const snapshots = await repo.listSnapshots();
-    const last = snapshots.at(-1);
+    const last = snapshots.filter((s) => !isImport(s.snapshot)).at(-1);
     if (!last) add("last snapshot", "warn", "the repository has no snapshots yet: run `pi-guard snapshot`");
     else {
       const age = now - Date.parse(last.snapshot.time);

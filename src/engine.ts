@@ -110,6 +110,11 @@ export async function restore(config: Config, repo: Repository, when: string, op
   if (!opts.targetDir && !opts.dryRun) {
     const pre = await snapshotAgentDir(config, repo, { tags: [PRE_RESTORE_TAG] });
     undoSnapshot = pre.id;
+    // A file the undo snapshot could not read could not be put back: do not restore over it.
+    const unsaved = pre.snapshot.skipped ?? [];
+    if (unsaved.length) {
+      throw new RepoError(`cannot save ${unsaved[0].path || unsaved[0].root} (${unsaved[0].error})${unsaved.length > 1 ? ` and ${unsaved.length - 1} more` : ""} before restoring over it; nothing was restored`, "io");
+    }
   }
   const report = await restoreSnapshot(repo, snapshot, { ...opts, destinations, durable: !opts.targetDir, scope: pathInScope(config.filter) });
   return { snapshot, report, undoSnapshot, resolved };

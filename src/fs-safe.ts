@@ -45,3 +45,18 @@ export async function syncDir(dir: string): Promise<void> {
     await handle.close();
   }
 }
+
+/**
+ * Write all of `buf`, looping over short writes (a full disk or `ulimit -f` returns fewer bytes
+ * first and fails only on the next call). Throws rather than return with bytes missing. With a
+ * position, writes there; without, at the file's current offset.
+ */
+export async function writeFully(handle: fs.FileHandle, buf: Uint8Array, position?: number): Promise<void> {
+  let done = 0;
+  while (done < buf.length) {
+    const at = position === undefined ? null : position + done;
+    const { bytesWritten } = await handle.write(buf, done, buf.length - done, at);
+    if (bytesWritten <= 0) throw Object.assign(new Error(`EIO: wrote 0 of ${buf.length - done} bytes, write`), { code: "EIO" });
+    done += bytesWritten;
+  }
+}

@@ -52,7 +52,7 @@ Examples:
 
 Environment: PI_GUARD_REPO, PI_GUARD_PASSWORD, PI_GUARD_PASSWORD_FILE, PI_GUARD_KEY_FILE,
 PI_CODING_AGENT_DIR, XDG_CONFIG_HOME, XDG_DATA_HOME, NO_COLOR.
-Exit codes: 0 ok, 1 failure, 2 usage error, 3 damaged repository data.`,
+Exit codes: 0 ok, 1 failure, 2 usage error, 3 damaged repository data or an incomplete snapshot.`,
   );
   registerRepoCommands(program);
   registerRestoreCommands(program);

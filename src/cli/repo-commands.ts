@@ -9,7 +9,9 @@ import { META_ROOT_NAME } from "../config/config.js";
 
 async function anyRootExists(paths: string[]): Promise<boolean> {
   const { promises: fs } = await import("node:fs");
-  for (const p of paths) if (await fs.stat(p).then((s) => s.isDirectory(), () => false)) return true;
+  // A root we may not look at exists: the snapshot then names it as skipped (exit 3).
+  const there = (err: NodeJS.ErrnoException) => err.code !== "ENOENT" && err.code !== "ENOTDIR";
+  for (const p of paths) if (await fs.stat(p).then((s) => s.isDirectory(), there)) return true;
   return false;
 }
 
@@ -62,11 +64,21 @@ Examples:
     .option("--from-tar <file>", "import a tarball of an agent dir (made by `pi-guard archive` or by hand) as a snapshot")
     .option("--time <iso>", "with --from-tar: the time to record for the imported snapshot (no zone: local time)")
     .option("--init", "create the repository first if there is none (a key file when no password is set)")
+    .option("--allow-empty", "a missing agent dir is not an error: say so, take no snapshot, exit 0")
     .addHelpText(
       "after",
       `
 Files that only grew since the last snapshot are read from their last chunk on, so a snapshot of a
 large, live session costs about the size of what was appended.
+
+A path that cannot be read (permissions) is skipped and named; everything else is backed up, the
+snapshot is tagged "incomplete" and the exit code is 3, so that cron notices. A missing agent dir
+is an error (exit 1) unless --allow-empty is given.
+
+--from-tar refuses the whole archive, importing nothing, if any entry is unsafe: an absolute path,
+a ".." component, an invalid name, a hard link, a device or fifo, or anything under a symlink the
+archive made; each one is named. An import is tagged "import" and records when it ran; "latest"
+never means an import (name it by id), and no later snapshot uses it as its parent.
 
 Examples:
   $ pi-guard snapshot
@@ -74,13 +86,18 @@ Examples:
   $ pi-guard snapshot --json
   $ pi-guard snapshot --from-tar old-backup.tar.gz --time 2026-10-01T12:00:00Z`,
     )
-    .action(async (opts: { tag?: string[]; fromTar?: string; time?: string; init?: boolean }, cmd: Command) => {
+    .action(async (opts: { tag?: string[]; fromTar?: string; time?: string; init?: boolean; allowEmpty?: boolean }, cmd: Command) => {
       const ctx = context(cmd);
+      const { IMPORT_TAG, INCOMPLETE_TAG } = await import("../repo/format.js");
+      const { PRE_RESTORE_TAG } = await import("../restore/select.js");
+      // Tags pi-guard sets itself mean something ("latest" skips some): a user cannot borrow them.
+      const reserved = opts.fromTar ? [PRE_RESTORE_TAG, INCOMPLETE_TAG] : [PRE_RESTORE_TAG, INCOMPLETE_TAG, IMPORT_TAG];
+      const borrowed = (opts.tag ?? []).filter((t) => reserved.includes(t));
+      if (borrowed.length) throw new RepoError(`--tag ${borrowed[0]} is reserved: pi-guard sets it itself`, "usage");
       const sources = ctx.config.roots.filter((r) => r.name !== META_ROOT_NAME);
-      if (!opts.fromTar && !(await anyRootExists(sources.map((r) => r.path)))) {
-        warn(`nothing to back up: ${ctx.config.agentDir} does not exist (set PI_CODING_AGENT_DIR or --agent-dir)`);
-        if (ctx.out.json) printJson({ snapshotId: null, reason: "agent dir missing", agentDir: ctx.config.agentDir });
-        return;
+      const missing = !opts.fromTar && !(await anyRootExists(sources.map((r) => r.path)));
+      if (missing && !opts.allowEmpty) {
+        throw new RepoError(`nothing to back up: ${ctx.config.agentDir} does not exist; set PI_CODING_AGENT_DIR or --agent-dir (or pass --allow-empty)`, "not-found");
       }
       if (opts.init) {
         const { openTarget, initRepository } = await import("../engine.js");
@@ -88,6 +105,11 @@ Examples:
           const made = await initRepository(ctx.config);
           info(ctx.out, `created repository at ${ctx.config.repo}${made.keyFile ? `; key file ${made.keyFile} (keep a copy somewhere safe)` : ""}`);
         }
+      }
+      if (missing) {
+        warn(`nothing to back up: ${ctx.config.agentDir} does not exist (set PI_CODING_AGENT_DIR or --agent-dir)`);
+        if (ctx.out.json) printJson({ snapshotId: null, reason: "agent dir missing", agentDir: ctx.config.agentDir });
+        return;
       }
       const repo = await ctx.open();
       const progress = new Progress(!ctx.out.json && !ctx.out.quiet);
@@ -103,8 +125,18 @@ Examples:
       }
       progress.done();
       const s = result.snapshot.summary;
+      const skipped = result.snapshot.skipped ?? [];
+      if (skipped.length) {
+        // Exit 3 as restic does: the snapshot exists, but it is not everything.
+        process.exitCode = EXIT.damaged;
+        for (const k of skipped) {
+          const name = `${k.root === "agent" ? "" : `${k.root}:`}${k.path || "."}`;
+          warn(`skipped ${/[\x00-\x1f\x7f]/.test(name) ? JSON.stringify(name) : name}: ${k.error}`);
+        }
+        warn(`snapshot ${result.id.slice(0, 8)} is incomplete: ${skipped.length} path(s) could not be read (tagged "incomplete")`);
+      }
       if (ctx.out.json) {
-        printJson({ snapshotId: result.id, time: result.snapshot.time, parent: result.snapshot.parent ?? null, ...s });
+        printJson({ snapshotId: result.id, time: result.snapshot.time, parent: result.snapshot.parent ?? null, tags: result.snapshot.tags, skipped, ...s });
         return;
       }
       info(
@@ -144,6 +176,8 @@ Examples:
             tags: s.tags,
             roots: s.roots,
             parent: s.parent ?? null,
+            imported: s.imported ?? null,
+            skipped: s.skipped ?? [],
             summary: s.summary,
           })),
         );

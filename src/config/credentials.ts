@@ -1,4 +1,4 @@
-import { makeDirs } from "../fs-safe.js";
+import { makeDirs, writeFully } from "../fs-safe.js";
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
@@ -46,12 +46,25 @@ export async function readKeyFile(file: string): Promise<Credentials | undefined
 export async function createKeyFile(file: string): Promise<Credentials> {
   await makeDirs(path.dirname(file), 0o700);
   const secret = randomBytes(32);
+  let handle;
   try {
-    await fs.writeFile(file, secret.toString("base64") + "\n", { mode: 0o600, flag: "wx" });
+    handle = await fs.open(file, "wx", 0o600);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === "EEXIST") {
       throw new RepoError(`key file ${file} already exists; it may open another repository, so it is kept`, "exists");
     }
+    throw err;
+  }
+  try {
+    try {
+      await writeFully(handle, Buffer.from(secret.toString("base64") + "\n"), 0);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  } catch (err) {
+    // A cut-short key file would be kept by the next init ("already exists") and open nothing.
+    await fs.unlink(file).catch(() => undefined);
     throw err;
   }
   return { kind: "keyfile", secret, path: file };

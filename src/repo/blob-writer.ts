@@ -1,4 +1,4 @@
-import { makeDirs } from "../fs-safe.js";
+import { makeDirs, writeFully } from "../fs-safe.js";
 import { createHash, type Hash } from "node:crypto";
 import { promises as fs } from "node:fs";
 import path from "node:path";
@@ -42,6 +42,7 @@ export class BlobWriter {
   private readonly inflight = new Set<Promise<void>>();
   private inflightBytes = 0;
   private failure: Error | undefined;
+  private indexAttempted = false;
   bytesNew = 0;
   bytesStored = 0;
   blobsNew = 0;
@@ -122,7 +123,7 @@ export class BlobWriter {
       let pack = this.open.get(type);
       if (!pack) this.open.set(type, (pack = await this.openPack()));
       const frame = sealed[f];
-      await pack.handle.write(frame);
+      await writeFully(pack.handle, frame, pack.size);
       pack.hash.update(frame);
       let inFrame = 0;
       for (const b of frameBlobs[f]) {
@@ -152,16 +153,20 @@ export class BlobWriter {
     const trailer = Buffer.alloc(4);
     trailer.writeUInt32LE(header.length);
     const tail = Buffer.concat([header, trailer]);
-    try {
-      await pack.handle.write(tail);
-      pack.hash.update(tail);
-      await pack.handle.sync();
-    } finally {
-      await pack.handle.close();
-    }
-    const id = pack.hash.digest("hex");
+    const id = pack.hash.update(tail).digest("hex");
     const size = pack.size + tail.length;
-    await this.repo.target.putFile(packKey(id), pack.file);
+    try {
+      try {
+        await writeFully(pack.handle, tail, pack.size);
+        await pack.handle.sync();
+      } finally {
+        await pack.handle.close();
+      }
+      await this.repo.target.putFile(packKey(id), pack.file);
+    } catch (err) {
+      await fs.unlink(pack.file).catch(() => undefined);
+      throw err;
+    }
     this.written.push({ id, size, blobs: pack.blobs });
     this.bytesStored += size;
   }
@@ -173,18 +178,29 @@ export class BlobWriter {
     this.throwIfFailed();
     for (const type of [...this.open.keys()]) await this.closePack(type);
     if (this.written.length === 0) return { packs: 0 };
+    this.indexAttempted = true;
     const { id: indexId, size } = await this.repo.saveIndex({ supersedes: [], packs: this.written });
     this.bytesStored += size;
     return { indexId, packs: this.written.length };
   }
 
-  /** Give up: remove the staging files. Packs already handed over stay (unindexed, harmless). */
+  /**
+   * Give up: remove the staging files, and the packs this run handed over as long as no index
+   * can name them (the index is written only in `finish`; once its write was tried, the packs
+   * stay, unindexed at worst, which is harmless).
+   */
   async abort(): Promise<void> {
+    // Let queued appends settle first (they record failures, never throw), so none opens a new
+    // staging file after the cleanup below.
+    while (this.inflight.size > 0) await Promise.race(this.inflight);
+    await this.appendChain;
     for (const pack of this.open.values()) {
       await pack.handle.close().catch(() => undefined);
       await fs.unlink(pack.file).catch(() => undefined);
     }
     this.open.clear();
+    if (this.indexAttempted) return;
+    for (const pack of this.written.splice(0)) await this.repo.target.delete(packKey(pack.id)).catch(() => undefined);
   }
 
   private throwIfFailed(): void {

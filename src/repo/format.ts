@@ -199,8 +199,32 @@ export interface Snapshot {
   roots: SnapshotRoot[];
   tree: string[];
   parent?: string;
+  /** Set on snapshots imported from an archive: when the import ran (`time` is the archive's). */
+  imported?: string;
+  /** Paths the snapshot could not read (the snapshot is then tagged "incomplete"). */
+  skipped?: SkippedPath[];
   program: string;
   summary: SnapshotSummary;
+}
+
+export interface SkippedPath {
+  root: string;
+  /** Relative to the root, as in the tree; "" for the root itself. */
+  path: string;
+  error: string;
+}
+
+/** Tags pi-guard sets itself. */
+export const IMPORT_TAG = "import";
+export const INCOMPLETE_TAG = "incomplete";
+
+/**
+ * An archive import: its time is whatever the archive claims, so it is never "latest" nor a parent
+ * (the tag alone marks imports made before `imported` was recorded).
+ */
+export function isImport(s: Snapshot): boolean {
+  // Read objects are not validated field by field: a missing tag list is not an import.
+  return s.imported !== undefined || (Array.isArray(s.tags) && s.tags.includes(IMPORT_TAG));
 }
 
 /** One line of the tree stream: a file, directory or symlink, sorted by (root, path). */

@@ -34,18 +34,27 @@ export function pathInScope(filter: SourceFilter): (rel: string) => boolean {
   };
 }
 
+/** Called for a path the scan cannot read; without it, such an error ends the scan. */
+export type OnUnreadable = (root: string, rel: string, err: NodeJS.ErrnoException) => void;
+
+/** Errors that concern one path (its permissions, a bad disk block), not the whole run. */
+export function isPathError(err: unknown): boolean {
+  return ["EACCES", "EPERM", "EIO"].includes((err as NodeJS.ErrnoException)?.code ?? "");
+}
+
 /** Walk the roots in sorted order (the tree stream must be sorted), yielding files, dirs and links. */
-export async function* scanSources(roots: SourceRoot[], filter: SourceFilter): AsyncGenerator<ScannedEntry> {
+export async function* scanSources(roots: SourceRoot[], filter: SourceFilter, onUnreadable?: OnUnreadable): AsyncGenerator<ScannedEntry> {
   const accept = compileFilter(filter);
   for (const root of roots) {
     let rootStat: Stats;
     try {
       rootStat = await fs.stat(root.path);
-    } catch {
+    } catch (err) {
+      if (onUnreadable && isPathError(err)) onUnreadable(root.name, "", err as NodeJS.ErrnoException);
       continue;
     }
     if (!rootStat.isDirectory()) continue;
-    yield* walk(root, root.path, "", accept);
+    yield* walk(root, root.path, "", accept, onUnreadable);
   }
 }
 
@@ -54,6 +63,7 @@ async function* walk(
   dir: string,
   rel: string,
   accept: (rel: string, isDir: boolean) => boolean,
+  onUnreadable?: OnUnreadable,
 ): AsyncGenerator<ScannedEntry> {
   let names: string[];
   try {
@@ -61,6 +71,7 @@ async function* walk(
   } catch (err) {
     // A folder that vanished mid-scan (pi deleting a session) is not an error for a backup.
     if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
+    if (onUnreadable && isPathError(err)) return onUnreadable(root.name, rel, err as NodeJS.ErrnoException);
     throw err;
   }
   names.sort();
@@ -70,13 +81,15 @@ async function* walk(
     let stat: Stats;
     try {
       stat = await fs.lstat(abs);
-    } catch {
+    } catch (err) {
+      // accept(…, true) is false only for an excluded name: those are not worth a warning.
+      if (onUnreadable && isPathError(err) && accept(relPath, true)) onUnreadable(root.name, relPath, err as NodeJS.ErrnoException);
       continue;
     }
     if (stat.isDirectory()) {
       if (!accept(relPath, true)) continue;
       yield { root: root.name, path: relPath, abs, stat, type: "dir" };
-      yield* walk(root, abs, relPath, accept);
+      yield* walk(root, abs, relPath, accept, onUnreadable);
     } else if (stat.isFile() || stat.isSymbolicLink()) {
       if (!accept(relPath, false)) continue;
       yield { root: root.name, path: relPath, abs, stat, type: stat.isFile() ? "file" : "symlink" };

@@ -2,13 +2,13 @@ import { promises as fs } from "node:fs";
 import os from "node:os";
 import { BlobReader } from "../repo/blob-reader.js";
 import { BlobWriter } from "../repo/blob-writer.js";
-import { BlobType, type Snapshot, type SnapshotSummary, type TreeNode } from "../repo/format.js";
+import { BlobType, INCOMPLETE_TAG, isImport, type SkippedPath, type Snapshot, type SnapshotSummary, type TreeNode } from "../repo/format.js";
 import { acquireLock } from "../repo/lock.js";
 import { cleanStaging } from "../repo/staging.js";
 import type { Repository, SnapshotRecord } from "../repo/repository.js";
 import { SealPool } from "../repo/seal-pool.js";
 import { ContentChunker } from "./content-chunker.js";
-import { scanSources, type ScannedEntry, type SourceFilter, type SourceRoot } from "./scan.js";
+import { isPathError, scanSources, type ScannedEntry, type SourceFilter, type SourceRoot } from "./scan.js";
 import { nodeKey, readTree, TreeWriter } from "./tree.js";
 import { PROGRAM } from "../version.js";
 
@@ -44,7 +44,8 @@ export function createSnapshot(repo: Repository, opts: SnapshotOptions): Promise
     const host = opts.host ?? os.hostname();
     const parent = await findParent(repo, opts.parent, host, opts.roots);
     if (parent) await builder.loadParent(parent);
-    for await (const entry of scanSources(opts.roots, opts.filter)) await builder.addEntry(entry);
+    const skip = (root: string, rel: string, err: NodeJS.ErrnoException) => builder.skip(root, rel, err);
+    for await (const entry of scanSources(opts.roots, opts.filter, skip)) await builder.addEntry(entry);
     return builder.commit({ host, roots: opts.roots, tags: opts.tags ?? [], parent: parent?.id });
   });
 }
@@ -79,7 +80,8 @@ async function findParent(repo: Repository, parentId: string | undefined, host: 
   const all = await repo.listSnapshots();
   if (parentId) return all.find((r) => r.id === parentId);
   const sameRoots = (s: Snapshot) => JSON.stringify(s.roots) === JSON.stringify(roots);
-  return all.filter((r) => r.snapshot.host === host && sameRoots(r.snapshot)).at(-1);
+  // Never an import: its tree came from an archive, and its time is whatever the archive said.
+  return all.filter((r) => r.snapshot.host === host && sameRoots(r.snapshot) && !isImport(r.snapshot)).at(-1);
 }
 
 /**
@@ -94,6 +96,8 @@ export class SnapshotBuilder {
   private readonly tree: TreeWriter;
   private readonly content: ContentChunker;
   private readonly parentNodes = new Map<string, TreeNode>();
+  /** Paths that could not be read; the snapshot still takes everything else. */
+  private readonly skipped: SkippedPath[] = [];
   private readonly started = Date.now();
   private readonly counts = { files: 0, dirs: 0, bytesTotal: 0, filesNew: 0, filesChanged: 0, filesUnchanged: 0 };
   private lastProgress = 0;
@@ -122,7 +126,10 @@ export class SnapshotBuilder {
       this.counts.dirs++;
       await this.tree.add({ ...base, type: "dir" });
     } else if (entry.type === "symlink") {
-      const target = await fs.readlink(entry.abs).catch(() => undefined);
+      const target = await fs.readlink(entry.abs).catch((err: NodeJS.ErrnoException) => {
+        if (isPathError(err)) this.skip(entry.root, entry.path, err);
+        return undefined;
+      });
       if (target !== undefined) await this.tree.add({ ...base, type: "symlink", target });
     } else {
       const node = await this.storeFile(entry);
@@ -160,6 +167,10 @@ export class SnapshotBuilder {
     } catch (err) {
       // Deleted between scan and read: the next snapshot will not list it either.
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      if (isPathError(err)) {
+        this.skip(entry.root, entry.path, err as NodeJS.ErrnoException);
+        return undefined;
+      }
       throw err;
     }
     try {
@@ -215,12 +226,17 @@ export class SnapshotBuilder {
     }
   }
 
+  skip(root: string, path: string, err: NodeJS.ErrnoException): void {
+    // "EACCES: permission denied, open '/abs/path'": the path is already in `path`.
+    this.skipped.push({ root, path, error: err.message.split(", ")[0] || String(err.code) });
+  }
+
   abort(): Promise<void> {
     return this.writer.abort();
   }
 
   /** Write the tree, the index, then the snapshot object: only the last makes the snapshot visible. */
-  async commit(meta: { host: string; roots: SourceRoot[]; tags: string[]; parent?: string; time?: string }): Promise<SnapshotResult> {
+  async commit(meta: { host: string; roots: SourceRoot[]; tags: string[]; parent?: string; time?: string; imported?: string }): Promise<SnapshotResult> {
     const tree = await this.tree.finish();
     await this.writer.finish();
     const summary: SnapshotSummary = {
@@ -234,10 +250,12 @@ export class SnapshotBuilder {
       time: meta.time ?? new Date().toISOString(),
       host: meta.host,
       user: os.userInfo().username,
-      tags: meta.tags,
+      tags: this.skipped.length ? [...new Set([...meta.tags, INCOMPLETE_TAG])] : meta.tags,
       roots: meta.roots,
       tree,
       parent: meta.parent,
+      imported: meta.imported,
+      skipped: this.skipped.length ? this.skipped : undefined,
       program: PROGRAM,
       summary,
     };

@@ -4,7 +4,9 @@ import { pipeline } from "node:stream/promises";
 import { createGunzip } from "node:zlib";
 import { Parser, type ReadEntry } from "tar";
 import { RepoError } from "../repo/errors.js";
+import { IMPORT_TAG } from "../repo/format.js";
 import type { Repository } from "../repo/repository.js";
+import { normalizeTarPath as normalize, showName, TarEntryGuard } from "./tar-guard.js";
 import { withSnapshotBuilder, type SnapshotProgress, type SnapshotResult } from "./snapshotter.js";
 
 export interface TarImportOptions {
@@ -29,9 +31,8 @@ export function agentPrefix(paths: string[]): string {
   return "";
 }
 
-function normalize(p: string): string {
-  return p.replace(/^(\.\/)+/, "").replace(/\/+$/, "");
-}
+/** At most this many refused entries are named; the count says how many there were. */
+const MAX_NAMED = 50;
 
 async function isGzip(file: string): Promise<boolean> {
   const handle = await fs.open(file, "r");
@@ -44,17 +45,29 @@ async function isGzip(file: string): Promise<boolean> {
   }
 }
 
+/** First pass: every entry's name and type checked, so that an unsafe archive imports nothing. */
 async function listPaths(file: string, gz: boolean): Promise<{ paths: string[]; newest: number }> {
   const paths: string[] = [];
+  const refused: string[] = [];
+  const guard = new TarEntryGuard();
   let newest = 0;
   const parser = new Parser({
     onReadEntry: (entry: ReadEntry) => {
+      const why = guard.check(entry);
+      if (why) refused.push(`  ${showName(entry.path)} ${why}`);
       paths.push(normalize(entry.path));
       newest = Math.max(newest, entry.mtime?.getTime() ?? 0);
       entry.resume();
     },
   });
   await runParser(file, gz, parser);
+  if (refused.length) {
+    const more = refused.length > MAX_NAMED ? [`  … and ${refused.length - MAX_NAMED} more`] : [];
+    throw new RepoError(
+      [`refusing to import ${file}: ${refused.length} unsafe ${refused.length === 1 ? "entry" : "entries"} (nothing was imported)`, ...refused.slice(0, MAX_NAMED), ...more].join("\n"),
+      "input",
+    );
+  }
   return { paths, newest };
 }
 
@@ -91,15 +104,26 @@ export async function importTar(repo: Repository, file: string, opts: TarImportO
   return withSnapshotBuilder(repo, { command: "snapshot --from-tar", lockWaitMs: opts.lockWaitMs, onProgress: opts.onProgress }, async (b) => {
     // Entries are handled strictly one after another: the builder writes one sorted tree stream.
     let chain = Promise.resolve();
+    // Checked again: the file may have been swapped since the first pass.
+    const guard = new TarEntryGuard();
     const parser = new Parser({
       onReadEntry: (entry: ReadEntry) => {
+        const why = guard.check(entry);
+        if (why) {
+          entry.resume();
+          chain = chain.then(() => {
+            throw new RepoError(`refusing to import ${file}: ${showName(entry.path)} ${why} (the archive changed while it was read; nothing was imported)`, "input");
+          });
+          return;
+        }
         const rel = normalize(entry.path);
         if (!rel.startsWith(prefix) || rel === normalize(prefix)) {
           entry.resume();
           return;
         }
         const inner = rel.slice(prefix.length);
-        const node = { root: "agent", path: inner, mode: (entry.mode ?? 0o644) & 0o7777, mtimeMs: entry.mtime?.getTime() ?? time.getTime() };
+        // No setuid, setgid or sticky bits from an archive: a restore as root would honour them.
+        const node = { root: "agent", path: inner, mode: (entry.mode ?? 0o644) & 0o777, mtimeMs: entry.mtime?.getTime() ?? time.getTime() };
         if (entry.type === "Directory") {
           entry.resume();
           chain = chain.then(() => b.addNode({ ...node, type: "dir" }));
@@ -108,7 +132,11 @@ export async function importTar(repo: Repository, file: string, opts: TarImportO
           chain = chain.then(() => b.addNode({ ...node, type: "symlink", target: entry.linkpath ?? "" }));
         } else if (entry.type === "File" || entry.type === "OldFile" || entry.type === "ContiguousFile") {
           entry.pause();
-          chain = chain.then(() => b.addStreamedFile(node, entry as AsyncIterable<Buffer>));
+          // Once anything failed, drain the paused entry anyway, or the parser would wait forever.
+          chain = chain.then(() => b.addStreamedFile(node, entry as AsyncIterable<Buffer>)).catch((err: unknown) => {
+            entry.resume();
+            throw err;
+          });
         } else entry.resume();
       },
     });
@@ -117,8 +145,9 @@ export async function importTar(repo: Repository, file: string, opts: TarImportO
     return b.commit({
       host: opts.host ?? os.hostname(),
       roots: [{ name: "agent", path: `tar:${file}` }],
-      tags: [...(opts.tags ?? []), "import"],
+      tags: [...new Set([...(opts.tags ?? []), IMPORT_TAG])],
       time: time.toISOString(),
+      imported: new Date().toISOString(),
     });
   });
 }

@@ -1,4 +1,4 @@
-import { makeDirs, syncDir } from "../fs-safe.js";
+import { makeDirs, syncDir, writeFully } from "../fs-safe.js";
 import { promises as fs, constants } from "node:fs";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
@@ -82,12 +82,18 @@ export class LocalTarget implements Target {
     const tmp = `${dest}${TEMP_INFIX}${randomBytes(6).toString("hex")}`;
     const handle = await fs.open(tmp, "wx", 0o600);
     try {
-      await handle.writeFile(data);
-      await handle.sync();
-    } finally {
-      await handle.close();
+      try {
+        await writeFully(handle, data, 0);
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      await fs.rename(tmp, dest);
+    } catch (err) {
+      // A full disk must not leave a temp file behind to fill it further.
+      await fs.unlink(tmp).catch(() => undefined);
+      throw err;
     }
-    await fs.rename(tmp, dest);
     await syncDir(dir);
   }
 

@@ -134,3 +134,20 @@ describe("memory index", () => {
     expect([...index.entries()].map(([id]) => id)).toEqual(ids);
   });
 });
+
+describe("latest and imports", () => {
+  const rec = (id: string, time: string, extra: Partial<SnapshotRecord["snapshot"]> = {}): SnapshotRecord => ({
+    id,
+    snapshot: { time, tags: [], ...extra } as SnapshotRecord["snapshot"],
+  });
+  const now = new Date("2026-11-30T15:00:00Z");
+
+  it("latest never means an import, even one dated in the future; its id still does", () => {
+    const own = rec("aaaa1111", "2026-11-30T10:00:00Z");
+    const future = rec("ffff9999", "2031-01-01T00:00:00Z", { tags: ["import"], imported: "2026-11-30T14:00:00Z" });
+    const oldImport = rec("eeee8888", "2026-11-30T11:00:00Z", { tags: ["import"] });
+    expect(selectSnapshot([own, oldImport, future], "latest", now).id).toBe("aaaa1111");
+    expect(selectSnapshot([own, oldImport, future], "ffff", now).id).toBe("ffff9999");
+    expect(() => selectSnapshot([oldImport, future], "latest", now)).toThrow(/all snapshots here are imports: name one by id \(eeee8888, ffff9999\)/);
+  });
+});
