@@ -39,12 +39,12 @@ function secretish(v: string): boolean {
   return (hasDigit(v) && hasLetter(v)) || (v.length >= 20 && mixedCase(v) && !v.includes(".")) || /[!@#$^&*]/.test(v);
 }
 
-const SECRET_NAME = String.raw`(?:[A-Za-z0-9]+[_-])*(?:api[_-]?key|apikey|secret[_-]?key|access[_-]?key|secret|password|passwd|access[_-]?token|refresh[_-]?token|session[_-]?token|auth[_-]?token|client[_-]?secret|private[_-]?key)`;
+const SECRET_NAME = String.raw`(?:[A-Za-z0-9]{1,40}[_-]){0,6}(?:api[_-]?key|apikey|secret[_-]?key|access[_-]?key|secret|password|passwd|access[_-]?token|refresh[_-]?token|session[_-]?token|auth[_-]?token|client[_-]?secret|private[_-]?key)`;
 
 const RULES: Rule[] = [
   // PEM private keys: the whole block, with real newlines or `\n` escapes; a cut-off one up to
   // its last line that is all base64 (a short line only if the line ends there).
-  { re: /-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----[\s\S]{0,65536}?-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----/g },
+  { re: /-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----[\s\S]{0,16384}?-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----/g },
   {
     re: new RegExp(String.raw`-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----(?:${NL}(?:[A-Za-z0-9+/=]{16,80}(?=\s)|(?:[A-Za-z0-9+/=]{1,80}|Proc-Type:[^\r\n\\]*|DEK-Info:[^\r\n\\]*|Comment:[^\r\n\\]*)(?=${NL}|["'\x60\\]|$)|(?=${NL})))*`, "g"),
   },

@@ -219,3 +219,24 @@ describe("agentSecrets: what auth.json and models.json give", () => {
     expect((await agentSecrets(dir, {})).map((s) => s.value)).toContain("broken-file-key-77");
   });
 });
+
+describe("hostile input cannot stall the redactor", () => {
+  // Before the name prefix was bounded, the first of these backtracked quadratically (minutes at
+  // this size); each now finishes well inside the test's default timeout.
+  it("long runs of almost-matches come back unchanged", () => {
+    const inputs = [
+      "a_".repeat(100_000) + "password",
+      "sk-" + "a-".repeat(100_000),
+      "-----BEGIN PRIVATE KEY-----" + "\nAAAA".repeat(50_000) + "\n-----END PUBLIC KEY-----",
+      "password" + ' "\\"'.repeat(50_000),
+      "Bearer ".repeat(50_000),
+      "%22".repeat(100_000) + "sk",
+      "authorization: ".repeat(30_000),
+    ];
+    for (const text of inputs) {
+      const out = redact(text, { rendered: true });
+      if (!text.startsWith("-----BEGIN")) expect(out).toBe(text);
+      else expect(out).not.toContain("AAAA\nAAAA"); // a cut-off key: its lines are masked
+    }
+  });
+});
