@@ -16,8 +16,10 @@ export interface KnownSecret {
 /** Shorter values are too likely to occur by chance in ordinary text. */
 export const MIN_SECRET_LENGTH = 8;
 
-/** Property names whose string values are credentials. */
+/** Property names whose string values are credentials. auth.json holds nothing else, so loosely. */
 export const SECRET_KEY_NAME = /key|token|secret|passw|credential|auth|access|refresh|cookie/i;
+/** models.json mixes keys with settings (`maxTokensField: "max_completion_tokens"`): exact names only. */
+const MODELS_SECRET_KEY = /^(?:api[_-]?key|key|token|access[_-]?token|secret|password)$/i;
 
 /** Fields of a credential that name or describe it rather than hold it. */
 const DESCRIPTIVE_KEY = /^(type|provider|kind|name|api|baseUrl|url|email|expires)$/i;
@@ -50,7 +52,9 @@ function collect(value: unknown, keys: string[], file: string, out: Map<string, 
   if (typeof value === "string") {
     const key = keys[keys.length - 1] ?? "";
     if (DESCRIPTIVE_KEY.test(key) && !inHeaders) return;
-    if (inHeaders || SECRET_KEY_NAME.test(key) || looksRandom(value)) add(out, value, `${file} ${keys[0] ?? ""}`.trim(), env);
+    // Model ids such as "qwen2.5-coder-32b" look random too: only auth.json is all credentials.
+    const secret = file === "auth.json" ? SECRET_KEY_NAME.test(key) || looksRandom(value) : MODELS_SECRET_KEY.test(key);
+    if (inHeaders || secret) add(out, value, `${file} ${keys[0] ?? ""}`.trim(), env);
   } else if (Array.isArray(value)) {
     for (const v of value) collect(v, keys, file, out, env, inHeaders);
   } else if (value && typeof value === "object") {

@@ -188,7 +188,7 @@ describe("agentSecrets: what auth.json and models.json give", () => {
   const sb = makeSandbox("redact-secrets");
   afterAll(() => sb.cleanup());
 
-  it("credentials and header values, not descriptive fields; env names resolved; commands not run", async () => {
+  it("credentials and header values, not model ids, settings or descriptive fields; env names resolved; commands not run", async () => {
     mkdirSync(sb.agentDir, { recursive: true });
     writeFileSync(
       path.join(sb.agentDir, "auth.json"),
@@ -198,7 +198,7 @@ describe("agentSecrets: what auth.json and models.json give", () => {
       path.join(sb.agentDir, "models.json"),
       JSON.stringify({
         providers: {
-          acme: { baseUrl: "https://acme.example/v1", api: "openai-completions", apiKey: "ACME_KEY", headers: { Authorization: "Bearer hdr-bearer-789", "X-Org": "org-acme-team" }, models: [{ id: "acme-model-large", headers: { "X-Model-Key": "model-hdr-000" } }] },
+          acme: { baseUrl: "https://acme.example/v1", api: "openai-completions", apiKey: "ACME_KEY", headers: { Authorization: "Bearer hdr-bearer-789", "X-Org": "org-acme-team" }, compat: { maxTokensField: "max_completion_tokens" }, models: [{ id: "qwen2.5-coder-32b-instruct", headers: { "X-Model-Key": "model-hdr-000" } }] },
           cmd: { apiKey: "!security find-generic-password -s acme -w" },
           unset: { apiKey: "UNSET_VARIABLE_NAME" },
         },
