@@ -40,6 +40,9 @@ function add(out: Map<string, KnownSecret>, value: string, label: string, env: N
     add(out, env[v]!, `${label} $${v}`, env);
     return;
   }
+  // An unset OPENAI_API_KEY-style name: pi ran with a variable we cannot see; masking the name
+  // everywhere would only hide ordinary shell text.
+  if (ENV_NAME.test(v) && v.includes("_")) return;
   if (v.length < MIN_SECRET_LENGTH) return;
   if (!out.has(v)) out.set(v, { value: v, label });
   // "Bearer xyz" / "Basic xyz" in a header: the token alone is the secret too.

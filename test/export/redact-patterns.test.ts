@@ -207,7 +207,7 @@ describe("agentSecrets: what auth.json and models.json give", () => {
     const found = await agentSecrets(sb.agentDir, { ACME_KEY: "from-the-environment-42" });
     const byValue = new Map(found.map((s) => [s.value, s.label]));
     expect([...byValue.keys()].sort()).toEqual(
-      ["plain-api-key-1", "acc.tok.123", "ref-tok-456", "from-the-environment-42", "Bearer hdr-bearer-789", "hdr-bearer-789", "org-acme-team", "model-hdr-000", "UNSET_VARIABLE_NAME"].sort(),
+      ["plain-api-key-1", "acc.tok.123", "ref-tok-456", "from-the-environment-42", "Bearer hdr-bearer-789", "hdr-bearer-789", "org-acme-team", "model-hdr-000"].sort(),
     );
     expect(byValue.get("plain-api-key-1")).toBe("auth.json anthropic");
     expect(byValue.get("from-the-environment-42")).toBe("models.json acme $ACME_KEY");
