@@ -37,7 +37,7 @@ function add(out: Map<string, KnownSecret>, value: string, label: string, env: N
   if (v.startsWith("!")) return; // a command pi runs for the key: its output is not known here
   if (ENV_NAME.test(v) && env[v]) {
     // pi uses the variable's value; the name itself is no secret.
-    add(out, env[v]!, `${label} $${v}`, env);
+    add(out, env[v]!, `${label} $${v}`, {}); // no second lookup: A=B, B=A must not loop
     return;
   }
   // An unset OPENAI_API_KEY-style name: pi ran with a variable we cannot see; masking the name
@@ -50,14 +50,17 @@ function add(out: Map<string, KnownSecret>, value: string, label: string, env: N
   if (scheme && scheme[1].length >= MIN_SECRET_LENGTH && !out.has(scheme[1])) out.set(scheme[1], { value: scheme[1], label });
 }
 
-/** Walk a parsed config file; `path` is the chain of property names, for the label. */
+/** Walk a parsed config file; `keys` is the chain of property names (the first names the provider). */
 function collect(value: unknown, keys: string[], file: string, out: Map<string, KnownSecret>, env: NodeJS.ProcessEnv, inHeaders = false): void {
   if (typeof value === "string") {
     const key = keys[keys.length - 1] ?? "";
     if (DESCRIPTIVE_KEY.test(key) && !inHeaders) return;
     // Model ids such as "qwen2.5-coder-32b" look random too: only auth.json is all credentials.
     const secret = file === "auth.json" ? SECRET_KEY_NAME.test(key) || looksRandom(value) : MODELS_SECRET_KEY.test(key);
-    if (inHeaders || secret) add(out, value, `${file} ${keys[0] ?? ""}`.trim(), env);
+    // Headers carry keys and settings alike ("Content-Type: application/json"): a header counts
+    // when its name sounds like a credential or its value looks random.
+    const header = inHeaders && (/auth|key|token|secret|cookie|session|signature|pass/i.test(key) || looksRandom(value) || /^(?:bearer|basic|token)\s/i.test(value));
+    if (header || (!inHeaders && secret)) add(out, value, `${file} ${keys[0] ?? ""}`.trim(), env);
   } else if (Array.isArray(value)) {
     for (const v of value) collect(v, keys, file, out, env, inHeaders);
   } else if (value && typeof value === "object") {

@@ -198,16 +198,18 @@ describe("agentSecrets: what auth.json and models.json give", () => {
       path.join(sb.agentDir, "models.json"),
       JSON.stringify({
         providers: {
-          acme: { baseUrl: "https://acme.example/v1", api: "openai-completions", apiKey: "ACME_KEY", headers: { Authorization: "Bearer hdr-bearer-789", "X-Org": "org-acme-team" }, compat: { maxTokensField: "max_completion_tokens" }, models: [{ id: "qwen2.5-coder-32b-instruct", headers: { "X-Model-Key": "model-hdr-000" } }] },
+          acme: { baseUrl: "https://acme.example/v1", api: "openai-completions", apiKey: "ACME_KEY", headers: { Authorization: "Bearer hdr-bearer-789", "X-Org": "org-acme-team", "Content-Type": "application/json", "X-Trace": "tr4ce-7f3a9c2e1b5d" }, compat: { maxTokensField: "max_completion_tokens" }, models: [{ id: "qwen2.5-coder-32b-instruct", headers: { "X-Model-Key": "model-hdr-000" } }] },
           cmd: { apiKey: "!security find-generic-password -s acme -w" },
           unset: { apiKey: "UNSET_VARIABLE_NAME" },
+          loop: { apiKey: "LOOP_A" },
         },
       }),
     );
-    const found = await agentSecrets(sb.agentDir, { ACME_KEY: "from-the-environment-42" });
+    // LOOP_A and LOOP_B name each other: resolved once, never in a loop.
+    const found = await agentSecrets(sb.agentDir, { ACME_KEY: "from-the-environment-42", LOOP_A: "LOOP_B", LOOP_B: "LOOP_A" });
     const byValue = new Map(found.map((s) => [s.value, s.label]));
     expect([...byValue.keys()].sort()).toEqual(
-      ["plain-api-key-1", "acc.tok.123", "ref-tok-456", "from-the-environment-42", "Bearer hdr-bearer-789", "hdr-bearer-789", "org-acme-team", "model-hdr-000"].sort(),
+      ["plain-api-key-1", "acc.tok.123", "ref-tok-456", "from-the-environment-42", "Bearer hdr-bearer-789", "hdr-bearer-789", "tr4ce-7f3a9c2e1b5d", "model-hdr-000"].sort(),
     );
     expect(byValue.get("plain-api-key-1")).toBe("auth.json anthropic");
     expect(byValue.get("from-the-environment-42")).toBe("models.json acme $ACME_KEY");
