@@ -374,7 +374,7 @@ Examples:
     .option("-f, --format <format>", "markdown, json or html (default: from the --output extension, else markdown)")
     .option("-o, --output <file>", "write here (atomically) instead of to stdout")
     .option("--branch <entry>", "export the path to this entry instead of pi's leaf")
-    .option("--redact", "mask API keys and tokens (known key shapes and every value in auth.json)")
+    .option("--redact", "mask API keys and tokens (known key shapes and the keys in auth.json and models.json)")
     .addHelpText(
       "after",
       `

@@ -3,8 +3,9 @@
 
 import { RepoError } from "../repo/errors.js";
 import type { LoadedSession } from "../sessions/read.js";
-import { exportInput } from "./model.js";
-import { authSecrets, makeRedactor } from "./redact.js";
+import { exportInput, type ExportInput } from "./model.js";
+import { makeRedactor, redactRendered } from "./redact.js";
+import { agentSecrets } from "./secrets.js";
 
 export const EXPORT_FORMATS = ["markdown", "json", "html"] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
@@ -22,7 +23,7 @@ export function parseFormat(value: string | undefined, outputPath?: string): Exp
 export interface ExportOptions {
   format: ExportFormat;
   branch?: string;
-  /** Mask key shapes and the values in <agentDir>/auth.json. */
+  /** Mask key shapes and the secret values in <agentDir>/auth.json and models.json. */
   redact?: boolean;
   agentDir: string;
   /** Where the bytes came from, shown in the export. */
@@ -30,9 +31,16 @@ export interface ExportOptions {
 }
 
 export async function exportSession(session: LoadedSession, opts: ExportOptions): Promise<string> {
-  const redactor = opts.redact ? makeRedactor(await authSecrets(opts.agentDir)) : undefined;
+  const redactor = opts.redact ? makeRedactor(await agentSecrets(opts.agentDir)) : undefined;
+  // The model is redacted before rendering, so no format can show an unmasked copy; the rendered
+  // text gets a last pass for whatever a renderer added or re-encoded.
   const input = exportInput(session, { branch: opts.branch, source: opts.source, redactor });
-  switch (opts.format) {
+  const text = await render(input, opts.format);
+  return redactor ? redactRendered(text, redactor) : text;
+}
+
+async function render(input: ExportInput, format: ExportFormat): Promise<string> {
+  switch (format) {
     case "markdown":
       return (await import("./markdown.js")).renderMarkdown(input);
     case "json":

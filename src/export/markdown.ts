@@ -93,7 +93,7 @@ export function renderMarkdown(input: ExportInput): string {
   ];
   if (h.parentSession) rows.push(["Forked from", `\`${h.parentSession}\``]);
   rows.push(["Source", escapeHtml(input.source)]);
-  if (input.redacted) rows.push(["Redacted", "secrets are replaced by `[REDACTED]`"]);
+  if (input.redacted) rows.push(["Redacted", "secrets are replaced by `[REDACTED]` or `[REDACTED:<file> <provider>]`"]);
   const table = ["| | |", "|---|---|", ...rows.map(([k, v]) => `| ${k} | ${v.replace(/\|/g, "\\|")} |`)].join("\n");
 
   const results = new Map<string, ToolResultMessage>();

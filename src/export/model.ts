@@ -16,5 +16,6 @@ export interface ExportInput {
 export function exportInput(session: LoadedSession, opts: { branch?: string; source: string; redactor?: Redactor }): ExportInput {
   const header: SessionHeader = opts.redactor ? redactDeep(session.header, opts.redactor) : session.header;
   const entries: SessionEntry[] = opts.redactor ? redactDeep(session.entries, opts.redactor) : session.entries;
-  return { view: sessionView({ ...session, header, entries }, opts.branch), source: opts.source, redacted: !!opts.redactor };
+  const source = opts.redactor ? opts.redactor(opts.source) : opts.source;
+  return { view: sessionView({ ...session, header, entries }, opts.branch), source, redacted: !!opts.redactor };
 }
