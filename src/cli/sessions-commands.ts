@@ -237,7 +237,7 @@ $XDG_DATA_HOME/pi-guard/trash/<time>--<id>/. The session stays listed as DELETED
 
 Examples:
   $ pi-guard sessions delete 01a2
-  $ pi-guard restore latest --session 01a2      # bring it back`,
+  $ pi-guard restore <snapshot id> --session 01a2   # bring it back (delete prints this command)`,
     )
     .action(async (id: string, _opts: unknown, cmd: Command) => {
       const ctx = context(cmd);
@@ -252,7 +252,7 @@ Examples:
         const record = resolveSession(catalog.sessions, id);
         const r = await deleteSession(ctx.config, repo, record, ctx.lockWaitMs);
         if (ctx.out.json) printJson(r);
-        else info(ctx.out, `moved ${r.from}\n   to ${r.to}\nsnapshot ${r.snapshotId.slice(0, 8)} holds it: pi-guard restore latest --session ${r.id.slice(0, 8)}`);
+        else info(ctx.out, `moved ${r.from}\n   to ${r.to}\nsnapshot ${r.snapshotId.slice(0, 8)} holds it; to bring it back: ${r.restoreCommand}`);
       } finally {
         await catalog.close();
       }

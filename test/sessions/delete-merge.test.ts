@@ -5,7 +5,7 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { expectOneLineError, restoreJson } from "../helpers/cli.js";
+import { expectOneLineError, restoreJson, snapshot } from "../helpers/cli.js";
 import { makePiSession } from "../helpers/pi-factory.js";
 import { validateWithPi } from "../helpers/pi-validate.js";
 import { makeSandbox, sha256File } from "../helpers/tmp.js";
@@ -84,6 +84,20 @@ describe("sessions delete", () => {
     expect(back.files.map((f) => f.path)).toEqual([path.relative(w.sb.agentDir, w.main.file)]);
     expect(readFileSync(w.main.file).equals(bytes)).toBe(true);
     expect((await list()).find((x) => x.id === w.main.sessionId)).toMatchObject({ deleted: false, live: w.main.file });
+  });
+
+  it("prints a restore command that names its own snapshot, so it still works after later snapshots", async () => {
+    const s = await makePiSession({ agentDir: w.sb.agentDir, cwd: w.sb.dir("later"), turns: [{ user: "Later question", assistant: ["Later answer."] }] });
+    const bytes = readFileSync(s.file);
+    const r = await runOk(w.sb, ["sessions", "delete", s.sessionId]);
+    const printed = /(pi-guard restore \S+ --session \S+)/.exec(r.stdout + r.stderr)?.[1];
+    expect(printed).toBeTruthy();
+    expect(existsSync(s.file)).toBe(false);
+    // `latest` no longer holds the session after this snapshot; the printed command must not depend on it.
+    await snapshot(w.sb);
+    const back = await run(w.sb, printed!.split(" ").slice(1));
+    expect(back.code).toBe(0);
+    expect(readFileSync(s.file).equals(bytes)).toBe(true);
   });
 
   it("gives one clear line for unknown, ambiguous, already deleted sessions and a missing repository", async () => {
