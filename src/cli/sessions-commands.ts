@@ -262,13 +262,15 @@ Examples:
     .command("merge")
     .argument("<a>", "first session (id or prefix); the merged session takes its project")
     .argument("<b>", "second session (id or prefix)")
-    .description("write a new session holding the messages of both, in time order (never overwrites)")
+    .description("write a new session holding the messages of both, shared ones once (never overwrites)")
     .option("-o, --output <file>", "write here instead of into pi's sessions dir")
     .addHelpText(
       "after",
       `
-Each session contributes the messages on its current branch; the result is one straight chain
-with a new id, named "merge of A + B", that pi can open and continue.
+Each session contributes the messages on its current branch; the result has a new id, is named
+"merge of A + B", and pi can open and continue it. Messages both hold (a fork and its parent)
+are written once: such sessions are joined at the fork point, each continuation a branch of the
+tree (the newer one current). Sessions with nothing in common become one chain in time order.
 
 Examples:
   $ pi-guard sessions merge 01a2 7f3c
@@ -287,8 +289,8 @@ Examples:
         const file = opts.output ?? mergedSessionPath(ctx.config, merged.header);
         await writeNewSession(file, merged, !opts.output);
         const messages = merged.entries.length - 1;
-        if (ctx.out.json) printJson({ id: merged.header.id, file, from: [ra.id, rb.id], messages });
-        else info(ctx.out, `merged ${ra.id.slice(0, 8)} + ${rb.id.slice(0, 8)} (${messages} messages) into ${merged.header.id.slice(0, 8)}: ${file}`);
+        if (ctx.out.json) printJson({ id: merged.header.id, file, from: [ra.id, rb.id], messages, shared: merged.shared });
+        else info(ctx.out, `merged ${ra.id.slice(0, 8)} + ${rb.id.slice(0, 8)} (${messages} messages${merged.shared ? `, ${merged.shared} shared written once` : ""}) into ${merged.header.id.slice(0, 8)}: ${file}`);
       });
     });
 
