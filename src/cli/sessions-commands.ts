@@ -34,8 +34,8 @@ async function withCatalog<T>(ctx: Context, liveOnly: boolean, fn: (c: SessionCa
   }
 }
 
-/** A catalog record as `sessions list --json` shows it: the per-day breakdown is for `stats`. */
-const listRow = ({ usage: _u, promptsByDay: _p, ...row }: SessionRecord) => row;
+/** A catalog record as `sessions list --json` shows it: the per-day breakdown and copies are for `stats`. */
+const listRow = ({ usage: _u, turnsByDay: _t, copied: _c, origins: _o, ...row }: SessionRecord) => row;
 
 const day = (iso: string | null): string => (iso ? iso.replace("T", " ").slice(0, 16) : "-");
 
@@ -57,7 +57,8 @@ async function gatherStats(ctx: Context, gap: string) {
   const catalog = await openCatalog(ctx);
   try {
     const timeline = catalog.snapshots.map((r) => ({ id: r.id, time: r.time, host: r.host, tags: r.tags }));
-    return computeStats(catalog.sessions, { target: ctx.config.repo, timeline }, { gapHours });
+    const { statsOriginKeys } = await import("../sessions/index.js");
+    return computeStats(catalog.sessions, { target: ctx.config.repo, timeline }, { gapHours, originKeys: await statsOriginKeys(catalog) });
   } finally {
     await catalog.close();
   }
@@ -288,7 +289,7 @@ Examples:
         const merged = mergeSessions({ id: ra.id, name: ra.name, session: await loadSession(catalog, ra) }, { id: rb.id, name: rb.name, session: await loadSession(catalog, rb) });
         const file = opts.output ?? mergedSessionPath(ctx.config, merged.header);
         await writeNewSession(file, merged, !opts.output);
-        const messages = merged.entries.length - 1;
+        const messages = merged.entries.filter((e) => e.type === "message").length;
         if (ctx.out.json) printJson({ id: merged.header.id, file, from: [ra.id, rb.id], messages, shared: merged.shared });
         else info(ctx.out, `merged ${ra.id.slice(0, 8)} + ${rb.id.slice(0, 8)} (${messages} messages${merged.shared ? `, ${merged.shared} shared written once` : ""}) into ${merged.header.id.slice(0, 8)}: ${file}`);
       });
@@ -341,7 +342,7 @@ Examples:
         table([
           ["sessions", `${t.sessions} (${t.deleted} only in snapshots)`],
           ["turns", String(t.turns)],
-          ["tokens", formatTokens(t.tokens)],
+          ["tokens", `${formatTokens(t.tokens)} (input ${formatTokens(t.input)}, output ${formatTokens(t.output)}, cache read ${formatTokens(t.cacheRead)}, cache write ${formatTokens(t.cacheWrite)})`],
           ["cost", formatCost(t.cost)],
           ["session bytes", formatBytes(t.bytes)],
           ["days", stats.days.length ? `${stats.days[0].day} .. ${stats.days[stats.days.length - 1].day}` : "-"],
@@ -350,6 +351,10 @@ Examples:
           [`gaps > ${stats.snapshots.gapHours} h`, String(stats.snapshots.gaps.length)],
         ]),
       );
+      if (!stats.models.length) return;
+      const counts = (g: { input: number; output: number; cacheRead: number; cacheWrite: number; tokens: number; cost: number }) =>
+        [g.input, g.output, g.cacheRead, g.cacheWrite, g.tokens].map(formatTokens).concat(formatCost(g.cost));
+      info(ctx.out, "\n" + table([["model", "input", "output", "cache read", "cache write", "total", "cost"], ...stats.models.map((m) => [m.name, ...counts(m)]), ["all models", ...counts(t)]]));
     });
 
   program

@@ -14,6 +14,7 @@ import type { SessionEntry, SessionHeader } from "../pi/index.js";
 import { sessionView } from "./view.js";
 import type { LoadedSession } from "./read.js";
 import { roleOf } from "./describe.js";
+import { MERGE_MARKER } from "./summary.js";
 
 export interface MergeSource {
   id: string;
@@ -116,6 +117,10 @@ export function mergeSessions(a: MergeSource, b: MergeSource, now = new Date()):
   }
   const label = (s: MergeSource) => s.name ?? s.id.slice(0, 8);
   const last = entries.length ? entries[entries.length - 1].timestamp : header.timestamp;
-  entries.push({ type: "session_info", id: freshId(randomUUID().slice(0, 8)), parentId: leaf, timestamp: last, name: `merge of ${label(a)} + ${label(b)}` } as SessionEntry);
+  // Names the sources for `stats`, which counts the copied messages in them, not here again. pi
+  // keeps custom entries out of the model's context.
+  const marker = { type: "custom", id: freshId(randomUUID().slice(0, 8)), parentId: leaf, timestamp: header.timestamp, customType: MERGE_MARKER, data: { from: [a.id, b.id] } } as SessionEntry;
+  entries.push(marker);
+  entries.push({ type: "session_info", id: freshId(randomUUID().slice(0, 8)), parentId: marker.id, timestamp: last, name: `merge of ${label(a)} + ${label(b)}` } as SessionEntry);
   return { header, entries, shared };
 }
