@@ -4,17 +4,18 @@
 // nothing in the merged one.
 //
 // A fork copies its parent's entries with their ids and bytes (pi's /fork, `pi --fork`), so the
-// two branches may share messages. A shared message is written once: sessions that start with
-// the same messages (a fork and its parent) are joined at the fork point, the shared start once
-// and then each session's continuation as its own branch of the tree; sessions with nothing in
-// common are interleaved by time as one straight chain.
+// two branches may share messages. A shared message (same entryKey: the same content wherever it
+// sits in the tree; a version 1 file's ids are only made up on reading) is written once. Sessions
+// that start with the same messages (a fork and its parent) are joined at the fork point: the
+// shared start once, then each session's continuation as its own branch of the tree. Sessions
+// with nothing in common are interleaved by time as one straight chain.
 
 import { randomUUID } from "node:crypto";
 import type { SessionEntry, SessionHeader } from "../pi/index.js";
 import { sessionView } from "./view.js";
 import type { LoadedSession } from "./read.js";
 import { roleOf } from "./describe.js";
-import { MERGE_MARKER } from "./summary.js";
+import { entryKey, MERGE_MARKER } from "./summary.js";
 
 export interface MergeSource {
   id: string;
@@ -39,16 +40,6 @@ interface Keyed {
 function timeOf(e: SessionEntry): number {
   const t = Date.parse(String(e.timestamp ?? ""));
   return Number.isFinite(t) ? t : 0;
-}
-
-/**
- * What makes two entries the same one: a fork's copy has the original's id and every field but
- * (for pi's /fork of a branch) possibly the parent, so the parent is left out. Two unrelated
- * entries that happen to share an 8-hex id differ in content and stay apart.
- */
-export function entryIdentity(e: SessionEntry): string {
-  const { parentId: _parent, ...rest } = e;
-  return JSON.stringify(rest);
 }
 
 /**
@@ -77,7 +68,7 @@ const lastTime = (path: readonly SessionEntry[]) => (path.length ? timeOf(path[p
 export function mergeSessions(a: MergeSource, b: MergeSource, now = new Date()): MergedSession {
   const messagesOf = (s: MergeSource) => sessionView(s.session).path.filter((e) => e.type === "message");
   const [ma, mb] = [messagesOf(a), messagesOf(b)];
-  const [ka, kb] = [ma.map(entryIdentity), mb.map(entryIdentity)];
+  const [ka, kb] = [ma.map(entryKey), mb.map(entryKey)];
   let common = 0;
   while (common < ma.length && common < mb.length && ka[common] === kb[common]) common++;
   // Anything else the two share (a message reached on both sides after they parted) is kept once.
