@@ -26,7 +26,7 @@ export interface MergeSource {
 export interface MergedSession {
   header: SessionHeader;
   entries: SessionEntry[];
-  /** Messages both sessions hold (same entry id and content), written once. */
+  /** Messages both sessions hold (the same entryKey), written once. */
   shared: number;
 }
 
