@@ -34,8 +34,8 @@ async function withCatalog<T>(ctx: Context, liveOnly: boolean, fn: (c: SessionCa
   }
 }
 
-/** A catalog record as `sessions list --json` shows it: the per-day breakdown is for `stats`. */
-const listRow = ({ usage: _u, promptsByDay: _p, ...row }: SessionRecord) => row;
+/** A catalog record as `sessions list --json` shows it: the per-day breakdown and copies are for `stats`. */
+const listRow = ({ usage: _u, turnsByDay: _t, copied: _c, origins: _o, ...row }: SessionRecord) => row;
 
 const day = (iso: string | null): string => (iso ? iso.replace("T", " ").slice(0, 16) : "-");
 
@@ -57,7 +57,8 @@ async function gatherStats(ctx: Context, gap: string) {
   const catalog = await openCatalog(ctx);
   try {
     const timeline = catalog.snapshots.map((r) => ({ id: r.id, time: r.time, host: r.host, tags: r.tags }));
-    return computeStats(catalog.sessions, { target: ctx.config.repo, timeline }, { gapHours });
+    const { statsOriginKeys } = await import("../sessions/index.js");
+    return computeStats(catalog.sessions, { target: ctx.config.repo, timeline }, { gapHours, originKeys: await statsOriginKeys(catalog) });
   } finally {
     await catalog.close();
   }
@@ -237,7 +238,7 @@ $XDG_DATA_HOME/pi-guard/trash/<time>--<id>/. The session stays listed as DELETED
 
 Examples:
   $ pi-guard sessions delete 01a2
-  $ pi-guard restore latest --session 01a2      # bring it back`,
+  $ pi-guard restore <snapshot id> --session 01a2   # bring it back (delete prints this command)`,
     )
     .action(async (id: string, _opts: unknown, cmd: Command) => {
       const ctx = context(cmd);
@@ -252,7 +253,7 @@ Examples:
         const record = resolveSession(catalog.sessions, id);
         const r = await deleteSession(ctx.config, repo, record, ctx.lockWaitMs);
         if (ctx.out.json) printJson(r);
-        else info(ctx.out, `moved ${r.from}\n   to ${r.to}\nsnapshot ${r.snapshotId.slice(0, 8)} holds it: pi-guard restore latest --session ${r.id.slice(0, 8)}`);
+        else info(ctx.out, `moved ${r.from}\n   to ${r.to}\nsnapshot ${r.snapshotId.slice(0, 8)} holds it; to bring it back: ${r.restoreCommand}`);
       } finally {
         await catalog.close();
       }
@@ -262,13 +263,15 @@ Examples:
     .command("merge")
     .argument("<a>", "first session (id or prefix); the merged session takes its project")
     .argument("<b>", "second session (id or prefix)")
-    .description("write a new session holding the messages of both, in time order (never overwrites)")
+    .description("write a new session holding the messages of both, shared ones once (never overwrites)")
     .option("-o, --output <file>", "write here instead of into pi's sessions dir")
     .addHelpText(
       "after",
       `
-Each session contributes the messages on its current branch; the result is one straight chain
-with a new id, named "merge of A + B", that pi can open and continue.
+Each session contributes the messages on its current branch; the result has a new id, is named
+"merge of A + B", and pi can open and continue it. Messages both hold (a fork and its parent)
+are written once: such sessions are joined at the fork point, each continuation a branch of the
+tree (the newer one current). Sessions with nothing in common become one chain in time order.
 
 Examples:
   $ pi-guard sessions merge 01a2 7f3c
@@ -286,9 +289,9 @@ Examples:
         const merged = mergeSessions({ id: ra.id, name: ra.name, session: await loadSession(catalog, ra) }, { id: rb.id, name: rb.name, session: await loadSession(catalog, rb) });
         const file = opts.output ?? mergedSessionPath(ctx.config, merged.header);
         await writeNewSession(file, merged, !opts.output);
-        const messages = merged.entries.length - 1;
-        if (ctx.out.json) printJson({ id: merged.header.id, file, from: [ra.id, rb.id], messages });
-        else info(ctx.out, `merged ${ra.id.slice(0, 8)} + ${rb.id.slice(0, 8)} (${messages} messages) into ${merged.header.id.slice(0, 8)}: ${file}`);
+        const messages = merged.entries.filter((e) => e.type === "message").length;
+        if (ctx.out.json) printJson({ id: merged.header.id, file, from: [ra.id, rb.id], messages, shared: merged.shared });
+        else info(ctx.out, `merged ${ra.id.slice(0, 8)} + ${rb.id.slice(0, 8)} (${messages} messages${merged.shared ? `, ${merged.shared} shared written once` : ""}) into ${merged.header.id.slice(0, 8)}: ${file}`);
       });
     });
 
@@ -339,7 +342,7 @@ Examples:
         table([
           ["sessions", `${t.sessions} (${t.deleted} only in snapshots)`],
           ["turns", String(t.turns)],
-          ["tokens", formatTokens(t.tokens)],
+          ["tokens", `${formatTokens(t.tokens)} (input ${formatTokens(t.input)}, output ${formatTokens(t.output)}, cache read ${formatTokens(t.cacheRead)}, cache write ${formatTokens(t.cacheWrite)})`],
           ["cost", formatCost(t.cost)],
           ["session bytes", formatBytes(t.bytes)],
           ["days", stats.days.length ? `${stats.days[0].day} .. ${stats.days[stats.days.length - 1].day}` : "-"],
@@ -348,6 +351,10 @@ Examples:
           [`gaps > ${stats.snapshots.gapHours} h`, String(stats.snapshots.gaps.length)],
         ]),
       );
+      if (!stats.models.length) return;
+      const counts = (g: { input: number; output: number; cacheRead: number; cacheWrite: number; tokens: number; cost: number }) =>
+        [g.input, g.output, g.cacheRead, g.cacheWrite, g.tokens].map(formatTokens).concat(formatCost(g.cost));
+      info(ctx.out, "\n" + table([["model", "input", "output", "cache read", "cache write", "total", "cost"], ...stats.models.map((m) => [m.name, ...counts(m)]), ["all models", ...counts(t)]]));
     });
 
   program

@@ -37,6 +37,15 @@ function gapTable(s: Stats): string {
   return `<table id="gaps"><tr><th>from</th><th>to</th><th>without a snapshot</th></tr>${rows}</table>`;
 }
 
+/** Tokens by kind, as ccusage shows them: one row per model or project, and the totals. */
+function kindTable(id: string, rows: { name: string; input: number; output: number; cacheRead: number; cacheWrite: number; tokens: number; cost: number }[], totals: Stats["totals"]): string {
+  const cells = (r: Omit<(typeof rows)[number], "name">) =>
+    (["input", "output", "cacheRead", "cacheWrite", "tokens"] as const).map((k) => `<td class="n" data-kind="${k}" data-value="${r[k]}">${formatTokens(r[k])}</td>`).join("") +
+    `<td class="n" data-kind="cost" data-value="${r.cost}">${escapeHtml(formatCost(r.cost))}</td>`;
+  const body = rows.map((r) => `<tr data-name="${escapeHtml(r.name)}"><td>${escapeHtml(r.name)}</td>${cells(r)}</tr>`).join("");
+  return `<table id="${id}"><tr><th></th><th>input</th><th>output</th><th>cache read</th><th>cache write</th><th>total</th><th>cost</th></tr>${body}<tr class="total"><th>total</th>${cells(totals)}</tr></table>`;
+}
+
 export function renderDashboard(s: Stats): string {
   const t = s.totals;
   const days = (f: (d: Stats["days"][number]) => number) => s.days.map((d) => ({ label: d.day, value: f(d) }));
@@ -49,15 +58,19 @@ export function renderDashboard(s: Stats): string {
 <dl class="totals">
 ${total("sessions", "sessions", t.sessions, String(t.sessions))}${total("deleted", "only in snapshots", t.deleted, String(t.deleted))}${total("turns", "turns", t.turns, String(t.turns))}${total("snapshots", "snapshots", t.snapshots, String(t.snapshots))}
 ${total("tokens", "tokens", t.tokens, formatTokens(t.tokens))}${total("cost", "cost", t.cost, formatCost(t.cost))}${total("bytes", "session bytes", t.bytes, bytes(t.bytes))}${total("gaps", `gaps &gt; ${s.snapshots.gapHours} h`, s.snapshots.gaps.length, String(s.snapshots.gaps.length))}
+${total("input", "input tokens", t.input, formatTokens(t.input))}${total("output", "output tokens", t.output, formatTokens(t.output))}${total("cacheRead", "cache read", t.cacheRead, formatTokens(t.cacheRead))}${total("cacheWrite", "cache write", t.cacheWrite, formatTokens(t.cacheWrite))}
 </dl>
+<p class="muted">A fork or merge copies entries of another session; each entry is counted once, in the session that wrote it.</p>
 ${section("sessions-over-time", "Sessions started per day", columnChart("chart-sessions", days((d) => d.sessions), { unit: "sessions" }))}
 ${section("turns-over-time", "Turns per day", columnChart("chart-turns", days((d) => d.turns), { unit: "turns" }))}
 ${section("tokens-per-day", "Tokens per day", columnChart("chart-tokens", days((d) => d.tokens), { format: formatTokens, unit: "tokens" }))}
 ${section("cost-per-day", "Cost per day", columnChart("chart-cost", days((d) => d.cost), { format: formatCost }))}
 ${section("per-model", "Tokens per model", barList("chart-models", s.models.map((m) => ({ label: m.name, value: m.tokens })), formatTokens))}
 ${section("cost-per-model", "Cost per model", barList("chart-models-cost", s.models.map((m) => ({ label: m.name, value: m.cost })), formatCost))}
+${section("kinds-per-model", "Tokens by kind per model", kindTable("kinds-models", s.models, t))}
 ${section("per-project", "Tokens per project", barList("chart-projects", s.projects.map((p) => ({ label: p.name, value: p.tokens })), formatTokens))}
 ${section("cost-per-project", "Cost per project", barList("chart-projects-cost", s.projects.map((p) => ({ label: p.name, value: p.cost })), formatCost))}
+${section("kinds-per-project", "Tokens by kind per project", kindTable("kinds-projects", s.projects, t))}
 ${section("biggest", "Biggest sessions", barList("chart-biggest", biggest, bytes))}
 ${section("snapshots", `Snapshots (${escapeHtml(s.snapshots.target)}), gaps longer than ${s.snapshots.gapHours} h in red`, timelineChart("chart-snapshots", s.snapshots.timeline.map((p) => p.time), s.snapshots.gaps, s.generatedAt) + gapTable(s))}
 <script id="stats-data" type="application/json">${JSON.stringify(s).replace(/</g, "\\u003c")}</script>

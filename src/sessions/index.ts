@@ -21,3 +21,17 @@ export async function buildCatalog(config: Config, repo: RepositorySource | null
 export async function loadSession(catalog: SessionCatalog, record: SessionRecord): Promise<LoadedSession> {
   return loadSessionBytes(await catalog.readBytes(record.id), record.id);
 }
+
+/**
+ * The entry keys of every session whose copies `stats` must check (the older origins of forks
+ * and merges), read once each: see attributeCopies in stats.ts.
+ */
+export async function statsOriginKeys(catalog: SessionCatalog): Promise<Map<string, Set<string>>> {
+  const [{ originKeysNeeded }, { entryKey }] = await Promise.all([import("./stats.js"), import("./summary.js")]);
+  const out = new Map<string, Set<string>>();
+  for (const id of originKeysNeeded(catalog.sessions)) {
+    const record = catalog.record(id);
+    if (record) out.set(id, new Set((await loadSession(catalog, record)).entries.map(entryKey)));
+  }
+  return out;
+}

@@ -1,13 +1,21 @@
-// `sessions merge A B`: one new session holding the messages of both, in time order, as one
-// straight chain pi can load. Each source contributes the messages on its current branch (what pi
-// shows for it). Only message entries are taken: compactions and branch summaries point at entry
-// ids of their own file and would mean nothing in the merged one.
+// `sessions merge A B`: one new session holding the messages of both, that pi can load. Each source
+// contributes the messages on its current branch (what pi shows for it). Only message entries are
+// taken: compactions and branch summaries point at entry ids of their own file and would mean
+// nothing in the merged one.
+//
+// A fork copies its parent's entries with their ids and bytes (pi's /fork, `pi --fork`), so the
+// two branches may share messages. A shared message (same entryKey: the same content wherever it
+// sits in the tree; a version 1 file's ids are only made up on reading) is written once. Sessions
+// that start with the same messages (a fork and its parent) are joined at the fork point: the
+// shared start once, then each session's continuation as its own branch of the tree. Sessions
+// with nothing in common are interleaved by time as one straight chain.
 
 import { randomUUID } from "node:crypto";
 import type { SessionEntry, SessionHeader } from "../pi/index.js";
 import { sessionView } from "./view.js";
 import type { LoadedSession } from "./read.js";
 import { roleOf } from "./describe.js";
+import { entryKey, MERGE_MARKER } from "./summary.js";
 
 export interface MergeSource {
   id: string;
@@ -18,6 +26,8 @@ export interface MergeSource {
 export interface MergedSession {
   header: SessionHeader;
   entries: SessionEntry[];
+  /** Messages both sessions hold (the same entryKey), written once. */
+  shared: number;
 }
 
 interface Keyed {
@@ -36,11 +46,10 @@ function timeOf(e: SessionEntry): number {
  * Sorting by time could put a message of B between A's tool call and its result, which providers
  * reject; a tool result therefore sorts with the message before it.
  */
-function keyedMessages(path: readonly SessionEntry[], source: number): Keyed[] {
+function keyedMessages(messages: readonly SessionEntry[], source: number): Keyed[] {
   const out: Keyed[] = [];
   let last = 0;
-  for (const [index, entry] of path.entries()) {
-    if (entry.type !== "message") continue;
+  for (const [index, entry] of messages.entries()) {
     const key = roleOf(entry) === "toolResult" && out.length ? last : timeOf(entry);
     last = key;
     out.push({ entry, key, source, index });
@@ -48,9 +57,26 @@ function keyedMessages(path: readonly SessionEntry[], source: number): Keyed[] {
   return out;
 }
 
-export function mergeSessions(a: MergeSource, b: MergeSource, now = new Date()): MergedSession {
-  const all = [a, b].flatMap((s, i) => keyedMessages(sessionView(s.session).path, i));
+function byTime(a: readonly SessionEntry[], b: readonly SessionEntry[]): SessionEntry[] {
+  const all = [...keyedMessages(a, 0), ...keyedMessages(b, 1)];
   all.sort((x, y) => x.key - y.key || x.source - y.source || x.index - y.index);
+  return all.map((k) => k.entry);
+}
+
+const lastTime = (path: readonly SessionEntry[]) => (path.length ? timeOf(path[path.length - 1]) : -Infinity);
+
+export function mergeSessions(a: MergeSource, b: MergeSource, now = new Date()): MergedSession {
+  const messagesOf = (s: MergeSource) => sessionView(s.session).path.filter((e) => e.type === "message");
+  const [ma, mb] = [messagesOf(a), messagesOf(b)];
+  const [ka, kb] = [ma.map(entryKey), mb.map(entryKey)];
+  let common = 0;
+  while (common < ma.length && common < mb.length && ka[common] === kb[common]) common++;
+  // Anything else the two share (a message reached on both sides after they parted) is kept once.
+  const inA = new Set(ka);
+  const restB = mb.slice(common).filter((_, i) => !inA.has(kb[common + i]));
+  const restA = ma.slice(common);
+  const shared = mb.length - restB.length;
+
   const header: SessionHeader = { type: "session", version: 3, id: randomUUID(), timestamp: now.toISOString(), cwd: a.session.header.cwd };
   const taken = new Set<string>();
   const freshId = (want: string): string => {
@@ -60,14 +86,32 @@ export function mergeSessions(a: MergeSource, b: MergeSource, now = new Date()):
     return id;
   };
   const entries: SessionEntry[] = [];
-  let parentId: string | null = null;
-  for (const { entry } of all) {
-    const copy = { ...entry, id: freshId(entry.id), parentId } as SessionEntry;
-    entries.push(copy);
-    parentId = copy.id;
+  const chain = (messages: readonly SessionEntry[], from: string | null): string | null => {
+    let parentId = from;
+    for (const entry of messages) {
+      const copy = { ...entry, id: freshId(entry.id), parentId } as SessionEntry;
+      entries.push(copy);
+      parentId = copy.id;
+    }
+    return parentId;
+  };
+
+  let leaf: string | null;
+  if (common === 0) {
+    leaf = chain(byTime(restA, restB), null);
+  } else {
+    const forkPoint = chain(ma.slice(0, common), null);
+    // The newer continuation goes last: pi continues from the last line, and so does the reader.
+    const [older, newer] = lastTime(restB) < lastTime(restA) ? [restB, restA] : [restA, restB];
+    const olderLeaf = chain(older, forkPoint);
+    leaf = newer.length ? chain(newer, forkPoint) : olderLeaf;
   }
   const label = (s: MergeSource) => s.name ?? s.id.slice(0, 8);
   const last = entries.length ? entries[entries.length - 1].timestamp : header.timestamp;
-  entries.push({ type: "session_info", id: freshId(randomUUID().slice(0, 8)), parentId, timestamp: last, name: `merge of ${label(a)} + ${label(b)}` } as SessionEntry);
-  return { header, entries };
+  // Names the sources for `stats`, which counts the copied messages in them, not here again. pi
+  // keeps custom entries out of the model's context.
+  const marker = { type: "custom", id: freshId(randomUUID().slice(0, 8)), parentId: leaf, timestamp: header.timestamp, customType: MERGE_MARKER, data: { from: [a.id, b.id] } } as SessionEntry;
+  entries.push(marker);
+  entries.push({ type: "session_info", id: freshId(randomUUID().slice(0, 8)), parentId: marker.id, timestamp: last, name: `merge of ${label(a)} + ${label(b)}` } as SessionEntry);
+  return { header, entries, shared };
 }

@@ -2,24 +2,39 @@
 // and the repository's snapshot list so that both always agree. Days are UTC days.
 
 import type { SessionRecord } from "./catalog.js";
+import { addCounts, zeroCounts, type CopiedUse, type TokenCounts } from "./summary.js";
 import { compareStrings } from "../compare.js";
 
-export interface DayStats {
+export interface DayStats extends TokenCounts {
   day: string;
   /** Sessions started that day. */
   sessions: number;
-  /** User prompts sent that day. */
+  /** Answered user prompts sent that day. */
   turns: number;
-  tokens: number;
-  cost: number;
+  /** Assistant messages with usage. */
+  messages: number;
 }
 
-export interface GroupStats {
+export interface GroupStats extends TokenCounts {
   name: string;
   sessions: number;
   messages: number;
-  tokens: number;
-  cost: number;
+}
+
+/**
+ * One session's share. Every entry is counted in one session only: a fork's or merge's copies of
+ * another session's entries are counted there (see attributeCopies), so the rows add up to the
+ * totals. `copied` counts the copies this session holds that are counted elsewhere.
+ */
+export interface SessionRow extends TokenCounts {
+  id: string;
+  name: string | null;
+  project: string;
+  started: string | null;
+  deleted: boolean;
+  turns: number;
+  messages: number;
+  copied: number;
 }
 
 export interface SnapshotPoint {
@@ -39,10 +54,12 @@ export interface Gap {
 
 export interface Stats {
   generatedAt: string;
-  totals: { sessions: number; live: number; deleted: number; turns: number; tokens: number; cost: number; bytes: number; snapshots: number };
+  totals: { sessions: number; live: number; deleted: number; turns: number; messages: number; bytes: number; snapshots: number } & TokenCounts;
   days: DayStats[];
   models: GroupStats[];
   projects: GroupStats[];
+  /** One row per session, oldest first; each number of the totals is the sum of its column. */
+  sessions: SessionRow[];
   biggest: { id: string; name: string | null; project: string; size: number; tokens: number; turns: number; deleted: boolean }[];
   snapshots: { target: string; gapHours: number; timeline: SnapshotPoint[]; gaps: Gap[] };
 }
@@ -58,18 +75,72 @@ function dayRange(days: Iterable<string>): string[] {
   return out;
 }
 
-function addTo(map: Map<string, GroupStats>, name: string, messages: number, tokens: number, cost: number, session: string, seen: Map<string, Set<string>>): void {
-  const g = map.get(name) ?? { name, sessions: 0, messages: 0, tokens: 0, cost: 0 };
-  g.messages += messages;
-  g.tokens += tokens;
-  g.cost += cost;
-  const s = seen.get(name) ?? new Set<string>();
-  if (!s.has(session)) {
-    s.add(session);
-    g.sessions++;
+const dayStats = (day: string): DayStats => ({ day, sessions: 0, turns: 0, messages: 0, ...zeroCounts() });
+
+class Groups {
+  private readonly map = new Map<string, GroupStats & { seen: Set<string> }>();
+
+  add(name: string, session: string, messages: number, use: TokenCounts | undefined): void {
+    const g = this.map.get(name) ?? { name, sessions: 0, messages: 0, ...zeroCounts(), seen: new Set<string>() };
+    this.map.set(name, g);
+    g.messages += messages;
+    if (use) addCounts(g, use);
+    if (!g.seen.has(session)) {
+      g.seen.add(session);
+      g.sessions++;
+    }
   }
-  seen.set(name, s);
-  map.set(name, g);
+
+  sorted(): GroupStats[] {
+    const byTokens = (a: GroupStats, b: GroupStats) => b.tokens - a.tokens || b.sessions - a.sessions || compareStrings(a.name, b.name);
+    return [...this.map.values()].map(({ seen: _seen, ...g }) => g).sort(byTokens);
+  }
+}
+
+/** Oldest first: a copy is younger than what it copies, and ties break by id so runs agree. */
+function byAge(a: SessionRecord, b: SessionRecord): number {
+  return compareStrings(a.started ?? "\uffff", b.started ?? "\uffff") || compareStrings(a.id, b.id);
+}
+
+/**
+ * Decide which session counts each copied entry (identified by entryKey). A copy is counted
+ * elsewhere when an older session the copy names as its origin (a fork's parent, a merge's
+ * sources) holds the same entry: that session counts it, as its own entry or, if it is a copy
+ * there too, by the same rule. Copies whose origin is gone (deleted and in no snapshot) are
+ * counted once, by the oldest session holding them. `originKeys` maps a session id to the keys
+ * of every entry it holds (from originKeysNeeded).
+ */
+export function attributeCopies(sessions: readonly SessionRecord[], originKeys: ReadonlyMap<string, ReadonlySet<string>>): Map<string, CopiedUse[]> {
+  const ordered = [...sessions].sort(byAge);
+  const rank = new Map(ordered.map((s, i) => [s.id, i]));
+  const claimed = new Set<string>();
+  const counted = new Map<string, CopiedUse[]>();
+  for (const s of ordered) {
+    const mine: CopiedUse[] = [];
+    const origins = (s.origins ?? []).filter((o) => (rank.get(o) ?? Infinity) < rank.get(s.id)!);
+    for (const c of s.copied ?? []) {
+      if (origins.some((o) => originKeys.get(o)?.has(c.k))) continue;
+      if (claimed.has(c.k)) continue;
+      claimed.add(c.k);
+      mine.push(c);
+    }
+    counted.set(s.id, mine);
+  }
+  return counted;
+}
+
+/** The sessions whose entry keys attributeCopies needs: older origins of sessions that hold copies. */
+export function originKeysNeeded(sessions: readonly SessionRecord[]): string[] {
+  const byId = new Map(sessions.map((s) => [s.id, s]));
+  const out = new Set<string>();
+  for (const s of sessions) {
+    if (!s.copied?.length) continue;
+    for (const o of s.origins ?? []) {
+      const origin = byId.get(o);
+      if (origin && o !== s.id && byAge(origin, s) < 0) out.add(o);
+    }
+  }
+  return [...out];
 }
 
 export function snapshotGaps(timeline: readonly SnapshotPoint[], gapHours: number, now: Date): Gap[] {
@@ -84,37 +155,54 @@ export function snapshotGaps(timeline: readonly SnapshotPoint[], gapHours: numbe
   return gaps;
 }
 
-export function computeStats(sessions: readonly SessionRecord[], snapshots: { target: string; timeline: SnapshotPoint[] }, opts: { gapHours: number; now?: Date; biggest?: number }): Stats {
+export function computeStats(
+  sessions: readonly SessionRecord[],
+  snapshots: { target: string; timeline: SnapshotPoint[] },
+  opts: { gapHours: number; now?: Date; biggest?: number; originKeys?: ReadonlyMap<string, ReadonlySet<string>> },
+): Stats {
   const now = opts.now ?? new Date();
   const byDay = new Map<string, DayStats>();
-  const day = (d: string) => byDay.get(d) ?? (byDay.set(d, { day: d, sessions: 0, turns: 0, tokens: 0, cost: 0 }), byDay.get(d)!);
-  const models = new Map<string, GroupStats>();
-  const projects = new Map<string, GroupStats>();
-  const modelSeen = new Map<string, Set<string>>();
-  const projectSeen = new Map<string, Set<string>>();
-  const totals = { sessions: sessions.length, live: 0, deleted: 0, turns: 0, tokens: 0, cost: 0, bytes: 0, snapshots: snapshots.timeline.length };
-  for (const s of sessions) {
+  const day = (d: string) => byDay.get(d) ?? (byDay.set(d, dayStats(d)), byDay.get(d)!);
+  const models = new Groups();
+  const projects = new Groups();
+  const totals = { sessions: sessions.length, live: 0, deleted: 0, turns: 0, messages: 0, ...zeroCounts(), bytes: 0, snapshots: snapshots.timeline.length };
+  const counted = attributeCopies(sessions, opts.originKeys ?? new Map());
+  const rows: SessionRow[] = [];
+  for (const s of [...sessions].sort(byAge)) {
     if (s.deleted) totals.deleted++;
     else totals.live++;
     totals.bytes += s.size;
     if (s.started) day(new Date(s.started).toISOString().slice(0, 10)).sessions++;
-    for (const [d, n] of Object.entries(s.promptsByDay ?? {})) {
+    const project = s.project || "(unknown)";
+    projects.add(project, s.id, 0, undefined);
+    const row: SessionRow = { id: s.id, name: s.name, project: s.project, started: s.started, deleted: s.deleted, turns: 0, messages: 0, ...zeroCounts(), copied: 0 };
+    const turn = (d: string, n: number) => {
       day(d).turns += n;
-      totals.turns += n;
+      row.turns += n;
+    };
+    const use = (d: string, model: string, messages: number, counts: TokenCounts) => {
+      const ds = day(d);
+      ds.messages += messages;
+      addCounts(ds, counts);
+      row.messages += messages;
+      addCounts(row, counts);
+      models.add(model, s.id, messages, counts);
+      projects.add(project, s.id, messages, counts);
+    };
+    for (const [d, n] of Object.entries(s.turnsByDay ?? {})) turn(d, n);
+    for (const c of s.usage ?? []) use(c.day, c.model, c.messages, c);
+    const mine = counted.get(s.id) ?? [];
+    for (const c of mine) {
+      if (c.turn) turn(c.day, 1);
+      if (c.use) use(c.day, c.model ?? "?/?", 1, c.use);
     }
-    addTo(projects, s.project || "(unknown)", 0, 0, 0, s.id, projectSeen);
-    for (const c of s.usage ?? []) {
-      const d = day(c.day);
-      d.tokens += c.tokens;
-      d.cost += c.cost;
-      totals.tokens += c.tokens;
-      totals.cost += c.cost;
-      addTo(models, c.model, c.messages, c.tokens, c.cost, s.id, modelSeen);
-      addTo(projects, s.project || "(unknown)", c.messages, c.tokens, c.cost, s.id, projectSeen);
-    }
+    row.copied = (s.copied?.length ?? 0) - mine.length;
+    totals.turns += row.turns;
+    totals.messages += row.messages;
+    addCounts(totals, row);
+    rows.push(row);
   }
-  const days = dayRange(byDay.keys()).map((d) => byDay.get(d) ?? { day: d, sessions: 0, turns: 0, tokens: 0, cost: 0 });
-  const byTokens = (a: GroupStats, b: GroupStats) => b.tokens - a.tokens || b.sessions - a.sessions || compareStrings(a.name, b.name);
+  const days = dayRange(byDay.keys()).map((d) => byDay.get(d) ?? dayStats(d));
   const biggest = [...sessions]
     .sort((a, b) => b.size - a.size || compareStrings(a.id, b.id))
     .slice(0, opts.biggest ?? 10)
@@ -124,8 +212,9 @@ export function computeStats(sessions: readonly SessionRecord[], snapshots: { ta
     generatedAt: now.toISOString(),
     totals,
     days,
-    models: [...models.values()].sort(byTokens),
-    projects: [...projects.values()].sort(byTokens),
+    models: models.sorted(),
+    projects: projects.sorted(),
+    sessions: rows,
     biggest,
     snapshots: { target: snapshots.target, gapHours: opts.gapHours, timeline, gaps: snapshotGaps(timeline, opts.gapHours, now) },
   };

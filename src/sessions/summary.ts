@@ -1,21 +1,148 @@
 // The numbers the catalog keeps per session version. Computed once per distinct file content and
 // cached (catalog-cache.ts), so `sessions list` does not re-read unchanged sessions.
 
+import { createHash } from "node:crypto";
 import { migrateToV3InMemory, parseSessionFile, sessionName, sessionStats } from "../pi/index.js";
-import type { SessionEntry } from "../pi/index.js";
+import type { SessionEntry, SessionHeader } from "../pi/index.js";
+import { parseSessionFileName } from "../pi/writer.js";
 import { messageOf, usageOf } from "./describe.js";
 import { stableIdGenerator } from "./read.js";
 
-/** Usage on one UTC day with one model: what `stats` and the dashboard add up. */
-export interface UsageCell {
-  day: string;
-  model: string;
-  messages: number;
+/** Token counts as pi records them per assistant message (`usage`), plus its total and cost. */
+export interface TokenCounts {
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+  /** usage.totalTokens (old files lack it: then the four parts). */
   tokens: number;
   cost: number;
 }
 
-export interface SessionSummary {
+/** Usage on one UTC day with one model: what `stats` and the dashboard add up. */
+export interface UsageCell extends TokenCounts {
+  day: string;
+  model: string;
+  messages: number;
+}
+
+/**
+ * One entry this file holds that is older than its header: a copy from another session (a fork
+ * copies its parent's entries, a merge both sessions'), or a very old file's first lines. `stats`
+ * counts it here only when no older session it names as an origin holds it (see stats.ts).
+ */
+export interface CopiedUse {
+  /** entryKey() of the entry. */
+  k: string;
+  day: string;
+  /** An assistant message: its model and usage. */
+  model?: string;
+  use?: TokenCounts;
+  /** A user prompt that got an answer in this file. */
+  turn?: 1;
+}
+
+export interface UsageBreakdown {
+  /** Assistant usage per UTC day and model, on every branch, entries not copied from elsewhere. */
+  usage: UsageCell[];
+  /** Answered user prompts per UTC day, on every branch, entries not copied from elsewhere. */
+  turnsByDay: Record<string, number>;
+  copied: CopiedUse[];
+  /** Ids of the sessions the copies came from: the header's parentSession (branchedFrom in v1), a merge's sources. */
+  origins: string[];
+}
+
+const dayOf = (ts: unknown): string | undefined => (typeof ts === "string" && /^\d{4}-\d{2}-\d{2}/.test(ts) && Number.isFinite(Date.parse(ts)) ? new Date(ts).toISOString().slice(0, 10) : undefined);
+
+/**
+ * An entry's identity across files: a fork or merge copies an entry with every field, so all but
+ * its place in the tree (id, parentId: a version 1 file gets its ids only when read) name it.
+ */
+export function entryKey(e: SessionEntry): string {
+  const { id: _id, parentId: _parent, ...rest } = e;
+  return createHash("sha256").update(JSON.stringify(rest)).digest("hex").slice(0, 16);
+}
+
+/** Marks a merged session (sessions merge) with the ids of its sources, for stats. */
+export const MERGE_MARKER = "pi-guard.merge";
+
+function originsOf(header: SessionHeader | undefined, entries: readonly SessionEntry[]): string[] {
+  const out = new Set<string>();
+  for (const field of [header?.parentSession, (header as { branchedFrom?: unknown } | undefined)?.branchedFrom]) {
+    const id = typeof field === "string" ? parseSessionFileName(field.split(/[\\/]/).pop() ?? "")?.id : undefined;
+    if (id) out.add(id);
+  }
+  for (const e of entries) {
+    const from = e.type === "custom" && e.customType === MERGE_MARKER ? (e.data as { from?: unknown } | undefined)?.from : undefined;
+    if (Array.isArray(from)) for (const id of from) if (typeof id === "string") out.add(id);
+  }
+  return [...out];
+}
+
+function tokenCounts(e: SessionEntry): TokenCounts | undefined {
+  const m = messageOf(e);
+  const u = usageOf(e);
+  if (!m || !u) return undefined;
+  const raw = (m.usage ?? {}) as Record<string, unknown>;
+  const n = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : 0);
+  return { input: n(raw.input), output: n(raw.output), cacheRead: n(raw.cacheRead), cacheWrite: n(raw.cacheWrite), tokens: u.tokens, cost: u.cost };
+}
+
+export function addCounts(to: TokenCounts, from: TokenCounts): void {
+  to.input += from.input;
+  to.output += from.output;
+  to.cacheRead += from.cacheRead;
+  to.cacheWrite += from.cacheWrite;
+  to.tokens += from.tokens;
+  to.cost += from.cost;
+}
+
+export const zeroCounts = (): TokenCounts => ({ input: 0, output: 0, cacheRead: 0, cacheWrite: 0, tokens: 0, cost: 0 });
+
+/**
+ * Per day and model: a session can span midnight and switch models mid-way. An entry older than
+ * the header cannot have been written into this file by pi (pi stamps the header when it creates
+ * the session), so it is kept apart as a copy, keyed by its identity.
+ */
+export function usageBreakdown(header: SessionHeader | undefined, entries: readonly SessionEntry[]): UsageBreakdown {
+  const cells = new Map<string, UsageCell>();
+  const turnsByDay: Record<string, number> = {};
+  const copied: CopiedUse[] = [];
+  const headerTime = Date.parse(String(header?.timestamp ?? ""));
+  const isCopy = (e: SessionEntry) => Date.parse(String(e.timestamp ?? "")) < headerTime;
+  // A turn is a user prompt answered by an assistant message below it (as sessionStats counts).
+  const userAbove = new Map<string, string | undefined>();
+  const answered = new Set<string>();
+  for (const e of entries) {
+    const role = messageOf(e)?.role;
+    const inherited = e.parentId ? userAbove.get(e.parentId) : undefined;
+    userAbove.set(e.id, role === "user" ? e.id : inherited);
+    if (role === "assistant" && inherited) answered.add(inherited);
+  }
+  for (const e of entries) {
+    const m = messageOf(e);
+    const day = dayOf(e.timestamp);
+    if (!m || !day) continue;
+    const turn = m.role === "user" && answered.has(e.id);
+    const use = tokenCounts(e);
+    if (!turn && !use) continue;
+    const model = `${typeof m.provider === "string" ? m.provider : "?"}/${typeof m.model === "string" ? m.model : "?"}`;
+    if (isCopy(e)) {
+      copied.push(turn ? { k: entryKey(e), day, turn: 1 } : { k: entryKey(e), day, model, use });
+      continue;
+    }
+    if (turn) turnsByDay[day] = (turnsByDay[day] ?? 0) + 1;
+    if (!use) continue;
+    const key = `${day}\0${model}`;
+    const c = cells.get(key) ?? { day, model, messages: 0, ...zeroCounts() };
+    c.messages++;
+    addCounts(c, use);
+    cells.set(key, c);
+  }
+  return { usage: [...cells.values()], turnsByDay, copied, origins: originsOf(header, entries) };
+}
+
+export interface SessionFacts {
   id: string;
   name: string | null;
   /** The header's cwd: the project the session ran in. */
@@ -33,35 +160,9 @@ export interface SessionSummary {
   entries: number;
   models: string[];
   version: number;
-  /** Assistant usage per UTC day and model, on every branch. */
-  usage: UsageCell[];
-  /** User prompts per UTC day, on every branch. */
-  promptsByDay: Record<string, number>;
 }
 
-const dayOf = (ts: unknown): string | undefined => (typeof ts === "string" && /^\d{4}-\d{2}-\d{2}/.test(ts) ? new Date(ts).toISOString().slice(0, 10) : undefined);
-
-/** Per day and model: a session can span midnight and switch models mid-way. */
-export function usageBreakdown(entries: readonly SessionEntry[]): Pick<SessionSummary, "usage" | "promptsByDay"> {
-  const cells = new Map<string, UsageCell>();
-  const promptsByDay: Record<string, number> = {};
-  for (const e of entries) {
-    const m = messageOf(e);
-    const day = dayOf(e.timestamp);
-    if (!m || !day) continue;
-    if (m.role === "user") promptsByDay[day] = (promptsByDay[day] ?? 0) + 1;
-    const u = usageOf(e);
-    if (!u) continue;
-    const model = `${typeof m.provider === "string" ? m.provider : "?"}/${typeof m.model === "string" ? m.model : "?"}`;
-    const key = `${day}\0${model}`;
-    const c = cells.get(key) ?? { day, model, messages: 0, tokens: 0, cost: 0 };
-    c.messages++;
-    c.tokens += u.tokens;
-    c.cost += u.cost;
-    cells.set(key, c);
-  }
-  return { usage: [...cells.values()], promptsByDay };
-}
+export type SessionSummary = SessionFacts & UsageBreakdown;
 
 /** Summarise a file path or a byte stream. Only I/O errors reject. */
 export async function summarizeSession(source: string | AsyncIterable<Uint8Array>, fallbackId: string): Promise<SessionSummary> {
@@ -87,6 +188,6 @@ export async function summarizeSession(source: string | AsyncIterable<Uint8Array
     entries: stats.entries,
     models: stats.models,
     version: fromVersion,
-    ...usageBreakdown(entries),
+    ...usageBreakdown(header ?? undefined, entries),
   };
 }

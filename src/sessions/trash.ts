@@ -1,6 +1,8 @@
 // `sessions delete`: a snapshot that holds the session (and pi-guard's tags) first, then the file
 // is moved — never unlinked without a copy — into <dataDir>/trash/<time>--<id>/, next to a note of
-// where it came from. `pi-guard restore latest --session ID` or a move back undoes it.
+// where it came from. The printed `pi-guard restore <snapshot id> --session ID` (or a move back)
+// undoes it: it names the delete's own snapshot, because `latest` stops holding the session as
+// soon as a later snapshot is taken.
 
 import { promises as fs } from "node:fs";
 import path from "node:path";
@@ -17,6 +19,12 @@ export interface DeleteResult {
   from: string;
   to: string;
   snapshotId: string;
+  /** The command that brings the session back, whatever snapshots are taken later. */
+  restoreCommand: string;
+}
+
+export function restoreCommandFor(snapshotId: string, sessionId: string): string {
+  return `pi-guard restore ${snapshotId} --session ${sessionId}`;
 }
 
 export function trashDir(dataDir: string): string {
@@ -38,12 +46,12 @@ export async function deleteSession(config: Config, repo: Repository, session: S
   const to = path.join(dir, path.basename(from));
   try {
     await makeDirs(dir, 0o700);
-    await fs.writeFile(path.join(dir, "origin.json"), JSON.stringify({ id: session.id, path: from, snapshotId: snap.id, deletedAt: new Date().toISOString() }, null, 2) + "\n", { mode: 0o600 });
+    await fs.writeFile(path.join(dir, "origin.json"), JSON.stringify({ id: session.id, path: from, snapshotId: snap.id, restoreCommand: restoreCommandFor(snap.id, session.id), deletedAt: new Date().toISOString() }, null, 2) + "\n", { mode: 0o600 });
     await moveFile(from, to);
   } catch (err) {
     throw new RepoError(`cannot move ${from} to ${to}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message} (snapshot ${snap.id.slice(0, 8)} holds it)`, "io");
   }
-  return { id: session.id, from, to, snapshotId: snap.id };
+  return { id: session.id, from, to, snapshotId: snap.id, restoreCommand: restoreCommandFor(snap.id, session.id) };
 }
 
 /** rename, or across filesystems: copy, fsync, then remove the original. */

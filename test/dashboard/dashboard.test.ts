@@ -13,13 +13,56 @@ import { makeWorld, type World } from "../sessions/world.js";
 
 const ARTIFACTS = path.join(PROJECT_ROOT, "test-artifacts", "dashboard");
 
+interface Counts {
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+  tokens: number;
+  cost: number;
+}
+interface Row extends Counts {
+  id: string;
+  turns: number;
+  messages: number;
+  copied: number;
+}
 interface Stats {
-  totals: { sessions: number; live: number; deleted: number; turns: number; tokens: number; cost: number; bytes: number; snapshots: number };
-  days: { day: string; sessions: number; turns: number; tokens: number; cost: number }[];
-  models: { name: string; tokens: number; cost: number; sessions: number }[];
-  projects: { name: string; tokens: number; cost: number; sessions: number }[];
+  totals: { sessions: number; live: number; deleted: number; turns: number; messages: number; bytes: number; snapshots: number } & Counts;
+  days: ({ day: string; sessions: number; turns: number; messages: number } & Counts)[];
+  models: ({ name: string; sessions: number; messages: number } & Counts)[];
+  projects: ({ name: string; sessions: number; messages: number } & Counts)[];
+  sessions: Row[];
   biggest: { id: string; size: number }[];
   snapshots: { gapHours: number; timeline: { id: string; time: string }[]; gaps: { from: string; to: string; hours: number; open: boolean }[] };
+}
+
+const KINDS = ["input", "output", "cacheRead", "cacheWrite", "tokens"] as const;
+type Line = { type: string; id: string; parentId: string | null; timestamp: string; message?: { role: string; usage?: Counts & { totalTokens: number; cost: { total: number } } } };
+const linesOf = (file: string) => readFileSync(file, "utf8").trim().split("\n").map((l) => JSON.parse(l) as Line);
+const sameEntry = ({ parentId: _a, ...x }: Line, { parentId: _b, ...y }: Line) => JSON.stringify(x) === JSON.stringify(y);
+
+/**
+ * What a fork holds that its parent wrote, found by entry identity (same id and content), with
+ * what those entries would add: assistant usage and user prompts (all answered in these files).
+ * Without a parent: everything in the file.
+ */
+function copiedFrom(fork: string, parent: string | null) {
+  const original = new Map((parent ? linesOf(parent).slice(1) : []).map((e) => [e.id, e]));
+  const copies = linesOf(fork).slice(1).filter((e) => !parent || (original.has(e.id) && sameEntry(e, original.get(e.id)!)));
+  const usage = copies.flatMap((e) => (e.message?.role === "assistant" && e.message.usage ? [e.message.usage] : []));
+  const sum = (f: (u: (typeof usage)[number]) => number) => usage.reduce((a, u) => a + f(u), 0);
+  return {
+    entries: copies.length,
+    turns: copies.filter((e) => e.message?.role === "user").length,
+    messages: usage.length,
+    input: sum((u) => u.input),
+    output: sum((u) => u.output),
+    cacheRead: sum((u) => u.cacheRead),
+    cacheWrite: sum((u) => u.cacheWrite),
+    tokens: sum((u) => u.totalTokens),
+    cost: sum((u) => u.cost.total),
+  };
 }
 
 let w: World;
@@ -51,13 +94,15 @@ describe("stats --json", () => {
     const list = (await runOk(w.sb, ["--json", "sessions", "list"])).json<{ id: string; size: number; tokens: number; cost: number; deleted: boolean; project: string; userMessages: number }[]>();
     expect(stats.totals).toMatchObject({ sessions: list.length, deleted: 1, live: list.length - 1, snapshots: 2 });
     expect(stats.totals.bytes).toBe(list.reduce((a, s) => a + s.size, 0));
-    expect(stats.totals.tokens).toBe(list.reduce((a, s) => a + s.tokens, 0));
     expect(stats.totals.tokens).toBeGreaterThan(0);
-    expect(stats.totals.turns).toBe(list.reduce((a, s) => a + s.userMessages, 0));
-    const sum = (xs: { tokens: number }[]) => xs.reduce((a, x) => a + x.tokens, 0);
-    expect(sum(stats.days)).toBe(stats.totals.tokens);
-    expect(sum(stats.models)).toBe(stats.totals.tokens);
-    expect(sum(stats.projects)).toBe(stats.totals.tokens);
+    const sum = <T,>(xs: T[], f: (x: T) => number) => xs.reduce((a, x) => a + f(x), 0);
+    for (const k of KINDS) {
+      expect(sum(stats.days, (d) => d[k]), k).toBe(stats.totals[k]);
+      expect(sum(stats.models, (m) => m[k]), k).toBe(stats.totals[k]);
+      expect(sum(stats.projects, (p) => p[k]), k).toBe(stats.totals[k]);
+    }
+    expect(sum(stats.days, (d) => d.turns)).toBe(stats.totals.turns);
+    expect(sum(stats.days, (d) => d.cost)).toBeCloseTo(stats.totals.cost, 12);
     expect(stats.days.reduce((a, d) => a + d.sessions, 0)).toBe(list.length);
     // Days run without holes from the 2024 v1 fixture to today.
     for (let i = 1; i < stats.days.length; i++) expect(Date.parse(stats.days[i].day) - Date.parse(stats.days[i - 1].day)).toBe(86_400_000);
@@ -69,6 +114,53 @@ describe("stats --json", () => {
     expect(stats.snapshots.gaps[stats.snapshots.gaps.length - 1].open).toBe(true);
     const calm = (await runOk(w.sb, ["--json", "stats"])).json<Stats>();
     expect(calm.snapshots.gaps).toEqual([]); // default threshold: 24 h
+  });
+
+  it("counts a fork's copied entries once, in the parent, and the totals are the sums of the session rows", async () => {
+    const list = (await runOk(w.sb, ["--json", "sessions", "list"])).json<({ id: string; turns: number } & Counts)[]>();
+    // Two forks: pi's /fork of the main session (real agent loop) and the pi 0.73.1 fixture fork.
+    const fixtureFork = copiedFrom(w.fixtures.get("forked.jsonl")!, w.fixtures.get("branched.jsonl")!);
+    const loopFork = copiedFrom(w.main.fork!.file, w.main.file);
+    expect(fixtureFork.cost).toBeGreaterThan(0);
+    expect(loopFork.tokens).toBeGreaterThan(0);
+    const listed = (k: "tokens" | "cost" | "turns") => list.reduce((a, s) => a + s[k], 0);
+    for (const k of ["tokens", "turns"] as const) expect(stats.totals[k], k).toBe(listed(k) - fixtureFork[k] - loopFork[k]);
+    expect(stats.totals.cost).toBeCloseTo(listed("cost") - fixtureFork.cost - loopFork.cost, 12);
+
+    const rows = stats.sessions;
+    expect(rows.map((r) => r.id).sort()).toEqual(list.map((s) => s.id).sort());
+    // Totals are the sums of the rows: cost, turns, messages and each kind of token.
+    const sum = (f: (r: Row) => number) => rows.reduce((a, r) => a + f(r), 0);
+    for (const k of [...KINDS, "turns", "messages"] as const) expect(stats.totals[k], k).toBe(sum((r) => r[k]));
+    expect(stats.totals.cost).toBe(sum((r) => r.cost));
+    expect(stats.totals.input + stats.totals.output + stats.totals.cacheRead + stats.totals.cacheWrite).toBe(stats.totals.tokens);
+    expect(stats.totals.cacheRead).toBeGreaterThan(0); // pi's loop reports the prompt cache
+    expect(stats.totals.cacheWrite).toBeGreaterThan(0);
+
+    // The fork's row holds only what the fork itself added; the parent's row is the whole parent.
+    const row = (id: string) => rows.find((r) => r.id === id)!;
+    const listRow = (id: string) => list.find((s) => s.id === id)!;
+    const forkId = linesOf(w.fixtures.get("forked.jsonl")!)[0].id;
+    expect(row(forkId)).toMatchObject({ tokens: 0, cost: 0, turns: 0, messages: 0, copied: fixtureFork.turns + fixtureFork.messages });
+    const forkFile = copiedFrom(w.main.fork!.file, null);
+    const mainFile = copiedFrom(w.main.file, null);
+    for (const k of KINDS) {
+      expect(row(w.main.fork!.sessionId)[k], k).toBe(forkFile[k] - loopFork[k]);
+      expect(row(w.main.sessionId)[k], k).toBe(mainFile[k]);
+    }
+    expect(row(w.main.fork!.sessionId).tokens).toBe(listRow(w.main.fork!.sessionId).tokens - loopFork.tokens);
+    expect(row(w.main.fork!.sessionId).turns).toBe(1); // "Continue in the fork"
+    expect(row(w.main.sessionId)).toMatchObject({ tokens: listRow(w.main.sessionId).tokens, turns: listRow(w.main.sessionId).turns, copied: 0 });
+  });
+
+  it("does not count a merged session's messages again, and prints the token kinds per model", async () => {
+    await runOk(w.sb, ["sessions", "merge", w.main.sessionId, w.main.fork!.sessionId]);
+    const after = (await runOk(w.sb, ["--json", "stats"])).json<Stats>();
+    expect(after.totals.sessions).toBe(stats.totals.sessions + 1);
+    for (const k of [...KINDS, "turns", "messages", "cost"] as const) expect(after.totals[k], k).toBe(stats.totals[k]);
+    const human = (await runOk(w.sb, ["stats"])).stdout;
+    expect(human).toMatch(/model\s+input\s+output\s+cache read\s+cache write\s+total\s+cost/);
+    expect(human).toMatch(/^all models\s/m);
   });
 
   it("gives one clear line for a bad --gap and an unwritable --output", async () => {
@@ -101,6 +193,11 @@ describe("dashboard in headless Chromium", () => {
     expect((await values("#chart-biggest .bar")).map((v) => v[1])).toEqual(stats.biggest.map((b) => b.size));
     const totals = await page.$$eval("[data-stat]", (els) => Object.fromEntries(els.map((e) => [e.getAttribute("data-stat"), Number(e.getAttribute("data-value"))])));
     expect(totals).toMatchObject({ sessions: stats.totals.sessions, turns: stats.totals.turns, tokens: stats.totals.tokens, cost: stats.totals.cost, snapshots: 2, deleted: 1, gaps: stats.snapshots.gaps.length });
+    expect(totals).toMatchObject({ input: stats.totals.input, output: stats.totals.output, cacheRead: stats.totals.cacheRead, cacheWrite: stats.totals.cacheWrite });
+    const kinds = (table: string, row: string) => page.$$eval(`#${table} ${row} td[data-kind]`, (els) => Object.fromEntries(els.map((e) => [e.getAttribute("data-kind"), Number(e.getAttribute("data-value"))])));
+    const { input, output, cacheRead, cacheWrite, tokens, cost } = stats.totals;
+    expect(await kinds("kinds-models", "tr.total")).toEqual({ input, output, cacheRead, cacheWrite, tokens, cost });
+    expect(await kinds("kinds-projects", "tr.total")).toEqual({ input, output, cacheRead, cacheWrite, tokens, cost });
     expect(await page.locator("[data-stat=sessions]").innerText()).toBe(String(stats.totals.sessions));
 
     // The snapshot timeline: one tick per snapshot, the gaps drawn as bands and listed.
