@@ -1,7 +1,7 @@
 import os from "node:os";
 import { randomBytes } from "node:crypto";
 import { RepoError } from "./errors.js";
-import { lockKey } from "./format.js";
+import { AAD, lockKey } from "./format.js";
 import type { Repository } from "./repository.js";
 
 /**
@@ -48,7 +48,7 @@ async function readLocks(repo: Repository): Promise<{ id: string; info: LockInfo
   for await (const obj of repo.target.list("locks")) {
     const id = obj.key.slice("locks/".length);
     try {
-      out.push({ id, info: JSON.parse(repo.unseal(await repo.target.get(obj.key), "lock").toString("utf8")) as LockInfo });
+      out.push({ id, info: JSON.parse(repo.unseal(await repo.target.get(obj.key), "lock", AAD.lock(id)).toString("utf8")) as LockInfo });
     } catch {
       // Vanished between list and get (released), or unreadable: a half-written lock cannot exist,
       // since puts are atomic, so an unreadable one is from another key; treat it as held.
@@ -78,6 +78,7 @@ export async function acquireLock(
             command: opts.command,
           } satisfies LockInfo),
         ),
+        AAD.lock(id),
       ),
     );
   for (let attempt = 0; ; attempt++) {
