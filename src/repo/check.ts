@@ -45,11 +45,16 @@ export async function checkRepository(
   const problems: CheckProblem[] = [];
   const error = (message: string) => problems.push({ severity: "error", message });
   const warn = (message: string) => problems.push({ severity: "warning", message });
+  // What loading skips is reported below as a problem, not also as a warning on the way.
+  const onWarning = repo.onWarning;
+  repo.onWarning = () => undefined;
   try {
     await repo.loadIndex(true);
   } catch (err) {
     if (!(err instanceof RepoError)) throw err;
     error(err.message);
+  } finally {
+    repo.onWarning = onWarning;
   }
   const index = repo.index;
   for (const bad of repo.unreadableIndexes) error(`${bad.error}; \`pi-guard repair index\` rebuilds the index from the packs`);

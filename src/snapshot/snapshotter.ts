@@ -4,7 +4,7 @@ import { BlobReader } from "../repo/blob-reader.js";
 import { BlobWriter } from "../repo/blob-writer.js";
 import { BlobType, type Snapshot, type SnapshotSummary, type TreeNode } from "../repo/format.js";
 import { acquireLock } from "../repo/lock.js";
-import { cleanStaging } from "../repo/staging.js";
+import { removeWriterTempFiles } from "../repo/repair-index.js";
 import type { Repository, SnapshotRecord } from "../repo/repository.js";
 import { SealPool } from "../repo/seal-pool.js";
 import { ContentChunker } from "./content-chunker.js";
@@ -62,7 +62,8 @@ export async function withSnapshotBuilder(
   const pool = new SealPool();
   let builder: SnapshotBuilder | undefined;
   try {
-    await cleanStaging(repo.target.stagingDir);
+    // Holding the exclusive lock, every temp file of a writer is a dead writer's (docs/FORMAT.md §9).
+    await removeWriterTempFiles(repo.target);
     await repo.loadIndex(true);
     builder = new SnapshotBuilder(repo, pool, opts.onProgress);
     return await build(builder);
