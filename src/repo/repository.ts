@@ -96,6 +96,7 @@ export class Repository {
         "corrupt",
       );
     }
+    assertUsableConfig(config, target.location);
     const { master, keyId } = await unlock(target, cred);
     return new Repository(target, config, master, keyId);
   }
@@ -225,3 +226,11 @@ export class Repository {
   }
 }
 
+/** The parts of `config` this engine relies on; a damaged config is one line, never a TypeError. */
+function assertUsableConfig(config: RepoConfig, location: string): void {
+  const int = (n: unknown) => typeof n === "number" && Number.isSafeInteger(n) && n > 0;
+  const chunker = (c: ChunkerParams | undefined) => !!c && int(c.min) && int(c.avg) && int(c.max) && c.min <= c.avg && c.avg <= c.max;
+  if (typeof config.id !== "string" || !chunker(config.chunker?.data) || !chunker(config.chunker?.tree) || !int(config.packSize)) {
+    throw new RepoError(`${location}/config is damaged: its id, chunker or packSize is missing or out of range`, "corrupt");
+  }
+}
