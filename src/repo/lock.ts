@@ -6,7 +6,7 @@ import type { Repository } from "./repository.js";
 
 /**
  * Repository locks, in the restic style: each process writes its own lock object under locks/,
- * then lists the others. Exclusive locks (snapshot, forget, prune) conflict with every other lock;
+ * then lists the others. Exclusive locks (snapshot, import, repair index) conflict with every other lock;
  * shared locks (restore, check) only with exclusive ones. Works the same on a folder and on S3.
  *
  * A lock is stale when its process is gone (same host, pid not alive) or when it has not been

@@ -2,7 +2,7 @@
 // skipped and healed by `pi-guard repair index`; leftovers of interrupted writers can be removed.
 
 import { createHash, randomBytes } from "node:crypto";
-import { copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
+import { copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LocalTarget } from "../../src/targets/local.js";
@@ -176,6 +176,29 @@ describe("repository integrity", () => {
       const again = await ok(sb, ["repair", "index"], env(repo));
       expect(again.stdout).toMatch(/the index is sound \(1 index files, \d+ packs\); nothing to rebuild/);
     });
+  });
+
+  it("a damaged file list in the newest snapshot does not stop the next snapshot", async () => {
+    const repo = copyRepo("parent-tree");
+    // The smaller of the last snapshot's two packs holds its tree blobs (the other its 200 kB of data).
+    const treePack = listFiles(path.join(repo, "data")).filter((f) => packsOf[2].includes(path.basename(f))).sort((x, y) => readFileSync(x).length - readFileSync(y).length)[0];
+    flipBit(treePack, 20);
+    // Nothing changed: the new file list would be the damaged one again; refused, nothing saved.
+    const same = await cli(sb, ["snapshot", "--json"], env(repo));
+    expect(same.code).toBe(3);
+    expect(same.stderr).toMatch(/would reuse 1 damaged tree blob\(s\) of an earlier snapshot; nothing was saved/);
+    expect(readdirSync(path.join(repo, "snapshots")).sort()).toEqual(snaps.map((x) => x.snapshotId).sort());
+    // Something changed: the snapshot is made (every file read in full) and restores exactly.
+    writeFileExact(path.join(sb.agentDir, "extensions", "x.json"), "{}", 0o644);
+    const r = await cli(sb, ["snapshot", "--json"], env(repo));
+    const expected = treeState(sb.agentDir);
+    rmSync(path.join(sb.agentDir, "extensions"), { recursive: true });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toContain(`parent snapshot ${snaps[2].snapshotId.slice(0, 8)} is unreadable`);
+    const target = path.join(sb.root, "parent-tree-restore");
+    const restored = await cli(sb, ["restore", r.json<SnapshotJson>().snapshotId, "--target", target], env(repo));
+    expect(restored.code, restored.stderr).toBe(0);
+    expect(fingerprint(treeState(target))).toEqual(fingerprint(expected));
   });
 
   describe("leftovers of an interrupted snapshot", () => {
