@@ -23,8 +23,12 @@ export async function removeWriterTempFiles(target: Target): Promise<number> {
       const p = path.join(dir, entry.name);
       if (entry.isDirectory()) await visit(p);
       else if (entry.name.includes(TEMP_INFIX)) {
-        await fs.unlink(p);
-        removed++;
+        try {
+          await fs.unlink(p);
+          removed++;
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+        }
       }
     }
   };
