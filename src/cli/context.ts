@@ -3,7 +3,7 @@ import { loadConfig, type Config } from "../config/config.js";
 import type { Repository } from "../repo/repository.js";
 import { RepoError } from "../repo/errors.js";
 import type { GlobalOptions } from "./main.js";
-import type { Output } from "./output.js";
+import { warn, type Output } from "./output.js";
 import { promptHidden } from "./prompt.js";
 
 export interface Context {
@@ -34,7 +34,9 @@ export function context(cmd: Command): Context {
     async open() {
       const { openRepository } = await import("../engine.js");
       const prompt = process.stdin.isTTY && process.stderr.isTTY ? () => promptHidden("repository password: ") : undefined;
-      return openRepository(config, prompt);
+      const repo = await openRepository(config, prompt);
+      repo.onWarning = warn;
+      return repo;
     },
   };
 }

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { context, type Context } from "./context.js";
 import { formatBytes, info, printJson, table } from "./output.js";
 import { RepoError } from "../repo/errors.js";
+import { registerRepairIndexCommand } from "./repair-index-command.js";
 
 const collect = (value: string, previous: string[]) => [...previous, value];
 
@@ -23,10 +24,10 @@ interface SalvageFlags {
 }
 
 export function registerSalvageCommands(program: Command): void {
-  program
+  const repair = program
     .command("repair")
-    .description("fix a damaged session file (torn or glued lines, lost header) into a copy pi can load")
-    .argument("<file>", "the session .jsonl file")
+    .description("fix a damaged session file (torn or glued lines, lost header) into a copy pi can load; `repair index` rebuilds the repository index")
+    .argument("<file>", "the session .jsonl file (a file named index: ./index)")
     .option("--in-place", "replace the file itself, after saving a backup beside it")
     .option("--out <file>", "write the repaired session here (never overwritten)")
     .option("--cwd <path>", "project dir for a header that has to be rebuilt")
@@ -39,7 +40,8 @@ FILE.<time>.bak and the repaired file is swapped in atomically.
 
 Examples:
   $ pi-guard repair ~/.pi/agent/sessions/--home-me-proj--/2026-01-01T10-00-00-000Z_<id>.jsonl
-  $ pi-guard repair broken.jsonl --in-place --json`,
+  $ pi-guard repair broken.jsonl --in-place --json
+  $ pi-guard repair index              # rebuild a damaged repository index (see \`pi-guard repair index --help\`)`,
     )
     .action(async (file: string, opts: { inPlace?: boolean; out?: string; cwd?: string }, cmd: Command) => {
       const ctx = context(cmd);
@@ -72,6 +74,7 @@ Examples:
       if (result.backup) rows.push(["backup", result.backup]);
       info(ctx.out, table(rows));
     });
+  registerRepairIndexCommand(repair);
 
   program
     .command("salvage")

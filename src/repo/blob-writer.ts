@@ -3,7 +3,7 @@ import { createHash, type Hash } from "node:crypto";
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { encrypt } from "./crypto.js";
-import { encodePackHeader, packKey, type BlobRef, type BlobType, type FrameRef, type PackEntry, type PackedBlob } from "./format.js";
+import { AAD, encodePackHeader, packKey, type BlobRef, type BlobType, type FrameRef, type PackEntry, type PackedBlob } from "./format.js";
 import type { Repository } from "./repository.js";
 import type { SealPool } from "./seal-pool.js";
 import { stagingName } from "./staging.js";
@@ -149,7 +149,7 @@ export class BlobWriter {
     const pack = this.open.get(type);
     if (!pack) return;
     this.open.delete(type);
-    const header = encrypt(this.repo.key.encryption, encodePackHeader(pack.frames));
+    const header = encrypt(this.repo.key.encryption, encodePackHeader(pack.frames), AAD.packHeader);
     const trailer = Buffer.alloc(4);
     trailer.writeUInt32LE(header.length);
     const tail = Buffer.concat([header, trailer]);

@@ -3,7 +3,7 @@ import { decrypt } from "./crypto.js";
 import { decode } from "./compress.js";
 import { blobId } from "./crypto.js";
 import { RepoError } from "./errors.js";
-import { decodePackHeader, packKey, type TreeNode } from "./format.js";
+import { AAD, decodePackHeader, packKey, type TreeNode } from "./format.js";
 import type { Repository, SnapshotRecord } from "./repository.js";
 import { BlobReader } from "./blob-reader.js";
 import { SealPool } from "./seal-pool.js";
@@ -45,13 +45,20 @@ export async function checkRepository(
   const problems: CheckProblem[] = [];
   const error = (message: string) => problems.push({ severity: "error", message });
   const warn = (message: string) => problems.push({ severity: "warning", message });
+  // What loading skips is reported below as a problem, not also as a warning on the way.
+  const onWarning = repo.onWarning;
+  repo.onWarning = () => undefined;
   try {
     await repo.loadIndex(true);
   } catch (err) {
     if (!(err instanceof RepoError)) throw err;
     error(err.message);
+  } finally {
+    repo.onWarning = onWarning;
   }
   const index = repo.index;
+  for (const bad of repo.unreadableIndexes) error(`${bad.error}; \`pi-guard repair index\` rebuilds the index from the packs`);
+  for (const bad of repo.unreadablePacks) error(`${bad.error} (it is in no readable index)`);
   const present = new Map<string, number>();
   for await (const obj of repo.target.list("data")) present.set(obj.key.split("/").pop()!, obj.size);
   for (const [pack, size] of index.packs) {
@@ -59,14 +66,18 @@ export async function checkRepository(
     if (actual === undefined) error(`pack ${pack.slice(0, 12)} is in the index but missing`);
     else if (actual !== size) error(`pack ${pack.slice(0, 12)} has ${actual} bytes, the index says ${size}`);
   }
-  const orphans = [...present.keys()].filter((p) => !index.packs.has(p));
-  if (orphans.length) warn(`${orphans.length} pack(s) are not in any index (left by an interrupted snapshot; harmless, removed by prune)`);
+  const unreadablePacks = new Set(repo.unreadablePacks.map((p) => p.id));
+  const orphans = [...present.keys()].filter((p) => !index.packs.has(p) && !unreadablePacks.has(p));
+  if (orphans.length) {
+    warn(`${orphans.length} pack(s) are not in any index (left by an interrupted snapshot; \`pi-guard repair index\` indexes or removes them)`);
+  }
 
   const badBlobs = new Set<string>();
   let packsRead = 0;
   let bytesRead = 0;
   if (opts.readData) {
-    const total = [...index.packs.keys()].filter((p) => present.has(p));
+    // Leftover packs are read too: every object in data/ must match its name.
+    const total = [...index.packs.keys(), ...orphans.filter((p) => /^[0-9a-f]{64}$/.test(p))].filter((p) => present.has(p));
     const byPack = new Map<string, IndexedBlob[]>();
     for (const [id, loc] of index.entries()) {
       const list = byPack.get(loc.pack) ?? [];
@@ -140,7 +151,7 @@ async function verifyPack(repo: Repository, pack: string, indexed: IndexedBlob[]
   // The header is checked too, so that a pack can still be re-indexed from itself.
   try {
     const headerLen = raw.readUInt32LE(raw.length - 4);
-    const header = decrypt(repo.key.encryption, raw.subarray(raw.length - 4 - headerLen, raw.length - 4), `pack ${short} header`);
+    const header = decrypt(repo.key.encryption, raw.subarray(raw.length - 4 - headerLen, raw.length - 4), `pack ${short} header`, AAD.packHeader);
     decodePackHeader(header, `pack ${short} header`);
   } catch (err) {
     messages.push(err instanceof RepoError ? err.message : `pack ${short}: unreadable header`);
@@ -153,7 +164,7 @@ async function verifyPack(repo: Repository, pack: string, indexed: IndexedBlob[]
     let frame: Buffer;
     try {
       const what = `pack ${short} frame at ${offset}`;
-      frame = decode(decrypt(repo.key.encryption, raw.subarray(offset, offset + blobs[0].length), what), what);
+      frame = decode(decrypt(repo.key.encryption, raw.subarray(offset, offset + blobs[0].length), what, AAD.frame), what);
     } catch {
       bad.push(...blobs.map((b) => b.id));
       continue;

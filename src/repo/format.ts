@@ -2,8 +2,23 @@ import { RepoError } from "./errors.js";
 
 /** Object names inside a target. See docs/FORMAT.md, which must change with this file. */
 export const CONFIG_KEY = "config";
-export const FORMAT_VERSION = 1;
+export const FORMAT_VERSION = 2;
 export const ID_BYTES = 32;
+
+/**
+ * AES-GCM associated data of every sealed object: its type, so bytes sealed as one kind of object
+ * never unseal as another (a frame as an index, a lock as a snapshot). Objects whose name is known
+ * before sealing (locks, keys: random ids) bind it too; content-addressed objects cannot contain
+ * their own name, and are checked against it by SHA-256 instead. docs/FORMAT.md §4 lists them.
+ */
+export const AAD = {
+  frame: Buffer.from("pi-guard v2 frame"),
+  packHeader: Buffer.from("pi-guard v2 pack-header"),
+  index: Buffer.from("pi-guard v2 index"),
+  snapshot: Buffer.from("pi-guard v2 snapshot"),
+  lock: (id: string): Buffer => Buffer.from(`pi-guard v2 lock ${id}`),
+  key: (id: string): Buffer => Buffer.from(`pi-guard v2 key ${id}`),
+} as const;
 
 export const packKey = (id: string): string => `data/${id.slice(0, 2)}/${id}`;
 export const indexKey = (id: string): string => `index/${id}`;

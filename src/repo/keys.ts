@@ -2,7 +2,7 @@ import os from "node:os";
 import { randomBytes } from "node:crypto";
 import { decrypt, deriveFromKeyFile, deriveFromPassword, encrypt, DEFAULT_SCRYPT, type ScryptParams } from "./crypto.js";
 import { RepoError } from "./errors.js";
-import { keyKey } from "./format.js";
+import { AAD, keyKey } from "./format.js";
 import type { Target } from "../targets/target.js";
 
 /** The secrets of a repository. Generated once by `init`; only ever stored wrapped in keys/. */
@@ -58,14 +58,14 @@ export async function addKey(target: Target, master: MasterKey, cred: Credential
       chunkerSeed: master.chunkerSeed.toString("base64"),
     }),
   );
+  const id = randomBytes(32).toString("hex");
   const obj: KeyObject = {
     ...base,
     created: new Date().toISOString(),
     host: os.hostname(),
     user: os.userInfo().username,
-    data: encrypt(wrap, plain).toString("base64"),
+    data: encrypt(wrap, plain, AAD.key(id)).toString("base64"),
   };
-  const id = randomBytes(32).toString("hex");
   await target.put(keyKey(id), Buffer.from(JSON.stringify(obj, null, 2) + "\n"));
   return id;
 }
@@ -107,7 +107,7 @@ export async function unlock(target: Target, cred: Credentials): Promise<{ maste
     const wrap = await wrappingKey(cred, obj);
     let plain: Buffer;
     try {
-      plain = decrypt(wrap, Buffer.from(obj.data, "base64"), "key");
+      plain = decrypt(wrap, Buffer.from(obj.data, "base64"), "key", AAD.key(info.key.slice("keys/".length)));
     } catch {
       continue;
     }

@@ -1,12 +1,12 @@
 import os from "node:os";
 import { randomBytes } from "node:crypto";
 import { RepoError } from "./errors.js";
-import { lockKey } from "./format.js";
+import { AAD, lockKey } from "./format.js";
 import type { Repository } from "./repository.js";
 
 /**
  * Repository locks, in the restic style: each process writes its own lock object under locks/,
- * then lists the others. Exclusive locks (snapshot, forget, prune) conflict with every other lock;
+ * then lists the others. Exclusive locks (snapshot, import, repair index) conflict with every other lock;
  * shared locks (restore, check) only with exclusive ones. Works the same on a folder and on S3.
  *
  * A lock is stale when its process is gone (same host, pid not alive) or when it has not been
@@ -48,7 +48,7 @@ async function readLocks(repo: Repository): Promise<{ id: string; info: LockInfo
   for await (const obj of repo.target.list("locks")) {
     const id = obj.key.slice("locks/".length);
     try {
-      out.push({ id, info: JSON.parse(repo.unseal(await repo.target.get(obj.key), "lock").toString("utf8")) as LockInfo });
+      out.push({ id, info: JSON.parse(repo.unseal(await repo.target.get(obj.key), "lock", AAD.lock(id)).toString("utf8")) as LockInfo });
     } catch {
       // Vanished between list and get (released), or unreadable: a half-written lock cannot exist,
       // since puts are atomic, so an unreadable one is from another key; treat it as held.
@@ -78,6 +78,7 @@ export async function acquireLock(
             command: opts.command,
           } satisfies LockInfo),
         ),
+        AAD.lock(id),
       ),
     );
   for (let attempt = 0; ; attempt++) {

@@ -4,7 +4,9 @@ import { Chunker, DATA_CHUNKER, TREE_CHUNKER, gearTable, type ChunkerParams } fr
 import { blobId, decrypt, encrypt } from "./crypto.js";
 import { decode, encode } from "./compress.js";
 import { RepoError } from "./errors.js";
+import { ObjectNotFound } from "../targets/target.js";
 import {
+  AAD,
   CONFIG_KEY,
   FORMAT_VERSION,
   decodeIndex,
@@ -16,6 +18,7 @@ import {
 } from "./format.js";
 import { addKey, newMasterKey, unlock, type Credentials, type MasterKey } from "./keys.js";
 import { MemoryIndex } from "./memory-index.js";
+import { scanUnindexedPacks } from "./pack-scan.js";
 import { listSnapshotIds, readRepoConfig } from "./peek.js";
 
 export interface RepoConfig {
@@ -40,9 +43,17 @@ export function sha256Hex(data: Uint8Array): string {
 }
 
 export class Repository {
-  readonly index = new MemoryIndex();
+  index = new MemoryIndex();
   /** Snapshots the last listSnapshots() could not read. */
   unreadableSnapshots: { id: string; error: string }[] = [];
+  /** Index files the last loadIndex() could not read (and no readable index supersedes). */
+  unreadableIndexes: { id: string; error: string }[] = [];
+  /** Packs in no readable index, found by the last loadIndex() from their own headers. */
+  recoveredPacks = new Set<string>();
+  /** Packs in no readable index whose header could not be read either. */
+  unreadablePacks: { id: string; key: string; size: number; error: string }[] = [];
+  /** Where the engine reports what it skipped and carried on without (the CLI prints to stderr). */
+  onWarning: (message: string) => void = () => undefined;
   readonly dataChunker: Chunker;
   readonly treeChunker: Chunker;
   private indexLoaded = false;
@@ -79,17 +90,34 @@ export class Repository {
 
   static async open(target: Target, cred: Credentials): Promise<Repository> {
     const config = await readRepoConfig(target);
+    if (config.version < FORMAT_VERSION) {
+      throw new RepoError(
+        `repository format ${config.version} is no longer supported; this pi-guard reads format ${FORMAT_VERSION} (make a new repository with \`pi-guard init\`)`,
+        "corrupt",
+      );
+    }
+    assertUsableConfig(config, target.location);
     const { master, keyId } = await unlock(target, cred);
     return new Repository(target, config, master, keyId);
   }
 
-  /** Metadata objects (index, snapshots, locks): zstd, then AES-GCM. */
-  seal(plain: Buffer): Buffer {
-    return encrypt(this.key.encryption, encode(plain));
+  /** Metadata objects (index, snapshots, locks): zstd, then AES-GCM with the object's type as associated data. */
+  seal(plain: Buffer, aad: Buffer): Buffer {
+    return encrypt(this.key.encryption, encode(plain), aad);
   }
 
-  unseal(sealed: Buffer, what: string): Buffer {
-    return decode(decrypt(this.key.encryption, sealed, what), what);
+  unseal(sealed: Buffer, what: string, aad: Buffer): Buffer {
+    return decode(decrypt(this.key.encryption, sealed, what, aad), what);
+  }
+
+  /**
+   * The bytes of a content-addressed object, checked against its name: a copy of another object
+   * under this name, or an older one put back, authenticates fine but is not this object.
+   */
+  async getVerified(key: string, id: string, what: string): Promise<Buffer> {
+    const raw = await this.target.get(key);
+    if (sha256Hex(raw) !== id) throw new RepoError(`${what}: content does not match its name (damaged or replaced)`, "corrupt");
+    return raw;
   }
 
   blobId(data: Uint8Array): string {
@@ -103,12 +131,25 @@ export class Repository {
     return { id, size: sealed.length };
   }
 
+  /**
+   * Load every index file. One that cannot be read is skipped and reported, not fatal: the packs
+   * no readable index names are then read from their own headers, so their blobs stay reachable.
+   */
   async loadIndex(force = false): Promise<MemoryIndex> {
     if (this.indexLoaded && !force) return this.index;
+    this.index = new MemoryIndex();
+    this.recoveredPacks = new Set();
+    this.unreadablePacks = [];
     const files: { id: string; index: IndexFile }[] = [];
+    const bad: { id: string; error: string }[] = [];
     for await (const info of this.target.list("index")) {
       const id = info.key.slice("index/".length);
-      files.push({ id, index: await this.readIndexFile(id) });
+      try {
+        files.push({ id, index: await this.readIndexFile(id) });
+      } catch (err) {
+        if (!(err instanceof RepoError) && !(err instanceof ObjectNotFound)) throw err;
+        bad.push({ id, error: err.message });
+      }
     }
     const superseded = new Set(files.flatMap((f) => f.index.supersedes));
     for (const f of files) {
@@ -116,31 +157,49 @@ export class Repository {
       this.index.files.add(f.id);
       for (const pack of f.index.packs) this.index.addPack(pack);
     }
+    this.unreadableIndexes = bad.filter((b) => !superseded.has(b.id));
+    if (this.unreadableIndexes.length) {
+      for (const b of this.unreadableIndexes) this.onWarning(`skipped ${b.error}; \`pi-guard repair index\` rebuilds the index`);
+      await this.indexUnindexedPacks();
+    }
     this.indexLoaded = true;
     return this.index;
   }
 
+  /** Add every pack that no loaded index names, from its own header. */
+  async indexUnindexedPacks(): Promise<void> {
+    const scan = await scanUnindexedPacks(this, (id) => this.index.packs.has(id));
+    for (const pack of scan.found) {
+      this.index.addPack(pack);
+      this.recoveredPacks.add(pack.id);
+    }
+    this.unreadablePacks = scan.unreadable;
+    if (scan.found.length) this.onWarning(`read ${scan.found.length} pack(s) that no readable index names from their own headers`);
+    for (const p of scan.unreadable) this.onWarning(`skipped ${p.error}`);
+  }
+
   async readIndexFile(id: string): Promise<IndexFile> {
     const what = `index ${id.slice(0, 12)}`;
-    return decodeIndex(this.unseal(await this.target.get(indexKey(id)), what), what);
+    const raw = await this.getVerified(indexKey(id), id, what);
+    return decodeIndex(this.unseal(raw, what, AAD.index), what);
   }
 
   async saveIndex(index: IndexFile): Promise<{ id: string; size: number }> {
-    const saved = await this.putContentAddressed(indexKey, this.seal(encodeIndex(index)));
+    const saved = await this.putContentAddressed(indexKey, this.seal(encodeIndex(index), AAD.index));
     this.index.files.add(saved.id);
     for (const pack of index.packs) this.index.addPack(pack);
     return saved;
   }
 
   async saveSnapshot(snapshot: Snapshot): Promise<string> {
-    return (await this.putContentAddressed(snapshotKey, this.seal(Buffer.from(JSON.stringify(snapshot))))).id;
+    return (await this.putContentAddressed(snapshotKey, this.seal(Buffer.from(JSON.stringify(snapshot)), AAD.snapshot))).id;
   }
 
   async loadSnapshot(id: string): Promise<Snapshot> {
     const what = `snapshot ${id.slice(0, 8)}`;
-    const raw = await this.target.get(snapshotKey(id));
+    const raw = await this.getVerified(snapshotKey(id), id, what);
     try {
-      return JSON.parse(this.unseal(raw, what).toString("utf8")) as Snapshot;
+      return JSON.parse(this.unseal(raw, what, AAD.snapshot).toString("utf8")) as Snapshot;
     } catch (err) {
       if (err instanceof RepoError) throw err;
       throw new RepoError(`${what} is not valid JSON`, "corrupt");
@@ -167,3 +226,11 @@ export class Repository {
   }
 }
 
+/** The parts of `config` this engine relies on; a damaged config is one line, never a TypeError. */
+function assertUsableConfig(config: RepoConfig, location: string): void {
+  const int = (n: unknown) => typeof n === "number" && Number.isSafeInteger(n) && n > 0;
+  const chunker = (c: ChunkerParams | undefined) => !!c && int(c.min) && int(c.avg) && int(c.max) && c.min <= c.avg && c.avg <= c.max;
+  if (typeof config.id !== "string" || !chunker(config.chunker?.data) || !chunker(config.chunker?.tree) || !int(config.packSize)) {
+    throw new RepoError(`${location}/config is damaged: its id, chunker or packSize is missing or out of range`, "corrupt");
+  }
+}

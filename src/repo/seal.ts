@@ -1,6 +1,7 @@
 import { blobId, decrypt, encrypt } from "./crypto.js";
 import { decodeTransient, encode } from "./compress.js";
 import { RepoError } from "./errors.js";
+import { AAD } from "./format.js";
 
 /** Compress then encrypt each frame, a [start, end) range of `buffer`; replies with the sealed frames. */
 export interface SealRequest {
@@ -43,7 +44,7 @@ export function sealBatch(req: SealRequest): Buffer[] {
   const key = asBuffer(req.key);
   const src = Buffer.from(req.buffer);
   const parts: Buffer[] = [];
-  for (let i = 0; i < req.frames.length; i += 2) parts.push(encrypt(key, encode(src.subarray(req.frames[i], req.frames[i + 1]))));
+  for (let i = 0; i < req.frames.length; i += 2) parts.push(encrypt(key, encode(src.subarray(req.frames[i], req.frames[i + 1])), AAD.frame));
   return parts;
 }
 
@@ -60,7 +61,7 @@ export function openBatch(req: OpenRequest): Buffer[] {
     if (b.frame !== frameIndex) {
       frameIndex = b.frame;
       const what = `frame at ${req.frames[2 * b.frame]}`;
-      frame = decodeTransient(decrypt(key, src.subarray(req.frames[2 * b.frame], req.frames[2 * b.frame + 1]), what), what);
+      frame = decodeTransient(decrypt(key, src.subarray(req.frames[2 * b.frame], req.frames[2 * b.frame + 1]), what, AAD.frame), what);
     }
     const what = `blob ${b.id.slice(0, 12)}`;
     if (b.inFrame + b.rawLength > frame.length) throw new RepoError(`${what} lies outside its frame (damaged index)`, "corrupt");

@@ -4,7 +4,8 @@ import { BlobReader } from "../repo/blob-reader.js";
 import { BlobWriter } from "../repo/blob-writer.js";
 import { BlobType, INCOMPLETE_TAG, isImport, type SkippedPath, type Snapshot, type SnapshotSummary, type TreeNode } from "../repo/format.js";
 import { acquireLock } from "../repo/lock.js";
-import { cleanStaging } from "../repo/staging.js";
+import { RepoError } from "../repo/errors.js";
+import { removeWriterTempFiles } from "../repo/repair-index.js";
 import type { Repository, SnapshotRecord } from "../repo/repository.js";
 import { SealPool } from "../repo/seal-pool.js";
 import { ContentChunker } from "./content-chunker.js";
@@ -42,8 +43,18 @@ const READ_BLOCK = 1024 * 1024;
 export function createSnapshot(repo: Repository, opts: SnapshotOptions): Promise<SnapshotResult> {
   return withSnapshotBuilder(repo, { command: "snapshot", lockWaitMs: opts.lockWaitMs, onProgress: opts.onProgress }, async (builder) => {
     const host = opts.host ?? os.hostname();
-    const parent = await findParent(repo, opts.parent, host, opts.roots);
-    if (parent) await builder.loadParent(parent);
+    let parent = await findParent(repo, opts.parent, host, opts.roots);
+    if (parent) {
+      try {
+        await builder.loadParent(parent);
+      } catch (err) {
+        // A damaged parent must not stop every later backup: compare with nothing and read all.
+        if (!(err instanceof RepoError) || err.kind !== "corrupt") throw err;
+        repo.onWarning(`parent snapshot ${parent.id.slice(0, 8)} is unreadable (${err.message}); reading every file in full`);
+        await builder.forgetParent(parent);
+        parent = undefined;
+      }
+    }
     const skip = (root: string, rel: string, err: NodeJS.ErrnoException) => builder.skip(root, rel, err);
     for await (const entry of scanSources(opts.roots, opts.filter, skip)) await builder.addEntry(entry);
     return builder.commit({ host, roots: opts.roots, tags: opts.tags ?? [], parent: parent?.id });
@@ -63,7 +74,8 @@ export async function withSnapshotBuilder(
   const pool = new SealPool();
   let builder: SnapshotBuilder | undefined;
   try {
-    await cleanStaging(repo.target.stagingDir);
+    // Holding the exclusive lock, every temp file of a writer is a dead writer's (docs/FORMAT.md §9).
+    await removeWriterTempFiles(repo.target);
     await repo.loadIndex(true);
     builder = new SnapshotBuilder(repo, pool, opts.onProgress);
     return await build(builder);
@@ -110,6 +122,19 @@ export class SnapshotBuilder {
     this.writer = new BlobWriter(repo, pool);
     this.tree = new TreeWriter(repo, this.writer);
     this.content = new ContentChunker(repo, this.writer, repo.dataChunker, BlobType.Data);
+  }
+
+  /** Tree blobs of an unreadable parent that are damaged: the new file list must not reuse them. */
+  private damagedTree = new Set<string>();
+
+  async forgetParent(parent: SnapshotRecord): Promise<void> {
+    this.parentNodes.clear();
+    const reader = new BlobReader(this.repo, new SealPool(0));
+    for (const id of parent.snapshot.tree) {
+      await reader.read([id]).catch((err: unknown) => {
+        if (err instanceof RepoError) this.damagedTree.add(id);
+      });
+    }
   }
 
   async loadParent(parent: SnapshotRecord): Promise<void> {
@@ -238,6 +263,15 @@ export class SnapshotBuilder {
   /** Write the tree, the index, then the snapshot object: only the last makes the snapshot visible. */
   async commit(meta: { host: string; roots: SourceRoot[]; tags: string[]; parent?: string; time?: string; imported?: string }): Promise<SnapshotResult> {
     const tree = await this.tree.finish();
+    // Deduplication would point this file list at the parent's damaged bytes: refuse rather than
+    // save a snapshot that cannot be read back.
+    const reused = tree.filter((id) => this.damagedTree.has(id));
+    if (reused.length) {
+      throw new RepoError(
+        `this snapshot's file list would reuse ${reused.length} damaged tree blob(s) of an earlier snapshot; nothing was saved (run \`pi-guard check --read-data\`)`,
+        "corrupt",
+      );
+    }
     await this.writer.finish();
     const summary: SnapshotSummary = {
       ...this.counts,

@@ -12,8 +12,10 @@ import { listFiles, makeSandbox } from "../helpers/tmp.js";
 
 const zstd = createRequire(import.meta.url)("zstd-napi") as typeof import("zstd-napi");
 
-function unseal(key: Buffer, sealed: Buffer): Buffer {
+/** §4: every sealed object carries "pi-guard v2 <type>" (plus a name for keys and locks) as associated data. */
+function unseal(key: Buffer, sealed: Buffer, aad: string): Buffer {
   const d = createDecipheriv("aes-256-gcm", key, sealed.subarray(0, 12));
+  d.setAAD(Buffer.from(aad));
   d.setAuthTag(sealed.subarray(sealed.length - 16));
   return Buffer.concat([d.update(sealed.subarray(12, sealed.length - 16)), d.final()]);
 }
@@ -28,6 +30,7 @@ function readRepo(repo: string, keyFile: string) {
   const read = (name: string) => readFileSync(path.join(repo, ...name.split("/")));
   const config = JSON.parse(read("config").toString());
   expect(config.format).toBe("pi-guard");
+  expect(config.version).toBe(2);
   // §3: unwrap the master key with the key file (kdf "hkdf").
   const secret = Buffer.from(readFileSync(keyFile, "utf8").trim(), "base64");
   let master: { encryption: Buffer; id: Buffer } | undefined;
@@ -35,7 +38,7 @@ function readRepo(repo: string, keyFile: string) {
     const k = JSON.parse(read(`keys/${name}`).toString());
     if (k.kdf !== "hkdf") continue;
     const wrap = Buffer.from(hkdfSync("sha256", secret, Buffer.from(k.salt, "base64"), "pi-guard key file v1", 32));
-    const json = JSON.parse(unseal(wrap, Buffer.from(k.data, "base64")).toString());
+    const json = JSON.parse(unseal(wrap, Buffer.from(k.data, "base64"), `pi-guard v2 key ${name}`).toString());
     master = { encryption: Buffer.from(json.encryption, "base64"), id: Buffer.from(json.id, "base64") };
   }
   if (!master) throw new Error("no key opened");
@@ -46,8 +49,9 @@ function readRepo(repo: string, keyFile: string) {
   for (const name of readdirSync(path.join(repo, "index"))) {
     const raw = read(`index/${name}`);
     expect(createHash("sha256").update(raw).digest("hex")).toBe(name);
-    const b = decodePayload(unseal(key, raw));
+    const b = decodePayload(unseal(key, raw, "pi-guard v2 index"));
     expect(b.subarray(0, 4).toString()).toBe("PGIX");
+    expect(b[4]).toBe(2);
     let o = 5;
     const superseded = b.readUInt32LE(o);
     o += 4 + superseded * 32;
@@ -71,13 +75,22 @@ function readRepo(repo: string, keyFile: string) {
   const blob = (id: string): Buffer => {
     const loc = blobs.get(id)!;
     const pack = read(`data/${loc.pack.slice(0, 2)}/${loc.pack}`);
-    const frame = decodePayload(unseal(key, pack.subarray(loc.offset, loc.offset + loc.length)));
+    const frame = decodePayload(unseal(key, pack.subarray(loc.offset, loc.offset + loc.length), "pi-guard v2 frame"));
+    // §5: the pack header, found from the trailer, describes the same blob.
+    const headerLength = pack.readUInt32LE(pack.length - 4);
+    const header = unseal(key, pack.subarray(pack.length - 4 - headerLength, pack.length - 4), "pi-guard v2 pack-header");
+    expect(header.subarray(0, 5).equals(Buffer.from([...Buffer.from("PGPK"), 2]))).toBe(true);
+    expect(header.includes(Buffer.from(id, "hex"))).toBe(true);
     const data = frame.subarray(loc.inFrame, loc.inFrame + loc.rawLength);
     expect(createHmac("sha256", master!.id).update(data).digest("hex")).toBe(id);
     return data;
   };
   // §7, §8: the newest snapshot's tree -> files.
-  const snapshots = readdirSync(path.join(repo, "snapshots")).map((name) => JSON.parse(decodePayload(unseal(key, read(`snapshots/${name}`))).toString()));
+  const snapshots = readdirSync(path.join(repo, "snapshots")).map((name) => {
+    const raw = read(`snapshots/${name}`);
+    expect(createHash("sha256").update(raw).digest("hex")).toBe(name);
+    return JSON.parse(decodePayload(unseal(key, raw, "pi-guard v2 snapshot")).toString());
+  });
   snapshots.sort((a, b) => a.time.localeCompare(b.time));
   const latest = snapshots.at(-1);
   const stream = Buffer.concat(latest.tree.map(blob)).toString("utf8");
