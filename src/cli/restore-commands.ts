@@ -81,8 +81,9 @@ Examples:
       }
       if (report.failed.length) {
         for (const f of report.failed) warn(`not restored: ${f.path}: ${f.error}`);
-        warn(`${report.failed.length} file(s) were not restored because their data is damaged; run \`pi-guard check --read-data\``);
-        process.exitCode = EXIT.damaged;
+        const damaged = report.failed.some((f) => f.kind === "damaged");
+        warn(`${report.failed.length} path(s) were not restored${damaged ? "; for damaged data run `pi-guard check --read-data`" : ""}`);
+        process.exitCode = damaged ? EXIT.damaged : EXIT.failure;
       }
     });
 
