@@ -27,11 +27,16 @@ export async function craftSnapshot(
       if (n.type === "file") {
         const node: Omit<TreeNode, "content" | "size" | "type"> = { ...base, mode: n.mode ?? 0o644 };
         if (n.pathBytes) node.pathBytes = n.pathBytes;
-        await b.addStreamedFile(node, [Buffer.from(n.data)]);
+        await b.addStreamedFile(node, once(Buffer.from(n.data)));
       } else if (n.type === "symlink") await b.addNode({ ...base, type: "symlink", mode: 0o777, target: n.target });
       else await b.addNode({ ...base, type: "dir", mode: 0o755 });
     }
     return b.commit({ host: os.hostname(), roots, tags: [] });
   });
   return result.id;
+}
+
+/** One buffer as the stream addStreamedFile takes. */
+export async function* once(data: Buffer): AsyncGenerator<Buffer> {
+  yield data;
 }

@@ -6,6 +6,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cli, expectOneLineError, initRepo, snapshot } from "../helpers/cli.js";
 import { listFiles, makeSandbox, type Sandbox } from "../helpers/tmp.js";
+import { once } from "./craft.js";
 
 const SESSION = "sessions/--proj--/2026-01-02T03-04-05-000Z_0b9c5c3e-0000-4000-8000-000000000001.jsonl";
 
@@ -68,7 +69,7 @@ describe("restore reports exactly what it did", () => {
     const { withSnapshotBuilder } = await import("../../src/snapshot/snapshotter.js");
     const repo = await openRepository(loadConfig({}, sb.env));
     const missing = await withSnapshotBuilder(repo, { command: "test" }, async (b) => {
-      await b.addStreamedFile({ root: "agent", path: "a.txt", mode: 0o644, mtimeMs: 0 }, [Buffer.from("a\n")]);
+      await b.addStreamedFile({ root: "agent", path: "a.txt", mode: 0o644, mtimeMs: 0 }, once(Buffer.from("a\n")));
       await b.addNode({ root: "agent", path: "b.txt", type: "file", mode: 0o644, mtimeMs: 0, size: 2, content: ["ab".repeat(32)] });
       return b.commit({ host: "h", roots: [{ name: "agent", path: sb.agentDir }], tags: [] });
     });
@@ -88,7 +89,7 @@ describe("restore reports exactly what it did", () => {
     const repo = await openRepository(loadConfig({}, sb.env));
     let contentOfA: string[] = [];
     const lying = await withSnapshotBuilder(repo, { command: "test" }, async (b) => {
-      await b.addStreamedFile({ root: "agent", path: "a.txt", mode: 0o644, mtimeMs: 0 }, [Buffer.from("a\n")]);
+      await b.addStreamedFile({ root: "agent", path: "a.txt", mode: 0o644, mtimeMs: 0 }, once(Buffer.from("a\n")));
       contentOfA = [repo.blobId(Buffer.from("a\n"))];
       await b.addNode({ root: "agent", path: "big.txt", type: "file", mode: 0o644, mtimeMs: 0, size: 5000, content: contentOfA });
       return b.commit({ host: "h", roots: [{ name: "agent", path: sb.agentDir }], tags: [] });
