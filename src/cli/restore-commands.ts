@@ -24,10 +24,12 @@ export function registerRestoreCommands(program: Command): void {
     .addHelpText(
       "after",
       `
-<when> picks the newest snapshot at or before that moment. An in-place restore first takes a
-snapshot of what is there now (tag pre-restore), swaps each file in atomically and keeps modes
-(0600 for auth.json). It never deletes files unless --delete is given. To undo it, run the
-command it prints: a restore of its pre-restore snapshot with --delete.
+<when> picks the newest snapshot at or before that moment. An in-place restore that will change
+something first takes a snapshot of what is there now (tag pre-restore), swaps each file in
+atomically and keeps modes (0600 for auth.json). It never deletes files unless --delete is
+given, and never replaces a folder. To undo it, run the command it prints: a restore of its
+pre-restore snapshot with --delete. A path it refuses (unsafe, or a folder in the way) or
+cannot write is named, and the exit status is non-zero (3 when the data is damaged).
 
 Examples:
   $ pi-guard restore latest
