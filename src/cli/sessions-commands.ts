@@ -252,7 +252,7 @@ Examples:
         const record = resolveSession(catalog.sessions, id);
         const r = await deleteSession(ctx.config, repo, record, ctx.lockWaitMs);
         if (ctx.out.json) printJson(r);
-        else info(ctx.out, `moved ${r.from}\n   to ${r.to}\nsnapshot ${r.snapshotId.slice(0, 8)} holds it: pi-guard restore latest --session ${r.id.slice(0, 8)}`);
+        else info(ctx.out, `moved ${r.from}\n   to ${r.to}\nsnapshot ${r.snapshotId.slice(0, 8)} holds it: pi-guard restore ${r.snapshotId.slice(0, 8)} --session ${r.id}`);
       } finally {
         await catalog.close();
       }
