@@ -11,6 +11,12 @@ interface RestoreFlags {
   delete?: boolean;
 }
 
+/** A path from a snapshot can hold control characters (a terminal escape, say): show them escaped. */
+function printable(text: string): string {
+  // eslint-disable-next-line no-control-regex
+  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
+}
+
 export function registerRestoreCommands(program: Command): void {
   program
     .command("restore")
@@ -69,7 +75,7 @@ Examples:
         });
       } else {
         if (opts.dryRun) {
-          for (const f of report.files) if (f.action !== "unchanged") info(ctx.out, `${f.action.padEnd(8)} ${f.path}`);
+          for (const f of report.files) if (f.action !== "unchanged") info(ctx.out, `${f.action.padEnd(8)} ${printable(f.path)}`);
         }
         info(
           ctx.out,
@@ -82,7 +88,7 @@ Examples:
         if (result.undoSnapshot) info(ctx.out, `undo with: pi-guard restore ${result.undoSnapshot.slice(0, 8)} --delete`);
       }
       if (report.failed.length) {
-        for (const f of report.failed) warn(`not restored: ${f.path}: ${f.error}`);
+        for (const f of report.failed) warn(`not restored: ${printable(f.path)}: ${printable(f.error)}`);
         const damaged = report.failed.some((f) => f.kind === "damaged");
         warn(`${report.failed.length} path(s) were not restored${damaged ? "; for damaged data run `pi-guard check --read-data`" : ""}`);
         process.exitCode = damaged ? EXIT.damaged : EXIT.failure;

@@ -113,7 +113,11 @@ export async function planRestore(repo: Repository, record: SnapshotRecord, opts
   for (const [name, dir] of Object.entries(opts.destinations)) rootDirs.set(name, await resolveDestRoot(dir));
   const kept = new Map<string, Set<string>>();
   try {
-    for await (const node of readTree(reader, record.snapshot.tree)) {
+    for await (const node of readTreeChecked(reader, record)) {
+      if (!node || typeof node !== "object") {
+        plan.failed.push({ path: JSON.stringify(node), error: "not a file list entry", kind: "damaged" });
+        continue;
+      }
       const rootDir = rootDirs.get(node.root);
       if (!rootDir) continue;
       const rel = typeof node.path === "string" ? node.path : JSON.stringify(node.path);
@@ -157,6 +161,16 @@ export async function planRestore(repo: Repository, record: SnapshotRecord, opts
     }
   }
   return plan;
+}
+
+/** The tree's nodes; a line that is not JSON is damage, reported as such (exit 3), not a crash. */
+async function* readTreeChecked(reader: BlobReader, record: SnapshotRecord): AsyncGenerator<TreeNode> {
+  try {
+    yield* readTree(reader, record.snapshot.tree);
+  } catch (err) {
+    if (err instanceof SyntaxError) throw new RepoError(`snapshot ${record.id.slice(0, 8)}: its file list is not valid JSON`, "corrupt");
+    throw err;
+  }
 }
 
 /** What a dry run reports: the plan's actions. */

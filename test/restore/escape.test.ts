@@ -46,6 +46,9 @@ describe("restore of a hostile snapshot never leaves its target", () => {
       { type: "file", path: "sessions/a\\..\\..\\b", data: "EVIL backslash\n" },
       { type: "file", path: "sessions/./dot", data: "EVIL dot\n" },
       { type: "file", path: "sessions/ok.jsonl", data: '{"type":"session"}\n' },
+      // pathBytes wins over path, so it is checked just the same.
+      { type: "file", path: "harmless.txt", pathBytes: Buffer.from("../pb-x").toString("base64"), data: "EVIL pathBytes\n" },
+      { type: "file", path: "sessions/nul\u0000x", data: "EVIL NUL\n" },
       { type: "symlink", path: "sessions/link", target: outside },
       { type: "file", path: "sessions/link/victim.txt", data: "EVIL through the link\n" },
       { type: "file", path: "sessions/link/new.txt", data: "EVIL new file through the link\n" },
@@ -89,13 +92,15 @@ describe("restore of a hostile snapshot never leaves its target", () => {
     expect(r.code, r.stderr).toBe(1);
     expect(untouchable([target])).toEqual(before);
     expect(existsSync(path.join(outside, "new.txt"))).toBe(false);
+    expect(existsSync(path.join(sb.root, "pb-x"))).toBe(false);
+    expect(existsSync(path.join(target, "harmless.txt"))).toBe(false);
     expect(readFileSync(path.join(outside, "victim.txt"), "utf8")).toBe("original outside\n");
     expect(readFileSync(path.join(sb.root, "x"), "utf8")).toBe("original x\n");
     expect(readFileSync(path.join(target, "good.txt"), "utf8")).toBe("good\n");
     expect(readFileSync(path.join(target, "sessions/ok.jsonl"), "utf8")).toBe('{"type":"session"}\n');
     // The link itself is restored, as a link; nothing is written through it.
     expect(readlinkSync(path.join(target, "sessions/link"))).toBe(outside);
-    for (const bad of ["../x", "sessions/../../x", "sessions/../../../.pi-x", path.join(outside, "abs.txt"), "sessions/a\\..\\..\\b", "sessions/./dot"]) {
+    for (const bad of ["../x", "sessions/../../x", "sessions/../../../.pi-x", path.join(outside, "abs.txt"), "sessions/a\\..\\..\\b", "sessions/./dot", "harmless.txt", "sessions/nul\\x00x"]) {
       expect(r.stderr).toContain(`not restored: ${bad}: unsafe path`);
     }
     expect(r.stderr).toMatch(/not restored: sessions\/link\/victim\.txt: sessions\/link is a symbolic link/);
@@ -115,7 +120,18 @@ describe("restore of a hostile snapshot never leaves its target", () => {
     expect(readlinkSync(path.join(sb.agentDir, "sessions/link"))).toBe(outside);
     const j = r.json();
     expect(j.failed.map((f: { path: string }) => f.path).sort()).toEqual(
-      ["../x", "sessions/../../x", "sessions/../../../.pi-x", path.join(outside, "abs.txt"), "sessions/a\\..\\..\\b", "sessions/./dot", "sessions/link/victim.txt", "sessions/link/new.txt"].sort(),
+      [
+        "../x",
+        "sessions/../../x",
+        "sessions/../../../.pi-x",
+        path.join(outside, "abs.txt"),
+        "sessions/a\\..\\..\\b",
+        "sessions/./dot",
+        "harmless.txt",
+        "sessions/nul\u0000x",
+        "sessions/link/victim.txt",
+        "sessions/link/new.txt",
+      ].sort(),
     );
     // Created: good.txt, ok.jsonl and the link; nothing else is counted.
     expect(j.create).toBe(3);
