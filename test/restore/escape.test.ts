@@ -8,6 +8,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cli, initRepo } from "../helpers/cli.js";
 import { listFiles, makeSandbox, type Sandbox, sha256File } from "../helpers/tmp.js";
+import { META_ROOT_NAME } from "../../src/sessions/meta.js";
 import { craftSnapshot } from "./craft.js";
 
 describe("restore of a hostile snapshot never leaves its target", () => {
@@ -150,6 +151,31 @@ describe("restore of a hostile snapshot never leaves its target", () => {
     const failed = r.json().failed as { path: string; error: string }[];
     expect(failed.map((f) => f.path).sort()).toEqual(["tags.json", "victim.txt"]);
     for (const f of failed) expect(f.error).toMatch(/symbolic link/);
+  });
+
+  it("in place, a second root below the agent dir is not reached through a link the agent root just made", async () => {
+    // pi-guard's data dir (and so the meta root) inside the agent dir: a nested second root.
+    const env = { XDG_DATA_HOME: path.join(sb.agentDir, "xdg") };
+    const through = path.join(outside, "pi-guard", "meta");
+    mkdirSync(through, { recursive: true });
+    const nested = await craftSnapshot(
+      sb,
+      [
+        { type: "symlink", path: "xdg", target: outside },
+        { type: "file", root: META_ROOT_NAME, path: "tags.json", data: "EVIL nested root\n" },
+      ],
+      [
+        { name: "agent", path: sb.agentDir },
+        { name: META_ROOT_NAME, path: path.join(sb.agentDir, "xdg", "pi-guard", "meta") },
+      ],
+    );
+    const before = untouchable([]);
+    const r = await cli(sb, ["restore", nested, "--json"], { env });
+    expect(r.code, r.stderr).toBe(1);
+    expect(untouchable([])).toEqual(before);
+    expect(existsSync(path.join(through, "tags.json"))).toBe(false);
+    expect(readlinkSync(path.join(sb.agentDir, "xdg"))).toBe(outside);
+    expect(r.json().failed).toMatchObject([{ root: META_ROOT_NAME, path: "tags.json", error: expect.stringMatching(/symbolic link/) }]);
   });
 
   it("root names are data too: an unsafe or unconfigured root is refused, the rest restores", async () => {
