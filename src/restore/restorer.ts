@@ -112,6 +112,8 @@ export async function planRestore(repo: Repository, record: SnapshotRecord, opts
   const rootDirs = new Map<string, string>();
   for (const [name, dir] of Object.entries(opts.destinations)) rootDirs.set(name, await resolveDestRoot(dir));
   const kept = new Map<string, Set<string>>();
+  // Nothing is written while planning, so each folder is walked once.
+  const walkParent = cached((rootDir: string, comps: FsPath[]) => walkDirs(rootDir, comps.slice(0, -1), false));
   try {
     for await (const node of readTreeChecked(reader, record)) {
       if (!node || typeof node !== "object") {
@@ -140,7 +142,7 @@ export async function planRestore(repo: Repository, record: SnapshotRecord, opts
         if (opts.session) plan.sessionIds.add(parseSessionFileName(rel)!.id);
       }
       try {
-        const action = await plannedAction(repo, rootDir, comps, node);
+        const action = await plannedAction(repo, walkParent(rootDir, comps), comps, node);
         plan.items.push({ type: node.type, node, root: node.root, rootDir, comps, rel, action });
         if (action !== "unchanged" && node.type !== "dir") plan.changes++;
       } catch (err) {
@@ -194,6 +196,9 @@ export async function applyRestore(repo: Repository, plan: RestorePlan): Promise
   };
   const failed = (item: PlanItem, err: unknown) => report.failed.push(failure(item.rel, item.root, err));
   const running = new Set<Promise<void>>();
+  // A folder made or checked once in this run is not walked again before writing into it; the
+  // check right before each rename is never cached.
+  const makeParent = cached((rootDir: string, comps: FsPath[]) => walkDirs(rootDir, comps.slice(0, -1), true));
   try {
     for (const item of plan.items) {
       if (item.action === "unchanged") {
@@ -202,7 +207,7 @@ export async function applyRestore(repo: Repository, plan: RestorePlan): Promise
       }
       if (item.type === "file") {
         // The job never rejects: its outcome goes into the report either way.
-        const job: Promise<void> = writeFileAtomically(reader, item, !!opts.durable).then(
+        const job: Promise<void> = writeFileAtomically(reader, item, makeParent(item.rootDir, item.comps), !!opts.durable).then(
           () => {
             report.bytesWritten += item.node!.size ?? 0;
             done(item);
@@ -218,7 +223,7 @@ export async function applyRestore(repo: Repository, plan: RestorePlan): Promise
       try {
         if (item.type === "dir") await walkDirs(item.rootDir, item.comps, true, item.node!.mode & 0o7777 || 0o755);
         else {
-          await restoreSymlink(item);
+          await restoreSymlink(item, makeParent(item.rootDir, item.comps));
           done(item);
         }
       } catch (err) {
@@ -297,8 +302,8 @@ const lstatOrNone = (p: FsPath): Promise<Stats | undefined> =>
  * "unchanged" only when the file on disk has exactly the snapshot's chunks (same bytes) and mode.
  * A folder where a file or link belongs is refused: restore never deletes a user's folder.
  */
-async function plannedAction(repo: Repository, rootDir: string, comps: FsPath[], node: TreeNode): Promise<FileAction> {
-  const parent = await walkDirs(rootDir, comps.slice(0, -1), false);
+async function plannedAction(repo: Repository, parentWalk: Promise<FsPath | undefined>, comps: FsPath[], node: TreeNode): Promise<FileAction> {
+  const parent = await parentWalk;
   if (!parent) return "create";
   const dest = joinPath(parent, comps[comps.length - 1]);
   const st = await lstatOrNone(dest);
@@ -332,6 +337,21 @@ async function plannedAction(repo: Repository, rootDir: string, comps: FsPath[],
   }
 }
 
+/** Memoise a walk by (root, parent folder): the result, or the refusal, is the same for every file in it. */
+function cached(walk: (rootDir: string, comps: FsPath[]) => Promise<FsPath | undefined>) {
+  const seen = new Map<string, Promise<FsPath | undefined>>();
+  return (rootDir: string, comps: FsPath[]): Promise<FsPath | undefined> => {
+    const key = [rootDir, ...comps.slice(0, -1).map((c) => (typeof c === "string" ? `s${c}` : `b${c.toString("base64")}`))].join("\0");
+    let hit = seen.get(key);
+    if (!hit) {
+      hit = walk(rootDir, comps);
+      hit.catch(() => undefined);
+      seen.set(key, hit);
+    }
+    return hit;
+  };
+}
+
 function tempName(name: FsPath): FsPath {
   const suffix = `.pi-guard-${randomBytes(4).toString("hex")}`;
   return typeof name === "string" ? `.${name}${suffix}` : Buffer.concat([Buffer.from("."), name, Buffer.from(suffix)]);
@@ -346,9 +366,9 @@ async function recheck(item: PlanItem): Promise<FsPath> {
   return dest;
 }
 
-async function writeFileAtomically(reader: BlobReader, item: PlanItem, durable: boolean): Promise<void> {
+async function writeFileAtomically(reader: BlobReader, item: PlanItem, parent: Promise<FsPath | undefined>, durable: boolean): Promise<void> {
   const node = item.node!;
-  const dir = (await walkDirs(item.rootDir, item.comps.slice(0, -1), true))!;
+  const dir = (await parent)!;
   const tmp = joinPath(dir, tempName(item.comps[item.comps.length - 1]));
   const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
   const handle = await fs.open(tmp, flags, node.mode & 0o777);
@@ -385,10 +405,10 @@ async function syncDir(dir: FsPath): Promise<void> {
 }
 
 /** A link is restored as a link: its target is data, never followed. */
-async function restoreSymlink(item: PlanItem): Promise<void> {
+async function restoreSymlink(item: PlanItem, parent: Promise<FsPath | undefined>): Promise<void> {
   const target = item.node!.target;
   if (typeof target !== "string") throw new RefusedPath("a symbolic link without a target");
-  const dir = (await walkDirs(item.rootDir, item.comps.slice(0, -1), true))!;
+  const dir = (await parent)!;
   const tmp = joinPath(dir, tempName(item.comps[item.comps.length - 1]));
   await fs.symlink(target, tmp);
   try {
