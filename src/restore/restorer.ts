@@ -103,14 +103,14 @@ const nodeKey = (node: { path: string; pathBytes?: string }): string => node.pat
 export async function planRestore(repo: Repository, record: SnapshotRecord, opts: RestoreOptions): Promise<RestorePlan> {
   const started = Date.now();
   await repo.loadIndex();
+  const rootDirs = new Map<string, string>();
+  for (const [name, dir] of Object.entries(opts.destinations)) rootDirs.set(name, await resolveDestRoot(dir));
   const pool = new SealPool(0);
   const reader = new BlobReader(repo, pool);
   const wantPath = opts.paths?.length ? picomatch(opts.paths, { dot: true }) : () => true;
   const wantSession = opts.session ? sessionMatcher(opts.session) : () => true;
   const filtered = !!(opts.paths?.length || opts.session);
   const plan: RestorePlan = { record, opts, items: [], failed: [], sessionIds: new Set(), changes: 0, started };
-  const rootDirs = new Map<string, string>();
-  for (const [name, dir] of Object.entries(opts.destinations)) rootDirs.set(name, await resolveDestRoot(dir));
   const kept = new Map<string, Set<string>>();
   // Nothing is written while planning, so each folder is walked once.
   const walkParent = cached((rootDir: string, comps: FsPath[]) => walkDirs(rootDir, comps.slice(0, -1), false));
@@ -153,10 +153,13 @@ export async function planRestore(repo: Repository, record: SnapshotRecord, opts
     await pool.close();
   }
   if (opts.deleteExtra) {
+    // A folder that stands where the snapshot has a file is the user's: --delete leaves its contents too.
+    const blocked = plan.failed.map((f) => `${f.root}\0${f.path}/`);
     for (const [root, rootDir] of rootDirs) {
       const keep = kept.get(root) ?? new Set<string>();
       for (const f of await listFiles(rootDir)) {
         if (keep.has(f.key) || !wantPath(f.rel) || !wantSession(f.rel) || !(opts.scope?.(f.rel) ?? true)) continue;
+        if (blocked.some((b) => `${root}\0${f.rel}`.startsWith(b))) continue;
         plan.items.push({ type: "delete", root, rootDir, comps: f.comps, rel: f.rel, action: "delete" });
         plan.changes++;
       }

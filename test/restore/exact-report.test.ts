@@ -59,6 +59,11 @@ describe("restore reports exactly what it did", () => {
     expect(j.files.map((f: { path: string }) => f.path)).toEqual(["models.json"]);
     expect(readFileSync(path.join(sb.agentDir, SESSION, "keep.txt"), "utf8")).toBe("user data\n");
     expect(temps(sb.agentDir)).toEqual([]);
+    // Not with --delete either: the folder's contents are not "extra files".
+    const del = await cli(sb, ["restore", snap, "--delete", "--json"]);
+    expect(del.code, del.stderr).toBe(1);
+    expect(del.json().delete).toBe(0);
+    expect(readFileSync(path.join(sb.agentDir, SESSION, "keep.txt"), "utf8")).toBe("user data\n");
     rmSync(path.join(sb.agentDir, SESSION), { recursive: true });
   });
 
