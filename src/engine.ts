@@ -14,7 +14,18 @@ import { Repository, type SnapshotRecord } from "./repo/repository.js";
 import { openTarget } from "./targets/open.js";
 import { createSnapshot, type SnapshotOptions, type SnapshotResult } from "./snapshot/snapshotter.js";
 import { pathInScope } from "./snapshot/scan.js";
-import { describeFsError, restoreSnapshot, type RestoreOptions, type RestoreReport } from "./restore/restorer.js";
+import {
+  applyRestore,
+  describeFsError,
+  planReport,
+  planRestore,
+  type RestoreFailure,
+  type RestoreOptions,
+  type RestoreReport,
+  sessionMatcher,
+} from "./restore/restorer.js";
+import { SnapshotReader } from "./restore/snapshot-reader.js";
+import { parseSessionFileName } from "./pi/writer.js";
 import { PRE_RESTORE_TAG, type ResolvedTime, selectSnapshot, selectSnapshotAt } from "./restore/select.js";
 
 export { openTarget };
@@ -91,23 +102,18 @@ export interface SafeRestoreResult {
 }
 
 /**
- * Restore `when`. In place (no targetDir), the current state is snapshotted first (tag
- * "pre-restore"), so the restore itself can be undone with `pi-guard restore <undoSnapshot>`.
+ * Restore `when`. The restore is planned first; in place (no targetDir), when the plan changes
+ * anything, the current state is snapshotted (tag "pre-restore"), so the restore itself can be
+ * undone with `pi-guard restore <undoSnapshot>`. A run that changes nothing takes no snapshot.
  */
 export async function restore(config: Config, repo: Repository, when: string, opts: SafeRestoreOptions = {}): Promise<SafeRestoreResult> {
   const { record: snapshot, resolved } = await chooseSnapshotAt(repo, when);
-  const destinations: Record<string, string> = {};
-  for (const root of snapshot.snapshot.roots) {
-    if (opts.targetDir) {
-      destinations[root.name] = root.name === "agent" ? path.resolve(opts.targetDir) : path.resolve(opts.targetDir, `.${root.name}`);
-    } else {
-      const current = config.roots.find((r) => r.name === root.name);
-      destinations[root.name] = current?.path ?? root.path;
-    }
-  }
+  const { destinations, refused } = restoreDestinations(config, snapshot, opts.targetDir);
   if (opts.targetDir) await ensureWritableDir(path.resolve(opts.targetDir));
+  const plan = await planRestore(repo, snapshot, { ...opts, destinations, durable: !opts.targetDir, scope: pathInScope(config.filter) });
+  if (opts.session) await checkSessionFound(repo, snapshot, opts.session, plan.sessionIds);
   let undoSnapshot: string | undefined;
-  if (!opts.targetDir && !opts.dryRun) {
+  if (!opts.targetDir && !opts.dryRun && plan.changes > 0) {
     const pre = await snapshotAgentDir(config, repo, { tags: [PRE_RESTORE_TAG] });
     undoSnapshot = pre.id;
     // A file the undo snapshot could not read could not be put back: do not restore over it.
@@ -116,11 +122,82 @@ export async function restore(config: Config, repo: Repository, when: string, op
       throw new RepoError(`cannot save ${unsaved[0].path || unsaved[0].root} (${unsaved[0].error})${unsaved.length > 1 ? ` and ${unsaved.length - 1} more` : ""} before restoring over it; nothing was restored`, "io");
     }
   }
-  const report = await restoreSnapshot(repo, snapshot, { ...opts, destinations, durable: !opts.targetDir, scope: pathInScope(config.filter) });
+  const report = opts.dryRun ? planReport(plan) : await applyRestore(repo, plan);
+  report.failed.unshift(...refused);
   return { snapshot, report, undoSnapshot, resolved };
 }
 
+const SAFE_ROOT_NAME = /^[A-Za-z0-9_-][A-Za-z0-9._-]*$/;
+
+/**
+ * Where each root of a snapshot goes. The snapshot is untrusted: into a target, a root lands in
+ * a folder named after it only when the name is one plain component; in place, only roots the
+ * current configuration has are restored (a snapshot's own root paths could point anywhere).
+ */
+function restoreDestinations(
+  config: Config,
+  snapshot: SnapshotRecord,
+  targetDir: string | undefined,
+): { destinations: Record<string, string>; refused: RestoreFailure[] } {
+  const destinations: Record<string, string> = {};
+  const refused: RestoreFailure[] = [];
+  for (const root of snapshot.snapshot.roots) {
+    const refuse = (error: string) => refused.push({ path: `${String(root.name)}/`, root: String(root.name), error, kind: "refused" });
+    if (targetDir) {
+      if (root.name === "agent") destinations[root.name] = path.resolve(targetDir);
+      else if (typeof root.name === "string" && SAFE_ROOT_NAME.test(root.name)) destinations[root.name] = path.resolve(targetDir, `.${root.name}`);
+      else refuse("unsafe root name: not restored");
+      continue;
+    }
+    const current = config.roots.find((r) => r.name === root.name);
+    if (current) destinations[root.name] = current.path;
+    else refuse(`root ${JSON.stringify(root.name)} (${String(root.path)}) is not configured now: restore it with --target`);
+  }
+  return { destinations, refused };
+}
+
+/**
+ * `--session` must restore something or say why not: an unknown id, an ambiguous prefix, and a
+ * session the chosen snapshot lacks (naming the last snapshot that holds it) are errors.
+ */
+async function checkSessionFound(repo: Repository, chosen: SnapshotRecord, session: string, ids: Set<string>): Promise<void> {
+  if (ids.size > 1) throw ambiguousSession(session, [...ids]);
+  if (ids.size === 1) return;
+  const matches = sessionMatcher(session);
+  const snapshots = (await repo.listSnapshots()).filter((s) => s.id !== chosen.id).reverse();
+  const reader = await SnapshotReader.open(repo);
+  try {
+    for (const s of snapshots) {
+      const found = new Set<string>();
+      for await (const node of reader.files(s.snapshot.tree)) {
+        if (node.type === "file" && matches(node.path)) found.add(parseSessionFileName(node.path)!.id);
+      }
+      if (found.size > 1) throw ambiguousSession(session, [...found]);
+      if (found.size === 1) {
+        const id = [...found][0];
+        throw new RepoError(
+          `snapshot ${chosen.id.slice(0, 8)} (${chosen.snapshot.time}) does not hold session ${id}; the last snapshot that does is ${s.id.slice(0, 8)} (${s.snapshot.time}): pi-guard restore ${s.id.slice(0, 8)} --session ${id}`,
+          "not-found",
+        );
+      }
+    }
+  } finally {
+    await reader.close();
+  }
+  throw new RepoError(`no snapshot holds a session whose id starts with "${session}"`, "not-found");
+}
+
+function ambiguousSession(session: string, ids: string[]): RepoError {
+  const shown = ids.sort().slice(0, 4);
+  return new RepoError(
+    `session id "${session}" is ambiguous: ${ids.length} sessions match (${shown.join(", ")}${ids.length > 4 ? ", ..." : ""}); type more characters`,
+    "usage",
+  );
+}
+
 async function ensureWritableDir(dir: string): Promise<void> {
+  const st = await fs.stat(dir).catch(() => undefined);
+  if (st && !st.isDirectory()) throw new RepoError(`cannot restore to ${dir}: it is a file, not a folder`, "io");
   try {
     await makeDirs(dir);
     await fs.access(dir, fs.constants?.W_OK ?? 2);

@@ -12,6 +12,12 @@ interface RestoreFlags {
   delete?: boolean;
 }
 
+/** A path from a snapshot can hold control characters (a terminal escape, say): show them escaped. */
+function printable(text: string): string {
+  // eslint-disable-next-line no-control-regex
+  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
+}
+
 export function registerRestoreCommands(program: Command): void {
   program
     .command("restore")
@@ -25,10 +31,12 @@ export function registerRestoreCommands(program: Command): void {
     .addHelpText(
       "after",
       `
-<when> picks the newest snapshot at or before that moment. An in-place restore first takes a
-snapshot of what is there now (tag pre-restore), swaps each file in atomically and keeps modes
-(0600 for auth.json). It never deletes files unless --delete is given. To undo it, run the
-command it prints: a restore of its pre-restore snapshot with --delete.
+<when> picks the newest snapshot at or before that moment. An in-place restore that will change
+something first takes a snapshot of what is there now (tag pre-restore), swaps each file in
+atomically and keeps modes (0600 for auth.json). It never deletes files unless --delete is
+given, and never replaces a folder. To undo it, run the command it prints: a restore of its
+pre-restore snapshot with --delete. A path it refuses (unsafe, or a folder in the way) or
+cannot write is named, and the exit status is non-zero (3 when the data is damaged).
 
 ${LOCAL_TIME_NOTE}
 A moment in the future is an error. The moment <when> was read as is printed in UTC and local time.
@@ -72,7 +80,7 @@ Examples:
         });
       } else {
         if (opts.dryRun) {
-          for (const f of report.files) if (f.action !== "unchanged") info(ctx.out, `${f.action.padEnd(8)} ${f.path}`);
+          for (const f of report.files) if (f.action !== "unchanged") info(ctx.out, `${f.action.padEnd(8)} ${printable(f.path)}`);
         }
         info(
           ctx.out,
@@ -86,9 +94,10 @@ Examples:
         if (result.undoSnapshot) info(ctx.out, `undo with: pi-guard restore ${result.undoSnapshot.slice(0, 8)} --delete`);
       }
       if (report.failed.length) {
-        for (const f of report.failed) warn(`not restored: ${f.path}: ${f.error}`);
-        warn(`${report.failed.length} file(s) were not restored because their data is damaged; run \`pi-guard check --read-data\``);
-        process.exitCode = EXIT.damaged;
+        for (const f of report.failed) warn(`not restored: ${printable(f.path)}: ${printable(f.error)}`);
+        const damaged = report.failed.some((f) => f.kind === "damaged");
+        warn(`${report.failed.length} path(s) were not restored${damaged ? "; for damaged data run `pi-guard check --read-data`" : ""}`);
+        process.exitCode = damaged ? EXIT.damaged : EXIT.failure;
       }
     });
 

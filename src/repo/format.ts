@@ -245,7 +245,10 @@ export function isImport(s: Snapshot): boolean {
 /** One line of the tree stream: a file, directory or symlink, sorted by (root, path). */
 export interface TreeNode {
   root: string;
+  /** Relative to the root, "/"-separated; lossy (U+FFFD) when the name is not valid UTF-8. */
   path: string;
+  /** Base64 of the raw relative path bytes, present only when they are not valid UTF-8. */
+  pathBytes?: string;
   type: "file" | "dir" | "symlink";
   mode: number;
   mtimeMs: number;

@@ -7,9 +7,12 @@ export { DEFAULT_EXCLUDES, type SourceFilter, type SourceRoot } from "./sources.
 
 export interface ScannedEntry {
   root: string;
-  /** Relative to the root, with forward slashes. */
+  /** Relative to the root, with forward slashes; lossy (U+FFFD) for a name that is not UTF-8. */
   path: string;
-  abs: string;
+  /** Base64 of the raw relative path, only when it is not valid UTF-8 (docs/FORMAT.md §8). */
+  pathBytes?: string;
+  /** A Buffer when the path is not valid UTF-8, so that it can still be opened. */
+  abs: string | Buffer;
   stat: Stats;
   type: "file" | "dir" | "symlink";
 }
@@ -58,26 +61,42 @@ export async function* scanSources(roots: SourceRoot[], filter: SourceFilter, on
   }
 }
 
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
+
+/** A folder entry's name as text, and as the raw bytes when those are not valid UTF-8. */
+function entryName(raw: Buffer): { text: string; raw?: Buffer } {
+  try {
+    return { text: strictUtf8.decode(raw) };
+  } catch {
+    return { text: raw.toString("utf8"), raw };
+  }
+}
+
 async function* walk(
   root: SourceRoot,
-  dir: string,
+  dir: string | Buffer,
   rel: string,
   accept: (rel: string, isDir: boolean) => boolean,
   onUnreadable?: OnUnreadable,
+  relBytes?: Buffer,
 ): AsyncGenerator<ScannedEntry> {
-  let names: string[];
+  let raw: Buffer[];
   try {
-    names = await fs.readdir(dir);
+    // Names are read as bytes: one that is not UTF-8 would not survive a round trip through a string.
+    raw = await fs.readdir(dir, { encoding: "buffer" });
   } catch (err) {
     // A folder that vanished mid-scan (pi deleting a session) is not an error for a backup.
     if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
     if (onUnreadable && isPathError(err)) return onUnreadable(root.name, rel, err as NodeJS.ErrnoException);
     throw err;
   }
-  names.sort();
+  const bytesOf = (n: { text: string; raw?: Buffer }) => n.raw ?? Buffer.from(n.text);
+  const names = raw.map(entryName).sort((a, b) => (a.text < b.text ? -1 : a.text > b.text ? 1 : Buffer.compare(bytesOf(a), bytesOf(b))));
   for (const name of names) {
-    const abs = path.join(dir, name);
-    const relPath = rel ? `${rel}/${name}` : name;
+    const relPath = rel ? `${rel}/${name.text}` : name.text;
+    // Raw bytes are kept from the first name that is not UTF-8 down.
+    const bytes = relBytes || name.raw ? Buffer.concat([relBytes ?? Buffer.from(rel), Buffer.from(rel ? "/" : ""), bytesOf(name)]) : undefined;
+    const abs = typeof dir === "string" && !name.raw ? path.join(dir, name.text) : Buffer.concat([Buffer.from(dir), Buffer.from("/"), bytesOf(name)]);
     let stat: Stats;
     try {
       stat = await fs.lstat(abs);
@@ -86,13 +105,14 @@ async function* walk(
       if (onUnreadable && isPathError(err) && accept(relPath, true)) onUnreadable(root.name, relPath, err as NodeJS.ErrnoException);
       continue;
     }
+    const entry = { root: root.name, path: relPath, abs, stat, ...(bytes ? { pathBytes: bytes.toString("base64") } : {}) };
     if (stat.isDirectory()) {
       if (!accept(relPath, true)) continue;
-      yield { root: root.name, path: relPath, abs, stat, type: "dir" };
-      yield* walk(root, abs, relPath, accept, onUnreadable);
+      yield { ...entry, type: "dir" };
+      yield* walk(root, abs, relPath, accept, onUnreadable, bytes);
     } else if (stat.isFile() || stat.isSymbolicLink()) {
       if (!accept(relPath, false)) continue;
-      yield { root: root.name, path: relPath, abs, stat, type: stat.isFile() ? "file" : "symlink" };
+      yield { ...entry, type: stat.isFile() ? "file" : "symlink" };
     }
   }
 }

@@ -141,12 +141,13 @@ export class SnapshotBuilder {
     // Inline: the parent's tree is a few MB at most, less work than starting a worker thread.
     const inline = new SealPool(0);
     for await (const node of readTree(new BlobReader(this.repo, inline), parent.snapshot.tree)) {
-      if (node.type === "file") this.parentNodes.set(nodeKey(node.root, node.path), node);
+      if (node.type === "file") this.parentNodes.set(nodeKey(node.root, node.pathBytes ?? node.path), node);
     }
   }
 
   async addEntry(entry: ScannedEntry): Promise<void> {
-    const base = { root: entry.root, path: entry.path, mode: entry.stat.mode & 0o7777, mtimeMs: entry.stat.mtimeMs };
+    const base: Pick<TreeNode, "root" | "path" | "pathBytes" | "mode" | "mtimeMs"> = { root: entry.root, path: entry.path, mode: entry.stat.mode & 0o7777, mtimeMs: entry.stat.mtimeMs };
+    if (entry.pathBytes) base.pathBytes = entry.pathBytes;
     if (entry.type === "dir") {
       this.counts.dirs++;
       await this.tree.add({ ...base, type: "dir" });
@@ -181,7 +182,7 @@ export class SnapshotBuilder {
 
   private async storeFile(entry: ScannedEntry): Promise<Pick<TreeNode, "size" | "ino" | "content" | "mtimeMs"> | undefined> {
     const { stat } = entry;
-    const prev = this.parentNodes.get(nodeKey(entry.root, entry.path));
+    const prev = this.parentNodes.get(nodeKey(entry.root, entry.pathBytes ?? entry.path));
     if (prev && prev.ino === stat.ino && prev.size === stat.size && prev.mtimeMs === stat.mtimeMs && prev.content) {
       this.count("unchanged", stat.size, entry.path);
       return { size: stat.size, ino: stat.ino, content: prev.content, mtimeMs: stat.mtimeMs };

@@ -162,7 +162,8 @@ describe("sessions delete", () => {
     await restoreJson(w.sb, [r.snapshotId, "--target", target]);
     expect(JSON.parse(readFileSync(path.join(target, ".pi-guard-meta", "tags.json"), "utf8")).sessions[w.main.sessionId]).toEqual(["keepme"]);
 
-    const back = await restoreJson(w.sb, ["latest", "--session", w.main.sessionId.slice(0, 8)]);
+    // The first 8 characters are ambiguous here (two sessions started the same minute): the full id is not.
+    const back = await restoreJson(w.sb, ["latest", "--session", w.main.sessionId]);
     expect(back.files.map((f) => f.path)).toEqual([path.relative(w.sb.agentDir, w.main.file)]);
     expect(readFileSync(w.main.file).equals(bytes)).toBe(true);
     expect((await list()).find((x) => x.id === w.main.sessionId)).toMatchObject({ deleted: false, live: w.main.file });
