@@ -7,7 +7,7 @@ import { promises as fs } from "node:fs";
 import path from "node:path";
 import type { Config } from "./config/config.js";
 import { isInside } from "./config/config.js";
-import { createKeyFile, NO_CREDENTIALS_HINT, resolveCredentials } from "./config/credentials.js";
+import { createKeyFile, noCredentialsError, resolveCredentials } from "./config/credentials.js";
 import { RepoError } from "./repo/errors.js";
 import type { Credentials } from "./repo/keys.js";
 import { Repository, type SnapshotRecord } from "./repo/repository.js";
@@ -62,8 +62,8 @@ export async function openRepository(config: Config, promptPassword?: () => Prom
     throw new RepoError(`no repository at ${config.repo} (run \`pi-guard init\` first, or set PI_GUARD_REPO)`, "not-found");
   }
   let cred = await resolveCredentials(config);
-  if (!cred && promptPassword) cred = { kind: "password", password: await promptPassword(), source: "prompt" };
-  if (!cred) throw new RepoError(NO_CREDENTIALS_HINT, "no-password");
+  if (!cred && promptPassword && !config.keyFileSource) cred = { kind: "password", password: await promptPassword(), source: "prompt" };
+  if (!cred) throw noCredentialsError(config);
   return Repository.open(target, cred);
 }
 

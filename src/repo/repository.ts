@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import type { Target } from "../targets/target.js";
 import { Chunker, DATA_CHUNKER, TREE_CHUNKER, gearTable, type ChunkerParams } from "./chunker.js";
 import { blobId, decrypt, encrypt } from "./crypto.js";
@@ -16,7 +16,7 @@ import {
 } from "./format.js";
 import { addKey, newMasterKey, unlock, type Credentials, type MasterKey } from "./keys.js";
 import { MemoryIndex } from "./memory-index.js";
-import { listSnapshotIds, readRepoConfig } from "./peek.js";
+import { CONFIG_BOUNDS, listSnapshotIds, readRepoConfig } from "./peek.js";
 
 export interface RepoConfig {
   format: "pi-guard";
@@ -63,15 +63,18 @@ export class Repository {
     if (await target.head(CONFIG_KEY)) {
       throw new RepoError(`a repository already exists at ${target.location}`, "exists");
     }
+    const packSize = opts.packSize ?? DEFAULT_PACK_SIZE;
+    if (packSize < CONFIG_BOUNDS.packMin || packSize > CONFIG_BOUNDS.packMax) throw new RepoError(`pack size ${packSize} is outside ${CONFIG_BOUNDS.packMin}..${CONFIG_BOUNDS.packMax}`, "usage");
     const master = newMasterKey();
     const keyId = await addKey(target, master, cred);
     const config: RepoConfig = {
       format: "pi-guard",
       version: FORMAT_VERSION,
-      id: createHash("sha256").update(master.id).update("repository id").digest("hex").slice(0, 32),
+      // Random, not derived from a key: the id is plaintext and names caches, so it must say nothing about the keys.
+      id: randomBytes(16).toString("hex"),
       created: new Date().toISOString(),
       chunker: { data: DATA_CHUNKER, tree: TREE_CHUNKER },
-      packSize: opts.packSize ?? DEFAULT_PACK_SIZE,
+      packSize,
     };
     await target.put(CONFIG_KEY, Buffer.from(JSON.stringify(config, null, 2) + "\n"));
     return new Repository(target, config, master, keyId);
