@@ -6,6 +6,7 @@ import { RepoError } from "./errors.js";
 import { decodePackHeader, packKey, type TreeNode } from "./format.js";
 import type { Repository, SnapshotRecord } from "./repository.js";
 import { BlobReader } from "./blob-reader.js";
+import { checkKeyObjects } from "./check-keys.js";
 import { SealPool } from "./seal-pool.js";
 import type { BlobLocation } from "./memory-index.js";
 import { readTree } from "../snapshot/tree.js";
@@ -45,6 +46,7 @@ export async function checkRepository(
   const problems: CheckProblem[] = [];
   const error = (message: string) => problems.push({ severity: "error", message });
   const warn = (message: string) => problems.push({ severity: "warning", message });
+  problems.push(...(await checkKeyObjects(repo.target)));
   try {
     await repo.loadIndex(true);
   } catch (err) {

@@ -4,7 +4,7 @@
 // tried.
 
 import { createHash, randomBytes, scryptSync } from "node:crypto";
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readKeyFile } from "../../src/config/credentials.js";
@@ -26,8 +26,9 @@ const keyObject = (over: Record<string, unknown>) =>
     ...over,
   });
 
-/** Key ids sort first, so unlock meets the planted keys before the real one. */
-const plant = (repo: string, n: number, body: string) => writeFileSync(path.join(repo, "keys", n.toString(16).padStart(64, "0")), body);
+/** Key ids that sort first (unlock meets the planted keys before the real one), distinct in 12 digits. */
+const plantedId = (n: number) => "00" + n.toString(16).padStart(2, "0") + "0".repeat(60);
+const plant = (repo: string, n: number, body: string) => writeFileSync(path.join(repo, "keys", plantedId(n)), body);
 
 describe("keys", () => {
   let sb: Sandbox;
@@ -74,6 +75,20 @@ describe("keys", () => {
     expect(wrong).toMatch(/password from PI_GUARD_PASSWORD does not open/);
     expect(wrong).toMatch(/3 password keys and no key-file keys \(and 8 damaged key objects/);
   });
+
+  it("check reads every key object: damaged ones are errors, keys of other credentials are not", async () => {
+    const r = await cli(sb, ["check", "--json"], { env: pw, timeoutMs: 30_000 });
+    expect(r.code, r.stderr).toBe(3);
+    const messages = r.json<{ problems: { severity: string; message: string }[] }>().problems.map((p) => p.message);
+    const named = (n: number) => messages.filter((m) => m.startsWith(`key ${plantedId(n).slice(0, 12)} is damaged`));
+    for (const n of [1, 2, 3, 4, 5, 6, 7, 10]) expect(named(n), messages.join("\n")).toHaveLength(1);
+    expect(named(2)[0]).toMatch(/scrypt N=3 is not a power of two/);
+    expect(named(3)[0]).toMatch(/scrypt N=1099511627776/);
+    // Well-formed keys this password does not open (8, 9) may belong to other passwords.
+    expect(named(8)).toEqual([]);
+    expect(named(9)).toEqual([]);
+    expect(messages).toHaveLength(8);
+  });
 });
 
 describe("credential messages", () => {
@@ -99,6 +114,24 @@ describe("credential messages", () => {
     expect(line).toMatch(/password from PI_GUARD_PASSWORD does not open the repository at /);
     expect(line).toMatch(/no password keys and 1 key-file key/);
     expect(line).toMatch(/--key-file/);
+  });
+
+  it("check names damaged key objects that unlock never had to read", async () => {
+    const before = (await cli(sb, ["check", "--json"])).code;
+    expect(before).toBe(0);
+    plant(sb.repo, 1, "{ not json");
+    plant(sb.repo, 2, keyObject({ kdf: "hkdf", scrypt: undefined, salt: "short" }));
+    plant(sb.repo, 3, keyObject({ scrypt: { N: 2 ** 40, r: 8, p: 1 } }));
+    plant(sb.repo, 4, keyObject({})); // a well-formed password key: another credential, not damage
+    try {
+      const r = await cli(sb, ["check", "--json"]);
+      expect(r.code, r.stderr).toBe(3);
+      const messages = r.json<{ problems: { message: string }[] }>().problems.map((p) => p.message);
+      expect(messages.filter((m) => m.includes(" is damaged ")).map((m) => m.slice(0, 16))).toEqual([1, 2, 3].map((n) => `key ${plantedId(n).slice(0, 12)}`));
+      expect(messages.join("\n")).not.toContain(plantedId(4).slice(0, 12));
+    } finally {
+      for (const n of [1, 2, 3, 4]) rmSync(path.join(sb.repo, "keys", plantedId(n)));
+    }
   });
 
   it("the repository id is random, not derived from the blob-id key", async () => {
