@@ -12,6 +12,7 @@ import { RepoError } from "./repo/errors.js";
 import type { Credentials } from "./repo/keys.js";
 import { Repository, type SnapshotRecord } from "./repo/repository.js";
 import { openTarget } from "./targets/open.js";
+import { withLock } from "./repo/lock.js";
 import { createSnapshot, type SnapshotOptions, type SnapshotResult } from "./snapshot/snapshotter.js";
 import { pathInScope } from "./snapshot/scan.js";
 import { describeFsError, restoreSnapshot, type RestoreOptions, type RestoreReport } from "./restore/restorer.js";
@@ -76,7 +77,8 @@ export async function snapshotAgentDir(
   return createSnapshot(repo, { roots: config.roots, filter: config.filter, ...opts });
 }
 
-export interface SafeRestoreOptions extends Omit<RestoreOptions, "destinations"> {
+export interface SafeRestoreOptions extends Omit<RestoreOptions, "destinations" | "signal"> {
+  lockWaitMs?: number;
   /** Restore into this folder instead of in place. */
   targetDir?: string;
 }
@@ -106,10 +108,14 @@ export async function restore(config: Config, repo: Repository, when: string, op
   if (opts.targetDir) await ensureWritableDir(path.resolve(opts.targetDir));
   let undoSnapshot: string | undefined;
   if (!opts.targetDir && !opts.dryRun) {
-    const pre = await snapshotAgentDir(config, repo, { tags: [PRE_RESTORE_TAG] });
+    const pre = await snapshotAgentDir(config, repo, { tags: [PRE_RESTORE_TAG], lockWaitMs: opts.lockWaitMs });
     undoSnapshot = pre.id;
   }
-  const report = await restoreSnapshot(repo, snapshot, { ...opts, destinations, durable: !opts.targetDir, scope: pathInScope(config.filter) });
+  // Shared: another restore or a reader may run beside it, but nothing that deletes. Taken after
+  // the pre-restore snapshot, whose exclusive lock would otherwise wait for this one.
+  const report = await withLock(repo, { exclusive: false, command: "restore", waitMs: opts.lockWaitMs ?? 60_000 }, (signal) =>
+    restoreSnapshot(repo, snapshot, { ...opts, destinations, durable: !opts.targetDir, scope: pathInScope(config.filter), signal }),
+  );
   return { snapshot, report, undoSnapshot };
 }
 

@@ -47,6 +47,7 @@ Examples:
         session: opts.session,
         dryRun: opts.dryRun,
         deleteExtra: opts.delete,
+        lockWaitMs: ctx.lockWaitMs,
         onProgress: (p) => progress.update(`${p.files} files, ${formatBytes(p.bytes)}  ${p.current}`),
       });
       progress.done();
@@ -98,8 +99,11 @@ Examples:
       const repo = await ctx.open();
       const { chooseSnapshot } = await import("../engine.js");
       const { writeArchive } = await import("../restore/archive.js");
-      const record = await chooseSnapshot(repo, when);
-      const result = await writeArchive(repo, record, opts.output, { paths: opts.path });
+      const { withLock } = await import("../repo/lock.js");
+      const { record, result } = await withLock(repo, { exclusive: false, command: "archive", waitMs: ctx.lockWaitMs }, async () => {
+        const record = await chooseSnapshot(repo, when);
+        return { record, result: await writeArchive(repo, record, opts.output, { paths: opts.path }) };
+      });
       if (opts.output === "-") return;
       if (ctx.out.json) printJson({ snapshotId: record.id, output: opts.output, ...result });
       else info(ctx.out, `wrote ${opts.output}: ${result.files} files, ${formatBytes(result.bytes)} from snapshot ${record.id.slice(0, 8)}`);

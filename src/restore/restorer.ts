@@ -32,6 +32,8 @@ export interface RestoreOptions {
    */
   durable?: boolean;
   onProgress?: (p: { files: number; bytes: number; current: string }) => void;
+  /** The repository lock's: the restore stops (throws its reason) once the lock is lost. */
+  signal?: AbortSignal;
 }
 
 export type FileAction = "create" | "replace" | "unchanged" | "delete";
@@ -69,6 +71,7 @@ export async function restoreSnapshot(repo: Repository, record: SnapshotRecord, 
   const running = new Set<Promise<void>>();
   try {
     for await (const node of readTree(reader, record.snapshot.tree)) {
+      opts.signal?.throwIfAborted();
       const destRoot = opts.destinations[node.root];
       if (!destRoot) continue;
       const dest = path.join(destRoot, ...node.path.split("/"));
@@ -101,6 +104,7 @@ export async function restoreSnapshot(repo: Repository, record: SnapshotRecord, 
       if (running.size >= PARALLEL_FILES) await Promise.race(running);
     }
     await Promise.all(running);
+    opts.signal?.throwIfAborted();
     if (opts.deleteExtra) await planDeletes(opts, kept, report, wantPath, wantSession);
   } finally {
     await Promise.allSettled(running);

@@ -64,7 +64,7 @@ export async function withSnapshotBuilder(
   try {
     await cleanStaging(repo.target.stagingDir);
     await repo.loadIndex(true);
-    builder = new SnapshotBuilder(repo, pool, opts.onProgress);
+    builder = new SnapshotBuilder(repo, pool, opts.onProgress, lock.signal);
     return await build(builder);
   } catch (err) {
     await builder?.abort();
@@ -102,6 +102,8 @@ export class SnapshotBuilder {
     private readonly repo: Repository,
     pool: SealPool,
     private readonly onProgress?: (p: SnapshotProgress) => void,
+    /** The repository lock's: once it is lost, no further entry is stored and nothing is committed. */
+    private readonly lockLost?: AbortSignal,
   ) {
     this.writer = new BlobWriter(repo, pool);
     this.tree = new TreeWriter(repo, this.writer);
@@ -117,6 +119,7 @@ export class SnapshotBuilder {
   }
 
   async addEntry(entry: ScannedEntry): Promise<void> {
+    this.lockLost?.throwIfAborted();
     const base = { root: entry.root, path: entry.path, mode: entry.stat.mode & 0o7777, mtimeMs: entry.stat.mtimeMs };
     if (entry.type === "dir") {
       this.counts.dirs++;
@@ -241,6 +244,7 @@ export class SnapshotBuilder {
       program: PROGRAM,
       summary,
     };
+    this.lockLost?.throwIfAborted();
     const id = await this.repo.saveSnapshot(snapshot);
     return { id, snapshot };
   }
