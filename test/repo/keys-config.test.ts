@@ -189,6 +189,16 @@ describe("config bounds", () => {
     });
   }
 
+  it("sessions list, which reads only the id, refuses an id that is a path", async () => {
+    withConfig((c) => (c.id = "../../../escape"));
+    try {
+      const line = expectOneLineError(await cli(sb, ["sessions", "list"]), 3);
+      expect(line).toContain(`${sb.repo}/config: id is not 32 hex digits`);
+    } finally {
+      writeFileSync(configFile(), original);
+    }
+  });
+
   it("the untouched config still works", async () => {
     await ok(sb, ["snapshot"]);
   });
