@@ -133,8 +133,10 @@ export async function readKeyEntries(target: Target): Promise<KeyEntry[]> {
     try {
       raw = await target.get(info.key);
     } catch (err) {
+      // Removed since the listing: not a key any more. Unreadable (permissions): as good as damaged.
       if (err instanceof ObjectNotFound) continue;
-      throw err;
+      out.push({ id, problem: `cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})` });
+      continue;
     }
     out.push(await parseKeyObject(id, raw));
   }
