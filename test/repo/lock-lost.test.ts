@@ -170,10 +170,10 @@ describe("readers take a shared lock", () => {
   });
 
   it("the CLI: deleting the lock during a restore makes it exit non-zero", async () => {
-    generateAgentDir({ out: path.join(sb.sessionsDir, "--big--"), sizeBytes: 24 * 1024 * 1024, seed: "lock-lost", poolRoot: path.join(PROJECT_ROOT, "node_modules") });
+    generateAgentDir({ out: path.join(sb.sessionsDir, "--big--"), sizeBytes: 40 * 1024 * 1024, seed: "lock-lost", poolRoot: path.join(PROJECT_ROOT, "node_modules") });
     await snapshot(sb);
     const locksDir = path.join(sb.repo, "locks");
-    const child = spawnCli(sb, ["restore", "latest", "--target", sb.dir("big")], { env: { PI_GUARD_LOCK_REFRESH_MS: "20" } });
+    const child = spawnCli(sb, ["restore", "latest", "--target", sb.dir("big")], { env: { PI_GUARD_LOCK_REFRESH_MS: "10" } });
     const done = collect(child);
     let exited = false;
     void done.then(() => (exited = true));
