@@ -7,11 +7,12 @@ import { promises as fs } from "node:fs";
 import path from "node:path";
 import type { Config } from "./config/config.js";
 import { isInside } from "./config/config.js";
-import { createKeyFile, NO_CREDENTIALS_HINT, resolveCredentials } from "./config/credentials.js";
+import { createKeyFile, noCredentialsError, resolveCredentials } from "./config/credentials.js";
 import { RepoError } from "./repo/errors.js";
 import type { Credentials } from "./repo/keys.js";
 import { Repository, type SnapshotRecord } from "./repo/repository.js";
 import { openTarget } from "./targets/open.js";
+import { withLock } from "./repo/lock.js";
 import { createSnapshot, type SnapshotOptions, type SnapshotResult } from "./snapshot/snapshotter.js";
 import { pathInScope } from "./snapshot/scan.js";
 import {
@@ -73,8 +74,8 @@ export async function openRepository(config: Config, promptPassword?: () => Prom
     throw new RepoError(`no repository at ${config.repo} (run \`pi-guard init\` first, or set PI_GUARD_REPO)`, "not-found");
   }
   let cred = await resolveCredentials(config);
-  if (!cred && promptPassword) cred = { kind: "password", password: await promptPassword(), source: "prompt" };
-  if (!cred) throw new RepoError(NO_CREDENTIALS_HINT, "no-password");
+  if (!cred && promptPassword && !config.keyFileSource) cred = { kind: "password", password: await promptPassword(), source: "prompt" };
+  if (!cred) throw noCredentialsError(config);
   return Repository.open(target, cred);
 }
 
@@ -87,7 +88,8 @@ export async function snapshotAgentDir(
   return createSnapshot(repo, { roots: config.roots, filter: config.filter, ...opts });
 }
 
-export interface SafeRestoreOptions extends Omit<RestoreOptions, "destinations"> {
+export interface SafeRestoreOptions extends Omit<RestoreOptions, "destinations" | "signal"> {
+  lockWaitMs?: number;
   /** Restore into this folder instead of in place. */
   targetDir?: string;
 }
@@ -110,11 +112,14 @@ export async function restore(config: Config, repo: Repository, when: string, op
   const { record: snapshot, resolved } = await chooseSnapshotAt(repo, when);
   const { destinations, refused } = restoreDestinations(config, snapshot, opts.targetDir);
   if (opts.targetDir) await ensureWritableDir(path.resolve(opts.targetDir));
-  const plan = await planRestore(repo, snapshot, { ...opts, destinations, durable: !opts.targetDir, scope: pathInScope(config.filter) });
-  if (opts.session) await checkSessionFound(repo, snapshot, opts.session, plan.sessionIds);
+  const plan = await withLock(repo, sharedRestoreLock(opts), async () => {
+    const plan = await planRestore(repo, snapshot, { ...opts, destinations, durable: !opts.targetDir, scope: pathInScope(config.filter) });
+    if (opts.session) await checkSessionFound(repo, snapshot, opts.session, plan.sessionIds);
+    return plan;
+  });
   let undoSnapshot: string | undefined;
   if (!opts.targetDir && !opts.dryRun && plan.changes > 0) {
-    const pre = await snapshotAgentDir(config, repo, { tags: [PRE_RESTORE_TAG] });
+    const pre = await snapshotAgentDir(config, repo, { tags: [PRE_RESTORE_TAG], lockWaitMs: opts.lockWaitMs });
     undoSnapshot = pre.id;
     // A file the undo snapshot could not read could not be put back: do not restore over it.
     const unsaved = pre.snapshot.skipped ?? [];
@@ -122,10 +127,16 @@ export async function restore(config: Config, repo: Repository, when: string, op
       throw new RepoError(`cannot save ${unsaved[0].path || unsaved[0].root} (${unsaved[0].error})${unsaved.length > 1 ? ` and ${unsaved.length - 1} more` : ""} before restoring over it; nothing was restored`, "io");
     }
   }
-  const report = opts.dryRun ? planReport(plan) : await applyRestore(repo, plan);
+  // Shared: another restore or a reader may run beside it, but nothing that deletes. Taken after
+  // the pre-restore snapshot, whose exclusive lock would otherwise wait for this one.
+  const report = opts.dryRun
+    ? planReport(plan)
+    : await withLock(repo, sharedRestoreLock(opts), (signal) => applyRestore(repo, { ...plan, opts: { ...plan.opts, signal } }));
   report.failed.unshift(...refused);
   return { snapshot, report, undoSnapshot, resolved };
 }
+
+const sharedRestoreLock = (opts: SafeRestoreOptions) => ({ exclusive: false, command: "restore", waitMs: opts.lockWaitMs ?? 60_000 });
 
 const SAFE_ROOT_NAME = /^[A-Za-z0-9_-][A-Za-z0-9._-]*$/;
 

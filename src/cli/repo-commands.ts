@@ -214,6 +214,7 @@ Examples:
         // Temp files older than an hour can only be leftovers of a killed process.
         if (repo.target instanceof LocalTarget) await repo.target.cleanTemp(60 * 60 * 1000);
         report = await checkRepository(repo, { readData: opts.readData, onProgress: (p) => progress.update(`reading packs ${p.packs}/${p.total}`) });
+        lock.assertHeld();
       } finally {
         progress.done();
         await lock.release();

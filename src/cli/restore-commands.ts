@@ -59,6 +59,7 @@ Examples:
         session: opts.session,
         dryRun: opts.dryRun,
         deleteExtra: opts.delete,
+        lockWaitMs: ctx.lockWaitMs,
         onProgress: (p) => progress.update(`${p.files} files, ${formatBytes(p.bytes)}  ${p.current}`),
       });
       progress.done();
@@ -113,8 +114,11 @@ Examples:
       const repo = await ctx.open();
       const { chooseSnapshotAt } = await import("../engine.js");
       const { writeArchive } = await import("../restore/archive.js");
-      const { record, resolved } = await chooseSnapshotAt(repo, when);
-      const result = await writeArchive(repo, record, opts.output, { paths: opts.path });
+      const { withLock } = await import("../repo/lock.js");
+      const { record, resolved, result } = await withLock(repo, { exclusive: false, command: "archive", waitMs: ctx.lockWaitMs }, async () => {
+        const { record, resolved } = await chooseSnapshotAt(repo, when);
+        return { record, resolved, result: await writeArchive(repo, record, opts.output, { paths: opts.path }) };
+      });
       if (opts.output === "-") return;
       if (ctx.out.json) printJson({ snapshotId: record.id, resolved: resolved ?? null, output: opts.output, ...result });
       else {

@@ -3,6 +3,7 @@ import { context, type Context } from "./context.js";
 import { formatBytes, info, printJson, table } from "./output.js";
 import { RepoError } from "../repo/errors.js";
 import type { SessionCatalog, SessionRecord } from "../sessions/index.js";
+import type { Lock } from "../repo/lock.js";
 
 interface ListFlags {
   project?: string;
@@ -15,22 +16,50 @@ interface ListFlags {
   live?: boolean;
 }
 
-/** The catalog over live files and (unless --live) every snapshot; close it when done. */
-async function openCatalog(ctx: Context, liveOnly = false): Promise<SessionCatalog> {
+/**
+ * The catalog over live files and (unless --live) every snapshot; `finish` it when done. A shared
+ * repository lock is taken only if the repository is actually opened (a warm catalog never does).
+ */
+async function openCatalog(ctx: Context, liveOnly = false): Promise<{ catalog: SessionCatalog; finish(ok: boolean): Promise<void> }> {
   // Only the modules a warm list or search needs: the session parser loads when something changed.
   const { SessionCatalog } = await import("../sessions/catalog.js");
   const { lazyRepository } = await import("../sessions/source.js");
   const { openTarget } = await import("../targets/open.js");
-  const repo = liveOnly ? null : await lazyRepository(openTarget(ctx.config), () => ctx.open());
-  return SessionCatalog.build({ config: ctx.config, repo });
+  let lock: Lock | undefined;
+  const openLocked = async () => {
+    const repo = await ctx.open();
+    const { acquireLock } = await import("../repo/lock.js");
+    lock = await acquireLock(repo, { exclusive: false, command: "sessions", waitMs: ctx.lockWaitMs });
+    return repo;
+  };
+  const repo = liveOnly ? null : await lazyRepository(openTarget(ctx.config), openLocked);
+  const catalog = await SessionCatalog.build({ config: ctx.config, repo }).catch(async (err: unknown) => {
+    await lock?.release();
+    throw err;
+  });
+  return {
+    catalog,
+    async finish(ok: boolean) {
+      try {
+        await catalog.close();
+      } finally {
+        await lock?.release();
+      }
+      // What was read while the lock was lost may be gone already: not a success.
+      if (ok) lock?.assertHeld();
+    },
+  };
 }
 
 async function withCatalog<T>(ctx: Context, liveOnly: boolean, fn: (c: SessionCatalog) => Promise<T>): Promise<T> {
-  const catalog = await openCatalog(ctx, liveOnly);
+  const { catalog, finish } = await openCatalog(ctx, liveOnly);
+  let ok = false;
   try {
-    return await fn(catalog);
+    const result = await fn(catalog);
+    ok = true;
+    return result;
   } finally {
-    await catalog.close();
+    await finish(ok);
   }
 }
 
@@ -54,14 +83,11 @@ async function gatherStats(ctx: Context, gap: string) {
   const gapHours = Number(gap);
   if (!Number.isFinite(gapHours) || gapHours <= 0) throw new RepoError(`--gap must be a number of hours above 0, not "${gap}"`, "usage");
   const { computeStats } = await import("../sessions/stats.js");
-  const catalog = await openCatalog(ctx);
-  try {
+  return withCatalog(ctx, false, async (catalog) => {
     const timeline = catalog.snapshots.map((r) => ({ id: r.id, time: r.time, host: r.host, tags: r.tags }));
     const { statsOriginKeys } = await import("../sessions/index.js");
     return computeStats(catalog.sessions, { target: ctx.config.repo, timeline }, { gapHours, originKeys: await statsOriginKeys(catalog) });
-  } finally {
-    await catalog.close();
-  }
+  });
 }
 
 /** The filters `sessions list` and `sessions search` share. */

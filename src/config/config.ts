@@ -38,6 +38,8 @@ export interface Config {
   /** A local path, or later s3://bucket/prefix. */
   repo: string;
   keyFile: string;
+  /** Where keyFile was named (flag, environment, config file); undefined for the default path. */
+  keyFileSource?: string;
   passwordFile?: string;
   password?: string;
   passwordSource?: string;
@@ -107,6 +109,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
     configFile,
     repo: repo.startsWith("s3://") ? repo : path.resolve(repo),
     keyFile: path.resolve(flags.keyFile ?? env.PI_GUARD_KEY_FILE ?? file.keyFile ?? path.join(configDir, "key")),
+    keyFileSource: flags.keyFile ? "--key-file" : env.PI_GUARD_KEY_FILE ? "PI_GUARD_KEY_FILE" : file.keyFile ? `config file ${configFile}` : undefined,
     passwordFile,
     password: env.PI_GUARD_PASSWORD,
     passwordSource: passwordFile ? `password file ${passwordFile}` : env.PI_GUARD_PASSWORD !== undefined ? "PI_GUARD_PASSWORD" : undefined,

@@ -70,5 +70,14 @@ export async function createKeyFile(file: string): Promise<Credentials> {
   return { kind: "keyfile", secret, path: file };
 }
 
+/**
+ * The error when resolveCredentials found nothing. A key file the user named explicitly and that
+ * does not exist is the likely mistake, so it is named rather than asking for a password.
+ */
+export function noCredentialsError(config: Config): RepoError {
+  if (config.keyFileSource) return new RepoError(`key file ${config.keyFile} (from ${config.keyFileSource}) does not exist (a password repository needs PI_GUARD_PASSWORD or PI_GUARD_PASSWORD_FILE instead)`, "no-password");
+  return new RepoError(NO_CREDENTIALS_HINT, "no-password");
+}
+
 export const NO_CREDENTIALS_HINT =
   "no password: set PI_GUARD_PASSWORD or PI_GUARD_PASSWORD_FILE, or use the key file made by `pi-guard init`";

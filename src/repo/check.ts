@@ -6,6 +6,7 @@ import { RepoError } from "./errors.js";
 import { AAD, decodePackHeader, packKey, type TreeNode } from "./format.js";
 import type { Repository, SnapshotRecord } from "./repository.js";
 import { BlobReader } from "./blob-reader.js";
+import { checkKeyObjects } from "./check-keys.js";
 import { SealPool } from "./seal-pool.js";
 import type { BlobLocation } from "./memory-index.js";
 import { readTree } from "../snapshot/tree.js";
@@ -45,6 +46,7 @@ export async function checkRepository(
   const problems: CheckProblem[] = [];
   const error = (message: string) => problems.push({ severity: "error", message });
   const warn = (message: string) => problems.push({ severity: "warning", message });
+  problems.push(...(await checkKeyObjects(repo.target)));
   // What loading skips is reported below as a problem, not also as a warning on the way.
   const onWarning = repo.onWarning;
   repo.onWarning = () => undefined;

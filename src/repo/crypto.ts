@@ -47,9 +47,48 @@ export interface ScryptParams {
   p: number;
 }
 
+/** The parameters of keys made before calibration; still accepted when read. */
 export const DEFAULT_SCRYPT: ScryptParams = { N: 1 << 15, r: 8, p: 1 };
 
+/**
+ * New keys, as restic does: fix the memory (128·N·r = 64 MiB) and raise p, which costs time but no
+ * memory, until one derivation takes about half a second on this machine.
+ */
+export const CALIBRATION = { N: 1 << 16, r: 8, targetMs: 500, maxP: 16 };
+
+/**
+ * Bounds for parameters read from a key object, which anyone with write access to the repository
+ * can plant: a huge N is a malloc failure, a huge p an unlock that never ends.
+ */
+export const SCRYPT_BOUNDS = { minLogN: 10, maxLogN: 20, maxR: 32, maxP: 64, maxMemory: 256 * 1024 * 1024, maxWork: (1 << 16) * 8 * 64 };
+
+const scryptMemory = (params: ScryptParams): number => 128 * params.N * params.r;
+
+/** Why these parameters must not be used, or undefined when they are within bounds. */
+export function scryptParamsProblem(params: ScryptParams): string | undefined {
+  const { N, r, p } = params;
+  const b = SCRYPT_BOUNDS;
+  if (![N, r, p].every(Number.isSafeInteger)) return "scrypt parameters are not integers";
+  if (N < 2 ** b.minLogN || N > 2 ** b.maxLogN || (N & (N - 1)) !== 0) return `scrypt N=${N} is not a power of two from 2^${b.minLogN} to 2^${b.maxLogN}`;
+  if (r < 1 || r > b.maxR) return `scrypt r=${r} is not within 1..${b.maxR}`;
+  if (p < 1 || p > b.maxP) return `scrypt p=${p} is not within 1..${b.maxP}`;
+  if (scryptMemory(params) > b.maxMemory) return `scrypt N=${N}, r=${r} needs ${scryptMemory(params) >> 20} MiB, more than ${b.maxMemory >> 20} MiB`;
+  if (N * r * p > b.maxWork) return `scrypt N=${N}, r=${r}, p=${p} is more work than pi-guard ever asks for`;
+  return undefined;
+}
+
+/** Parameters for a new password key on this machine: 64 MiB, about half a second. */
+export async function calibrateScrypt(): Promise<ScryptParams> {
+  const { N, r, targetMs, maxP } = CALIBRATION;
+  const started = performance.now();
+  await deriveFromPassword("calibration", randomBytes(16), { N, r, p: 1 });
+  const ms = Math.max(1, performance.now() - started);
+  return { N, r, p: Math.min(maxP, Math.max(1, Math.round(targetMs / ms))) };
+}
+
 export async function deriveFromPassword(password: string, salt: Buffer, params: ScryptParams): Promise<Buffer> {
+  const problem = scryptParamsProblem(params);
+  if (problem) throw new RepoError(problem, "corrupt");
   return scryptAsync(Buffer.from(password, "utf8"), salt, 32, {
     N: params.N,
     r: params.r,

@@ -6,8 +6,9 @@ import type { Repository } from "./repository.js";
 
 /**
  * Repository locks, in the restic style: each process writes its own lock object under locks/,
- * then lists the others. Exclusive locks (snapshot, import, repair index) conflict with every other lock;
- * shared locks (restore, check) only with exclusive ones. Works the same on a folder and on S3.
+ * then lists the others. Exclusive locks (snapshot, import, repair index, sessions delete) conflict with every other lock;
+ * shared locks (restore, archive, check, and sessions commands that open the repository) only with
+ * exclusive ones. Works the same on a folder and on S3.
  *
  * A lock is stale when its process is gone (same host, pid not alive) or when it has not been
  * refreshed for STALE_MS (another host that crashed); stale locks are removed by whoever finds them.
@@ -24,8 +25,22 @@ export interface LockInfo {
 export const STALE_MS = 30 * 60 * 1000;
 const REFRESH_MS = 5 * 60 * 1000;
 
+/** How often a held lock is rewritten. PI_GUARD_LOCK_REFRESH_MS overrides it, for tests. */
+export function lockRefreshMs(env: NodeJS.ProcessEnv = process.env): number {
+  const ms = Number(env.PI_GUARD_LOCK_REFRESH_MS);
+  return Number.isFinite(ms) && ms > 0 ? ms : REFRESH_MS;
+}
+
 export interface Lock {
   id: string;
+  /**
+   * Aborted, with a RepoError as its reason, once the lock is lost: a refresh failed, or the lock
+   * object was gone (another process took it for stale and removed it). Whoever holds the lock must
+   * stop then, as restic does: someone else may be deleting what it reads or writes.
+   */
+  readonly signal: AbortSignal;
+  /** Throws the reason the lock was lost, if it was. */
+  assertHeld(): void;
   release(): Promise<void>;
 }
 
@@ -102,15 +117,57 @@ export async function acquireLock(
     // Random back-off so two processes that saw each other do not retry in lockstep.
     await new Promise((r) => setTimeout(r, 100 + Math.random() * 400 + Math.min(attempt, 10) * 100));
   }
-  const timer = setInterval(() => void write().catch(() => undefined), REFRESH_MS);
+  const lost = new AbortController();
+  let refreshing: Promise<void> | undefined;
+  const refresh = async () => {
+    try {
+      // Re-creating a lock that another process removed would hide that it no longer protects us.
+      if (!(await repo.target.head(lockKey(id)))) {
+        throw new RepoError(`the repository lock of this ${opts.command} was removed by another process; stopped`, "locked");
+      }
+      await write();
+    } catch (err) {
+      clearInterval(timer);
+      const why = err instanceof RepoError ? err : new RepoError(`cannot refresh the repository lock of this ${opts.command} (${(err as Error).message}); stopped`, "locked");
+      lost.abort(why);
+    }
+  };
+  const timer = setInterval(() => {
+    refreshing ??= refresh().finally(() => (refreshing = undefined));
+  }, lockRefreshMs());
   timer.unref();
   return {
     id,
+    signal: lost.signal,
+    assertHeld() {
+      lost.signal.throwIfAborted();
+    },
     async release() {
       clearInterval(timer);
+      // A refresh still under way would write the lock again after the delete.
+      await refreshing;
       await repo.target.delete(lockKey(id));
     },
   };
+}
+
+/**
+ * Run `fn` under a lock, handing it the lock's signal. If the lock was lost meanwhile, the result
+ * is not reported as a success even when `fn` did not notice.
+ */
+export async function withLock<T>(
+  repo: Repository,
+  opts: { exclusive: boolean; command: string; waitMs?: number },
+  fn: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  const lock = await acquireLock(repo, opts);
+  try {
+    const result = await fn(lock.signal);
+    lock.assertHeld();
+    return result;
+  } finally {
+    await lock.release();
+  }
 }
 
 /** Remove every stale lock; returns how many. Used by `check` and `unlock`. */

@@ -7,11 +7,18 @@ import { RepoError } from "./errors.js";
 import { CONFIG_KEY, FORMAT_VERSION, snapshotKey } from "./format.js";
 import type { RepoConfig } from "./repository.js";
 
-/**
- * The repository's plaintext config: its id, format and chunker parameters. Nothing is decrypted,
- * so no password is needed.
- */
-export async function readRepoConfig(target: Target): Promise<RepoConfig> {
+/** Bounds on `config` (docs/FORMAT.md §2): anyone who can write the repository can write it. */
+export const CONFIG_BOUNDS = {
+  chunkMin: 64,
+  /** A chunk is one blob, and frames and packs record lengths in u32 fields: far below that. */
+  chunkMax: 8 * 1024 * 1024,
+  packMin: 1024 * 1024,
+  packMax: 1024 * 1024 * 1024,
+};
+
+const ID_PATTERN = /^[0-9a-f]{32}$/;
+
+async function parseConfigBytes(target: Target): Promise<Record<string, unknown>> {
   let raw: Buffer;
   try {
     raw = await target.get(CONFIG_KEY);
@@ -21,17 +28,63 @@ export async function readRepoConfig(target: Target): Promise<RepoConfig> {
     }
     throw err;
   }
-  let config: RepoConfig;
+  let config: unknown;
   try {
-    config = JSON.parse(raw.toString("utf8")) as RepoConfig;
+    config = JSON.parse(raw.toString("utf8"));
   } catch {
     throw new RepoError(`${target.location}/config is not valid JSON`, "corrupt");
   }
-  if (config.format !== "pi-guard") throw new RepoError(`${target.location} is not a pi-guard repository`, "corrupt");
-  if (config.version > FORMAT_VERSION) {
-    throw new RepoError(`repository format ${config.version} is newer than this pi-guard understands (${FORMAT_VERSION})`, "corrupt");
+  if (typeof config !== "object" || config === null) throw new RepoError(`${target.location}/config is not a JSON object`, "corrupt");
+  const c = config as Record<string, unknown>;
+  if (c.format !== "pi-guard") throw new RepoError(`${target.location} is not a pi-guard repository`, "corrupt");
+  if (typeof c.version === "number" && c.version > FORMAT_VERSION) {
+    throw new RepoError(`repository format ${c.version} is newer than this pi-guard understands (${FORMAT_VERSION})`, "corrupt");
   }
-  return config;
+  return c;
+}
+
+/**
+ * The repository id alone, without loading the validator: the sessions catalog reads it on every
+ * run to name its cache folder (so it must be plain hex), and never uses the other parameters.
+ */
+export async function readRepoId(target: Target): Promise<string> {
+  const { id } = await parseConfigBytes(target);
+  if (typeof id !== "string" || !ID_PATTERN.test(id)) throw new RepoError(`${target.location}/config: id is not 32 hex digits`, "corrupt");
+  return id;
+}
+
+/**
+ * The repository's plaintext config: its id, format and chunker parameters, validated and bounded
+ * so that a hostile config cannot hang the chunker or make it allocate gigabytes. Nothing is
+ * decrypted, so no password is needed.
+ */
+export async function readRepoConfig(target: Target): Promise<RepoConfig> {
+  const raw = await parseConfigBytes(target);
+  const { z } = await import("zod");
+  const b = CONFIG_BOUNDS;
+  const int = z.number().int();
+  const chunker = z
+    .object({ min: int.min(b.chunkMin), avg: int, max: int.max(b.chunkMax) })
+    .strict()
+    .refine((c) => c.min < c.avg && c.avg < c.max, "needs min < avg < max")
+    .refine((c) => (c.avg & (c.avg - 1)) === 0, "avg must be a power of two");
+  const schema = z
+    .object({
+      format: z.literal("pi-guard"),
+      version: int.min(1).max(FORMAT_VERSION),
+      id: z.string().regex(ID_PATTERN, "not 32 hex digits"),
+      created: z.string(),
+      chunker: z.object({ data: chunker, tree: chunker }).strict(),
+      packSize: int.min(b.packMin).max(b.packMax),
+    })
+    // Unknown fields pass through: a later format may add some, and `version` guards the rest.
+    .loose();
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new RepoError(`${target.location}/config: ${issue.path.join(".") || "(top level)"}: ${issue.message}`, "corrupt");
+  }
+  return parsed.data;
 }
 
 /** The ids of the snapshot objects: a listing only, nothing is read or decrypted. */

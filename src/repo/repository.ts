@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import type { Target } from "../targets/target.js";
 import { Chunker, DATA_CHUNKER, TREE_CHUNKER, gearTable, type ChunkerParams } from "./chunker.js";
 import { blobId, decrypt, encrypt } from "./crypto.js";
@@ -19,7 +19,7 @@ import {
 import { addKey, newMasterKey, unlock, type Credentials, type MasterKey } from "./keys.js";
 import { MemoryIndex } from "./memory-index.js";
 import { scanUnindexedPacks } from "./pack-scan.js";
-import { listSnapshotIds, readRepoConfig } from "./peek.js";
+import { CONFIG_BOUNDS, listSnapshotIds, readRepoConfig } from "./peek.js";
 
 export interface RepoConfig {
   format: "pi-guard";
@@ -74,15 +74,18 @@ export class Repository {
     if (await target.head(CONFIG_KEY)) {
       throw new RepoError(`a repository already exists at ${target.location}`, "exists");
     }
+    const packSize = opts.packSize ?? DEFAULT_PACK_SIZE;
+    if (packSize < CONFIG_BOUNDS.packMin || packSize > CONFIG_BOUNDS.packMax) throw new RepoError(`pack size ${packSize} is outside ${CONFIG_BOUNDS.packMin}..${CONFIG_BOUNDS.packMax}`, "usage");
     const master = newMasterKey();
     const keyId = await addKey(target, master, cred);
     const config: RepoConfig = {
       format: "pi-guard",
       version: FORMAT_VERSION,
-      id: createHash("sha256").update(master.id).update("repository id").digest("hex").slice(0, 32),
+      // Random, not derived from a key: the id is plaintext and names caches, so it must say nothing about the keys.
+      id: randomBytes(16).toString("hex"),
       created: new Date().toISOString(),
       chunker: { data: DATA_CHUNKER, tree: TREE_CHUNKER },
-      packSize: opts.packSize ?? DEFAULT_PACK_SIZE,
+      packSize,
     };
     await target.put(CONFIG_KEY, Buffer.from(JSON.stringify(config, null, 2) + "\n"));
     return new Repository(target, config, master, keyId);
@@ -96,7 +99,6 @@ export class Repository {
         "corrupt",
       );
     }
-    assertUsableConfig(config, target.location);
     const { master, keyId } = await unlock(target, cred);
     return new Repository(target, config, master, keyId);
   }
@@ -223,14 +225,5 @@ export class Repository {
     }
     out.sort((a, b) => a.snapshot.time.localeCompare(b.snapshot.time) || a.id.localeCompare(b.id));
     return out;
-  }
-}
-
-/** The parts of `config` this engine relies on; a damaged config is one line, never a TypeError. */
-function assertUsableConfig(config: RepoConfig, location: string): void {
-  const int = (n: unknown) => typeof n === "number" && Number.isSafeInteger(n) && n > 0;
-  const chunker = (c: ChunkerParams | undefined) => !!c && int(c.min) && int(c.avg) && int(c.max) && c.min <= c.avg && c.avg <= c.max;
-  if (typeof config.id !== "string" || !chunker(config.chunker?.data) || !chunker(config.chunker?.tree) || !int(config.packSize)) {
-    throw new RepoError(`${location}/config is damaged: its id, chunker or packSize is missing or out of range`, "corrupt");
   }
 }

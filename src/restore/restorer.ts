@@ -31,6 +31,8 @@ export interface RestoreOptions {
    */
   durable?: boolean;
   onProgress?: (p: { files: number; bytes: number; current: string }) => void;
+  /** The repository lock's: the restore stops (throws its reason) once the lock is lost. */
+  signal?: AbortSignal;
 }
 
 export type FileAction = "create" | "replace" | "unchanged" | "delete";
@@ -204,6 +206,7 @@ export async function applyRestore(repo: Repository, plan: RestorePlan): Promise
   const makeParent = cached((rootDir: string, comps: FsPath[]) => walkDirs(rootDir, comps.slice(0, -1), true));
   try {
     for (const item of plan.items) {
+      opts.signal?.throwIfAborted();
       if (item.action === "unchanged") {
         if (item.type !== "dir") report.files.push(fileEntry(item));
         continue;
@@ -234,6 +237,7 @@ export async function applyRestore(repo: Repository, plan: RestorePlan): Promise
       }
     }
     await Promise.all(running);
+    opts.signal?.throwIfAborted();
     for (const item of plan.items) {
       if (item.type !== "delete") continue;
       try {

@@ -3,7 +3,7 @@
 // finds the same snapshot names as last time and never needs the key.
 
 import { isRepoError } from "../repo/errors.js";
-import { listSnapshotIds, readRepoConfig } from "../repo/peek.js";
+import { listSnapshotIds, readRepoId } from "../repo/peek.js";
 import type { Repository } from "../repo/repository.js";
 import type { Target } from "../targets/target.js";
 
@@ -20,7 +20,7 @@ export interface RepositorySource {
 export async function lazyRepository(target: Target, open: () => Promise<Repository>): Promise<RepositorySource | null> {
   let id: string;
   try {
-    id = (await readRepoConfig(target)).id;
+    id = await readRepoId(target);
   } catch (err) {
     if (isRepoError(err) && err.kind === "not-found") return null;
     throw err;

@@ -77,7 +77,7 @@ export async function withSnapshotBuilder(
     // Holding the exclusive lock, every temp file of a writer is a dead writer's (docs/FORMAT.md §9).
     await removeWriterTempFiles(repo.target);
     await repo.loadIndex(true);
-    builder = new SnapshotBuilder(repo, pool, opts.onProgress);
+    builder = new SnapshotBuilder(repo, pool, opts.onProgress, lock.signal);
     return await build(builder);
   } catch (err) {
     await builder?.abort();
@@ -118,6 +118,8 @@ export class SnapshotBuilder {
     private readonly repo: Repository,
     pool: SealPool,
     private readonly onProgress?: (p: SnapshotProgress) => void,
+    /** The repository lock's: once it is lost, no further entry is stored and nothing is committed. */
+    private readonly lockLost?: AbortSignal,
   ) {
     this.writer = new BlobWriter(repo, pool);
     this.tree = new TreeWriter(repo, this.writer);
@@ -146,6 +148,7 @@ export class SnapshotBuilder {
   }
 
   async addEntry(entry: ScannedEntry): Promise<void> {
+    this.lockLost?.throwIfAborted();
     const base: Pick<TreeNode, "root" | "path" | "pathBytes" | "mode" | "mtimeMs"> = { root: entry.root, path: entry.path, mode: entry.stat.mode & 0o7777, mtimeMs: entry.stat.mtimeMs };
     if (entry.pathBytes) base.pathBytes = entry.pathBytes;
     if (entry.type === "dir") {
@@ -294,6 +297,7 @@ export class SnapshotBuilder {
       program: PROGRAM,
       summary,
     };
+    this.lockLost?.throwIfAborted();
     const id = await this.repo.saveSnapshot(snapshot);
     return { id, snapshot };
   }
