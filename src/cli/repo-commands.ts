@@ -93,7 +93,7 @@ Examples:
       // Tags pi-guard sets itself mean something ("latest" skips some): a user cannot borrow them.
       const reserved = opts.fromTar ? [PRE_RESTORE_TAG, INCOMPLETE_TAG] : [PRE_RESTORE_TAG, INCOMPLETE_TAG, IMPORT_TAG];
       const borrowed = (opts.tag ?? []).filter((t) => reserved.includes(t));
-      if (borrowed.length) throw new RepoError(`--tag ${borrowed[0]} is reserved: pi-guard sets it itself`, "usage");
+      if (borrowed.length) throw new RepoError(`--tag ${borrowed[0]} is reserved for the tags that pi-guard sets itself`, "usage");
       const sources = ctx.config.roots.filter((r) => r.name !== META_ROOT_NAME);
       const missing = !opts.fromTar && !(await anyRootExists(sources.map((r) => r.path)));
       if (missing && !opts.allowEmpty) {
