@@ -47,16 +47,31 @@ export async function syncDir(dir: string): Promise<void> {
 }
 
 /**
- * Write all of `buf`, looping over short writes (a full disk or `ulimit -f` returns fewer bytes
- * first and fails only on the next call). Throws rather than return with bytes missing. With a
- * position, writes there; without, at the file's current offset.
+ * Write every byte of `data` at `position`, looping over short writes: a full disk or a file size
+ * limit (`ulimit -f`, whose signal Node ignores) makes a write return fewer bytes than asked, and
+ * only the next write fails with the real reason (ENOSPC, EFBIG). Throws rather than return with
+ * bytes missing. Returns the position after the data.
  */
-export async function writeFully(handle: fs.FileHandle, buf: Uint8Array, position?: number): Promise<void> {
-  let done = 0;
-  while (done < buf.length) {
-    const at = position === undefined ? null : position + done;
-    const { bytesWritten } = await handle.write(buf, done, buf.length - done, at);
-    if (bytesWritten <= 0) throw Object.assign(new Error(`EIO: wrote 0 of ${buf.length - done} bytes, write`), { code: "EIO" });
-    done += bytesWritten;
+export async function writeFully(handle: fs.FileHandle, data: Uint8Array | readonly Uint8Array[], position: number): Promise<number> {
+  let pending = (data instanceof Uint8Array ? [data] : data).filter((p) => p.length > 0);
+  let pos = position;
+  while (pending.length) {
+    const total = pending.reduce((n, p) => n + p.length, 0);
+    const { bytesWritten } = await handle.writev(pending as Uint8Array[], pos);
+    if (bytesWritten <= 0) throw Object.assign(new Error(`EIO: wrote 0 of ${total} bytes, write`), { code: "EIO" });
+    pos += bytesWritten;
+    if (bytesWritten >= total) break;
+    let skip = bytesWritten;
+    const rest: Uint8Array[] = [];
+    for (const p of pending) {
+      if (skip >= p.length) {
+        skip -= p.length;
+        continue;
+      }
+      rest.push(skip ? p.subarray(skip) : p);
+      skip = 0;
+    }
+    pending = rest;
   }
+  return pos;
 }

@@ -1,3 +1,4 @@
+import { writeFully } from "../fs-safe.js";
 import { parseSessionFileName } from "../pi/writer.js";
 import { constants, promises as fs, type Stats } from "node:fs";
 import os from "node:os";
@@ -11,7 +12,6 @@ import type { Repository, SnapshotRecord } from "../repo/repository.js";
 import { SealPool } from "../repo/seal-pool.js";
 import { readTree } from "../snapshot/tree.js";
 import { type FsPath, joinPath, nodeComponents, RefusedPath, resolveDestRoot, showPath, walkDirs } from "./safe-path.js";
-import { writeFully } from "./write-file.js";
 
 export interface RestoreOptions {
   /** Where each snapshot root goes (root name -> directory). */
