@@ -25,6 +25,7 @@ import {
   type RestoreReport,
   sessionMatcher,
 } from "./restore/restorer.js";
+import { isSafeRootName } from "./restore/safe-path.js";
 import { SnapshotReader } from "./restore/snapshot-reader.js";
 import { parseSessionFileName } from "./pi/writer.js";
 import { PRE_RESTORE_TAG, type ResolvedTime, selectSnapshot, selectSnapshotAt } from "./restore/select.js";
@@ -138,8 +139,6 @@ export async function restore(config: Config, repo: Repository, when: string, op
 
 const sharedRestoreLock = (opts: SafeRestoreOptions) => ({ exclusive: false, command: "restore", waitMs: opts.lockWaitMs ?? 60_000 });
 
-const SAFE_ROOT_NAME = /^[A-Za-z0-9_-][A-Za-z0-9._-]*$/;
-
 /**
  * Where each root of a snapshot goes. The snapshot is untrusted: into a target, a root lands in
  * a folder named after it only when the name is one plain component; in place, only roots the
@@ -156,7 +155,7 @@ function restoreDestinations(
     const refuse = (error: string) => refused.push({ path: `${String(root.name)}/`, root: String(root.name), error, kind: "refused" });
     if (targetDir) {
       if (root.name === "agent") destinations[root.name] = path.resolve(targetDir);
-      else if (typeof root.name === "string" && SAFE_ROOT_NAME.test(root.name)) destinations[root.name] = path.resolve(targetDir, `.${root.name}`);
+      else if (isSafeRootName(root.name)) destinations[root.name] = path.resolve(targetDir, `.${root.name}`);
       else refuse("unsafe root name: not restored");
       continue;
     }

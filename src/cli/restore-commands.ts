@@ -108,7 +108,10 @@ Examples:
     .argument("<when>", 'latest, a snapshot id, an ISO time, or e.g. "2h ago"')
     .requiredOption("-o, --output <file>", "the .tar.gz to write (- for stdout)")
     .option("-p, --path <glob...>", "only files matching these globs")
-    .addHelpText("after", `\n${LOCAL_TIME_NOTE}\n\nExamples:\n  $ pi-guard archive latest -o pi-agent.tar.gz\n  $ pi-guard archive "yesterday 18:00" -o - | tar tz`)
+    .addHelpText(
+      "after",
+      `\nA node the archive cannot hold safely (a ".." or absolute name, a name that is not UTF-8, anything\nbelow a symlink) is left out and named, and the exit code is 1.\n${LOCAL_TIME_NOTE}\n\nExamples:\n  $ pi-guard archive latest -o pi-agent.tar.gz\n  $ pi-guard archive "yesterday 18:00" -o - | tar tz`,
+    )
     .action(async (when: string, opts: { output: string; path?: string[] }, cmd: Command) => {
       const ctx = context(cmd);
       const repo = await ctx.open();
@@ -119,11 +122,14 @@ Examples:
         const { record, resolved } = await chooseSnapshotAt(repo, when);
         return { record, resolved, result: await writeArchive(repo, record, opts.output, { paths: opts.path }) };
       });
+      for (const f of result.skipped) warn(`not archived: ${printable(f.path)}: ${printable(f.error)}`);
+      if (result.skipped.length) process.exitCode = EXIT.failure;
       if (opts.output === "-") return;
       if (ctx.out.json) printJson({ snapshotId: record.id, resolved: resolved ?? null, output: opts.output, ...result });
       else {
         if (resolved) info(ctx.out, `"${resolved.input}" = ${resolved.utc} UTC = ${resolved.local} local`);
         info(ctx.out, `wrote ${opts.output}: ${result.files} files, ${formatBytes(result.bytes)} from snapshot ${record.id.slice(0, 8)}`);
+        if (result.skipped.length) warn(`${result.skipped.length} path(s) of the snapshot are not in the archive`);
       }
     });
 

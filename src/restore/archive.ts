@@ -13,6 +13,7 @@ import type { Repository, SnapshotRecord } from "../repo/repository.js";
 import { SealPool } from "../repo/seal-pool.js";
 import { readTree } from "../snapshot/tree.js";
 import { describeFsError } from "./restorer.js";
+import { isSafeRootName, nodeComponents } from "./safe-path.js";
 
 const BLOCK = 512;
 const BATCH_BYTES = 8 * 1024 * 1024;
@@ -20,6 +21,27 @@ const BATCH_BYTES = 8 * 1024 * 1024;
 /** Path of a node inside the archive: the agent dir at the top, other roots under .<name>/. */
 export function archivePath(node: Pick<TreeNode, "root" | "path">): string {
   return node.root === "agent" ? node.path : `.${node.root}/${node.path}`;
+}
+
+/**
+ * Why a node cannot go into an archive, or undefined when it can. The snapshot is hostile input and
+ * the archive is extracted by tools that may trust it: no `..`, absolute or non-UTF-8 names (tar
+ * names here are UTF-8 text), no odd root names, and nothing below a symlink the archive holds.
+ */
+function unsafeForArchive(node: TreeNode, links: Set<string>): string | undefined {
+  if (node.root !== "agent" && !isSafeRootName(node.root)) return `unsafe root name ${JSON.stringify(node.root)}`;
+  let parts;
+  try {
+    parts = nodeComponents(node);
+  } catch (err) {
+    return (err as Error).message;
+  }
+  if (parts.some((p) => typeof p !== "string")) return "the name is not UTF-8, which this archive cannot hold (use `pi-guard restore --target`)";
+  for (let i = 1; i < parts.length; i++) {
+    const parent = `${node.root}\0${parts.slice(0, i).join("/")}`;
+    if (links.has(parent)) return `${parts.slice(0, i).join("/")} is a symbolic link: nothing goes below it`;
+  }
+  return undefined;
 }
 
 /**
@@ -31,7 +53,7 @@ export async function writeArchive(
   record: SnapshotRecord,
   output: string,
   opts: { paths?: string[] } = {},
-): Promise<{ files: number; bytes: number }> {
+): Promise<{ files: number; bytes: number; skipped: { path: string; error: string }[] }> {
   await repo.loadIndex();
   const want = opts.paths?.length ? picomatch(opts.paths, { dot: true }) : () => true;
   const toStdout = output === "-";
@@ -53,9 +75,17 @@ export async function writeArchive(
   const reader = new BlobReader(repo, pool);
   let files = 0;
   let bytes = 0;
+  const skipped: { path: string; error: string }[] = [];
+  const links = new Set<string>();
   try {
     for await (const node of readTree(reader, record.snapshot.tree)) {
       if (node.type !== "dir" && !want(node.path)) continue;
+      const unsafe = unsafeForArchive(node, links);
+      if (unsafe) {
+        skipped.push({ path: String(node.path), error: unsafe });
+        continue;
+      }
+      if (node.type === "symlink") links.add(`${node.root}\0${node.path}`);
       await writeEntry(write, reader, node);
       if (node.type === "file") {
         files++;
@@ -81,7 +111,7 @@ export async function writeArchive(
   } finally {
     await pool.close();
   }
-  return { files, bytes };
+  return { files, bytes, skipped };
 }
 
 async function writeEntry(write: (b: Buffer) => Promise<void>, reader: BlobReader, node: TreeNode): Promise<void> {

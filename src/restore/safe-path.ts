@@ -24,6 +24,11 @@ function decodeStrict(bytes: Buffer): string | undefined {
   }
 }
 
+/** A snapshot root's name becomes a folder name (`.<name>`) under a target or in an archive. */
+export function isSafeRootName(name: unknown): name is string {
+  return typeof name === "string" && /^[A-Za-z0-9_-][A-Za-z0-9._-]*$/.test(name);
+}
+
 function checkComponent(name: string): void {
   if (name === "") throw new RefusedPath("unsafe path: empty component (absolute path or //)");
   if (name === "." || name === "..") throw new RefusedPath(`unsafe path: "${name}" component`);
