@@ -34,7 +34,7 @@ export async function makeDirs(dir: string, mode = 0o755): Promise<string | unde
 }
 
 /** fsync a folder so a rename in it is durable. Some filesystems refuse; the rename is still atomic there. */
-export async function syncDir(dir: string): Promise<void> {
+export async function syncDir(dir: string | Buffer): Promise<void> {
   const handle = await fs.open(dir, constants.O_RDONLY).catch(() => undefined);
   if (!handle) return;
   try {

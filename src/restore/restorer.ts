@@ -1,4 +1,4 @@
-import { writeFully } from "../fs-safe.js";
+import { syncDir, writeFully } from "../fs-safe.js";
 import { parseSessionFileName } from "../pi/writer.js";
 import { constants, promises as fs, type Stats } from "node:fs";
 import os from "node:os";
@@ -402,13 +402,6 @@ async function writeFileAtomically(reader: BlobReader, item: PlanItem, parent: P
     if (!renamed) await fs.unlink(tmp).catch(() => undefined);
   }
   if (durable) await syncDir(dir);
-}
-
-async function syncDir(dir: FsPath): Promise<void> {
-  const handle = await fs.open(dir, constants.O_RDONLY).catch(() => undefined);
-  if (!handle) return;
-  await handle.sync().catch(() => undefined);
-  await handle.close();
 }
 
 /** A link is restored as a link: its target is data, never followed. */
