@@ -2,6 +2,8 @@
 // pi-hermes-memory has text only (tool names, no calls or results, long text cut), hermes-agent
 // has OpenAI-style calls and results but no usage or provider. What is missing is counted.
 
+import { nameOnlyCall, unrecordedResult } from "./not-recorded.js";
+
 /** Hermes times are ISO strings, Unix seconds (REAL) or milliseconds. */
 export function toMs(value: unknown): number | undefined {
   if (typeof value === "number" && Number.isFinite(value)) return value > 1e11 ? Math.round(value) : Math.round(value * 1000);
@@ -20,11 +22,17 @@ export interface MapStats {
   truncated: number;
   toolOnlyDropped: number;
   toolNamesOnly: number;
+  /** Tool calls kept by name only (each with a "not recorded" result). */
+  namedCalls: number;
+  /** Entries of a tool_calls array that were not a tool name. */
+  badToolNames: number;
+  /** state.db tool calls with no `tool` row: answered with a "not recorded" result. */
+  unansweredCalls: number;
   systemDropped: number;
   unknownRoles: number;
 }
 
-export const emptyStats = (): MapStats => ({ truncated: 0, toolOnlyDropped: 0, toolNamesOnly: 0, systemDropped: 0, unknownRoles: 0 });
+export const emptyStats = (): MapStats => ({ truncated: 0, toolOnlyDropped: 0, toolNamesOnly: 0, namedCalls: 0, badToolNames: 0, unansweredCalls: 0, systemDropped: 0, unknownRoles: 0 });
 
 const text = (t: string) => [{ type: "text", text: t }];
 
@@ -41,26 +49,34 @@ function assistantShell(model: string | undefined, timestamp: number) {
 
 /**
  * A pi-hermes-memory `messages` row. The extension indexes pi's session files: `id` is pi's entry
- * id and `timestamp` the entry's write time, which stands in for the message's own time.
+ * id and `timestamp` the entry's write time, which stands in for the message's own time. An
+ * assistant row's `tool_calls` names the tools it called: each becomes a call by name only,
+ * answered by a result marked as not recorded (not-recorded.ts), so the message comes with them.
  */
-export function memoryRow(row: Record<string, unknown>, fallbackTime: number, stats: MapStats): Record<string, unknown> | undefined {
+export function memoryRow(row: Record<string, unknown>, fallbackTime: number, stats: MapStats, callId: (i: number) => string): Record<string, unknown>[] {
   const content = typeof row.content === "string" ? row.content : "";
   const timestamp = toMs(row.timestamp) ?? fallbackTime;
   if (TRUNCATED.test(content)) stats.truncated++;
-  if (row.role === "user") return { role: "user", content: text(content), timestamp };
+  if (row.role === "user") return [{ role: "user", content: text(content), timestamp }];
   if (row.role === "assistant") {
-    const tools = parseJson(row.tool_calls);
-    if (Array.isArray(tools) && tools.length > 0) stats.toolNamesOnly++;
-    // An empty assistant turn (tool calls only) would be an empty message in pi's context.
-    if (content === "") {
+    const parsed = parseJson(row.tool_calls);
+    const names = Array.isArray(parsed) ? parsed.filter((n): n is string => typeof n === "string" && n !== "") : [];
+    if (names.length > 0) stats.toolNamesOnly++;
+    if (Array.isArray(parsed) && names.length < parsed.length) stats.badToolNames += parsed.length - names.length;
+    const calls = names.map((name, i) => nameOnlyCall(callId(i), name));
+    // An empty assistant turn would be an empty message in pi's context.
+    if (content === "" && calls.length === 0) {
       stats.toolOnlyDropped++;
-      return undefined;
+      return [];
     }
-    return { role: "assistant", content: text(content), ...assistantShell(undefined, timestamp), stopReason: "stop" };
+    stats.namedCalls += calls.length;
+    const blocks = [...(content ? text(content) : []), ...calls];
+    const message = { role: "assistant", content: blocks, ...assistantShell(undefined, timestamp), stopReason: calls.length ? "toolUse" : "stop" };
+    return [message, ...calls.map((c) => unrecordedResult(String(c.id), String(c.name), timestamp, "pi-hermes-memory"))];
   }
   if (row.role === "system") stats.systemDropped++;
   else stats.unknownRoles++;
-  return undefined;
+  return [];
 }
 
 function parseJson(value: unknown): unknown {
@@ -114,9 +130,25 @@ export function agentRow(row: Record<string, unknown>, model: string | undefined
 export function statGaps(stats: MapStats): string[] {
   const gaps: string[] = [];
   if (stats.truncated) gaps.push(`${stats.truncated} message(s) were cut by hermes to head + tail ("... (truncated, N chars total)")`);
-  if (stats.toolNamesOnly) gaps.push(`${stats.toolNamesOnly} assistant turn(s) list tool names only: tool calls, arguments and results are not in this database`);
-  if (stats.toolOnlyDropped) gaps.push(`${stats.toolOnlyDropped} assistant turn(s) with no text (tool calls only) left out`);
+  if (stats.namedCalls) gaps.push(`${stats.namedCalls} tool call(s) in ${stats.toolNamesOnly} assistant turn(s) list tool names only: kept by name, their arguments and results are not in this database`);
+  if (stats.unansweredCalls) gaps.push(`${stats.unansweredCalls} tool call(s) have no result row: answered with a result marked as not recorded`);
+  if (stats.badToolNames) gaps.push(`${stats.badToolNames} tool_calls item(s) were not a tool name: left out`);
+  if (stats.toolOnlyDropped) gaps.push(`${stats.toolOnlyDropped} empty assistant row(s) (no text, no tools) left out`);
   if (stats.systemDropped) gaps.push(`${stats.systemDropped} system prompt row(s) left out (pi does not store the system prompt)`);
   if (stats.unknownRoles) gaps.push(`${stats.unknownRoles} row(s) with an unknown role left out`);
   return gaps;
+}
+
+/** The same counts for the report's "not kept" column (zero counts left out). */
+export function statCounts(stats: MapStats): Record<string, number> {
+  const all: [string, number][] = [
+    ["texts cut by hermes", stats.truncated],
+    ["tool call arguments", stats.namedCalls],
+    ["tool results (not recorded)", stats.namedCalls + stats.unansweredCalls],
+    ["tool_calls items that are not a name", stats.badToolNames],
+    ["empty assistant rows", stats.toolOnlyDropped],
+    ["system prompts", stats.systemDropped],
+    ["rows with an unknown role", stats.unknownRoles],
+  ];
+  return Object.fromEntries(all.filter(([, n]) => n > 0));
 }

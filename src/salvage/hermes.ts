@@ -5,7 +5,8 @@ import { resolve } from "node:path";
 import type { SessionEntry, SessionHeader } from "../pi/index.js";
 import { RepoError } from "../repo/errors.js";
 import { openHermes, sqliteError, type OpenedHermes } from "./hermes-db.js";
-import { agentRow, emptyStats, memoryRow, statGaps, toMs } from "./hermes-map.js";
+import { agentRow, emptyStats, type MapStats, memoryRow, statCounts, statGaps, toMs } from "./hermes-map.js";
+import { unrecordedResult } from "./not-recorded.js";
 import { EntryIds } from "./ids.js";
 import { messageText } from "./message-key.js";
 import type { SalvagedSession, SalvageSource, SourceResult } from "./types.js";
@@ -90,18 +91,23 @@ function* readMemory(h: OpenedHermes, file: string, sel: HermesSelection): Gener
     const stats = emptyStats();
     const messages: Row[] = [];
     let last = c.started ?? 0;
+    let n = 0;
     for (const row of rows.iterate(c.id)) {
-      const m = memoryRow(row, last, stats);
+      // Call ids from the row's place in the session: unique, and the same on every run.
+      const at = n++;
+      const [m, ...results] = memoryRow(row, last, stats, (i) => `hermes_${at}_${i}`);
       if (!m) continue;
       last = m.timestamp as number;
-      messages.push({ message: m, entryId: typeof row.id === "string" ? row.id : undefined, entryTime: typeof row.timestamp === "string" ? row.timestamp : undefined });
+      const entryTime = typeof row.timestamp === "string" ? row.timestamp : undefined;
+      messages.push({ message: m, entryId: typeof row.id === "string" ? row.id : undefined, entryTime });
+      for (const r of results) messages.push({ message: r, entryTime });
     }
     const gaps = [
-      "pi-hermes-memory keeps no tool results, tool arguments, parent links, usage or model: messages are text only, in one linear chain",
+      "pi-hermes-memory keeps no tool results, tool arguments, thinking, parent links, usage or model: text and tool names only, in one linear chain",
       "message times are the entries' write times (pi's own message times are not stored)",
       ...statGaps(stats),
     ];
-    yield toSession(file, c, messages, gaps, true);
+    yield { ...toSession(file, c, messages, gaps, true), notKept: statCounts(stats) };
   }
 }
 
@@ -140,11 +146,33 @@ function* readAgent(h: OpenedHermes, file: string, sel: HermesSelection): Genera
       const m = agentRow(row, c.model, names, stats);
       if (m) messages.push({ message: m });
     }
+    answerEveryCall(messages, stats);
     const gaps = ["hermes-agent keeps no usage, provider, thinking or entry ids; tool results are text only"];
     if (!c.cwd) gaps.push("hermes-agent records no project dir (cwd)");
     if (c.members.length > 1) gaps.push(`${c.members.length} hermes sessions (a parent_session_id chain) joined into one`);
     gaps.push(...statGaps(stats));
-    yield toSession(file, c, messages, gaps, c.cwd !== "");
+    yield { ...toSession(file, c, messages, gaps, c.cwd !== ""), notKept: statCounts(stats) };
+  }
+}
+
+/**
+ * A state.db call whose `tool` row never came (a crash, an interrupted turn) gets a result marked
+ * as not recorded, placed after the results that did come, so pi's context stays valid.
+ */
+function answerEveryCall(rows: Row[], stats: MapStats): void {
+  for (let i = 0; i < rows.length; i++) {
+    const m = rows[i].message;
+    if (m.role !== "assistant" || !Array.isArray(m.content)) continue;
+    const calls = (m.content as { type?: string; id?: string; name?: string }[]).filter((b) => b?.type === "toolCall");
+    if (calls.length === 0) continue;
+    let end = i + 1;
+    const answered = new Set<string>();
+    for (; end < rows.length && rows[end].message.role === "toolResult"; end++) answered.add(String(rows[end].message.toolCallId));
+    const missing = calls.filter((c) => !answered.has(String(c.id)));
+    stats.unansweredCalls += missing.length;
+    const t = typeof m.timestamp === "number" ? m.timestamp : 0;
+    rows.splice(end, 0, ...missing.map((c) => ({ message: unrecordedResult(String(c.id), String(c.name), t, "hermes-agent") })));
+    i = end + missing.length - 1;
   }
 }
 

@@ -135,5 +135,6 @@ export async function salvageLog(file: string, sink?: (s: SalvagedSession) => vo
   if (s.broken) notes.push(`${s.broken} line(s) with unreadable JSON skipped`);
   if (tornTail) notes.push(`the last line (${tornTail}) is cut off and could not be read`);
   if (s.invalidUtf8) notes.push(`${s.invalidUtf8} line(s) held invalid UTF-8; bad bytes read as U+FFFD`);
-  return { source: { kind: "log", path: file }, sessions, sessionCount: reader.done, notes };
+  const notKept = Object.fromEntries(Object.entries({ "plain text lines": s.text, "unreadable JSON lines": s.broken, "cut-off last line": tornTail ? 1 : 0 }).filter(([, n]) => n > 0));
+  return { source: { kind: "log", path: file }, sessions, sessionCount: reader.done, notes, notKept };
 }

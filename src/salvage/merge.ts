@@ -5,6 +5,7 @@
 import type { SessionEntry } from "../pi/index.js";
 import { entryKey, entryTime, richness, SAME_MESSAGE_WINDOW_MS } from "./message-key.js";
 import type { SalvagedSession } from "./types.js";
+import { isNameOnlyCall, isUnrecordedResult } from "./not-recorded.js";
 
 interface Slot {
   entry: SessionEntry;
@@ -124,7 +125,7 @@ function mergeGroup(group: SalvagedSession[]): SalvagedSession {
     const p = slot.entry.parentId;
     slot.entry.parentId = p === null ? null : (idMap.get(`${slot.from}|${p}`) ?? null);
   }
-  const entries = parentsFirst(order.map((s) => s.entry));
+  const entries = dropOrphanPlaceholders(parentsFirst(order.map((s) => s.entry)));
   relinkLinear(entries);
 
   const lead = ordered[0];
@@ -207,7 +208,8 @@ function mapCallIds(entry: SessionEntry, kept: SessionEntry, callIds: Map<string
   const theirs = callsOf(kept);
   mine.forEach((b, i) => {
     const other = theirs[i];
-    if (other && other.name === b.name && other.id !== b.id) callIds.set(b.id!, other.id!);
+    // A call known by name only takes the real call's id instead (see dropOrphanPlaceholders).
+    if (other && other.name === b.name && other.id !== b.id && !(isNameOnlyCall(other) && !isNameOnlyCall(b))) callIds.set(b.id!, other.id!);
   });
 }
 
@@ -223,4 +225,26 @@ function renameCalls(entry: SessionEntry, callIds: Map<string, string>): Session
   const m = entry.message as { content: CallBlock[] };
   const content = m.content.map((b) => (b?.type === "toolCall" && b.id && callIds.has(b.id) ? { ...b, id: callIds.get(b.id) } : b));
   return { ...entry, message: { ...(entry.message as object), content } } as SessionEntry;
+}
+
+/**
+ * A "not recorded" result whose call was replaced by another source's real call (with its own id
+ * and real result) answers nothing any more: drop it, and hang what followed it on its parent.
+ */
+function dropOrphanPlaceholders(entries: SessionEntry[]): SessionEntry[] {
+  const calls = new Set(entries.flatMap((e) => callsOf(e).map((b) => b.id!)));
+  const dropped = new Map<string, string | null>();
+  const kept = entries.filter((e) => {
+    const m = e.type === "message" ? (e.message as { toolCallId?: string }) : undefined;
+    if (!m || !isUnrecordedResult(m) || calls.has(String(m.toolCallId))) return true;
+    dropped.set(e.id, e.parentId);
+    return false;
+  });
+  if (dropped.size === 0) return entries;
+  for (const e of kept) {
+    let p = e.parentId;
+    while (p !== null && dropped.has(p)) p = dropped.get(p)!;
+    e.parentId = p;
+  }
+  return kept;
 }

@@ -3,6 +3,7 @@
 // and tool names, a log keeps everything), so keys use only what every source keeps.
 
 import type { SessionEntry } from "../pi/index.js";
+import { isNameOnlyCall, isUnrecordedResult } from "./not-recorded.js";
 
 type Block = { type?: string; text?: string; thinking?: string; name?: string; id?: string };
 
@@ -59,9 +60,18 @@ function toolCallIds(content: unknown): string {
     .join(",");
 }
 
-/** Bigger is richer: full text over truncated text, tool results over names, more blocks over fewer. */
+/**
+ * Bigger is richer: full text over truncated text, tool results over names, more blocks over
+ * fewer. A copy holding calls by name only or a "not recorded" result loses to any copy that has
+ * the real ones, however short ({"command":"ls"} is shorter than the marker).
+ */
 export function richness(entry: SessionEntry): number {
-  return JSON.stringify(entry).length;
+  const size = JSON.stringify(entry).length;
+  if (entry.type !== "message") return size;
+  if (isUnrecordedResult(entry.message)) return -1;
+  const c = (entry.message as { content?: unknown }).content;
+  const placeholders = Array.isArray(c) ? c.filter(isNameOnlyCall).length : 0;
+  return placeholders > 0 ? size - placeholders * 1e12 : size;
 }
 
 /** Milliseconds for ordering: the message's own time where it has one, else the entry's. */

@@ -1,6 +1,7 @@
 // The fidelity report: what came back, from where, and what each source could not give.
 
 import type { SessionEntry } from "../pi/index.js";
+import { type Counts, formatCounts, sessionFacts } from "./facts.js";
 import type { SalvagedSession, SourceResult } from "./types.js";
 
 export function countRoles(entries: readonly SessionEntry[]): Record<string, number> {
@@ -21,13 +22,16 @@ export interface SessionReport {
   file: string | null;
   entries: number;
   messages: Record<string, number>;
-  sources: { kind: string; path: string; messages: Record<string, number> }[];
+  /** Facts of the written session (kept) and those it lacks (notKept), counted. */
+  facts: { kept: Counts; notKept: Counts };
+  /** Per source: messages it gave, and facts it held that could not be kept (notKept). */
+  sources: { kind: string; path: string; messages: Record<string, number>; notKept: Counts }[];
   gaps: string[];
 }
 
 export interface FidelityReport {
   sessions: SessionReport[];
-  sources: { kind: string; path: string; sessions: number; notes: string[] }[];
+  sources: { kind: string; path: string; sessions: number; notes: string[]; notKept: Counts }[];
 }
 
 /** One session's lines of the report; built as soon as it is written, so its entries can go. */
@@ -40,7 +44,8 @@ export function sessionReport(s: SalvagedSession, file: string | null): SessionR
     file,
     entries: s.entries.length,
     messages: countRoles(s.entries),
-    sources: (s.provided ?? []).map((p) => ({ kind: p.source.kind, path: p.source.path, messages: p.messages })),
+    facts: sessionFacts(s.entries, s.timesKnown !== false),
+    sources: (s.provided ?? []).map((p) => ({ kind: p.source.kind, path: p.source.path, messages: p.messages, notKept: p.notKept ?? {} })),
     gaps: s.gaps,
   };
 }
@@ -49,10 +54,12 @@ export interface SourceSummary {
   source: SourceResult["source"];
   sessions: number;
   notes: string[];
+  /** Source-wide facts not kept (log lines not understood), counted. */
+  notKept?: Counts;
 }
 
 export function fidelityReport(sources: SourceSummary[], sessions: SessionReport[]): FidelityReport {
-  return { sessions, sources: sources.map((r) => ({ kind: r.source.kind, path: r.source.path, sessions: r.sessions, notes: r.notes })) };
+  return { sessions, sources: sources.map((r) => ({ kind: r.source.kind, path: r.source.path, sessions: r.sessions, notes: r.notes, notKept: r.notKept ?? {} })) };
 }
 
 const roleList = (m: Record<string, number>) =>
@@ -66,10 +73,18 @@ export function formatReport(report: FidelityReport): string {
   for (const s of report.sessions) {
     out.push(`session ${s.id}${s.idInvented ? " (id invented)" : ""}  ${s.cwd || "(cwd unknown)"}`);
     out.push(`  recovered  ${roleList(s.messages)} (${s.entries} entries)`);
-    for (const src of s.sources) out.push(`  from ${src.kind.padEnd(5)} ${roleList(src.messages)}  ${src.path}`);
+    out.push(`  kept       ${formatCounts(s.facts.kept)}`);
+    out.push(`  not kept   ${formatCounts(s.facts.notKept)}`);
+    for (const src of s.sources) {
+      out.push(`  from ${src.kind.padEnd(5)} ${roleList(src.messages)}  ${src.path}`);
+      if (Object.keys(src.notKept).length) out.push(`             it held, not kept: ${formatCounts(src.notKept)}`);
+    }
     for (const g of s.gaps) out.push(`  missing    ${g}`);
     if (s.file) out.push(`  written    ${s.file}`);
   }
-  for (const src of report.sources) for (const n of src.notes) out.push(`note (${src.kind} ${src.path}): ${n}`);
+  for (const src of report.sources) {
+    if (Object.keys(src.notKept).length) out.push(`source ${src.kind} ${src.path}: not kept ${formatCounts(src.notKept)}`);
+    for (const n of src.notes) out.push(`note (${src.kind} ${src.path}): ${n}`);
+  }
   return out.join("\n");
 }

@@ -46,7 +46,7 @@ async function readSources(options: SalvageOptions, spill: SessionSpill): Promis
   const summaries: SourceSummary[] = [];
   const keep = (r: SourceResult) => {
     for (const s of r.sessions) spill.add(prepared(s, r.source, options.cwd));
-    summaries.push({ source: r.source, sessions: r.sessionCount ?? r.sessions.length, notes: r.notes });
+    summaries.push({ source: r.source, sessions: r.sessionCount ?? r.sessions.length, notes: r.notes, notKept: r.notKept });
   };
   for (const file of options.html ?? []) {
     const { salvageHtml } = await import("./html.js");
@@ -69,7 +69,7 @@ const shares = (keys: Set<string> | undefined, others: Set<string>) => [...(keys
 /** Fill in --cwd and note what this source gave, before merging blurs it. */
 function prepared(s: SalvagedSession, source: SalvageSource, cwd: string | undefined): SalvagedSession {
   const withCwd = !s.cwdKnown && cwd ? { ...s, header: { ...s.header, cwd }, cwdKnown: true } : s;
-  return { ...withCwd, provided: [{ source, messages: countRoles(s.entries) }] };
+  return { ...withCwd, provided: [{ source, messages: countRoles(s.entries), notKept: s.notKept }] };
 }
 
 export async function salvage(options: SalvageOptions): Promise<SalvageResult> {

@@ -24,7 +24,9 @@ export interface SalvagedSession {
   leafId?: string | null;
   sources: SalvageSource[];
   /** Messages by role that each source gave for this session, before merging. */
-  provided?: { source: SalvageSource; messages: Record<string, number> }[];
+  provided?: { source: SalvageSource; messages: Record<string, number>; notKept?: Record<string, number> }[];
+  /** Facts this source held for the session but could not keep, counted ("system prompts": 1). */
+  notKept?: Record<string, number>;
   /** One sentence per thing a source could not give back (per session). */
   gaps: string[];
 }
@@ -36,6 +38,8 @@ export interface SourceResult {
   sessionCount?: number;
   /** Remarks about the source as a whole (skipped lines, unreadable parts). */
   notes: string[];
+  /** Source-wide facts not kept, counted ("plain text lines": 12). */
+  notKept?: Record<string, number>;
 }
 
 export const PROVENANCE_TYPE = "pi-guard/salvage";
