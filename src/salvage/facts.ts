@@ -30,7 +30,6 @@ export function sessionFacts(entries: readonly SessionEntry[], timesKnown: boole
     const blocks = Array.isArray(m.content) ? (m.content as Block[]) : [];
     const texts = typeof m.content === "string" ? [m.content] : blocks.filter((b) => b?.type === "text").map((b) => String(b.text ?? ""));
     add(notKept, "texts cut by the source", texts.filter((t) => TRUNCATED.test(t)).length);
-    add(timesKnown ? kept : notKept, timesKnown ? "timestamps" : "timestamps (made up)");
     switch (m.role) {
       case "user":
         add(kept, "user messages");
@@ -55,8 +54,32 @@ export function sessionFacts(entries: readonly SessionEntry[], timesKnown: boole
       default:
         add(kept, `${m.role ?? "unknown"} messages`);
     }
+    add(timesKnown ? kept : notKept, timesKnown ? "timestamps" : "timestamps (made up)");
   }
-  return { kept, notKept };
+  return { kept: ordered(kept), notKept: ordered(notKept) };
+}
+
+const ORDER = [
+  "user messages",
+  "assistant messages",
+  "assistant text blocks",
+  "thinking blocks",
+  "tool calls with arguments",
+  "tool calls by name only",
+  "tool call arguments",
+  "tool results",
+  "tool results (not recorded)",
+  "usage/model",
+  "texts cut by the source",
+  "timestamps",
+  "timestamps (made up)",
+  "other entries",
+];
+
+/** Always the same order, so reports read alike from session to session. */
+function ordered(c: Counts): Counts {
+  const rank = (k: string) => (ORDER.includes(k) ? ORDER.indexOf(k) : ORDER.length);
+  return Object.fromEntries(Object.entries(c).sort(([a], [b]) => rank(a) - rank(b)));
 }
 
 export function formatCounts(c: Counts): string {

@@ -82,6 +82,42 @@ describe("salvage --from-hermes (pi-hermes-memory sessions.db)", () => {
     expect(readdirSync(root).filter((n) => n.startsWith("sessions.db"))).toEqual(["sessions.db"]);
   });
 
+  it("keeps tool calls known only by name, each answered by a result marked as not recorded; pi's context builds, every call answered", async () => {
+    const runOnce = async (name: string) => {
+      const run = await runCli(["--json", "salvage", "--from-hermes", db, "--session", a.sessionId, "--out", join(root, name)], tempEnv(root));
+      expect(run.exitCode, run.stderr).toBe(0);
+      const report = JSON.parse(run.stdout);
+      return { report, text: readFileSync(report.sessions[0].file, "utf8") };
+    };
+    const { report, text } = await runOnce("out-names");
+    const pi = validateWithPi(text, { expectMessages: true });
+    const ctx = pi.context.messages as unknown as Msg[];
+    const calls = ctx.flatMap((m) => (m.role === "assistant" ? (m.content as { type: string; id: string; name: string; arguments: unknown }[]).filter((b) => b.type === "toolCall") : []));
+    // The db names one tool (turn 1's "looking" + bash); the tool-only turn had no text, so the extension skipped it.
+    expect(calls.map((c) => [c.name, c.arguments])).toEqual([["bash", { _pi_guard: "arguments not recorded" }]]);
+    const at = ctx.findIndex((m) => m.role === "assistant" && textOf(m) === "looking");
+    expect((ctx[at] as unknown as { stopReason: string }).stopReason).toBe("toolUse");
+    const result = ctx[at + 1] as unknown as { role: string; toolCallId: string; toolName: string; isError: boolean; details: unknown; content: { text: string }[] };
+    expect(result).toMatchObject({ role: "toolResult", toolCallId: calls[0].id, toolName: "bash", isError: false, details: { _pi_guard: "result not recorded" } });
+    expect(result.content[0].text).toMatch(/not recorded by pi-hermes-memory/);
+    // Every call answered exactly once, call ids unique, and the same on every run.
+    const answered = ctx.filter((m) => m.role === "toolResult").map((m) => m.toolCallId);
+    expect(answered.sort()).toEqual(calls.map((c) => c.id).sort());
+    expect((await runOnce("out-names-2")).text.split("\n").filter((l) => l.includes("toolCall")).map((l) => JSON.parse(l).message.content)).toEqual(
+      text.split("\n").filter((l) => l.includes("toolCall")).map((l) => JSON.parse(l).message.content),
+    );
+    const s = report.sessions[0];
+    expect(s.facts.kept).toMatchObject({ "user messages": 3, "assistant messages": 4, "tool calls by name only": 1, timestamps: 8 });
+    expect(s.facts.kept["tool results"]).toBeUndefined();
+    expect(s.facts.notKept).toMatchObject({ "tool call arguments": 1, "tool results (not recorded)": 1, "texts cut by the source": 1, "usage/model": 4 });
+    expect(s.sources[0].notKept).toEqual({ "texts cut by hermes": 1, "tool call arguments": 1, "tool results (not recorded)": 1 });
+    expect(s.gaps.join(" ")).toMatch(/1 tool call\(s\) in 1 assistant turn\(s\) list tool names only: kept by name/);
+    const human = await runCli(["salvage", "--from-hermes", db, "--session", a.sessionId, "--out", join(root, "out-names-human")], tempEnv(root));
+    console.log(`report [pi-hermes-memory]:\n${human.stdout}${human.stderr}`);
+    expect(human.stdout + human.stderr).toMatch(/\n  kept +user messages 3, assistant messages 4, assistant text blocks 4, tool calls by name only 1, timestamps 8\n/);
+    expect(human.stdout + human.stderr).toMatch(/\n  not kept +tool call arguments 1, tool results \(not recorded\) 1, usage\/model 4, texts cut by the source 1\n/);
+  });
+
   it("asks which session when the db holds several and none is chosen", async () => {
     const run = await runCli(["salvage", "--from-hermes", db, "--out", join(root, "x")], tempEnv(root));
     expect(run.exitCode).not.toBe(0);
@@ -120,6 +156,9 @@ describe("salvage --from-hermes (pi-hermes-memory sessions.db)", () => {
     expect(got.filter((g) => g.role === "assistant" && textOf(g) === "looking")).toEqual([firstAssistant]);
     // Recognised as the same messages despite different times and ids: nothing doubled.
     expect(got.map((g) => g.role)).toEqual(["user", "assistant", "toolResult", "assistant", "user", "assistant", "user", "assistant"]);
+    // hermes' call by name and its "not recorded" result gave way to the log's real call and result.
+    expect(readFileSync(merged.written[0].path, "utf8")).not.toMatch(/_pi_guard"?:"?(arguments|result) not recorded/);
+    expect(merged.report.sessions[0].facts.kept).toMatchObject({ "tool calls with arguments": 1, "tool results": 1 });
   });
 });
 
@@ -147,6 +186,27 @@ describe("salvage --from-hermes (hermes-agent state.db)", () => {
     expect([t.found, callsFound.length, resultsFound.length]).toEqual([t.total, calls.length, results.length]);
     expect(r.report.sessions[0].gaps.join(" ")).toMatch(/2 hermes sessions \(a parent_session_id chain\) joined/);
     expect(sha(db)).toBe(before);
+  });
+
+  it("answers a state.db tool call whose tool row never came (an interrupted turn) with a result marked as not recorded", async () => {
+    const db = join(root, "state-cut.db");
+    const msgs = piMessages(a.file);
+    // hermes-agent writes the assistant row before running its tools: a crash leaves a call with no tool row.
+    const cut = msgs.slice(0, msgs.findIndex((m) => m.role === "toolResult"));
+    fillAgentDb(db, [{ id: "20261130_cut", parent: null, model: "faux-1", messages: cut }]);
+    const run = await runCli(["--json", "salvage", "--from-hermes", db, "--cwd", cwdA, "--out", join(root, "out-cut")], tempEnv(root));
+    expect(run.exitCode, run.stderr).toBe(0);
+    const report = JSON.parse(run.stdout);
+    const ctx = validateWithPi(readFileSync(report.sessions[0].file, "utf8"), { expectMessages: true }).context.messages as unknown as Msg[];
+    expect(ctx.map((m) => m.role)).toEqual(["user", "assistant", "toolResult"]);
+    const call = (ctx[1].content as { type: string; id: string; arguments: unknown }[]).find((b) => b.type === "toolCall")!;
+    expect(call.arguments).toEqual({ command: "echo a; echo b" });
+    expect(ctx[2]).toMatchObject({ toolCallId: call.id, toolName: "bash", isError: false, details: { _pi_guard: "result not recorded" } });
+    expect(report.sessions[0].facts.kept).toMatchObject({ "tool calls with arguments": 1 });
+    expect(report.sessions[0].facts.notKept).toMatchObject({ "tool results (not recorded)": 1 });
+    expect(report.sessions[0].gaps.join(" ")).toMatch(/1 tool call\(s\) have no result row/);
+    const human = await runCli(["salvage", "--from-hermes", db, "--cwd", cwdA, "--out", join(root, "out-cut-human")], tempEnv(root));
+    console.log(`report [hermes-agent]:\n${human.stdout}${human.stderr}`);
   });
 
   it("reads a live WAL-mode database from a private copy, seeing rows only in -wal, writing none of the three files", async () => {
