@@ -27,6 +27,8 @@ export interface ToolItem {
 export type Item =
   | { kind: "user"; text: string; guessed: boolean }
   | { kind: "assistant"; text: string; guessed: boolean }
+  /** Lines pi drew in its thinking style (only a capture with escapes shows it). */
+  | { kind: "thinking"; text: string }
   | { kind: "tool"; tool: ToolItem };
 
 export interface ParsedScreen {
@@ -35,7 +37,14 @@ export interface ParsedScreen {
   model?: string;
   /** Text that could be neither placed nor dropped safely (kept as custom entries). */
   unclassified: string[];
+  /** Thinking pi showed only as its "Thinking..." label (hideThinkingBlock). */
+  hiddenThinking: number;
+  /** The capture kept its escapes (else thinking cannot be told from text). */
+  styled: boolean;
 }
+
+/** What pi shows instead of a thinking block when the user hid them. */
+const HIDDEN_THINKING = "Thinking...";
 
 const RULE = /^─{10,}$/;
 const BANNER = /^ pi v\d+\.\d+/;
@@ -73,6 +82,8 @@ function conversationRegion(lines: ScreenLine[]): { body: ScreenLine[]; cwd?: st
 
 interface Block {
   lines: string[];
+  /** Per line: drawn in pi's thinking style. */
+  thinking: boolean[];
   /** Background of the block (null: default background). */
   bg: string | null;
 }
@@ -101,10 +112,14 @@ function blocks(body: ScreenLine[], styled: boolean): Block[] {
     }
     const split = !cur || (styled && cur.bg !== l.bg) || (blanks >= 2 && !continuesTool(cur, l.text));
     if (split) {
-      cur = { lines: [], bg: styled ? l.bg : null };
+      cur = { lines: [], thinking: [], bg: styled ? l.bg : null };
       out.push(cur);
-    } else if (cur && blanks > 0) cur.lines.push("");
+    } else if (cur && blanks > 0) {
+      cur.lines.push("");
+      cur.thinking.push(cur.thinking[cur.thinking.length - 1] ?? false);
+    }
     cur!.lines.push(l.text);
+    cur!.thinking.push(l.thinkingStyle);
     blanks = 0;
   }
   return out;
@@ -146,11 +161,24 @@ function toolOf(block: Block): ToolItem | undefined {
   return { ...base, name, args: name === "grep" || name === "find" ? { pattern: arg } : { path: arg } };
 }
 
+/** Runs of thinking-styled and plain lines; a blank line belongs to the run it sits in. */
+function segments(block: Block): { thinking: boolean; lines: string[] }[] {
+  const out: { thinking: boolean; lines: string[] }[] = [];
+  block.lines.forEach((line, i) => {
+    const thinking = line === "" ? (out[out.length - 1]?.thinking ?? false) : block.thinking[i];
+    const cur = out[out.length - 1];
+    if (cur && cur.thinking === thinking) cur.lines.push(line);
+    else out.push({ thinking, lines: [line] });
+  });
+  return out;
+}
+
 export function parseScreen(lines: ScreenLine[], styled: boolean): ParsedScreen {
   const width = Math.max(0, ...lines.filter((l) => RULE.test(l.text)).map((l) => l.text.length));
   const { body, cwd, model } = conversationRegion(lines);
   const items: Item[] = [];
   const unclassified: string[] = [];
+  let hiddenThinking = 0;
   let last: Item["kind"] | undefined;
   for (const block of blocks(body, styled)) {
     const tool = block.bg !== null || !styled ? toolOf(block) : undefined;
@@ -160,16 +188,31 @@ export function parseScreen(lines: ScreenLine[], styled: boolean): ParsedScreen 
       continue;
     }
     const text = unwrap(block.lines, width);
+    if (styled && block.bg !== null) {
+      // Coloured and not a tool header: a user prompt.
+      items.push({ kind: "user", text, guessed: false });
+      last = "user";
+      continue;
+    }
     if (styled) {
-      // Coloured and not a tool header: a user prompt. Default background: assistant text.
-      const kind = block.bg !== null ? "user" : "assistant";
-      if (kind === "assistant" && last === undefined) {
+      // Default background: assistant text, and thinking where pi drew its thinking style.
+      if (last === undefined) {
         unclassified.push(text); // text before the first prompt: leftover banner or a notice
         continue;
       }
-      if (kind === "assistant" && last === "assistant") (items[items.length - 1] as { text: string }).text += `\n\n${text}`;
-      else items.push({ kind, text, guessed: false });
-      last = kind;
+      for (const seg of segments(block)) {
+        const segText = unwrap(seg.lines, width);
+        if (segText === "") continue;
+        if (seg.thinking && segText === HIDDEN_THINKING) {
+          hiddenThinking++;
+          continue;
+        }
+        const kind = seg.thinking ? "thinking" : "assistant";
+        const prev = items[items.length - 1];
+        if (last === kind && prev && prev.kind === kind) prev.text += `\n\n${segText}`;
+        else items.push(kind === "thinking" ? { kind, text: segText } : { kind, text: segText, guessed: false });
+        last = kind;
+      }
       continue;
     }
     // Plain: a prompt opens every turn and pi draws one assistant message as one block, so a
@@ -179,5 +222,5 @@ export function parseScreen(lines: ScreenLine[], styled: boolean): ParsedScreen 
     items.push({ kind, text, guessed: true });
     last = kind;
   }
-  return { items, cwd, model, unclassified };
+  return { items, cwd, model, unclassified, hiddenThinking, styled };
 }

@@ -7,6 +7,11 @@ export interface ScreenLine {
   text: string;
   /** The SGR background in effect ("48;2;52;53;65", "44", ...), or null for the default. */
   bg: string | null;
+  /**
+   * Every visible character is italic and in a set foreground colour: how pi draws thinking
+   * (theme thinkingText, italic). Answer text uses neither for a whole line.
+   */
+  thinkingStyle: boolean;
 }
 
 export interface Screen {
@@ -18,12 +23,27 @@ export interface Screen {
 // CSI (ESC [ params final), OSC (ESC ] ... BEL or ESC \), and two-byte escapes (ESC x).
 const ESCAPE = /\x1b\[([0-9;:?<=>]*)([@-~])|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]/g;
 
-/** The background after applying one SGR parameter list to `bg`. */
-function applySgr(params: string, bg: string | null): string | null {
+interface Style {
+  bg: string | null;
+  fg: boolean;
+  italic: boolean;
+}
+
+/** The style after applying one SGR parameter list. */
+function applySgr(params: string, style: Style): Style {
+  let { bg, fg, italic } = style;
   const p = params === "" ? ["0"] : params.split(/[;:]/);
   for (let i = 0; i < p.length; i++) {
     const n = Number(p[i]);
-    if (n === 0 || n === 49) bg = null;
+    if (n === 0) {
+      bg = null;
+      fg = false;
+      italic = false;
+    } else if (n === 49) bg = null;
+    else if (n === 39) fg = false;
+    else if (n === 3) italic = true;
+    else if (n === 23) italic = false;
+    else if ((n >= 30 && n <= 37) || (n >= 90 && n <= 97)) fg = true;
     else if ((n >= 40 && n <= 47) || (n >= 100 && n <= 107)) bg = String(n);
     else if (n === 48 && p[i + 1] === "2") {
       bg = `48;2;${p.slice(i + 2, i + 5).join(";")}`;
@@ -31,33 +51,41 @@ function applySgr(params: string, bg: string | null): string | null {
     } else if (n === 48 && p[i + 1] === "5") {
       bg = `48;5;${p[i + 2]}`;
       i += 2;
-    } else if (n === 38) i += p[i + 1] === "2" ? 4 : 2; // skip foreground colour arguments
+    } else if (n === 38) {
+      fg = true;
+      i += p[i + 1] === "2" ? 4 : 2; // skip foreground colour arguments
+    }
   }
-  return bg;
+  return { bg, fg, italic };
 }
 
 export function readScreen(raw: string): Screen {
   const styled = raw.includes("\x1b");
   const lines: ScreenLine[] = [];
-  let bg: string | null = null;
+  let style: Style = { bg: null, fg: false, italic: false };
   for (const rawLine of raw.replace(/\r\n?/g, "\n").split("\n")) {
     let text = "";
     let lineBg: string | null | undefined;
+    let thinkingStyle = true;
     let last = 0;
     const take = (upto: number) => {
       const chunk = rawLine.slice(last, upto);
-      // A line's colour is the one under its first visible character.
-      if (lineBg === undefined && chunk.trim() !== "") lineBg = bg;
+      if (chunk.trim() !== "") {
+        // A line's colour is the one under its first visible character.
+        if (lineBg === undefined) lineBg = style.bg;
+        if (!style.italic || !style.fg) thinkingStyle = false;
+      }
       text += chunk;
     };
     for (const m of rawLine.matchAll(ESCAPE)) {
       take(m.index);
       last = m.index + m[0].length;
-      if (m[2] === "m") bg = applySgr(m[1] ?? "", bg);
+      if (m[2] === "m") style = applySgr(m[1] ?? "", style);
     }
     take(rawLine.length);
+    text = text.replace(/\s+$/, "");
     // Blank lines (box padding) take the colour in effect at their end.
-    lines.push({ text: text.replace(/\s+$/, ""), bg: lineBg === undefined ? bg : lineBg });
+    lines.push({ text, bg: lineBg === undefined ? style.bg : lineBg, thinkingStyle: styled && text !== "" && thinkingStyle });
   }
   while (lines.length && lines[lines.length - 1].text === "") lines.pop();
   return { lines, styled };

@@ -38,13 +38,20 @@ function toMessages(items: Item[], model: string | undefined, seed: string): { m
     messages.push(m);
     return m;
   };
+  let prev: Item["kind"] | undefined;
   for (const item of items) {
+    // Thinking and the text after it are one message, as pi drew them.
+    const sameMessage = open !== undefined && open.content.length > 0 && (prev === "thinking" || (prev === "assistant" && item.kind === "thinking"));
+    prev = item.kind;
     if (item.kind === "user") {
       open = undefined;
       messages.push({ role: "user", content: [{ type: "text", text: item.text }] });
     } else if (item.kind === "assistant") {
-      open = assistant();
-      open.content.push({ type: "text", text: item.text });
+      if (!sameMessage) open = assistant();
+      open!.content.push({ type: "text", text: item.text });
+    } else if (item.kind === "thinking") {
+      if (!sameMessage) open = assistant();
+      open!.content.push({ type: "thinking", thinking: item.text });
     } else {
       const t = item.tool;
       const m: { content: Record<string, unknown>[]; stopReason?: string } = open && open.content.length > 0 ? open : assistant();
@@ -80,18 +87,32 @@ export function sessionFromScreen(parsed: ParsedScreen, file: string, mtime: num
   messages.forEach((m, i) => push({ type: "message", message: { ...m, timestamp: start + i * 1000 } }, `${i}|${JSON.stringify(m).slice(0, 400)}`, start + i * 1000));
   parsed.unclassified.forEach((text, i) => push({ type: "custom", customType: `${PROVENANCE_TYPE}/terminal-unclassified`, data: { text } }, `unclassified|${i}`, start + messages.length * 1000));
 
-  const guessed = parsed.items.filter((i) => i.kind !== "tool" && i.guessed).length;
+  const guessed = parsed.items.filter((i) => (i.kind === "user" || i.kind === "assistant") && i.guessed).length;
+  // Without escapes pi's thinking looks like answer text: any reply may begin with some.
+  const maybeThinking = parsed.styled ? 0 : parsed.items.filter((i) => i.kind === "assistant").length;
   const gaps = [
-    "a terminal shows no session id, entry ids, times, thinking, usage or model details: id invented, times approximated, one linear chain",
+    "a terminal shows no session id, entry ids, times, usage or model details: id invented, times approximated, one linear chain",
     "assistant text is as pi rendered it (markdown formatting gone, long lines re-joined)",
   ];
+  if (maybeThinking) gaps.push(`${maybeThinking} assistant message(s) may hold thinking mixed into their text: without escapes pi's thinking style does not show`);
+  if (parsed.hiddenThinking) gaps.push(`${parsed.hiddenThinking} thinking block(s) were hidden on screen ("Thinking..."): their text is not in the capture`);
   if (guessed) gaps.push(`${guessed} message(s) had their role (user or assistant) guessed from the layout: the capture has no colours`);
   if (cut) gaps.push(`${cut} tool result(s) are only the part pi showed (output cut on screen)`);
   if (unknownTools) gaps.push(`${unknownTools} tool call(s) whose arguments the screen does not show in full (edit diffs, unknown tools)`);
   if (hidden) gaps.push(`${hidden} tool result(s) not shown on screen (write shows what it wrote, not its result): left empty`);
   if (parsed.unclassified.length) gaps.push(`${parsed.unclassified.length} piece(s) of text could not be placed and were kept as ${PROVENANCE_TYPE}/terminal-unclassified custom entries`);
   if (!header.cwd) gaps.push("the screen shows no absolute project dir (cwd)");
-  return { header, idKnown: false, cwdKnown: header.cwd !== "", timesKnown: false, entries, sources: [{ kind: "terminal", path: file }], gaps };
+  const counted: [string, number][] = [
+    ["thinking possibly mixed into text", maybeThinking],
+    ["thinking hidden on screen", parsed.hiddenThinking],
+    ["roles guessed from layout", guessed],
+    ["tool output cut on screen", cut],
+    ["tool arguments not shown in full", unknownTools],
+    ["tool results not shown on screen", hidden],
+    ["text not placed (kept as custom entries)", parsed.unclassified.length],
+  ];
+  const notKept = Object.fromEntries(counted.filter(([, n]) => n > 0));
+  return { header, idKnown: false, cwdKnown: header.cwd !== "", timesKnown: false, entries, sources: [{ kind: "terminal", path: file }], gaps, notKept };
 }
 
 export async function salvageTerminal(file: string): Promise<SourceResult> {

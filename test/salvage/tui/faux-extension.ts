@@ -4,17 +4,17 @@
 // pi's extension loader maps "@mariozechner/pi-ai" to its own copy, so the faux api lands in the
 // registry pi streams from.
 
-import { fauxAssistantMessage, type FauxContentBlock, fauxText, fauxToolCall, getApiProvider, registerFauxProvider } from "@mariozechner/pi-ai";
+import { fauxAssistantMessage, type FauxContentBlock, fauxText, fauxThinking, fauxToolCall, getApiProvider, registerFauxProvider } from "@mariozechner/pi-ai";
 import type { ExtensionAPI } from "@mariozechner/pi-coding-agent";
 import { readFileSync } from "node:fs";
 
-type ScriptBlock = { text: string } | { tool: string; args: Record<string, unknown> };
+type ScriptBlock = { text: string } | { thinking: string } | { tool: string; args: Record<string, unknown> };
 
 export default function (pi: ExtensionAPI) {
   const script = JSON.parse(readFileSync(process.env.PI_GUARD_FAUX_SCRIPT!, "utf8")) as ScriptBlock[][];
   const faux = registerFauxProvider({ provider: "faux", models: [{ id: "faux-1", name: "Faux One" }] });
   faux.setResponses(
-    script.map((blocks) => fauxAssistantMessage(blocks.map((b): FauxContentBlock => ("text" in b ? fauxText(b.text) : fauxToolCall(b.tool, b.args))))),
+    script.map((blocks) => fauxAssistantMessage(blocks.map((b): FauxContentBlock => ("text" in b ? fauxText(b.text) : "thinking" in b ? fauxThinking(b.thinking) : fauxToolCall(b.tool, b.args))))),
   );
   const model = faux.models[0];
   pi.registerProvider("faux", {

@@ -8,7 +8,7 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFi
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
-export type ScriptBlock = { text: string } | { tool: string; args: Record<string, unknown> };
+export type ScriptBlock = { text: string } | { thinking: string } | { tool: string; args: Record<string, unknown> };
 
 export interface TuiTurn {
   prompt: string;

@@ -40,3 +40,18 @@ export const EDGE_TURNS: TuiTurn[] = [
     ],
   },
 ];
+
+/** Replies with thinking, as a reasoning model streams it: pi draws it italic in its thinkingText colour. */
+export const THINKING_TURNS: TuiTurn[] = [
+  {
+    prompt: "Think first, then answer: what is two plus two?",
+    replies: [[{ thinking: "The user wants a sum. Two plus two is four; no tool is needed for that." }, { text: "Two plus two is **four**." }]],
+  },
+  {
+    prompt: "Now check the date with the shell.",
+    replies: [
+      [{ thinking: "A shell call answers this; date prints it." }, { tool: "bash", args: { command: "echo 2026-11-30" } }],
+      [{ thinking: "It printed the date.\n\nI can answer now." }, { text: "The shell says it is 2026-11-30.\n\nAnything else?" }],
+    ],
+  },
+];
