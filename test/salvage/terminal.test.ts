@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { validateWithPi } from "../helpers/pi-validate.js";
 import { runCli, tempEnv } from "./cli.js";
 import { type TuiRun, runPiTui } from "./tui/pi-tui.js";
-import { EDGE_TURNS, TUI_TURNS } from "./tui/turns.js";
+import { EDGE_TURNS, THINKING_TURNS, TUI_TURNS } from "./tui/turns.js";
 import { parseJsonl, recall } from "./tui/recall.js";
 
 const root = mkdtempSync(join(tmpdir(), "pi-guard-terminal-"));
@@ -95,5 +95,44 @@ describe("salvage --from-terminal (real pi TUI under tmux)", () => {
     expect(res.stderr.split("\n")).toHaveLength(1);
     expect(res.stderr).toMatch(/no pi conversation found/);
     expect(() => readdirSync(out)).toThrow();
+  });
+});
+
+describe("salvage --from-terminal: thinking (real pi TUI, faux model replying with thinking blocks)", () => {
+  let think: TuiRun;
+  const squash = (t: string) => t.replace(/\s+/g, " ").trim();
+  const blocksOf = (lines: Record<string, any>[], type: string) =>
+    lines.filter((l) => l.message?.role === "assistant").flatMap((l) => l.message.content.filter((b: any) => b.type === type).map((b: any) => squash(b.thinking ?? b.text)));
+  beforeAll(async () => {
+    think = await runPiTui(join(root, "pi-think"), THINKING_TURNS);
+    writeFileSync(join(root, "think-styled.txt"), think.styled);
+    writeFileSync(join(root, "think-plain.txt"), think.plain);
+  }, 120_000);
+
+  it("with escapes: what pi drew in its thinking style comes back as thinking blocks, not answer text", async () => {
+    const { text, report, lines } = await salvageCapture("think-styled");
+    validateWithPi(text, { expectMessages: true });
+    const original = parseJsonl(readFileSync(think.sessionFile, "utf8"));
+    const wanted = blocksOf(original, "thinking");
+    expect(wanted).toHaveLength(3);
+    expect(blocksOf(lines, "thinking")).toEqual(wanted);
+    // No thinking leaked into the answers, and the answers are whole.
+    const answers = blocksOf(lines, "text");
+    for (const t of wanted) expect(answers.some((a) => a.includes(t.slice(0, 30)))).toBe(false);
+    expect(answers).toEqual(blocksOf(original, "text").map((t) => t.replace(/\*\*/g, "")));
+    // Thinking and the text or call after it stay one message, as pi wrote it.
+    const shapes = (ls: Record<string, any>[]) => ls.filter((l) => l.message?.role === "assistant").map((l) => l.message.content.map((b: any) => b.type).join("+"));
+    expect(shapes(lines)).toEqual(shapes(original));
+    expect(report.sessions[0].facts.kept).toMatchObject({ "thinking blocks": 3, "assistant text blocks": 2 });
+    expect(report.sessions[0].sources[0].notKept).toEqual({});
+  });
+
+  it("without escapes: thinking cannot be told from text, and the report says how many replies may mix them", async () => {
+    const { text, report } = await salvageCapture("think-plain");
+    validateWithPi(text, { expectMessages: true });
+    const s = report.sessions[0];
+    expect(s.facts.kept["thinking blocks"]).toBeUndefined();
+    expect(s.sources[0].notKept["thinking possibly mixed into text"]).toBe(3);
+    expect(s.gaps.join("\n")).toMatch(/3 assistant message\(s\) may hold thinking mixed into their text/);
   });
 });
