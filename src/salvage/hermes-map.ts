@@ -60,9 +60,10 @@ export function memoryRow(row: Record<string, unknown>, fallbackTime: number, st
   if (row.role === "user") return [{ role: "user", content: text(content), timestamp }];
   if (row.role === "assistant") {
     const parsed = parseJson(row.tool_calls);
-    const names = Array.isArray(parsed) ? parsed.filter((n): n is string => typeof n === "string" && n !== "") : [];
+    const names = Array.isArray(parsed) ? parsed.filter(isToolName) : [];
     if (names.length > 0) stats.toolNamesOnly++;
-    if (Array.isArray(parsed) && names.length < parsed.length) stats.badToolNames += parsed.length - names.length;
+    if (Array.isArray(parsed)) stats.badToolNames += parsed.length - names.length;
+    else if (row.tool_calls != null && row.tool_calls !== "" && row.tool_calls !== "null") stats.badToolNames++;
     const calls = names.map((name, i) => nameOnlyCall(callId(i), name));
     // An empty assistant turn would be an empty message in pi's context.
     if (content === "" && calls.length === 0) {
@@ -78,6 +79,9 @@ export function memoryRow(row: Record<string, unknown>, fallbackTime: number, st
   else stats.unknownRoles++;
   return [];
 }
+
+/** A name as tools are named; anything else in a hostile row is counted, not turned into a call. */
+const isToolName = (n: unknown): n is string => typeof n === "string" && /^[\w.:-]{1,128}$/.test(n);
 
 function parseJson(value: unknown): unknown {
   if (typeof value !== "string" || value === "") return undefined;
@@ -132,7 +136,7 @@ export function statGaps(stats: MapStats): string[] {
   if (stats.truncated) gaps.push(`${stats.truncated} message(s) were cut by hermes to head + tail ("... (truncated, N chars total)")`);
   if (stats.namedCalls) gaps.push(`${stats.namedCalls} tool call(s) in ${stats.toolNamesOnly} assistant turn(s) list tool names only: kept by name, their arguments and results are not in this database`);
   if (stats.unansweredCalls) gaps.push(`${stats.unansweredCalls} tool call(s) have no result row: answered with a result marked as not recorded`);
-  if (stats.badToolNames) gaps.push(`${stats.badToolNames} tool_calls item(s) were not a tool name: left out`);
+  if (stats.badToolNames) gaps.push(`${stats.badToolNames} tool_calls value(s) were not a tool name (or not a JSON array): left out`);
   if (stats.toolOnlyDropped) gaps.push(`${stats.toolOnlyDropped} empty assistant row(s) (no text, no tools) left out`);
   if (stats.systemDropped) gaps.push(`${stats.systemDropped} system prompt row(s) left out (pi does not store the system prompt)`);
   if (stats.unknownRoles) gaps.push(`${stats.unknownRoles} row(s) with an unknown role left out`);
@@ -145,7 +149,7 @@ export function statCounts(stats: MapStats): Record<string, number> {
     ["texts cut by hermes", stats.truncated],
     ["tool call arguments", stats.namedCalls],
     ["tool results (not recorded)", stats.namedCalls + stats.unansweredCalls],
-    ["tool_calls items that are not a name", stats.badToolNames],
+    ["tool_calls values not understood", stats.badToolNames],
     ["empty assistant rows", stats.toolOnlyDropped],
     ["system prompts", stats.systemDropped],
     ["rows with an unknown role", stats.unknownRoles],

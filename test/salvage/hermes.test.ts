@@ -4,6 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { isDeepStrictEqual } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
+import Database from "better-sqlite3";
+import { HERMES_SCHEMA } from "../../bench/salvage-data.js";
 import { salvage } from "../../src/salvage/salvage.js";
 import { bigText, fauxText, fauxToolCall, makePiSession, type PiSessionResult } from "../helpers/pi-factory.js";
 import { validateWithPi } from "../helpers/pi-validate.js";
@@ -116,6 +118,30 @@ describe("salvage --from-hermes (pi-hermes-memory sessions.db)", () => {
     console.log(`report [pi-hermes-memory]:\n${human.stdout}${human.stderr}`);
     expect(human.stdout + human.stderr).toMatch(/\n  kept +user messages 3, assistant messages 4, assistant text blocks 4, tool calls by name only 1, timestamps 8\n/);
     expect(human.stdout + human.stderr).toMatch(/\n  not kept +tool call arguments 1, tool results \(not recorded\) 1, usage\/model 4, texts cut by the source 1\n/);
+  });
+
+  it("hostile tool_calls values become no calls, are counted, and the session still loads in pi", async () => {
+    const file = join(root, "hostile-tools.db");
+    const h = new Database(file);
+    h.exec(HERMES_SCHEMA);
+    h.prepare("INSERT INTO sessions VALUES ('s-hostile', 'p', ?, '2026-11-30T10:00:00.000Z', NULL, 5)").run(cwdA);
+    const add = h.prepare("INSERT INTO messages VALUES (?, 's-hostile', ?, ?, ?, ?)");
+    add.run("0000000a", "user", "hi", "2026-11-30T10:00:01.000Z", null);
+    add.run("0000000b", "assistant", "a", "2026-11-30T10:00:02.000Z", JSON.stringify(["bash", 5, null, "", "x y", "read"]));
+    add.run("0000000c", "assistant", "b", "2026-11-30T10:00:03.000Z", "not json");
+    add.run("0000000d", "assistant", "", "2026-11-30T10:00:04.000Z", JSON.stringify(["bash"]));
+    add.run("0000000e", "assistant", "c", "2026-11-30T10:00:05.000Z", "[]");
+    h.close();
+    const run = await runCli(["--json", "salvage", "--from-hermes", file, "--out", join(root, "out-hostile")], tempEnv(root));
+    expect(run.exitCode, run.stderr).toBe(0);
+    const s = JSON.parse(run.stdout).sessions[0];
+    const ctx = validateWithPi(readFileSync(s.file, "utf8"), { expectMessages: true }).context.messages as unknown as Msg[];
+    const calls = ctx.flatMap((m) => (m.role === "assistant" ? (m.content as { type: string; id: string; name: string }[]).filter((b) => b.type === "toolCall") : []));
+    expect(calls.map((c) => c.name)).toEqual(["bash", "read", "bash"]);
+    expect(new Set(calls.map((c) => c.id)).size).toBe(3);
+    expect(ctx.filter((m) => m.role === "toolResult").map((m) => m.toolCallId)).toEqual(calls.map((c) => c.id));
+    expect(s.facts.kept["tool calls by name only"]).toBe(3);
+    expect(s.sources[0].notKept["tool_calls values not understood"]).toBe(5);
   });
 
   it("asks which session when the db holds several and none is chosen", async () => {
