@@ -135,4 +135,15 @@ describe("salvage --from-terminal: thinking (real pi TUI, faux model replying wi
     expect(s.sources[0].notKept["thinking possibly mixed into text"]).toBe(3);
     expect(s.gaps.join("\n")).toMatch(/3 assistant message\(s\) may hold thinking mixed into their text/);
   });
+
+  it("with thinking hidden (hideThinkingBlock), pi's \"Thinking...\" label is counted as hidden thinking, not kept as text", async () => {
+    const hidden = await runPiTui(join(root, "pi-think-hidden"), THINKING_TURNS, { hideThinkingBlock: true });
+    writeFileSync(join(root, "think-hidden.txt"), hidden.styled);
+    const { text, report, lines } = await salvageCapture("think-hidden");
+    validateWithPi(text, { expectMessages: true });
+    expect(JSON.stringify(lines.filter((l) => l.type === "message"))).not.toMatch(/Thinking\.\.\./);
+    expect(blocksOf(lines, "thinking")).toEqual([]);
+    expect(blocksOf(lines, "text")).toEqual(blocksOf(parseJsonl(readFileSync(hidden.sessionFile, "utf8")), "text").map((t) => t.replace(/\*\*/g, "")));
+    expect(report.sessions[0].sources[0].notKept).toEqual({ "thinking hidden on screen": 3 });
+  });
 });

@@ -48,12 +48,12 @@ export function piEnv(root: string, script: string): Record<string, string> {
 }
 
 /** An agent dir with the faux extension and settings selecting its model. */
-export function prepareAgentDir(root: string): { agentDir: string; cwd: string } {
+export function prepareAgentDir(root: string, settings: Record<string, unknown> = {}): { agentDir: string; cwd: string } {
   const agentDir = join(root, "agent");
   const cwd = join(root, "proj");
   for (const d of [join(agentDir, "extensions"), join(root, "home"), cwd]) mkdirSync(d, { recursive: true });
   copyFileSync(EXTENSION, join(agentDir, "extensions", "faux-extension.ts"));
-  writeFileSync(join(agentDir, "settings.json"), JSON.stringify({ defaultProvider: "faux", defaultModel: "faux-1", retry: { enabled: false }, compaction: { enabled: false } }));
+  writeFileSync(join(agentDir, "settings.json"), JSON.stringify({ defaultProvider: "faux", defaultModel: "faux-1", retry: { enabled: false }, compaction: { enabled: false }, ...settings }));
   return { agentDir, cwd };
 }
 
@@ -81,8 +81,9 @@ async function until<T>(what: string, probe: () => T | undefined, timeoutMs = 30
   }
 }
 
-export async function runPiTui(root: string, turns: TuiTurn[]): Promise<TuiRun> {
-  const { agentDir, cwd } = prepareAgentDir(root);
+/** `settings`: extra pi settings.json keys (e.g. hideThinkingBlock). */
+export async function runPiTui(root: string, turns: TuiTurn[], settings: Record<string, unknown> = {}): Promise<TuiRun> {
+  const { agentDir, cwd } = prepareAgentDir(root, settings);
   const script = join(root, "script.json");
   writeFileSync(script, JSON.stringify(turns.flatMap((t) => t.replies)));
   const env = piEnv(root, script);
