@@ -119,7 +119,7 @@ describe("salvage --from-terminal: thinking (real pi TUI, faux model replying wi
     // No thinking leaked into the answers, and the answers are whole.
     const answers = blocksOf(lines, "text");
     for (const t of wanted) expect(answers.some((a) => a.includes(t.slice(0, 30)))).toBe(false);
-    expect(answers).toEqual(blocksOf(original, "text").map((t) => t.replace(/\*\*/g, "")));
+    expect(answers).toEqual(blocksOf(original, "text").map((t) => t.replace(/\*/g, "")));
     // Thinking and the text or call after it stay one message, as pi wrote it.
     const shapes = (ls: Record<string, any>[]) => ls.filter((l) => l.message?.role === "assistant").map((l) => l.message.content.map((b: any) => b.type).join("+"));
     expect(shapes(lines)).toEqual(shapes(original));
@@ -143,7 +143,7 @@ describe("salvage --from-terminal: thinking (real pi TUI, faux model replying wi
     validateWithPi(text, { expectMessages: true });
     expect(JSON.stringify(lines.filter((l) => l.type === "message"))).not.toMatch(/Thinking\.\.\./);
     expect(blocksOf(lines, "thinking")).toEqual([]);
-    expect(blocksOf(lines, "text")).toEqual(blocksOf(parseJsonl(readFileSync(hidden.sessionFile, "utf8")), "text").map((t) => t.replace(/\*\*/g, "")));
+    expect(blocksOf(lines, "text")).toEqual(blocksOf(parseJsonl(readFileSync(hidden.sessionFile, "utf8")), "text").map((t) => t.replace(/\*/g, "")));
     expect(report.sessions[0].sources[0].notKept).toEqual({ "thinking hidden on screen": 3 });
   });
 });

@@ -45,7 +45,7 @@ export const EDGE_TURNS: TuiTurn[] = [
 export const THINKING_TURNS: TuiTurn[] = [
   {
     prompt: "Think first, then answer: what is two plus two?",
-    replies: [[{ thinking: "The user wants a sum. Two plus two is four; no tool is needed for that." }, { text: "Two plus two is **four**." }]],
+    replies: [[{ thinking: "The user wants a sum. Two plus two is four; no tool is needed for that." }, { text: "Two plus two is **four**.\n\n*This whole line is emphasised, and it is answer text, not thinking.*" }]],
   },
   {
     prompt: "Now check the date with the shell.",
