@@ -39,8 +39,12 @@ export function entryKey(entry: SessionEntry): string {
     const m = entry.message as { role?: string; toolCallId?: string; content?: unknown };
     if (m.role === "toolResult" && typeof m.toolCallId === "string") return `toolResult|${m.toolCallId}`;
     const head = fingerprint(messageText(m));
+    if (head) return `${m.role}|${head}`;
+    // Thinking + tool call, no text: the thinking tells it apart (a terminal invents call ids).
+    const thought = fingerprint(thinkingText(m.content));
+    if (thought) return `${m.role}|thinking|${thought}`;
     // Tool-only messages have no text to tell them apart; hermes drops them, so ids are safe here.
-    return head ? `${m.role}|${head}` : `${m.role}||${toolCallIds(m.content)}`;
+    return `${m.role}||${toolCallIds(m.content)}`;
   }
   // Logs synthesise a model_change where the model first shows; another source's copy of the
   // same change is stamped differently, so match it by content (within the time window).
@@ -51,6 +55,14 @@ export function entryKey(entry: SessionEntry): string {
 
 /** How far apart two sources may stamp one message: a long reply streams for minutes. */
 export const SAME_MESSAGE_WINDOW_MS = 15 * 60 * 1000;
+
+function thinkingText(content: unknown): string {
+  if (!Array.isArray(content)) return "";
+  return (content as Block[])
+    .filter((b) => b && b.type === "thinking" && typeof b.thinking === "string")
+    .map((b) => b.thinking)
+    .join("\n");
+}
 
 function toolCallIds(content: unknown): string {
   if (!Array.isArray(content)) return "";

@@ -127,6 +127,24 @@ describe("salvage --from-terminal: thinking (real pi TUI, faux model replying wi
     expect(report.sessions[0].sources[0].notKept).toEqual({});
   });
 
+  it("merged with pi's own export of the same session, every message comes back once, thinking included", async () => {
+    const { execa } = await import("execa");
+    const copy = join(root, "think-session.jsonl");
+    writeFileSync(copy, readFileSync(think.sessionFile));
+    const html = join(root, "think.html");
+    await execa(process.execPath, [join(process.cwd(), "node_modules/@mariozechner/pi-coding-agent/dist/cli.js"), "--export", copy, html], { env: think.env, extendEnv: false });
+    const out = join(root, "out-think-merged");
+    const res = await runCli(["--json", "salvage", "--from-terminal", join(root, "think-styled.txt"), "--from-html", html, "--out", out], tempEnv(join(root, "env-think-merged")));
+    expect(res.exitCode, res.stderr).toBe(0);
+    const report = JSON.parse(res.stdout);
+    expect(report.sessions).toHaveLength(1);
+    const lines = parseJsonl(readFileSync(report.sessions[0].file, "utf8"));
+    const original = parseJsonl(readFileSync(think.sessionFile, "utf8"));
+    const roles = (ls: Record<string, any>[]) => ls.filter((l) => l.type === "message").map((l) => l.message.role);
+    expect(roles(lines)).toEqual(roles(original));
+    expect(blocksOf(lines, "thinking")).toEqual(blocksOf(original, "thinking"));
+  });
+
   it("without escapes: thinking cannot be told from text, and the report says how many replies may mix them", async () => {
     const { text, report } = await salvageCapture("think-plain");
     validateWithPi(text, { expectMessages: true });
