@@ -75,7 +75,8 @@ function toolCallIds(content: unknown): string {
 /**
  * Bigger is richer: full text over truncated text, tool results over names, more blocks over
  * fewer. A copy holding calls by name only or a "not recorded" result loses to any copy that has
- * the real ones, however short ({"command":"ls"} is shorter than the marker).
+ * the real ones, however short ({"command":"ls"} is shorter than the marker), even when it holds
+ * more text: the kept copy is taken whole, and its calls must be the ones real results answer.
  */
 export function richness(entry: SessionEntry): number {
   const size = JSON.stringify(entry).length;
