@@ -15,6 +15,7 @@ interface SalvageFlags {
   out?: string;
   install?: boolean;
   cwd?: string;
+  sessionId?: string;
   fromOpenFiles?: boolean;
   match: string[];
   fromHermes: string[];
@@ -90,7 +91,8 @@ Examples:
     .option("--match <glob>", "with --from-open-files: also take held files matching this (repeatable)", collect, [])
     .option("--out <dir>", "write the results here (default: <data dir>/salvage)")
     .option("--install", "put each session into pi's sessions dir for its cwd (never over an existing file)")
-    .option("--cwd <path>", "project dir for sessions whose source does not name one; with --from-hermes, also picks that project's sessions")
+    .option("--cwd <path>", "project dir for sessions whose source does not name one (for --from-log it wins over the log's lines); with --from-hermes, also picks that project's sessions")
+    .option("--session-id <uuid>", "with --from-log: the session's id when no line of the log names it (wins over a line that does)")
     .addHelpText(
       "after",
       `
@@ -131,6 +133,7 @@ Examples:
         hermes: opts.fromHermes,
         hermesSelection,
         cwd: opts.cwd,
+        sessionId: opts.sessionId,
         install: opts.install,
         outDir: opts.install ? undefined : outDir,
         agentDir: ctx.config.agentDir,

@@ -140,6 +140,7 @@ function mergeGroup(group: SalvagedSession[]): SalvagedSession {
     sources: ordered.flatMap((s) => s.sources),
     provided: ordered.flatMap((s) => s.provided ?? []),
     gaps: ordered.flatMap((s) => s.gaps),
+    ...identityOf(ordered, withCwd),
   };
 }
 
@@ -223,4 +224,11 @@ function renameCalls(entry: SessionEntry, callIds: Map<string, string>): Session
   const m = entry.message as { content: CallBlock[] };
   const content = m.content.map((b) => (b?.type === "toolCall" && b.id && callIds.has(b.id) ? { ...b, id: callIds.get(b.id) } : b));
   return { ...entry, message: { ...(entry.message as object), content } } as SessionEntry;
+}
+
+/** The log lines that named the merged session: the id from the lead log, the cwd from the source the header's cwd came from. */
+function identityOf(ordered: SalvagedSession[], withCwd: SalvagedSession | undefined): Pick<SalvagedSession, "identity"> {
+  const sessionId = ordered.find((s) => s.identity?.sessionId)?.identity?.sessionId ?? null;
+  const cwd = withCwd?.identity?.cwd ?? null;
+  return sessionId || cwd ? { identity: { sessionId, cwd } } : {};
 }

@@ -1,7 +1,7 @@
 // The fidelity report: what came back, from where, and what each source could not give.
 
 import type { SessionEntry } from "../pi/index.js";
-import type { SalvagedSession, SourceResult } from "./types.js";
+import type { IdentitySource, SalvagedSession, SessionIdentity, SourceResult } from "./types.js";
 
 export function countRoles(entries: readonly SessionEntry[]): Record<string, number> {
   const out: Record<string, number> = {};
@@ -23,6 +23,8 @@ export interface SessionReport {
   messages: Record<string, number>;
   sources: { kind: string; path: string; messages: Record<string, number> }[];
   gaps: string[];
+  /** Logs only: the line (or flag) that named the id and the cwd. */
+  identity?: SessionIdentity;
 }
 
 export interface FidelityReport {
@@ -42,6 +44,7 @@ export function sessionReport(s: SalvagedSession, file: string | null): SessionR
     messages: countRoles(s.entries),
     sources: (s.provided ?? []).map((p) => ({ kind: p.source.kind, path: p.source.path, messages: p.messages })),
     gaps: s.gaps,
+    ...(s.identity ? { identity: s.identity } : {}),
   };
 }
 
@@ -67,9 +70,22 @@ export function formatReport(report: FidelityReport): string {
     out.push(`session ${s.id}${s.idInvented ? " (id invented)" : ""}  ${s.cwd || "(cwd unknown)"}`);
     out.push(`  recovered  ${roleList(s.messages)} (${s.entries} entries)`);
     for (const src of s.sources) out.push(`  from ${src.kind.padEnd(5)} ${roleList(src.messages)}  ${src.path}`);
+    for (const line of identityLines(s.identity)) out.push(`  ${line}`);
     for (const g of s.gaps) out.push(`  missing    ${g}`);
     if (s.file) out.push(`  written    ${s.file}`);
   }
   for (const src of report.sources) for (const n of src.notes) out.push(`note (${src.kind} ${src.path}): ${n}`);
   return out.join("\n");
+}
+
+function identityLine(what: string, src: IdentitySource | null): string | undefined {
+  if (!src) return undefined;
+  if (src.from === "line") return `${what.padEnd(10)} from line ${src.line}: ${src.text}`;
+  const over = src.replaced ? `, over line ${src.replaced.line} (${src.replaced.value}): ${src.replaced.text}` : "";
+  return `${what.padEnd(10)} from ${what === "id" ? "--session-id" : "--cwd"}${over}`;
+}
+
+function identityLines(identity: SessionIdentity | undefined): string[] {
+  if (!identity) return [];
+  return [identityLine("id", identity.sessionId), identityLine("cwd", identity.cwd)].filter((l): l is string => l !== undefined);
 }

@@ -10,6 +10,23 @@ export interface SalvageSource {
   path: string;
 }
 
+/** Where a session's id or cwd came from: a log line, or a flag given by hand. */
+export interface IdentitySource {
+  value: string;
+  from: "line" | "flag";
+  /** With from "line": the log, its line number and the start of that line. */
+  path?: string;
+  line?: number;
+  text?: string;
+  /** With from "flag": the line that named another value, which the flag replaced. */
+  replaced?: { value: string; line: number; text: string };
+}
+
+export interface SessionIdentity {
+  sessionId: IdentitySource | null;
+  cwd: IdentitySource | null;
+}
+
 export interface SalvagedSession {
   header: SessionHeader;
   /** False when the source carried no session id and one was made up. */
@@ -25,6 +42,8 @@ export interface SalvagedSession {
   sources: SalvageSource[];
   /** Messages by role that each source gave for this session, before merging. */
   provided?: { source: SalvageSource; messages: Record<string, number> }[];
+  /** For sessions from logs: which line (or flag) named the id and the cwd. */
+  identity?: SessionIdentity;
   /** One sentence per thing a source could not give back (per session). */
   gaps: string[];
 }
