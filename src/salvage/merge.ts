@@ -226,9 +226,10 @@ function renameCalls(entry: SessionEntry, callIds: Map<string, string>): Session
   return { ...entry, message: { ...(entry.message as object), content } } as SessionEntry;
 }
 
-/** The log lines that named the merged session: the id from the lead log, the cwd from the source the header's cwd came from. */
+/** The log lines that named the merged session: the first that named its id, the first that named the cwd it got. */
 function identityOf(ordered: SalvagedSession[], withCwd: SalvagedSession | undefined): Pick<SalvagedSession, "identity"> {
   const sessionId = ordered.find((s) => s.identity?.sessionId)?.identity?.sessionId ?? null;
-  const cwd = withCwd?.identity?.cwd ?? null;
+  const value = withCwd?.header.cwd;
+  const cwd = ordered.find((s) => s.identity?.cwd && s.identity.cwd.value === value)?.identity?.cwd ?? null;
   return sessionId || cwd ? { identity: { sessionId, cwd } } : {};
 }

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { sessionDirName } from "../../src/pi/index.js";
 import { salvage } from "../../src/salvage/salvage.js";
-import { plainLineIdentity } from "../../src/salvage/log-identity.js";
+import { excerpt, plainLineIdentity } from "../../src/salvage/log-identity.js";
 import { expectOneLineError } from "../helpers/cli.js";
 import { validateWithPi } from "../helpers/pi-validate.js";
 import { runCli, tempEnv } from "./cli.js";
@@ -102,12 +102,16 @@ describe("identity from plain lines", () => {
     const env = tempEnv(join(root, "install"));
     const r = await runCli(["salvage", "--from-log", file, "--from-html", html, "--install", "--json"], env);
     expect(r.exitCode, r.stderr).toBe(0);
-    const report = JSON.parse(r.stdout) as { sessions: { id: string; cwd: string; file: string; messages: Record<string, number>; sources: { kind: string }[] }[] };
+    const report = JSON.parse(r.stdout) as {
+      sessions: { id: string; cwd: string; file: string; messages: Record<string, number>; sources: { kind: string }[]; identity: { sessionId: { line: number }; cwd: unknown } }[];
+    };
     // Before: two sessions, the log's with an invented id and no cwd.
     expect(report.sessions).toHaveLength(1);
     const [s] = report.sessions;
     expect(s).toMatchObject({ id, cwd, messages: { user: 2, assistant: 3, toolResult: 1 } });
     expect(s.sources.map((x) => x.kind).sort()).toEqual(["html", "log"]);
+    expect(s.identity.sessionId.line).toBe(3);
+    expect(s.identity.cwd).toMatchObject({ value: cwd, from: "line", line: 2 });
     expect(s.file.startsWith(join(env.PI_CODING_AGENT_DIR, "sessions", sessionDirName(cwd)) + "/")).toBe(true);
     expect(s.file.endsWith(`_${id}.jsonl`)).toBe(true);
     validateWithPi(readFileSync(s.file, "utf8"), { expectMessages: true });
@@ -179,6 +183,10 @@ describe("plain line patterns", () => {
     expect(plainLineIdentity("cwd=relative/path")).toEqual({});
     expect(plainLineIdentity(`request ${id} done`)).toEqual({});
     expect(plainLineIdentity(`session ${id}0`)).toEqual({});
+    expect(plainLineIdentity("spawning: pi (cwd=/x/\u001b[2Jy)")).toEqual({});
+    // The report prints the line: a hostile log cannot send escape sequences to the terminal.
+    expect(excerpt(`\u001b]0;owned\u0007rpc ready, session ${id}`)).toBe(`?]0;owned?rpc ready, session ${id}`);
+    expect(excerpt("x".repeat(500))).toHaveLength(160);
   });
 });
 
