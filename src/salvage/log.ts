@@ -31,7 +31,7 @@ class LogReader {
 
   constructor(private readonly onDone: (c: Current) => void) {}
 
-  stats = { lines: 0, text: 0, broken: 0, brokenLines: [] as number[], events: 0, invalidUtf8: 0 };
+  stats = { lines: 0, text: 0, broken: 0, brokenLines: [] as number[], events: 0, invalidUtf8: 0, naming: 0 };
 
   /** Start a new session unless the current one is still empty or is this very session. */
   switchTo(id: string, at: LineRef, header?: Partial<SessionHeader>): void {
@@ -184,7 +184,10 @@ export async function salvageLog(file: string, sink?: (s: SalvagedSession) => vo
     // Only the plain part of a line: the text after a "{" may be a torn message quoting anything.
     const brace = text.indexOf("{");
     const named = plainLineIdentity((brace === -1 ? text : text.slice(0, brace)).slice(0, PLAIN_SCAN));
-    if (named.sessionId || named.cwd) reader.identity(named, at());
+    if (named.sessionId || named.cwd) {
+      reader.stats.naming++;
+      reader.identity(named, at());
+    }
   }
   reader.finish();
   if (reader.done === 0) throw new RepoError(`${file}: no pi messages found (not a pi --mode json/rpc log?)`, "input");
@@ -194,7 +197,7 @@ export async function salvageLog(file: string, sink?: (s: SalvagedSession) => vo
 
   const s = reader.stats;
   const notes: string[] = [];
-  if (s.text) notes.push(`${s.text} plain text line(s) skipped`);
+  if (s.text) notes.push(`${s.text} plain text line(s) skipped${s.naming ? ` (${s.naming} of the plain lines named the session or its cwd and were used for that)` : ""}`);
   if (s.broken) notes.push(`${s.broken} line(s) with unreadable JSON skipped`);
   if (tornTail) notes.push(`the last line (${tornTail}) is cut off and could not be read`);
   if (s.invalidUtf8) notes.push(`${s.invalidUtf8} line(s) held invalid UTF-8; bad bytes read as U+FFFD`);
