@@ -129,6 +129,21 @@ describe("identity from plain lines", () => {
     for (const w of result.written) validateWithPi(readFileSync(w.path, "utf8"), { expectMessages: true });
   });
 
+  it("splits a log at pi's clone (a fork at the leaf) and keeps the cwd for the copy", async () => {
+    const lines = await runPiRpc({
+      agentDir: join(root, "agent-clone"),
+      cwd,
+      replies: ["before the clone", "in the clone"],
+      commands: [{ type: "get_state" }, { type: "prompt", message: "original" }, { type: "clone" }, { type: "get_state" }, { type: "prompt", message: "continued in the clone" }],
+    });
+    const [orig, copy] = [...new Set(stateIds(lines))];
+    expect(copy).toBeDefined();
+    const result = await salvage({ logs: [write(webUiLog(lines, orig, { getState: false }) + `${t(99)} [pi-web] session switched, session ${copy}\n`)], outDir: join(root, "out-clone") });
+    // The copy's id comes only after its messages here: the unnamed stream after the clone takes it.
+    const got = result.report.sessions.map((s) => [s.id, s.cwd, s.messages.user]).sort();
+    expect(got).toEqual([[orig, cwd, 1], [copy, cwd, 1]].sort());
+  });
+
   it("splits a log where each session has its own process and its own plain lines", async () => {
     const other = join(root, "other project");
     const a = webUiLog(one, idOne, { getState: false });
