@@ -106,6 +106,7 @@ matching --match out of /proc/<pid>/fd before their process exits, byte for byte
 Examples:
   $ pi-guard salvage --from-html pi-session-2026-01-01.html --install
   $ pi-guard salvage --from-log web-ui.log --from-log rpc.jsonl --out ./recovered --json
+  $ pi-guard salvage --from-log rotated.log --session-id 0f8e2c1a-5b7d-4e2f-9a31-6c0d8e4b2f17 --cwd ~/proj --install
   $ pi-guard salvage --from-hermes ~/.pi/agent/pi-hermes-memory/sessions.db --cwd ~/proj --install
   $ tmux capture-pane -e -p -S - | pi-guard salvage --from-terminal - --cwd ~/proj
   $ pi-guard salvage --from-hermes state.db --since "2 days ago" --from-log web-ui.log

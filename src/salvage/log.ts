@@ -117,8 +117,8 @@ export interface LogFlags {
   cwd?: string;
 }
 
-export const NO_ID_GAP = "the log names no session (no header, get_state or \"session <uuid>\" line): session id invented";
-export const NO_CWD_GAP = "the log names no project dir (cwd)";
+const NO_ID_GAP = "the log names no session (no header, get_state or \"session <uuid>\" line): session id invented";
+const NO_CWD_GAP = "the log names no project dir (cwd)";
 
 function chosen(file: string, named: Named | undefined, flag: string | undefined): IdentitySource | null {
   if (flag !== undefined) {
