@@ -144,6 +144,25 @@ describe("identity from plain lines", () => {
     expect(got).toEqual([[orig, cwd, 1], [copy, cwd, 1]].sort());
   });
 
+  it("splits a log at switch_session and does not guess the other session's cwd", async () => {
+    const dir = join(agentDir, "sessions", sessionDirName(cwd));
+    const target = join(dir, readdirSync(dir).find((f) => f.endsWith(`_${idOne}.jsonl`))!);
+    const lines = await runPiRpc({
+      agentDir: join(root, "agent-switch"),
+      cwd,
+      replies: ["here first", "back in the old one"],
+      commands: [{ type: "get_state" }, { type: "prompt", message: "a new one" }, { type: "switch_session", sessionPath: target }, { type: "get_state" }, { type: "prompt", message: "resumed" }],
+    });
+    const [fresh, resumed] = [...new Set(stateIds(lines))];
+    expect(resumed).toBe(idOne);
+    const result = await salvage({ logs: [write(webUiLog(lines, fresh, { getState: true }))], outDir: join(root, "out-switch") });
+    const byId = new Map(result.report.sessions.map((s) => [s.id, s]));
+    expect(byId.get(fresh)).toMatchObject({ cwd, cwdKnown: true });
+    // pi may have switched to another project's session: no line names its cwd, so it is reported missing.
+    expect(byId.get(idOne)).toMatchObject({ cwd: "", cwdKnown: false, messages: { user: 1, assistant: 1 } });
+    expect(byId.get(idOne)!.gaps).toContain("the log names no project dir (cwd)");
+  });
+
   it("splits a log where each session has its own process and its own plain lines", async () => {
     const other = join(root, "other project");
     const a = webUiLog(one, idOne, { getState: false });
