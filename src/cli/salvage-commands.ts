@@ -15,6 +15,7 @@ interface SalvageFlags {
   out?: string;
   install?: boolean;
   cwd?: string;
+  sessionId?: string;
   fromOpenFiles?: boolean;
   match: string[];
   fromHermes: string[];
@@ -90,7 +91,8 @@ Examples:
     .option("--match <glob>", "with --from-open-files: also take held files matching this (repeatable)", collect, [])
     .option("--out <dir>", "write the results here (default: <data dir>/salvage)")
     .option("--install", "put each session into pi's sessions dir for its cwd (never over an existing file)")
-    .option("--cwd <path>", "project dir for sessions whose source does not name one; with --from-hermes, also picks that project's sessions")
+    .option("--cwd <path>", "project dir for sessions whose source does not name one (for --from-log it wins over the log's lines); with --from-hermes, also picks that project's sessions")
+    .option("--session-id <uuid>", "with --from-log: the session's id when no line of the log names it (wins over a line that does)")
     .addHelpText(
       "after",
       `
@@ -104,6 +106,7 @@ matching --match out of /proc/<pid>/fd before their process exits, byte for byte
 Examples:
   $ pi-guard salvage --from-html pi-session-2026-01-01.html --install
   $ pi-guard salvage --from-log web-ui.log --from-log rpc.jsonl --out ./recovered --json
+  $ pi-guard salvage --from-log rotated.log --session-id 0f8e2c1a-5b7d-4e2f-9a31-6c0d8e4b2f17 --cwd ~/proj --install
   $ pi-guard salvage --from-hermes ~/.pi/agent/pi-hermes-memory/sessions.db --cwd ~/proj --install
   $ tmux capture-pane -e -p -S - | pi-guard salvage --from-terminal - --cwd ~/proj
   $ pi-guard salvage --from-hermes state.db --since "2 days ago" --from-log web-ui.log
@@ -131,6 +134,7 @@ Examples:
         hermes: opts.fromHermes,
         hermesSelection,
         cwd: opts.cwd,
+        sessionId: opts.sessionId,
         install: opts.install,
         outDir: opts.install ? undefined : outDir,
         agentDir: ctx.config.agentDir,

@@ -141,11 +141,13 @@ Examples:
         return;
       }
       const { formatCost, formatTokens } = await import("../sessions/describe.js");
+      const { fitListRows, terminalWidth } = await import("../sessions/list-layout.js");
       const rows = [["ID", "NAME", "PROJECT", "STARTED", "LAST ACTIVITY", "TURNS", "TOKENS", "COST", "SIZE", "WHERE"]];
       for (const s of list) {
-        rows.push([s.id.slice(0, 8), cut(s.name ?? "", 24), cut(s.project, 32), day(s.started), day(s.lastActivity), String(s.turns), formatTokens(s.tokens), formatCost(s.cost), formatBytes(s.size), where(s) + (s.tags.length ? `  #${s.tags.join(" #")}` : "")]);
+        rows.push([s.id.slice(0, 8), s.name ?? "", s.project, day(s.started), day(s.lastActivity), String(s.turns), formatTokens(s.tokens), formatCost(s.cost), formatBytes(s.size), where(s) + (s.tags.length ? `  #${s.tags.join(" #")}` : "")]);
       }
-      info(ctx.out, table(rows));
+      // Narrow terminals leave out STARTED, SIZE, COST and TOKENS (in that order) before the name gets short.
+      info(ctx.out, table(fitListRows(rows, terminalWidth(), [3, 8, 7, 6])));
     });
 
   sessions

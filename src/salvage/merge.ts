@@ -141,6 +141,7 @@ function mergeGroup(group: SalvagedSession[]): SalvagedSession {
     sources: ordered.flatMap((s) => s.sources),
     provided: ordered.flatMap((s) => s.provided ?? []),
     gaps: ordered.flatMap((s) => s.gaps),
+    ...identityOf(ordered, withCwd),
   };
 }
 
@@ -247,4 +248,12 @@ function dropOrphanPlaceholders(entries: SessionEntry[]): SessionEntry[] {
     e.parentId = p;
   }
   return kept;
+}
+
+/** The log lines that named the merged session: the first that named its id, the first that named the cwd it got. */
+function identityOf(ordered: SalvagedSession[], withCwd: SalvagedSession | undefined): Pick<SalvagedSession, "identity"> {
+  const sessionId = ordered.find((s) => s.identity?.sessionId)?.identity?.sessionId ?? null;
+  const value = withCwd?.header.cwd;
+  const cwd = ordered.find((s) => s.identity?.cwd && s.identity.cwd.value === value)?.identity?.cwd ?? null;
+  return sessionId || cwd ? { identity: { sessionId, cwd } } : {};
 }

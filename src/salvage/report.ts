@@ -2,7 +2,7 @@
 
 import type { SessionEntry } from "../pi/index.js";
 import { type Counts, formatCounts, sessionFacts } from "./facts.js";
-import type { SalvagedSession, SourceResult } from "./types.js";
+import type { IdentitySource, SalvagedSession, SessionIdentity, SourceResult } from "./types.js";
 
 export function countRoles(entries: readonly SessionEntry[]): Record<string, number> {
   const out: Record<string, number> = {};
@@ -27,6 +27,8 @@ export interface SessionReport {
   /** Per source: messages it gave, and facts it held that could not be kept (notKept). */
   sources: { kind: string; path: string; messages: Record<string, number>; notKept: Counts }[];
   gaps: string[];
+  /** Logs only: the line (or flag) that named the id and the cwd. */
+  identity?: SessionIdentity;
 }
 
 export interface FidelityReport {
@@ -47,6 +49,7 @@ export function sessionReport(s: SalvagedSession, file: string | null): SessionR
     facts: sessionFacts(s.entries, s.timesKnown !== false),
     sources: (s.provided ?? []).map((p) => ({ kind: p.source.kind, path: p.source.path, messages: p.messages, notKept: p.notKept ?? {} })),
     gaps: s.gaps,
+    ...(s.identity ? { identity: s.identity } : {}),
   };
 }
 
@@ -75,6 +78,7 @@ export function formatReport(report: FidelityReport): string {
     out.push(`  recovered  ${roleList(s.messages)} (${s.entries} entries)`);
     out.push(`  kept       ${formatCounts(s.facts.kept)}`);
     out.push(`  not kept   ${formatCounts(s.facts.notKept)}`);
+    for (const line of identityLines(s.identity)) out.push(`  ${line}`);
     for (const src of s.sources) {
       out.push(`  from ${src.kind.padEnd(5)} ${roleList(src.messages)}  ${src.path}`);
       if (Object.keys(src.notKept).length) out.push(`             it held, not kept: ${formatCounts(src.notKept)}`);
@@ -87,4 +91,16 @@ export function formatReport(report: FidelityReport): string {
     for (const n of src.notes) out.push(`note (${src.kind} ${src.path}): ${n}`);
   }
   return out.join("\n");
+}
+
+function identityLine(what: string, src: IdentitySource | null): string | undefined {
+  if (!src) return undefined;
+  if (src.from === "line") return `${what.padEnd(10)} from line ${src.line}: ${src.text}`;
+  const over = src.replaced ? `, over line ${src.replaced.line} (${src.replaced.value}): ${src.replaced.text}` : "";
+  return `${what.padEnd(10)} from ${what === "id" ? "--session-id" : "--cwd"}${over}`;
+}
+
+function identityLines(identity: SessionIdentity | undefined): string[] {
+  if (!identity) return [];
+  return [identityLine("id", identity.sessionId), identityLine("cwd", identity.cwd)].filter((l): l is string => l !== undefined);
 }

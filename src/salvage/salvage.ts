@@ -13,6 +13,7 @@ import { countRoles, fidelityReport, sessionReport, type FidelityReport, type Se
 import { messageKeys, SessionSpill } from "./spill.js";
 import type { SalvagedSession, SalvageSource, SourceResult } from "./types.js";
 import { RepoError } from "../repo/errors.js";
+import { UUID_RE } from "./log-identity.js";
 import type { SessionHeader } from "../pi/index.js";
 
 export interface SalvageOptions {
@@ -23,8 +24,10 @@ export interface SalvageOptions {
   hermes?: string[];
   /** Which hermes sessions to take (--session, --cwd, --since, --all). */
   hermesSelection?: HermesSelection;
-  /** Project dir for sessions whose source does not name one. */
+  /** Project dir for sessions whose source does not name one; for logs it wins over their lines. */
   cwd?: string;
+  /** The session id of what --from-log holds, when its lines name none (or name the wrong one). */
+  sessionId?: string;
   outDir?: string;
   install?: boolean;
   agentDir?: string;
@@ -55,7 +58,7 @@ async function readSources(options: SalvageOptions, spill: SessionSpill): Promis
   for (const file of options.logs ?? []) {
     const { salvageLog } = await import("./log.js");
     const source: SalvageSource = { kind: "log", path: file };
-    keep(await salvageLog(file, (s) => spill.add(prepared(s, source, options.cwd))));
+    keep(await salvageLog(file, (s) => spill.add(prepared(s, source, options.cwd)), { sessionId: options.sessionId, cwd: options.cwd }));
   }
   for (const file of options.terminals ?? []) {
     const { salvageTerminal } = await import("./terminal.js");
@@ -75,6 +78,11 @@ function prepared(s: SalvagedSession, source: SalvageSource, cwd: string | undef
 export async function salvage(options: SalvageOptions): Promise<SalvageResult> {
   if (!options.html?.length && !options.logs?.length && !options.terminals?.length && !options.hermes?.length) {
     throw new RepoError("name at least one source (--from-html, --from-log, --from-terminal, --from-hermes)", "usage");
+  }
+  if (options.sessionId !== undefined) {
+    if (!options.logs?.length) throw new RepoError("--session-id only applies to --from-log", "usage");
+    if (!UUID_RE.test(options.sessionId)) throw new RepoError(`--session-id must be a session UUID (like 0f8e2c1a-5b7d-4e2f-9a31-6c0d8e4b2f17), not "${options.sessionId}"`, "usage");
+    options = { ...options, sessionId: options.sessionId.toLowerCase() };
   }
   const spill = new SessionSpill();
   const writer = new SessionWriter({ install: options.install, outDir: options.outDir, agentDir: options.agentDir });

@@ -10,6 +10,23 @@ export interface SalvageSource {
   path: string;
 }
 
+/** Where a session's id or cwd came from: a log line, or a flag given by hand. */
+export interface IdentitySource {
+  value: string;
+  from: "line" | "flag";
+  /** With from "line": the log, its line number and the start of that line. */
+  path?: string;
+  line?: number;
+  text?: string;
+  /** With from "flag": the line that named another value, which the flag replaced. */
+  replaced?: { value: string; line: number; text: string };
+}
+
+export interface SessionIdentity {
+  sessionId: IdentitySource | null;
+  cwd: IdentitySource | null;
+}
+
 export interface SalvagedSession {
   header: SessionHeader;
   /** False when the source carried no session id and one was made up. */
@@ -27,6 +44,8 @@ export interface SalvagedSession {
   provided?: { source: SalvageSource; messages: Record<string, number>; notKept?: Record<string, number> }[];
   /** Facts this source held for the session but could not keep, counted ("system prompts": 1). */
   notKept?: Record<string, number>;
+  /** For sessions from logs: which line (or flag) named the id and the cwd. */
+  identity?: SessionIdentity;
   /** One sentence per thing a source could not give back (per session). */
   gaps: string[];
 }

@@ -82,7 +82,7 @@ describe("sessions list", () => {
   });
 
   it("prints an aligned table that marks the deleted session", async () => {
-    const r = await runOk(w.sb, ["sessions", "list"]);
+    const r = await runOk(w.sb, ["sessions", "list"], { COLUMNS: "200" }); // wide: every column shown
     const line = r.stdout.split("\n").find((l) => l.startsWith(w.gone.sessionId.slice(0, 8)))!;
     expect(line).toMatch(/DELETED, in 1 snapshot/);
     expect(r.stdout.split("\n")[0]).toMatch(/^ID\s+NAME\s+PROJECT\s+STARTED\s+LAST ACTIVITY\s+TURNS\s+TOKENS\s+COST\s+SIZE\s+WHERE/);
