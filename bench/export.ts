@@ -59,6 +59,13 @@ async function main(): Promise<void> {
     const session = writeBranchedSession(file, { cwd, sessionId: SESSION_ID, targetBytes: size, seed: "export-bench", pool: loadTextPool(DEFAULT_POOL_ROOT) });
     console.log(`generated a ${formatBytes(session.bytes)} session (branch at ${session.branchPoint}) in ${((Date.now() - t) / 1000).toFixed(0)} s`);
     const env = { PATH: process.env.PATH ?? "", HOME: join(work, "home"), XDG_DATA_HOME: join(work, "data"), XDG_CONFIG_HOME: join(work, "config"), PI_CODING_AGENT_DIR: agent, TMPDIR: work, NO_COLOR: "1" };
+    // The first command after a new session summarises it for the sessions catalog; measured on
+    // its own so the export rows show the export. (A cold export pays both; see bench/README.md.)
+    const list = await measure(process.execPath, [bin, "sessions", "list"], { env, timeoutMs: 30 * 60_000 });
+    const catalog: Result = { format: "(catalog: sessions list)", sessionBytes: session.bytes, outputBytes: 0, seconds: list.ms / 1000, peakRssMB: list.peakRssMB, pass: list.exitCode === 0 && list.peakRssMB <= RSS_TARGET_MB, exitCode: list.exitCode };
+    if (list.exitCode !== 0) catalog.error = list.stderr.slice(-2000).trim();
+    console.log(`catalog: exit ${list.exitCode}, ${catalog.seconds.toFixed(1)} s, peak ${catalog.peakRssMB.toFixed(0)} MB`);
+    results.push(catalog);
     for (const format of formats) {
       const out = join(work, `export.${format}`);
       t = Date.now();
