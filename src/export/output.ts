@@ -46,12 +46,6 @@ const FLUSH_BYTES = 1 << 20;
 export async function fileSink(file: string): Promise<ExportSink> {
   const dir = path.dirname(file);
   const tmp = path.join(dir, `.${path.basename(file)}.${randomBytes(6).toString("hex")}.tmp`);
-  let handle: fs.FileHandle | undefined;
-  try {
-    handle = await fs.open(tmp, "wx", 0o600);
-  } catch (err) {
-    throw writeError(file, err);
-  }
   // Ctrl-C or a kill while exporting must not leave the temp file behind (SIGKILL cannot be
   // caught; then the dot-named temp file stays, and the target is still untouched).
   const onSignal = (signal: NodeJS.Signals) => {
@@ -63,6 +57,13 @@ export async function fileSink(file: string): Promise<ExportSink> {
     for (const sig of SIGNALS) process.off(sig, onSignal);
   };
   for (const sig of SIGNALS) process.once(sig, onSignal);
+  let handle: fs.FileHandle | undefined;
+  try {
+    handle = await fs.open(tmp, "wx", 0o600);
+  } catch (err) {
+    untrap();
+    throw writeError(file, err);
+  }
   let pending: string[] = [];
   let pendingLength = 0;
   let position = 0;
