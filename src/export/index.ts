@@ -73,9 +73,7 @@ export async function exportSessionTo(bytes: ByteSource, sink: () => Promise<Exp
   const redact = redactor ? (text: string) => redactor(text) : (text: string) => text;
   if (opts.format === "html") {
     // The HTML page is still built whole (its own slice streams it).
-    const chunks: Buffer[] = [];
-    for await (const c of bytes.read()) chunks.push(Buffer.from(c));
-    const text = await exportSession(loadSessionBytes(Buffer.concat(chunks), opts.fallbackId), opts);
+    const text = await exportSession(loadSessionBytes(await readAll(bytes), opts.fallbackId), opts);
     return writeAll(sink, [text]);
   }
   // Pass 1 runs before the output is opened: a bad --branch leaves nothing behind.
@@ -89,6 +87,23 @@ export async function exportSessionTo(bytes: ByteSource, sink: () => Promise<Exp
   const meta = { header: redactor ? redactDeep(stream.header, redactor) : stream.header, source: redact(opts.source), redacted: !!redactor, redact };
   const pieces = opts.format === "json" ? (await import("./json.js")).streamJson(stream, meta) : (await import("./markdown.js")).streamMarkdown(stream, meta);
   return writeAll(sink, redactor ? redactPieces(pieces, redactor) : pieces);
+}
+
+/** All bytes of a source in one buffer; filled in place when the size is known (no second copy). */
+async function readAll(bytes: ByteSource & { size?: number }): Promise<Buffer> {
+  if (bytes.size === undefined) {
+    const chunks: Buffer[] = [];
+    for await (const c of bytes.read()) chunks.push(Buffer.from(c));
+    return Buffer.concat(chunks);
+  }
+  const out = Buffer.allocUnsafe(bytes.size);
+  let pos = 0;
+  for await (const c of bytes.read()) {
+    if (pos + c.length > out.length) throw new RepoError("the session changed while it was being exported; run the export again", "io");
+    out.set(c, pos);
+    pos += c.length;
+  }
+  return pos === out.length ? out : out.subarray(0, pos);
 }
 
 async function* redactPieces(pieces: AsyncIterable<string>, redactor: Redactor): AsyncGenerator<string> {
