@@ -1,6 +1,7 @@
 // The script inside the HTML export. It renders everything from the embedded session data, so the
 // page and `salvage --from-html` read the very same bytes. Plain ES2019, no libraries, no network:
-// user text only ever reaches the DOM through textContent. (Written without backticks or dollar-
+// user text reaches the DOM through textContent, or as HTML that the exporter rendered and
+// sanitized (html-markdown.ts) and the CSP still keeps from running anything. (Written without backticks or dollar-
 // brace sequences because it lives in a template literal; \u0060 stands for a backtick.)
 
 export const VIEWER_JS = String.raw`
@@ -74,8 +75,22 @@ export const VIEWER_JS = String.raw`
     return t.length > 80 ? t.slice(0, 79) + "\u2026" : t;
   }
 
-  // Text: fenced code becomes <pre><code>, the rest paragraphs with inline code.
-  function renderText(text) {
+  // Markdown rendered and sanitized at export time (html-markdown.ts); a page without it (or an
+  // entry missing from it) falls back to the plain rendering below.
+  var rendered = {};
+  try { rendered = JSON.parse(document.getElementById("rendered-html").textContent) || {}; } catch (err) { rendered = {}; }
+  function renderedFor(e, key) {
+    var r = Object.prototype.hasOwnProperty.call(rendered, e.id) ? rendered[e.id] : null;
+    return r && typeof r[key] === "string" ? r[key] : null;
+  }
+  // Text: sanitized HTML when the export rendered it; else fenced code becomes <pre><code> and the
+  // rest paragraphs with inline code.
+  function renderText(text, html) {
+    if (typeof html === "string") {
+      var md = el("div", "text md");
+      md.innerHTML = html;
+      return md;
+    }
     var box = el("div", "text"), fence = /^(\u0060{3,}|~{3,})([^\n]*)\n([\s\S]*?)\n\1[ \t]*$/gm, last = 0, m;
     function prose(chunk) {
       chunk.split(/\n{2,}/).forEach(function (para) {
@@ -144,12 +159,12 @@ export const VIEWER_JS = String.raw`
       var u = usage(e);
       box = el("section", "entry assistant");
       box.appendChild(head(e, "assistant", [m.model ? el("span", "mono", m.model) : null, u ? el("span", "usage", fmtTokens(u.tokens) + " tokens \u00b7 " + fmtCost(u.cost)) : null]));
-      blocks(m.content).forEach(function (b) {
-        if (b.type === "text" && b.text.trim()) box.appendChild(renderText(b.text));
+      blocks(m.content).forEach(function (b, i) {
+        if (b.type === "text" && String(b.text || "").trim()) box.appendChild(renderText(String(b.text), renderedFor(e, i)));
         else if (b.type === "thinking" && String(b.thinking || "").trim()) {
           var d = el("details", "thinking");
           d.appendChild(el("summary", null, "Thinking"));
-          d.appendChild(renderText(b.thinking));
+          d.appendChild(renderText(b.thinking, renderedFor(e, i)));
           box.appendChild(d);
         } else if (b.type === "toolCall") box.appendChild(toolCall(b, ctx.results.get(b.id)));
       });
@@ -168,19 +183,19 @@ export const VIEWER_JS = String.raw`
       box = el("section", "entry " + (m.role === "user" ? "user" : "custom"));
       var turn = ctx.turns.get(e.id);
       box.appendChild(head(e, m.role === "custom" ? (m.customType || "extension") : m.role, [turn ? el("span", "turn-usage", "turn: " + fmtTokens(turn.tokens) + " tokens \u00b7 " + fmtCost(turn.cost)) : null]));
-      box.appendChild(renderText(textOf(m.content)));
+      box.appendChild(renderText(textOf(m.content), renderedFor(e, "text")));
       images(m.content, box);
     } else if (e.type === "compaction" || e.type === "branch_summary") {
       box = el("section", "entry " + e.type);
       box.appendChild(head(e, e.type === "compaction" ? "compaction" : "branch summary", [e.tokensBefore ? el("span", null, fmtTokens(e.tokensBefore) + " tokens before") : null]));
       var det = el("details", "summary");
       det.appendChild(el("summary", null, "Summary"));
-      det.appendChild(renderText(String(e.summary || "")));
+      det.appendChild(renderText(String(e.summary || ""), renderedFor(e, "summary")));
       box.appendChild(det);
     } else if (e.type === "custom_message") {
       box = el("section", "entry custom");
       box.appendChild(head(e, e.customType || "extension"));
-      box.appendChild(renderText(textOf(e.content)));
+      box.appendChild(renderText(textOf(e.content), renderedFor(e, "text")));
     } else if (e.type === "model_change" || e.type === "thinking_level_change" || e.type === "session_info") {
       box = el("div", "entry note", e.type === "model_change" ? "Model: " + e.provider + "/" + e.modelId : e.type === "session_info" ? "Named: " + (e.name || "") : "Thinking level: " + e.thinkingLevel);
     } else return null;

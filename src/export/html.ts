@@ -8,8 +8,23 @@ import { escapeHtml } from "./markdown-text.js";
 import type { ExportInput } from "./model.js";
 import { VIEWER_JS } from "./html-client.js";
 import { VIEWER_CSS } from "./html-style.js";
+import { renderEntryMarkdown, scriptJson } from "./html-markdown.js";
+import { createHash } from "node:crypto";
 
-const CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data: blob:";
+// Only the viewer script itself may run (by its hash): no inline event handler, no injected
+// script, even if some markup slipped past the sanitizer.
+const VIEWER_HASH = createHash("sha256").update(VIEWER_JS, "utf8").digest("base64");
+const CSP = `default-src 'none'; script-src 'sha256-${VIEWER_HASH}'; style-src 'unsafe-inline'; img-src data: blob:`;
+
+/** entryId → sanitized HTML of its Markdown, pre-rendered for the viewer (see html-markdown.ts). */
+export function renderedMarkdownJson(input: ExportInput): string {
+  const map: Record<string, Record<string, string>> = {};
+  for (const e of input.view.entries) {
+    const r = renderEntryMarkdown(e);
+    if (r) map[e.id] = r;
+  }
+  return scriptJson(map);
+}
 
 export function sessionDataBase64(input: ExportInput): string {
   const { view } = input;
@@ -49,6 +64,7 @@ export function renderHtml(input: ExportInput): string {
   <noscript><p>This page needs JavaScript to show the conversation; the session is embedded below as base64 JSON.</p></noscript>
 </main>
 <script id="session-data" type="application/json">${sessionDataBase64(input)}</script>
+<script id="rendered-html" type="application/json">${renderedMarkdownJson(input)}</script>
 <script>${VIEWER_JS}</script>
 </body>
 </html>
