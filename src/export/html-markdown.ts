@@ -69,9 +69,14 @@ const SANITIZE: sanitizeHtml.IOptions = {
   transformTags: { a: sanitizeHtml.simpleTransform("a", { rel: "noopener noreferrer nofollow" }) },
 };
 
+/** The allow-list pass alone: what any markup must get through before it reaches the page. */
+export function sanitizeMarkup(html: string): string {
+  return sanitizeHtml(html, SANITIZE);
+}
+
 /** Markdown → sanitized HTML, safe to put into the page with innerHTML. */
 export function renderMarkdownHtml(text: string): string {
-  return sanitizeHtml(marked.parse(text, { async: false }), SANITIZE);
+  return sanitizeMarkup(marked.parse(text, { async: false }));
 }
 
 /** Which Markdown of an entry the viewer shows, keyed the way html-client.ts looks it up. */
