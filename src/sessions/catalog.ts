@@ -275,6 +275,22 @@ export class SessionCatalog {
     return (await this.snapshotReader()).read(treeNodeOf(copy));
   }
 
+  /**
+   * The bytes readBytes would return, read on demand and as often as asked (a streaming export
+   * reads twice): a live file through one handle up to its size now, or a snapshot copy's blobs.
+   */
+  async byteSource(id: string): Promise<{ read(): AsyncIterable<Uint8Array>; close(): Promise<void> }> {
+    const src = this.source(id);
+    if ("live" in src) return (await import("../export/entry-stream.js")).fileSource(src.live.path);
+    const { root, path: file } = src.snapshot;
+    const history = await this.snapshotHistory();
+    const h = history.files.find((f) => f.root === root && f.path === file);
+    if (!h) throw new Error(`the catalog's history no longer lists ${root}:${file}`);
+    const node = treeNodeOf(await this.files!.newestCopy(history, h));
+    const reader = await this.snapshotReader();
+    return { read: () => reader.stream(node), close: async () => {} };
+  }
+
   async close(): Promise<void> {
     if (this.reader) await (await this.reader).close();
   }

@@ -23,7 +23,7 @@ export function stableIdGenerator(seed: string): (taken: ReadonlySet<string>, in
 }
 
 /** A header for files that lost theirs: enough for display and export, never written back. */
-function placeholderHeader(fallbackId: string, result: Pick<ReadSessionResult, "headerFragment" | "entries">): SessionHeader {
+export function placeholderHeader(fallbackId: string, result: Pick<ReadSessionResult, "headerFragment" | "entries">): SessionHeader {
   const fragment = result.headerFragment ?? {};
   const first = result.entries[0]?.timestamp;
   return {
@@ -35,18 +35,24 @@ function placeholderHeader(fallbackId: string, result: Pick<ReadSessionResult, "
   };
 }
 
-/** Parse bytes held in memory into a v3 session. Never throws on damaged content. */
-export function loadSessionBytes(bytes: Uint8Array, fallbackId: string): LoadedSession {
-  // The seed must not depend on the parse, so read the header id cheaply first.
-  const firstLine = Buffer.from(bytes.subarray(0, Math.min(bytes.length, 64 * 1024))).toString("utf8").split("\n", 1)[0];
-  let seed = fallbackId;
+/**
+ * The seed of a v1 file's stable ids: the header's id, read cheaply from the first 64 KiB (the
+ * seed must not depend on the parse), else the fallback id. `start` may be just those bytes.
+ */
+export function headerSeed(start: Uint8Array, fallbackId: string): string {
+  const firstLine = Buffer.from(start.subarray(0, Math.min(start.length, 64 * 1024))).toString("utf8").split("\n", 1)[0];
   try {
     const h = JSON.parse(firstLine) as { type?: unknown; id?: unknown };
-    if (h?.type === "session" && typeof h.id === "string") seed = h.id;
+    if (h?.type === "session" && typeof h.id === "string") return h.id;
   } catch {
     // No usable header: the fallback id seeds the generator.
   }
-  const result = readSessionText(bytes, { generateId: stableIdGenerator(seed) });
+  return fallbackId;
+}
+
+/** Parse bytes held in memory into a v3 session. Never throws on damaged content. */
+export function loadSessionBytes(bytes: Uint8Array, fallbackId: string): LoadedSession {
+  const result = readSessionText(bytes, { generateId: stableIdGenerator(headerSeed(bytes, fallbackId)) });
   return {
     header: result.header ?? placeholderHeader(fallbackId, result),
     entries: result.entries,

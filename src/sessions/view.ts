@@ -21,9 +21,14 @@ export interface SessionView {
 
 /** Resolve `--branch`: an entry id or a unique prefix of one; any entry, not only leaves. */
 export function resolveEntry(tree: SessionTree, query: string): string {
+  return resolveEntryId(tree.byId, query);
+}
+
+/** resolveEntry over any map keyed by entry id (the streaming export has no full tree). */
+export function resolveEntryId(byId: ReadonlyMap<string, unknown>, query: string): string {
   const q = query.trim().toLowerCase();
-  if (tree.byId.has(q)) return q;
-  const hits = [...tree.byId.keys()].filter((id) => id.toLowerCase().startsWith(q));
+  if (byId.has(q)) return q;
+  const hits = [...byId.keys()].filter((id) => id.toLowerCase().startsWith(q));
   if (hits.length === 1) return hits[0];
   if (hits.length === 0) throw new RepoError(`no entry "${query}" in this session (see the leaves in \`pi-guard sessions show ID\`)`, "not-found");
   throw new RepoError(`entry id "${query}" is ambiguous: ${hits.length} entries match (${hits.slice(0, 4).join(", ")}); type more characters`, "usage");
