@@ -422,21 +422,25 @@ Examples:
     )
     .action(async (id: string, opts: { format?: string; output?: string; branch?: string; redact?: boolean }, cmd: Command) => {
       const ctx = context(cmd);
-      const { exportSession, parseFormat, writeExport } = await import("../export/index.js");
+      const { exportSessionTo, fileSink, parseFormat, stdoutSink } = await import("../export/index.js");
       // Check the format before any work, so a typo fails fast and alone.
       const format = parseFormat(opts.format, opts.output);
-      const { loadSession, resolveSession } = await import("../sessions/index.js");
+      const { resolveSession } = await import("../sessions/index.js");
       await withCatalog(ctx, false, async (catalog) => {
         const record = resolveSession(catalog.sessions, id);
         const source = catalog.describeSource(record.id);
-        const text = await exportSession(await loadSession(catalog, record), { format, branch: opts.branch, redact: opts.redact, agentDir: ctx.config.agentDir, source });
-        if (!opts.output) {
-          process.stdout.write(text);
-          return;
+        const bytes = await catalog.byteSource(record.id);
+        const output = opts.output;
+        let written: number;
+        try {
+          const sink = output ? () => fileSink(output) : async () => stdoutSink();
+          written = await exportSessionTo(bytes, sink, { format, branch: opts.branch, redact: opts.redact, agentDir: ctx.config.agentDir, source, fallbackId: record.id });
+        } finally {
+          await bytes.close();
         }
-        await writeExport(opts.output, text);
-        if (ctx.out.json) printJson({ id: record.id, format, output: opts.output, bytes: Buffer.byteLength(text), source, redacted: !!opts.redact });
-        else info(ctx.out, `exported ${record.id.slice(0, 8)} (${format}, ${formatBytes(Buffer.byteLength(text))}) to ${opts.output} from ${source}`);
+        if (!output) return;
+        if (ctx.out.json) printJson({ id: record.id, format, output, bytes: written, source, redacted: !!opts.redact });
+        else info(ctx.out, `exported ${record.id.slice(0, 8)} (${format}, ${formatBytes(written)}) to ${output} from ${source}`);
       });
     });
 }

@@ -1,10 +1,15 @@
 // Export a session to Markdown, JSON or HTML, from whatever holds its newest bytes (the live
 // file or a snapshot). Output files are written atomically: a failed export leaves nothing.
+// exportSessionTo streams (bounded memory for any session size); exportSession renders a session
+// already in memory, and is the reference the streamed output must equal.
 
 import { RepoError } from "../repo/errors.js";
 import type { LoadedSession } from "../sessions/read.js";
 import { exportInput, type ExportInput } from "./model.js";
-import { makeRedactor, redactRendered } from "./redact.js";
+import { loadSessionBytes } from "../sessions/read.js";
+import { openSessionStream, type ByteSource } from "./entry-stream.js";
+import { fileSink, type ExportSink } from "./output.js";
+import { makeRedactor, redactDeep, redactRendered, type Redactor } from "./redact.js";
 import { agentSecrets } from "./secrets.js";
 
 export const EXPORT_FORMATS = ["markdown", "json", "html"] as const;
@@ -50,23 +55,56 @@ async function render(input: ExportInput, format: ExportFormat): Promise<string>
   }
 }
 
-const WRITE_ERRORS: Record<string, string> = {
-  ENOTDIR: "a part of the path is a file, not a folder",
-  ENOENT: "the folder does not exist",
-  EACCES: "permission denied",
-  EPERM: "permission denied",
-  EISDIR: "it is a folder",
-  EROFS: "read-only file system",
-  ENOSPC: "no space left on the device",
-};
-
 /** Write an export (replacing an existing file atomically); errors become one clear line. */
 export async function writeExport(file: string, text: string): Promise<void> {
-  const { writeFileAtomic } = await import("../pi/writer.js");
-  try {
-    await writeFileAtomic(file, text, { overwrite: true, mode: 0o600 });
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code ?? "";
-    throw new RepoError(`cannot write ${file}: ${WRITE_ERRORS[code] ?? (err as Error).message}`, "io");
-  }
+  const sink = await fileSink(file);
+  await sink.write(text);
+  await sink.commit();
 }
+
+/**
+ * Export a session read from `bytes` (twice: see entry-stream.ts) into `sink`, a piece at a time,
+ * so memory stays bounded whatever the session's size. The sink is committed only when the whole
+ * export was written; on any failure it is aborted (no file is left) and the error propagates.
+ * Returns the number of bytes written.
+ */
+export async function exportSessionTo(bytes: ByteSource, sink: () => Promise<ExportSink>, opts: ExportOptions & { fallbackId: string }): Promise<number> {
+  const redactor = opts.redact ? makeRedactor(await agentSecrets(opts.agentDir)) : undefined;
+  const redact = redactor ? (text: string) => redactor(text) : (text: string) => text;
+  if (opts.format === "html") {
+    // The HTML page is still built whole (its own slice streams it).
+    const chunks: Buffer[] = [];
+    for await (const c of bytes.read()) chunks.push(Buffer.from(c));
+    const text = await exportSession(loadSessionBytes(Buffer.concat(chunks), opts.fallbackId), opts);
+    return writeAll(sink, [text]);
+  }
+  // Pass 1 runs before the output is opened: a bad --branch leaves nothing behind.
+  const stream = await openSessionStream(bytes, {
+    fallbackId: opts.fallbackId,
+    branch: opts.branch,
+    redact,
+    mapEntry: redactor ? (e) => redactDeep(e, redactor) : undefined,
+  });
+  // As in exportSession: the model is redacted before rendering, the rendered text once more.
+  const meta = { header: redactor ? redactDeep(stream.header, redactor) : stream.header, source: redact(opts.source), redacted: !!redactor, redact };
+  const pieces = opts.format === "json" ? (await import("./json.js")).streamJson(stream, meta) : (await import("./markdown.js")).streamMarkdown(stream, meta);
+  return writeAll(sink, redactor ? redactPieces(pieces, redactor) : pieces);
+}
+
+async function* redactPieces(pieces: AsyncIterable<string>, redactor: Redactor): AsyncGenerator<string> {
+  for await (const p of pieces) yield redactRendered(p, redactor);
+}
+
+async function writeAll(open: () => Promise<ExportSink>, pieces: AsyncIterable<string> | Iterable<string>): Promise<number> {
+  const sink = await open();
+  try {
+    for await (const p of pieces) await sink.write(p);
+    await sink.commit();
+  } catch (err) {
+    await sink.abort();
+    throw err;
+  }
+  return sink.bytes;
+}
+
+export { fileSink, stdoutSink, type ExportSink } from "./output.js";

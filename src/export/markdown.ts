@@ -1,10 +1,11 @@
 // Markdown export that reads well on GitHub: roles as headings, thinking and tool calls folded
 // into <details>, tool output fenced (with the file's language for read/write/edit).
 
-import type { AssistantMessage, SessionEntry, ToolCallContent, ToolResultMessage } from "../pi/index.js";
+import type { AssistantMessage, SessionEntry, SessionHeader, SessionStats, ToolCallContent, ToolResultMessage } from "../pi/index.js";
 import { sessionStats } from "../pi/index.js";
 import { blocksOf, contentText, entryText, formatCost, formatTokens, messageOf, oneLine, usageOf } from "../sessions/describe.js";
 import { escapeHtml, fence, languageOf, safeMarkdown } from "./markdown-text.js";
+import type { SessionStream } from "./entry-stream.js";
 import type { ExportInput } from "./model.js";
 
 const ROLE_TITLE: Record<string, string> = { user: "User", assistant: "Assistant", toolResult: "Tool result", bashExecution: "Shell", custom: "Extension message" };
@@ -42,9 +43,9 @@ function assistantBody(e: SessionEntry, results: Map<string, ToolResultMessage>)
   return parts.join("\n\n");
 }
 
-function entrySection(e: SessionEntry, input: ExportInput, results: Map<string, ToolResultMessage>, called: Set<string>): string | undefined {
+function entrySection(e: SessionEntry, labels: ReadonlyMap<string, string>, results: Map<string, ToolResultMessage>, called: Set<unknown>): string | undefined {
   const m = messageOf(e);
-  const label = input.view.labels.get(e.id);
+  const label = labels.get(e.id);
   const when = typeof e.timestamp === "string" ? e.timestamp.replace("T", " ").replace(/\.\d+Z$/, " UTC") : undefined;
   const common = [when, `id ${e.id}`, label && `label: ${label}`];
   if (m) {
@@ -77,33 +78,119 @@ function entrySection(e: SessionEntry, input: ExportInput, results: Map<string, 
   }
 }
 
-export function renderMarkdown(input: ExportInput): string {
-  const { view } = input;
-  const h = view.header;
-  const stats = sessionStats(view.path);
-  const title = view.name ?? `pi session ${h.id.slice(0, 8)}`;
+interface HeadInfo {
+  header: SessionHeader;
+  name: string | undefined;
+  leafId: string | null;
+  pathLength: number;
+  entryCount: number;
+  leafCount: number;
+  /** sessionStats of the exported path. */
+  stats: SessionStats;
+  source: string;
+  redacted: boolean;
+}
+
+/** The title and the facts table. */
+function head(info: HeadInfo): string {
+  const h = info.header;
+  const { stats } = info;
+  const title = info.name ?? `pi session ${h.id.slice(0, 8)}`;
   const rows: [string, string][] = [
     ["Session", `\`${h.id}\``],
     ["Project", h.cwd ? `\`${h.cwd}\`` : "(unknown)"],
     ["Started", h.timestamp],
-    ["Branch", `\`${view.leafId ?? "-"}\` (${view.path.length} of ${view.entries.length} entries, ${view.leaves.length} leaves)`],
+    ["Branch", `\`${info.leafId ?? "-"}\` (${info.pathLength} of ${info.entryCount} entries, ${info.leafCount} leaves)`],
     ["Models", stats.models.join(", ") || "-"],
     ["Turns", String(stats.turns)],
     ["Tokens / cost", `${formatTokens(stats.tokens)} / ${formatCost(stats.cost)}`],
   ];
   if (h.parentSession) rows.push(["Forked from", `\`${h.parentSession}\``]);
-  rows.push(["Source", escapeHtml(input.source)]);
-  if (input.redacted) rows.push(["Redacted", "secrets are replaced by `[REDACTED]` or `[REDACTED:<file> <provider>]`"]);
+  rows.push(["Source", escapeHtml(info.source)]);
+  if (info.redacted) rows.push(["Redacted", "secrets are replaced by `[REDACTED]` or `[REDACTED:<file> <provider>]`"]);
   const table = ["| | |", "|---|---|", ...rows.map(([k, v]) => `| ${k} | ${v.replace(/\|/g, "\\|")} |`)].join("\n");
+  return `# ${escapeHtml(title)}\n\n${table}\n\n---\n\n`;
+}
 
+/** The whole document at once, from a session held in memory. */
+export function renderMarkdown(input: ExportInput): string {
+  const { view } = input;
   const results = new Map<string, ToolResultMessage>();
   for (const e of view.path) {
     const m = messageOf(e);
     if (m?.role === "toolResult") results.set(String(m.toolCallId), m as unknown as ToolResultMessage);
   }
-  const called = new Set<string>();
+  const called = new Set<unknown>();
   for (const e of view.path) for (const b of blocksOf(messageOf(e)?.role === "assistant" ? messageOf(e)!.content : [])) if (b.type === "toolCall") called.add((b as ToolCallContent).id);
 
-  const sections = view.path.map((e) => entrySection(e, input, results, called)).filter((s): s is string => !!s);
-  return `# ${escapeHtml(title)}\n\n${table}\n\n---\n\n${sections.join("\n\n")}\n`;
+  const sections = view.path.map((e) => entrySection(e, view.labels, results, called)).filter((s): s is string => !!s);
+  const info: HeadInfo = {
+    header: view.header,
+    name: view.name,
+    leafId: view.leafId,
+    pathLength: view.path.length,
+    entryCount: view.entries.length,
+    leafCount: view.leaves.length,
+    stats: sessionStats(view.path),
+    source: input.source,
+    redacted: input.redacted,
+  };
+  return `${head(info)}${sections.join("\n\n")}\n`;
+}
+
+/**
+ * The same document, section by section, from a streamed session: one entry (an assistant
+ * message with its tool results) in memory at a time. `header` is the (redacted) header.
+ */
+export async function* streamMarkdown(s: SessionStream, meta: { header: SessionHeader; source: string; redacted: boolean; redact: (text: string) => string }): AsyncGenerator<string> {
+  const { records } = s;
+  // Pairing as renderMarkdown does it: the last result on the path for each call id, and the
+  // results of calls made on the path are shown inside their call, not on their own.
+  const resultAt = new Map<string, number>();
+  const called = new Set<unknown>();
+  for (const i of s.branch) {
+    const r = records[i];
+    if (r.role === "toolResult" && r.toolCallId !== undefined) resultAt.set(r.toolCallId, i);
+    if (r.role === "assistant") for (const id of r.toolCallIds ?? []) called.add(id);
+  }
+  const plan: { index: number; calls: { id: unknown; at: number }[] }[] = [];
+  const order: number[] = [];
+  for (const i of s.branch) {
+    const r = records[i];
+    if (r.role === "toolResult" && called.has(r.toolCallId)) continue;
+    const calls: { id: unknown; at: number }[] = [];
+    if (r.role === "assistant") {
+      for (const id of r.toolCallIds ?? []) {
+        const at = resultAt.get(id as string);
+        if (at !== undefined) calls.push({ id, at });
+      }
+    }
+    plan.push({ index: i, calls });
+    order.push(i, ...calls.map((c) => c.at));
+  }
+
+  const leafId = s.leafId === null ? null : meta.redact(s.leafId);
+  yield head({ header: meta.header, name: s.name, leafId, pathLength: s.branch.length, entryCount: records.length, leafCount: s.leafCount, stats: s.stats(s.branch), source: meta.source, redacted: meta.redacted });
+
+  const entries = s.entriesAt(order)[Symbol.asyncIterator]();
+  const next = async (): Promise<SessionEntry> => {
+    const r = await entries.next();
+    if (r.done) throw new Error("the session stream ended early");
+    return r.value;
+  };
+  let first = true;
+  try {
+    for (const step of plan) {
+      const e = await next();
+      const results = new Map<string, ToolResultMessage>();
+      for (const call of step.calls) results.set(call.id as string, messageOf(await next()) as unknown as ToolResultMessage);
+      const section = entrySection(e, s.labels, results, called);
+      if (!section) continue;
+      yield first ? section : `\n\n${section}`;
+      first = false;
+    }
+  } finally {
+    await entries.return?.();
+  }
+  yield "\n";
 }

@@ -1,0 +1,120 @@
+// Where an export's text goes, a piece at a time: a file written to a temp name beside it and
+// renamed into place only when every byte is on disk, or stdout. Nothing is assumed written:
+// file writes go through writeFully, which loops over short writes and fails on the real error.
+
+import { randomBytes } from "node:crypto";
+import { once } from "node:events";
+import { promises as fs } from "node:fs";
+import path from "node:path";
+import { syncDir, writeFully } from "../fs-safe.js";
+import { RepoError } from "../repo/errors.js";
+
+export interface ExportSink {
+  write(text: string): Promise<void>;
+  /** Make the output final (flush, fsync, rename). Only after this has the export succeeded. */
+  commit(): Promise<void>;
+  /** Give up: leave no trace of this export. Safe to call after a failed write or commit. */
+  abort(): Promise<void>;
+  /** Bytes written so far (after commit: the size of the export). */
+  readonly bytes: number;
+}
+
+const WRITE_ERRORS: Record<string, string> = {
+  ENOTDIR: "a part of the path is a file, not a folder",
+  ENOENT: "the folder does not exist",
+  EACCES: "permission denied",
+  EPERM: "permission denied",
+  EISDIR: "it is a folder",
+  EROFS: "read-only file system",
+  ENOSPC: "no space left on the device",
+  EFBIG: "the file is larger than this system allows (ulimit -f?)",
+  EDQUOT: "disk quota exceeded",
+};
+
+/** An I/O error writing `file` as one clear line. */
+export function writeError(file: string, err: unknown): RepoError {
+  const code = (err as NodeJS.ErrnoException).code ?? "";
+  return new RepoError(`cannot write ${file}: ${WRITE_ERRORS[code] ?? (err as Error).message}`, "io");
+}
+
+/** Text is gathered into writes of about this many bytes. */
+const FLUSH_BYTES = 1 << 20;
+
+/** Write `file` atomically: a temp file in the same folder (mode 0600), renamed over it at commit. */
+export async function fileSink(file: string): Promise<ExportSink> {
+  const dir = path.dirname(file);
+  const tmp = path.join(dir, `.${path.basename(file)}.${randomBytes(6).toString("hex")}.tmp`);
+  let handle: fs.FileHandle | undefined;
+  try {
+    handle = await fs.open(tmp, "wx", 0o600);
+  } catch (err) {
+    throw writeError(file, err);
+  }
+  let pending: string[] = [];
+  let pendingLength = 0;
+  let position = 0;
+  let done = false;
+  const flush = async () => {
+    if (!pendingLength) return;
+    const data = Buffer.from(pending.join(""), "utf8");
+    pending = [];
+    pendingLength = 0;
+    position = await writeFully(handle!, data, position);
+  };
+  const fail = async (err: unknown): Promise<never> => {
+    await sink.abort();
+    throw writeError(file, err);
+  };
+  const sink: ExportSink = {
+    get bytes() {
+      return position + Buffer.byteLength(pending.join(""));
+    },
+    async write(text) {
+      if (done) throw new Error("write after the export was closed");
+      pending.push(text);
+      pendingLength += text.length;
+      if (pendingLength >= FLUSH_BYTES) await flush().catch(fail);
+    },
+    async commit() {
+      try {
+        await flush();
+        await handle!.sync();
+        await handle!.close();
+        handle = undefined;
+        // The bytes on disk must be the bytes written: a filesystem that lost some is a failure.
+        const { size } = await fs.stat(tmp);
+        if (size !== position) throw Object.assign(new Error(`wrote ${position} bytes but the file holds ${size}`), { code: "EIO" });
+        await fs.rename(tmp, file);
+        done = true;
+      } catch (err) {
+        await fail(err);
+      }
+      await syncDir(dir);
+    },
+    async abort() {
+      done = true;
+      pending = [];
+      pendingLength = 0;
+      await handle?.close().catch(() => undefined);
+      handle = undefined;
+      await fs.rm(tmp, { force: true }).catch(() => undefined);
+    },
+  };
+  return sink;
+}
+
+/** stdout, honouring back-pressure so a slow reader does not make us buffer the whole export. */
+export function stdoutSink(out: NodeJS.WritableStream = process.stdout): ExportSink {
+  let bytes = 0;
+  return {
+    get bytes() {
+      return bytes;
+    },
+    async write(text) {
+      bytes += Buffer.byteLength(text);
+      if (!out.write(text)) await once(out, "drain");
+    },
+    async commit() {},
+    async abort() {},
+  };
+}
