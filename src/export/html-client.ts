@@ -7,10 +7,32 @@
 export const VIEWER_JS = String.raw`
 (function () {
   "use strict";
-  var raw = document.getElementById("session-data").textContent.trim();
-  var bytes = Uint8Array.from(atob(raw), function (c) { return c.charCodeAt(0); });
-  var data = JSON.parse(new TextDecoder().decode(bytes));
-  var header = data.header, entries = data.entries || [];
+  // The session is decoded only where it is shown: entry-index holds a light copy of every entry
+  // with the byte range of its JSON inside the base64 session-data, so one entry is one small
+  // slice to decode. A page without the index decodes the whole session.
+  var rawData = null, utf8 = new TextDecoder();
+  function raw() { if (rawData === null) rawData = document.getElementById("session-data").textContent.trim(); return rawData; }
+  function b64(s) {
+    if (typeof Uint8Array.fromBase64 === "function") return Uint8Array.fromBase64(s);
+    var bin = atob(s), out = new Uint8Array(bin.length);
+    for (var i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+    return out;
+  }
+  function wholeSession() { return JSON.parse(utf8.decode(b64(raw()))); }
+  var indexNode = document.getElementById("entry-index"), data = null;
+  try { data = indexNode ? JSON.parse(indexNode.textContent) : null; } catch (err) { data = null; }
+  if (!data || !Array.isArray(data.entries)) data = wholeSession();
+  var header = data.header || {}, entries = data.entries || [];
+  // The full entry behind a light one (the light one itself when the page has no index).
+  function load(e) {
+    var o = e._o;
+    if (!o) return e;
+    var from = Math.floor(o[0] / 3) * 3, to = Math.ceil(o[1] / 3) * 3;
+    var bytes = b64(raw().slice(from / 3 * 4, to / 3 * 4));
+    var full = JSON.parse(utf8.decode(bytes.subarray(o[0] - from, o[1] - from)));
+    return full && typeof full === "object" ? full : e;
+  }
+  entries.forEach(function (e, i) { e._n = i; });
   var byId = new Map(), children = new Map(), labels = new Map();
   children.set(null, []);
   entries.forEach(function (e) { byId.set(e.id, e); });
@@ -43,7 +65,7 @@ export const VIEWER_JS = String.raw`
       if (seen.has(cur)) continue;
       seen.add(cur);
       var k = kids(cur);
-      if (!k.length) { var i = entries.indexOf(byId.get(cur)); if (i > bestIndex) { bestIndex = i; best = cur; } }
+      if (!k.length) { var i = byId.get(cur)._n; if (i > bestIndex) { bestIndex = i; best = cur; } }
       k.forEach(function (c) { stack.push(c.id); });
     }
     return best;
@@ -143,18 +165,49 @@ export const VIEWER_JS = String.raw`
     if (hint) s.appendChild(document.createTextNode(" " + String(hint).split("\n")[0].slice(0, 100)));
     if (result && result.isError) s.appendChild(el("span", "error-text", " (error)"));
     d.appendChild(s);
-    d.appendChild(el("div", "tool-args-title", "Arguments"));
-    d.appendChild(el("pre", "tool-args", JSON.stringify(args, null, 2)));
-    d.appendChild(el("div", "tool-output-title", result ? (result.isError ? "Output (error)" : "Output") : "No result on this branch"));
-    if (result) {
-      d.appendChild(el("pre", "tool-output", textOf(result.content) || "(empty)"));
-      images(result.content, d);
-    }
+    // The body (arguments and output, possibly megabytes) is built when first opened.
+    d._fill = function () {
+      if (!d._fill) return;
+      d._fill = null;
+      var full = result && result.entry ? msg(load(result.entry)) || result : result;
+      d.appendChild(el("div", "tool-args-title", "Arguments"));
+      d.appendChild(el("pre", "tool-args", JSON.stringify(args, null, 2)));
+      d.appendChild(el("div", "tool-output-title", full ? (full.isError ? "Output (error)" : "Output") : "No result on this branch"));
+      if (full) {
+        d.appendChild(folded(el("pre", "tool-output"), textOf(full.content) || "(empty)"));
+        images(full.content, d);
+      }
+    };
+    d._text = function () {
+      var full = result && result.entry ? msg(load(result.entry)) || result : result;
+      return JSON.stringify(args, null, 2) + "\n" + (full ? textOf(full.content) : "");
+    };
+    s.addEventListener("click", function () { if (d._fill) d._fill(); });
+    d.addEventListener("toggle", function () { if (d.open && d._fill) d._fill(); });
     return d;
   }
+  // Long output shows its first lines; the rest is added on request.
+  var FOLD_LINES = 60, FOLD_CHARS = 8000;
+  function folded(pre, text) {
+    var lines = 0, at = 0;
+    while (lines < FOLD_LINES && at < text.length && at <= FOLD_CHARS) { var nl = text.indexOf("\n", at); if (nl < 0) { at = text.length; break; } at = nl + 1; lines++; }
+    var cutAt = Math.min(at, FOLD_CHARS);
+    if (cutAt >= text.length) { pre.textContent = text; return pre; }
+    pre.textContent = text.slice(0, cutAt);
+    pre.classList.add("folded");
+    var wrap = el("div", "fold");
+    wrap.appendChild(pre);
+    var rest = text.length - cutAt, restLines = text.slice(cutAt).split("\n").length;
+    var more = el("button", "show-all", "Show all (" + restLines + " more lines, " + rest + " characters)");
+    more.addEventListener("click", function () { pre.textContent = text; pre.classList.remove("folded"); more.remove(); });
+    wrap.appendChild(more);
+    wrap._full = text;
+    wrap._unfold = function () { if (more.isConnected) more.click(); };
+    return wrap;
+  }
 
-  function renderEntry(e, ctx) {
-    var m = msg(e), k = kind(e), box;
+  function renderEntry(light, ctx) {
+    var e = load(light), m = msg(e), k = kind(e), box;
     if (m && m.role === "assistant") {
       var u = usage(e);
       box = el("section", "entry assistant");
@@ -174,11 +227,11 @@ export const VIEWER_JS = String.raw`
       if (ctx.called.has(m.toolCallId)) return null; // shown inside its tool call
       box = el("section", "entry toolResult");
       box.appendChild(head(e, "tool result: " + m.toolName));
-      box.appendChild(el("pre", "tool-output", textOf(m.content)));
+      box.appendChild(folded(el("pre", "tool-output"), textOf(m.content)));
     } else if (m && m.role === "bashExecution") {
       box = el("section", "entry bashExecution");
       box.appendChild(head(e, "shell", [el("span", null, "exit " + m.exitCode)]));
-      box.appendChild(el("pre", null, "$ " + m.command + "\n" + (m.output || "")));
+      box.appendChild(folded(el("pre"), "$ " + m.command + "\n" + (m.output || "")));
     } else if (m) {
       box = el("section", "entry " + (m.role === "user" ? "user" : "custom"));
       var turn = ctx.turns.get(e.id);
@@ -221,13 +274,15 @@ export const VIEWER_JS = String.raw`
     return nav;
   }
 
+  var CHUNK = 120, observer = null, drawing = function () {};
+  function drawAll() { drawing(); }
   function renderMessages() {
     var path = pathTo(state.leafId), results = new Map(), called = new Set(), turns = new Map(), onPath = new Set();
     var currentTurn = null;
     path.forEach(function (e) {
       onPath.add(e.id);
       var m = msg(e);
-      if (m && m.role === "toolResult") results.set(m.toolCallId, m);
+      if (m && m.role === "toolResult") results.set(m.toolCallId, { isError: m.isError, entry: e });
       if (m && m.role === "assistant") blocks(m.content).forEach(function (b) { if (b.type === "toolCall") called.add(b.id); });
       if (m && m.role === "user") { currentTurn = { tokens: 0, cost: 0 }; turns.set(e.id, currentTurn); }
       var u = usage(e);
@@ -236,14 +291,30 @@ export const VIEWER_JS = String.raw`
     var main = document.getElementById("messages");
     main.textContent = "";
     var ctx = { results: results, called: called, turns: turns, onPath: onPath };
-    var lastBox = null;
-    path.forEach(function (e) {
-      var n = renderEntry(e, ctx);
-      if (n) { main.appendChild(n); lastBox = n; }
-      // A branch point may be an entry that is not drawn (a label): put the switch on the last drawn one.
-      var siblings = kids(e.id);
-      if (siblings.length > 1) (lastBox || main).appendChild(branchNav(e, siblings, onPath));
-    });
+    // A long branch is drawn a chunk at a time: the next chunk when the end comes into view (or
+    // at once where search, printing or a jump to an entry needs it).
+    if (observer) observer.disconnect();
+    var sentinel = el("div", "more"), lastBox = null, at = 0;
+    drawing = function (limit, untilId) {
+      var drawn = 0;
+      while (at < path.length && (limit === undefined || drawn < limit)) {
+        var e = path[at++];
+        var n = renderEntry(e, ctx);
+        if (n) { main.insertBefore(n, sentinel); lastBox = n; drawn++; }
+        // A branch point may be an entry that is not drawn (a label): put the switch on the last drawn one.
+        var siblings = kids(e.id);
+        if (siblings.length > 1) (lastBox || main).insertBefore(branchNav(e, siblings, onPath), lastBox ? null : sentinel);
+        if (untilId && e.id === untilId) break;
+      }
+      sentinel.textContent = at < path.length ? (path.length - at) + " more entries below…" : "";
+      if (at >= path.length && observer) observer.disconnect();
+    };
+    main.appendChild(sentinel);
+    drawing(CHUNK);
+    if (at < path.length && typeof IntersectionObserver === "function") {
+      observer = new IntersectionObserver(function (seen) { if (seen.some(function (x) { return x.isIntersecting; })) drawing(CHUNK); }, { rootMargin: "800px" });
+      observer.observe(sentinel);
+    }
     document.getElementById("branch-info").textContent = "branch " + state.leafId + " \u00b7 " + path.length + " entries";
     return onPath;
   }
@@ -298,6 +369,7 @@ export const VIEWER_JS = String.raw`
     var onPath = renderMessages();
     renderTree(onPath);
     runSearch();
+    if (focusId) drawing(undefined, focusId);
     var target = focusId && document.getElementById("entry-" + focusId);
     if (target) {
       document.querySelectorAll(".entry.selected").forEach(function (n) { n.classList.remove("selected"); });
@@ -318,7 +390,12 @@ export const VIEWER_JS = String.raw`
     clearHits();
     var q = document.getElementById("search").value, count = document.getElementById("search-count");
     if (!q) { count.textContent = ""; return; }
-    var lower = q.toLowerCase(), walker = document.createTreeWalker(document.getElementById("messages"), NodeFilter.SHOW_TEXT), nodes = [];
+    var lower = q.toLowerCase();
+    // Search covers the whole branch, folded and not yet drawn parts included.
+    drawAll();
+    document.querySelectorAll("details.tool-call").forEach(function (d) { if (d._fill && d._text().toLowerCase().indexOf(lower) >= 0) d._fill(); });
+    document.querySelectorAll(".fold").forEach(function (f) { if (f._unfold && f._full.toLowerCase().indexOf(lower) >= 0) f._unfold(); });
+    var walker = document.createTreeWalker(document.getElementById("messages"), NodeFilter.SHOW_TEXT), nodes = [];
     while (walker.nextNode()) nodes.push(walker.currentNode);
     nodes.forEach(function (node) {
       var text = node.nodeValue, at = text.toLowerCase().indexOf(lower);
@@ -381,7 +458,7 @@ export const VIEWER_JS = String.raw`
     var expanded = false;
     document.getElementById("expand-tools").addEventListener("click", function (ev) {
       expanded = !expanded;
-      document.querySelectorAll("details.tool-call").forEach(function (d) { d.open = expanded; });
+      document.querySelectorAll("details.tool-call").forEach(function (d) { if (expanded && d._fill) d._fill(); d.open = expanded; });
       ev.target.textContent = expanded ? "Collapse tool calls" : "Expand tool calls";
     });
     document.getElementById("theme-toggle").addEventListener("click", function () {
@@ -403,14 +480,19 @@ export const VIEWER_JS = String.raw`
     });
     // The whole session as pi's JSONL (every branch), built in the page: no request is made.
     document.getElementById("download-jsonl").addEventListener("click", function (ev) {
-      var lines = [JSON.stringify(header)].concat(entries.map(function (e) { return JSON.stringify(e); }));
+      var whole = wholeSession();
+      var lines = [JSON.stringify(whole.header)].concat((whole.entries || []).map(function (e) { return JSON.stringify(e); }));
       var blob = new Blob([lines.join("\n") + "\n"], { type: "application/x-ndjson" });
       var a = ev.currentTarget;
       a.href = URL.createObjectURL(blob);
       a.download = String(header.timestamp || "session").replace(/[:.]/g, "-") + "_" + header.id + ".jsonl";
     });
     // Printing shows every folded block.
-    window.addEventListener("beforeprint", function () { document.querySelectorAll("details").forEach(function (d) { d.open = true; }); });
+    window.addEventListener("beforeprint", function () {
+      drawAll();
+      document.querySelectorAll("details").forEach(function (d) { if (d._fill) d._fill(); d.open = true; });
+      document.querySelectorAll(".fold").forEach(function (f) { f._unfold(); });
+    });
   }
 
   renderStats();

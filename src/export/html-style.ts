@@ -83,6 +83,8 @@ main { min-width: 0; }
 .hljs-attr, .hljs-params, .hljs-property { color: var(--hl-attr); }
 .hljs-deletion { color: var(--error); }
 .hljs-emphasis { font-style: italic; } .hljs-strong { font-weight: 600; }
+.fold .show-all { margin: 2px 0 6px; border: 1px solid var(--border); background: var(--bg); color: var(--accent); border-radius: 6px; padding: 2px 8px; cursor: pointer; font-size: 12px; }
+#messages .more { color: var(--muted); font-size: 13px; text-align: center; padding: 12px; }
 details { margin: 6px 0; }
 details > summary { cursor: pointer; color: var(--muted); font-size: 13px; }
 details.tool-call { border: 1px solid var(--border); border-radius: 6px; padding: 4px 8px; background: var(--tool); }

@@ -2,40 +2,138 @@
 // that forbids every network request, and the session embedded the way `pi --export` embeds it
 // (<script id="session-data" type="application/json"> holding base64 JSON {header, entries,
 // leafId}) so that `pi-guard salvage --from-html` can recover the session from the page.
+//
+// The page is written a piece at a time (bounded memory for any session size), in three parts:
+// 1. session-data: the base64 JSON, encoded in 3-byte-aligned pieces so the pieces concatenate
+//    to the base64 of the whole. The byte range of every entry's JSON is noted on the way.
+// 2. rendered-html: entry id → its Markdown, rendered and sanitized (html-markdown.ts).
+// 3. entry-index: a light copy of every entry (no long text, no tool output, no image data)
+//    with its byte range, so the viewer builds the tree and stats without decoding the session
+//    and decodes only the entries it shows, from their slice of the base64 (viewer: html-client.ts).
 
-import { pageHead } from "./page.js";
+import { createHash } from "node:crypto";
+import type { SessionEntry, SessionHeader } from "../pi/index.js";
+import type { SessionStream } from "./entry-stream.js";
+import { renderEntryMarkdown, scriptJson } from "./html-markdown.js";
 import { escapeHtml } from "./markdown-text.js";
 import type { ExportInput } from "./model.js";
+import { pageHead } from "./page.js";
 import { VIEWER_JS } from "./html-client.js";
 import { VIEWER_CSS } from "./html-style.js";
-import { renderEntryMarkdown, scriptJson } from "./html-markdown.js";
-import { createHash } from "node:crypto";
 
 // Only the viewer script itself may run (by its hash): no inline event handler, no injected
 // script, even if some markup slipped past the sanitizer.
 const VIEWER_HASH = createHash("sha256").update(VIEWER_JS, "utf8").digest("base64");
 const CSP = `default-src 'none'; script-src 'sha256-${VIEWER_HASH}'; style-src 'unsafe-inline'; img-src data: blob:`;
 
-/** entryId → sanitized HTML of its Markdown, pre-rendered for the viewer (see html-markdown.ts). */
-export function renderedMarkdownJson(input: ExportInput): string {
-  const map: Record<string, Record<string, string>> = {};
-  for (const e of input.view.entries) {
-    const r = renderEntryMarkdown(e);
-    if (r) map[e.id] = r;
+/** Characters of text an entry keeps in the index: enough for previews and filters. */
+const LIGHT_TEXT = 200;
+
+export interface HtmlMeta {
+  header: SessionHeader;
+  leafId: string | null;
+  name: string | undefined;
+  source: string;
+  redacted: boolean;
+}
+
+function cut(v: unknown): string {
+  const s = typeof v === "string" ? v : "";
+  return s.length > LIGHT_TEXT ? s.slice(0, LIGHT_TEXT) : s;
+}
+
+function lightBlocks(content: unknown): unknown {
+  if (typeof content === "string") return cut(content);
+  if (!Array.isArray(content)) return [];
+  return content
+    .filter((b): b is Record<string, unknown> => !!b && typeof b === "object")
+    .map((b) => {
+      if (b.type === "text") return { type: "text", text: cut(b.text) };
+      if (b.type === "thinking") return { type: "thinking", thinking: cut(b.thinking) };
+      if (b.type === "toolCall") return { type: "toolCall", id: b.id, name: b.name };
+      return { type: b.type };
+    });
+}
+
+/** What the viewer needs of an entry without showing it: ids, kind, previews, usage, labels. */
+export function lightEntry(entry: SessionEntry, range: [number, number]): Record<string, unknown> {
+  const e = entry as unknown as Record<string, unknown>;
+  const out: Record<string, unknown> = {};
+  for (const key of ["type", "id", "parentId", "timestamp", "targetId", "label", "name", "provider", "modelId", "thinkingLevel", "customType", "tokensBefore"]) {
+    if (e[key] !== undefined) out[key] = e[key];
   }
-  return scriptJson(map);
+  if (e.summary !== undefined) out.summary = cut(e.summary);
+  if (e.content !== undefined) out.content = lightBlocks(e.content);
+  const m = e.message;
+  if (m && typeof m === "object") {
+    const msg = m as Record<string, unknown>;
+    const light: Record<string, unknown> = {};
+    for (const key of ["role", "model", "provider", "usage", "stopReason", "toolCallId", "toolName", "isError", "exitCode", "customType"]) {
+      if (msg[key] !== undefined) light[key] = msg[key];
+    }
+    light.content = lightBlocks(msg.content);
+    if (msg.command !== undefined) light.command = cut(msg.command);
+    out.message = light;
+  }
+  out._o = range;
+  return out;
 }
 
-export function sessionDataBase64(input: ExportInput): string {
-  const { view } = input;
-  const data = { header: view.header, entries: view.entries, leafId: view.leafId, exporter: { name: "pi-guard", source: input.source, redacted: input.redacted } };
-  return Buffer.from(JSON.stringify(data), "utf8").toString("base64");
+/** Builds the page piece by piece; the drivers below feed it entries twice (data, then Markdown). */
+class HtmlPage {
+  private bytes = 0;
+  private carry = Buffer.alloc(0);
+  private readonly light: Record<string, unknown>[] = [];
+  private firstEntry = true;
+  private firstRendered = true;
+
+  constructor(private readonly meta: HtmlMeta) {}
+
+  /** Base64 of the bytes so far, keeping back the 0–2 bytes that do not fill a group of 3. */
+  private data(text: string, final = false): string {
+    const buf = Buffer.concat([this.carry, Buffer.from(text, "utf8")]);
+    this.bytes += buf.length - this.carry.length;
+    const whole = final ? buf.length : buf.length - (buf.length % 3);
+    this.carry = buf.subarray(whole);
+    return buf.subarray(0, whole).toString("base64");
+  }
+
+  start(): string {
+    const title = escapeHtml(this.meta.name ?? `pi session ${String(this.meta.header.id).slice(0, 8)}`);
+    return `${pageHead({ csp: CSP, title, css: VIEWER_CSS })}\n${body(title)}<script id="session-data" type="application/json">${this.data(`{"header":${JSON.stringify(this.meta.header)},"entries":[`)}`;
+  }
+
+  entry(e: SessionEntry): string {
+    let out = this.firstEntry ? "" : this.data(",");
+    this.firstEntry = false;
+    const from = this.bytes;
+    out += this.data(JSON.stringify(e));
+    this.light.push(lightEntry(e, [from, this.bytes]));
+    return out;
+  }
+
+  endData(): string {
+    const { meta } = this;
+    const tail = `],"leafId":${JSON.stringify(meta.leafId)},"exporter":${JSON.stringify({ name: "pi-guard", source: meta.source, redacted: meta.redacted })}}`;
+    return `${this.data(tail, true)}</script>\n<script id="rendered-html" type="application/json">{`;
+  }
+
+  rendered(e: SessionEntry): string {
+    const r = renderEntryMarkdown(e);
+    if (!r) return "";
+    const out = `${this.firstRendered ? "" : ","}${scriptJson(String(e.id))}:${scriptJson(r)}`;
+    this.firstRendered = false;
+    return out;
+  }
+
+  end(): string {
+    const index = scriptJson({ header: this.meta.header, leafId: this.meta.leafId, entries: this.light });
+    return `}</script>\n<script id="entry-index" type="application/json">${index}</script>\n<script>${VIEWER_JS}</script>\n</body>\n</html>\n`;
+  }
 }
 
-export function renderHtml(input: ExportInput): string {
-  const title = escapeHtml(input.view.name ?? `pi session ${input.view.header.id.slice(0, 8)}`);
-  return `${pageHead({ csp: CSP, title: title, css: VIEWER_CSS })}
-<body>
+function body(title: string): string {
+  return `<body>
 <aside id="sidebar" aria-label="Session tree">
   <h2>Tree</h2>
   <input id="tree-search" type="search" placeholder="Filter the tree…" aria-label="Filter the tree">
@@ -63,10 +161,35 @@ export function renderHtml(input: ExportInput): string {
   <div id="messages"></div>
   <noscript><p>This page needs JavaScript to show the conversation; the session is embedded below as base64 JSON.</p></noscript>
 </main>
-<script id="session-data" type="application/json">${sessionDataBase64(input)}</script>
-<script id="rendered-html" type="application/json">${renderedMarkdownJson(input)}</script>
-<script>${VIEWER_JS}</script>
-</body>
-</html>
 `;
+}
+
+/** The whole page for a session already in memory. */
+export function renderHtml(input: ExportInput): string {
+  const { view } = input;
+  const page = new HtmlPage({ header: view.header, leafId: view.leafId, name: view.name, source: input.source, redacted: input.redacted });
+  const parts = [page.start()];
+  for (const e of view.entries) parts.push(page.entry(e));
+  parts.push(page.endData());
+  for (const e of view.entries) parts.push(page.rendered(e));
+  parts.push(page.end());
+  return parts.join("");
+}
+
+/** The same page from a streamed session: the entries are read twice, one at a time. */
+export async function* streamHtml(s: SessionStream, meta: { header: SessionHeader; source: string; redacted: boolean; redact: (text: string) => string }): AsyncGenerator<string> {
+  const page = new HtmlPage({ header: meta.header, leafId: s.leafId === null ? null : meta.redact(s.leafId), name: s.name, source: meta.source, redacted: meta.redacted });
+  yield page.start();
+  for await (const e of s.entries()) yield page.entry(e);
+  yield page.endData();
+  let batch = "";
+  for await (const e of s.entries()) {
+    batch += page.rendered(e);
+    if (batch.length > 1 << 20) {
+      yield batch;
+      batch = "";
+    }
+  }
+  yield batch;
+  yield page.end();
 }

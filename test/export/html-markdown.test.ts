@@ -171,7 +171,7 @@ describe("HTML export renders Markdown (Chromium)", () => {
     expect(csp).toMatch(/default-src 'none'/);
     expect(csp).toMatch(/script-src 'sha256-[A-Za-z0-9+/=]+'/);
     expect(csp).not.toContain("unsafe-inline'; style"); // scripts run by hash only
-    // Raw markup only ever sits inside the JSON blobs, escaped: the page has exactly two script elements that run nothing and one that is the viewer.
-    expect(html.match(/<script/g)!.length).toBe(3);
+    // Raw markup only ever sits inside the JSON blobs, escaped: the page has three data elements and the viewer.
+    expect(html.match(/<script/g)!.length).toBe(4);
   });
 });
