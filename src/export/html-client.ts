@@ -10,7 +10,12 @@ export const VIEWER_JS = String.raw`
   // The session is decoded only where it is shown: entry-index holds a light copy of every entry
   // with the byte range of its JSON inside the base64 session-data, so one entry is one small
   // slice to decode. A page without the index decodes the whole session.
-  var rawData = null, utf8 = new TextDecoder();
+  // The viewer runs before the browser has parsed session-data (it comes last in the page): until
+  // then entries are drawn from their light copy and drawn again once the data is there.
+  var rawData = null, utf8 = new TextDecoder(), waiting = [];
+  function ready() { return document.readyState !== "loading" && !!document.getElementById("session-data"); }
+  function whenReady(fn) { if (ready()) fn(); else waiting.push(fn); }
+  document.addEventListener("DOMContentLoaded", function () { var w = waiting; waiting = []; w.forEach(function (fn) { fn(); }); });
   function raw() { if (rawData === null) rawData = document.getElementById("session-data").textContent.trim(); return rawData; }
   function b64(s) {
     if (typeof Uint8Array.fromBase64 === "function") return Uint8Array.fromBase64(s);
@@ -27,6 +32,7 @@ export const VIEWER_JS = String.raw`
   function load(e) {
     var o = e._o;
     if (!o) return e;
+    if (!ready()) return null;
     var from = Math.floor(o[0] / 3) * 3, to = Math.ceil(o[1] / 3) * 3;
     var bytes = b64(raw().slice(from / 3 * 4, to / 3 * 4));
     var full = JSON.parse(utf8.decode(bytes.subarray(o[0] - from, o[1] - from)));
@@ -161,13 +167,14 @@ export const VIEWER_JS = String.raw`
     d.dataset.toolCallId = b.id;
     var s = el("summary");
     s.appendChild(el("span", "tool-name", b.name));
-    var args = b.arguments || {}, hint = args.command || args.path || args.pattern || "";
+    var args = b.arguments || {}, hint = args.command || args.path || args.pattern || b.hint || "";
     if (hint) s.appendChild(document.createTextNode(" " + String(hint).split("\n")[0].slice(0, 100)));
     if (result && result.isError) s.appendChild(el("span", "error-text", " (error)"));
     d.appendChild(s);
     // The body (arguments and output, possibly megabytes) is built when first opened.
     d._fill = function () {
       if (!d._fill) return;
+      if (!ready()) { whenReady(function () { if (d._fill) d._fill(); }); return; }
       d._fill = null;
       var full = result && result.entry ? msg(load(result.entry)) || result : result;
       d.appendChild(el("div", "tool-args-title", "Arguments"));
@@ -207,7 +214,7 @@ export const VIEWER_JS = String.raw`
   }
 
   function renderEntry(light, ctx) {
-    var e = load(light), m = msg(e), k = kind(e), box;
+    var full = load(light), e = full || light, m = msg(e), k = kind(e), box;
     if (m && m.role === "assistant") {
       var u = usage(e);
       box = el("section", "entry assistant");
@@ -255,6 +262,15 @@ export const VIEWER_JS = String.raw`
     box.dataset.id = e.id;
     box.dataset.kind = k;
     box.id = "entry-" + e.id;
+    if (!full) whenReady(function () {
+      // Drawn from the light copy: draw it again from the full entry, keeping its branch switch.
+      if (!box.isConnected) return;
+      var again = renderEntry(light, ctx);
+      if (!again) return;
+      box.querySelectorAll(":scope > .branch-nav").forEach(function (n) { again.appendChild(n); });
+      if (box.classList.contains("selected")) again.classList.add("selected");
+      box.replaceWith(again);
+    });
     return box;
   }
 
@@ -480,6 +496,7 @@ export const VIEWER_JS = String.raw`
     });
     // The whole session as pi's JSONL (every branch), built in the page: no request is made.
     document.getElementById("download-jsonl").addEventListener("click", function (ev) {
+      if (!ready()) { ev.preventDefault(); return; }
       var whole = wholeSession();
       var lines = [JSON.stringify(whole.header)].concat((whole.entries || []).map(function (e) { return JSON.stringify(e); }));
       var blob = new Blob([lines.join("\n") + "\n"], { type: "application/x-ndjson" });

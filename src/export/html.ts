@@ -3,13 +3,15 @@
 // (<script id="session-data" type="application/json"> holding base64 JSON {header, entries,
 // leafId}) so that `pi-guard salvage --from-html` can recover the session from the page.
 //
-// The page is written a piece at a time (bounded memory for any session size), in three parts:
-// 1. session-data: the base64 JSON, encoded in 3-byte-aligned pieces so the pieces concatenate
-//    to the base64 of the whole. The byte range of every entry's JSON is noted on the way.
-// 2. rendered-html: entry id → its Markdown, rendered and sanitized (html-markdown.ts).
-// 3. entry-index: a light copy of every entry (no long text, no tool output, no image data)
-//    with its byte range, so the viewer builds the tree and stats without decoding the session
-//    and decodes only the entries it shows, from their slice of the base64 (viewer: html-client.ts).
+// The page is written a piece at a time (bounded memory for any session size), in this order:
+// 1. rendered-html: entry id → its Markdown, rendered and sanitized (html-markdown.ts).
+// 2. entry-index: a light copy of every entry (no long text, no tool output, no image data)
+//    with the byte range its JSON has in session-data, so the viewer builds the tree and stats
+//    without decoding the session and decodes only the entries it opens (html-client.ts).
+// 3. the viewer script, which draws the first messages while the browser still parses
+// 4. session-data: the base64 JSON, encoded in 3-byte-aligned pieces so the pieces concatenate
+//    to the base64 of the whole. Inside 1 and 2 every "<" is escaped, so nothing there can pose
+//    as a session-data element to salvage.
 
 import { createHash } from "node:crypto";
 import type { SessionEntry, SessionHeader } from "../pi/index.js";
@@ -50,7 +52,11 @@ function lightBlocks(content: unknown): unknown {
     .map((b) => {
       if (b.type === "text") return { type: "text", text: cut(b.text) };
       if (b.type === "thinking") return { type: "thinking", thinking: cut(b.thinking) };
-      if (b.type === "toolCall") return { type: "toolCall", id: b.id, name: b.name };
+      if (b.type === "toolCall") {
+        const args = (b.arguments && typeof b.arguments === "object" ? b.arguments : {}) as Record<string, unknown>;
+        const hint = [args.command, args.path, args.pattern].find((v) => typeof v === "string");
+        return { type: "toolCall", id: b.id, name: b.name, hint: cut(hint).split("\n")[0] };
+      }
       return { type: b.type };
     });
 }
@@ -79,15 +85,57 @@ export function lightEntry(entry: SessionEntry, range: [number, number]): Record
   return out;
 }
 
-/** Builds the page piece by piece; the drivers below feed it entries twice (data, then Markdown). */
+/**
+ * Builds the page piece by piece, in file order: rendered-html and entry-index first, then the
+ * viewer, then session-data. The viewer can so draw the first messages while the browser is still
+ * parsing the (much larger) session-data. Entries are fed three times, one pass per element.
+ */
 class HtmlPage {
   private bytes = 0;
   private carry = Buffer.alloc(0);
-  private readonly light: Record<string, unknown>[] = [];
-  private firstEntry = true;
-  private firstRendered = true;
+  private first = true;
+  private offset = 0;
 
   constructor(private readonly meta: HtmlMeta) {}
+
+  private dataPrefix(): string {
+    return `{"header":${JSON.stringify(this.meta.header)},"entries":[`;
+  }
+
+  start(): string {
+    const title = escapeHtml(this.meta.name ?? `pi session ${String(this.meta.header.id).slice(0, 8)}`);
+    this.first = true;
+    return `${pageHead({ csp: CSP, title, css: VIEWER_CSS })}\n${body(title)}<script id="rendered-html" type="application/json">{`;
+  }
+
+  rendered(e: SessionEntry): string {
+    const r = renderEntryMarkdown(e);
+    if (!r) return "";
+    const out = `${this.first ? "" : ","}${scriptJson(String(e.id))}:${scriptJson(r)}`;
+    this.first = false;
+    return out;
+  }
+
+  startIndex(): string {
+    this.first = true;
+    this.offset = Buffer.byteLength(this.dataPrefix());
+    return `}</script>\n<script id="entry-index" type="application/json">{"header":${scriptJson(this.meta.header)},"leafId":${scriptJson(this.meta.leafId)},"entries":[`;
+  }
+
+  /** The entry's light copy with the byte range its JSON will have inside session-data. */
+  indexed(e: SessionEntry): string {
+    if (!this.first) this.offset += 1; // the comma between entries
+    const from = this.offset;
+    this.offset += Buffer.byteLength(JSON.stringify(e));
+    const out = `${this.first ? "" : ","}${scriptJson(lightEntry(e, [from, this.offset]))}`;
+    this.first = false;
+    return out;
+  }
+
+  startData(): string {
+    this.first = true;
+    return `]}</script>\n<script>${VIEWER_JS}</script>\n<script id="session-data" type="application/json">${this.data(this.dataPrefix())}`;
+  }
 
   /** Base64 of the bytes so far, keeping back the 0–2 bytes that do not fill a group of 3. */
   private data(text: string, final = false): string {
@@ -98,37 +146,19 @@ class HtmlPage {
     return buf.subarray(0, whole).toString("base64");
   }
 
-  start(): string {
-    const title = escapeHtml(this.meta.name ?? `pi session ${String(this.meta.header.id).slice(0, 8)}`);
-    return `${pageHead({ csp: CSP, title, css: VIEWER_CSS })}\n${body(title)}<script id="session-data" type="application/json">${this.data(`{"header":${JSON.stringify(this.meta.header)},"entries":[`)}`;
-  }
-
   entry(e: SessionEntry): string {
-    let out = this.firstEntry ? "" : this.data(",");
-    this.firstEntry = false;
-    const from = this.bytes;
-    out += this.data(JSON.stringify(e));
-    this.light.push(lightEntry(e, [from, this.bytes]));
-    return out;
-  }
-
-  endData(): string {
-    const { meta } = this;
-    const tail = `],"leafId":${JSON.stringify(meta.leafId)},"exporter":${JSON.stringify({ name: "pi-guard", source: meta.source, redacted: meta.redacted })}}`;
-    return `${this.data(tail, true)}</script>\n<script id="rendered-html" type="application/json">{`;
-  }
-
-  rendered(e: SessionEntry): string {
-    const r = renderEntryMarkdown(e);
-    if (!r) return "";
-    const out = `${this.firstRendered ? "" : ","}${scriptJson(String(e.id))}:${scriptJson(r)}`;
-    this.firstRendered = false;
+    const out = (this.first ? "" : this.data(",")) + this.data(JSON.stringify(e));
+    this.first = false;
     return out;
   }
 
   end(): string {
-    const index = scriptJson({ header: this.meta.header, leafId: this.meta.leafId, entries: this.light });
-    return `}</script>\n<script id="entry-index" type="application/json">${index}</script>\n<script>${VIEWER_JS}</script>\n</body>\n</html>\n`;
+    const { meta } = this;
+    const tail = `],"leafId":${JSON.stringify(meta.leafId)},"exporter":${JSON.stringify({ name: "pi-guard", source: meta.source, redacted: meta.redacted })}}`;
+    const out = `${this.data(tail, true)}</script>\n</body>\n</html>\n`;
+    // The index promised these byte ranges; a mismatch would show the wrong entries.
+    if (this.bytes !== this.offset + Buffer.byteLength(tail)) throw new Error(`HTML export: session-data is ${this.bytes} bytes, the index expected ${this.offset + Buffer.byteLength(tail)}`);
+    return out;
   }
 }
 
@@ -169,27 +199,36 @@ export function renderHtml(input: ExportInput): string {
   const { view } = input;
   const page = new HtmlPage({ header: view.header, leafId: view.leafId, name: view.name, source: input.source, redacted: input.redacted });
   const parts = [page.start()];
-  for (const e of view.entries) parts.push(page.entry(e));
-  parts.push(page.endData());
   for (const e of view.entries) parts.push(page.rendered(e));
+  parts.push(page.startIndex());
+  for (const e of view.entries) parts.push(page.indexed(e));
+  parts.push(page.startData());
+  for (const e of view.entries) parts.push(page.entry(e));
   parts.push(page.end());
   return parts.join("");
 }
 
-/** The same page from a streamed session: the entries are read twice, one at a time. */
+/** The same page from a streamed session: three reads of the entries, one entry at a time. */
 export async function* streamHtml(s: SessionStream, meta: { header: SessionHeader; source: string; redacted: boolean; redact: (text: string) => string }): AsyncGenerator<string> {
   const page = new HtmlPage({ header: meta.header, leafId: s.leafId === null ? null : meta.redact(s.leafId), name: s.name, source: meta.source, redacted: meta.redacted });
   yield page.start();
-  for await (const e of s.entries()) yield page.entry(e);
-  yield page.endData();
+  yield* batched(s.entries(), (e) => page.rendered(e));
+  yield page.startIndex();
+  yield* batched(s.entries(), (e) => page.indexed(e));
+  yield page.startData();
+  yield* batched(s.entries(), (e) => page.entry(e));
+  yield page.end();
+}
+
+/** Pieces of about 1 MB: fewer writes than one per entry, never more than one batch held. */
+async function* batched(entries: AsyncIterable<SessionEntry>, piece: (e: SessionEntry) => string): AsyncGenerator<string> {
   let batch = "";
-  for await (const e of s.entries()) {
-    batch += page.rendered(e);
+  for await (const e of entries) {
+    batch += piece(e);
     if (batch.length > 1 << 20) {
       yield batch;
       batch = "";
     }
   }
-  yield batch;
-  yield page.end();
+  if (batch) yield batch;
 }
