@@ -316,7 +316,11 @@ export const VIEWER_JS = String.raw`
       while (at < path.length && (limit === undefined || drawn < limit)) {
         var e = path[at++];
         var n = renderEntry(e, ctx);
-        if (n) { main.insertBefore(n, sentinel); lastBox = n; drawn++; }
+        if (n) {
+          // Lets a page-load measurement see when the first message was painted (Element Timing).
+          if (!lastBox) n.setAttribute("elementtiming", "first-entry");
+          main.insertBefore(n, sentinel); lastBox = n; drawn++;
+        }
         // A branch point may be an entry that is not drawn (a label): put the switch on the last drawn one.
         var siblings = kids(e.id);
         if (siblings.length > 1) (lastBox || main).insertBefore(branchNav(e, siblings, onPath), lastBox ? null : sentinel);
@@ -361,24 +365,36 @@ export const VIEWER_JS = String.raw`
       default: return ["user", "assistant", "toolResult", "bashExecution", "custom", "compaction", "branch_summary", "custom_message"].indexOf(k) >= 0;
     }
   }
+  // Drawn in slices, so a tree of many thousand entries does not hold up the first messages.
+  var TREE_SLICE = 2000, treeRun = 0;
   function renderTree(onPath) {
     var list = document.getElementById("tree"), q = document.getElementById("tree-search").value.trim().toLowerCase();
+    var run = ++treeRun, at = 0;
     list.textContent = "";
-    treeOrder.forEach(function (item) {
-      var e = item.e;
-      if (!passesFilter(e)) return;
-      var text = preview(e);
-      if (q && text.toLowerCase().indexOf(q) < 0 && (labels.get(e.id) || "").toLowerCase().indexOf(q) < 0) return;
-      var li = el("li", "tree-node" + (onPath.has(e.id) ? " on-path" : "") + (e.id === state.leafId ? " active" : ""));
-      li.dataset.id = e.id;
-      li.style.paddingLeft = 4 + item.depth * 12 + "px";
-      li.title = e.id + " " + text;
-      li.appendChild(el("span", "kind", kind(e)));
-      li.appendChild(document.createTextNode(text));
-      if (labels.has(e.id)) li.appendChild(el("span", "tree-label", labels.get(e.id)));
-      li.addEventListener("click", function () { setLeaf(latestLeaf(e.id), e.id); });
-      list.appendChild(li);
-    });
+    (function slice() {
+      if (run !== treeRun) return;
+      var end = Math.min(at + TREE_SLICE, treeOrder.length);
+      for (; at < end; at++) {
+        var item = treeOrder[at], e = item.e;
+        if (!passesFilter(e)) continue;
+        var text = preview(e);
+        if (q && text.toLowerCase().indexOf(q) < 0 && (labels.get(e.id) || "").toLowerCase().indexOf(q) < 0) continue;
+        list.appendChild(treeNode(item, text, onPath));
+      }
+      if (at < treeOrder.length) setTimeout(slice, 0);
+    })();
+  }
+  function treeNode(item, text, onPath) {
+    var e = item.e;
+    var li = el("li", "tree-node" + (onPath.has(e.id) ? " on-path" : "") + (e.id === state.leafId ? " active" : ""));
+    li.dataset.id = e.id;
+    li.style.paddingLeft = 4 + item.depth * 12 + "px";
+    li.title = e.id + " " + text;
+    li.appendChild(el("span", "kind", kind(e)));
+    li.appendChild(document.createTextNode(text));
+    if (labels.has(e.id)) li.appendChild(el("span", "tree-label", labels.get(e.id)));
+    li.addEventListener("click", function () { setLeaf(latestLeaf(e.id), e.id); });
+    return li;
   }
   function setLeaf(id, focusId) {
     state.leafId = id;
