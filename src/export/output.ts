@@ -4,7 +4,7 @@
 
 import { randomBytes } from "node:crypto";
 import { once } from "node:events";
-import { promises as fs } from "node:fs";
+import { promises as fs, rmSync } from "node:fs";
 import path from "node:path";
 import { syncDir, writeFully } from "../fs-safe.js";
 import { RepoError } from "../repo/errors.js";
@@ -37,6 +37,8 @@ export function writeError(file: string, err: unknown): RepoError {
   return new RepoError(`cannot write ${file}: ${WRITE_ERRORS[code] ?? (err as Error).message}`, "io");
 }
 
+const SIGNALS: NodeJS.Signals[] = ["SIGINT", "SIGTERM", "SIGHUP"];
+
 /** Text is gathered into writes of about this many bytes. */
 const FLUSH_BYTES = 1 << 20;
 
@@ -44,10 +46,22 @@ const FLUSH_BYTES = 1 << 20;
 export async function fileSink(file: string): Promise<ExportSink> {
   const dir = path.dirname(file);
   const tmp = path.join(dir, `.${path.basename(file)}.${randomBytes(6).toString("hex")}.tmp`);
+  // Ctrl-C or a kill while exporting must not leave the temp file behind (SIGKILL cannot be
+  // caught; then the dot-named temp file stays, and the target is still untouched).
+  const onSignal = (signal: NodeJS.Signals) => {
+    rmSync(tmp, { force: true });
+    untrap();
+    process.kill(process.pid, signal);
+  };
+  const untrap = () => {
+    for (const sig of SIGNALS) process.off(sig, onSignal);
+  };
+  for (const sig of SIGNALS) process.once(sig, onSignal);
   let handle: fs.FileHandle | undefined;
   try {
     handle = await fs.open(tmp, "wx", 0o600);
   } catch (err) {
+    untrap();
     throw writeError(file, err);
   }
   let pending: string[] = [];
@@ -86,6 +100,7 @@ export async function fileSink(file: string): Promise<ExportSink> {
         if (size !== position) throw Object.assign(new Error(`wrote ${position} bytes but the file holds ${size}`), { code: "EIO" });
         await fs.rename(tmp, file);
         done = true;
+        untrap();
       } catch (err) {
         await fail(err);
       }
@@ -93,6 +108,7 @@ export async function fileSink(file: string): Promise<ExportSink> {
     },
     async abort() {
       done = true;
+      untrap();
       pending = [];
       pendingLength = 0;
       await handle?.close().catch(() => undefined);

@@ -279,7 +279,7 @@ export class SessionCatalog {
    * The bytes readBytes would return, read on demand and as often as asked (a streaming export
    * reads twice): a live file through one handle up to its size now, or a snapshot copy's blobs.
    */
-  async byteSource(id: string): Promise<{ read(): AsyncIterable<Uint8Array>; close(): Promise<void> }> {
+  async byteSource(id: string): Promise<{ read(): AsyncIterable<Uint8Array>; close(): Promise<void>; size?: number }> {
     const src = this.source(id);
     if ("live" in src) return (await import("../export/entry-stream.js")).fileSource(src.live.path);
     const { root, path: file } = src.snapshot;

@@ -2,8 +2,8 @@
 // cached (catalog-cache.ts), so `sessions list` does not re-read unchanged sessions.
 
 import { createHash } from "node:crypto";
-import { migrateToV3InMemory, parseSessionFile, sessionName, sessionStats } from "../pi/index.js";
-import type { SessionEntry, SessionHeader } from "../pi/index.js";
+import { migrateToV3InMemory, sessionName, sessionStats, streamSessionItems } from "../pi/index.js";
+import type { RawSessionEntry, SessionEntry, SessionHeader } from "../pi/index.js";
 import { parseSessionFileName } from "../pi/writer.js";
 import { messageOf, usageOf } from "./describe.js";
 import { stableIdGenerator } from "./read.js";
@@ -59,8 +59,32 @@ const dayOf = (ts: unknown): string | undefined => (typeof ts === "string" && /^
  * its place in the tree (id, parentId: a version 1 file gets its ids only when read) name it.
  */
 export function entryKey(e: SessionEntry): string {
+  const precomputed = (e as { [KEY]?: string })[KEY];
+  if (precomputed !== undefined) return precomputed;
   const { id: _id, parentId: _parent, ...rest } = e;
   return createHash("sha256").update(JSON.stringify(rest)).digest("hex").slice(0, 16);
+}
+
+/** The entryKey of the full entry, carried by its slim copy (a symbol: never serialized). */
+const KEY = Symbol("entryKey");
+
+/**
+ * What summarizeSession keeps of an entry: everything the numbers above read (ids, time, role,
+ * model, usage, the number of tool calls, names, merge markers), not the text. A 200 MB session
+ * is mostly text, so the summary of one must not hold it. Message entries older than the header
+ * are copies that stats identifies by entryKey, so theirs is taken from the full entry first.
+ */
+function slimEntry(e: RawSessionEntry, headerTime: number): RawSessionEntry {
+  const { message, summary: _s, content: _c, details: _d, data, ...rest } = e;
+  const out: RawSessionEntry = { ...rest };
+  if (e.type === "custom" && e.customType === MERGE_MARKER) out.data = data;
+  if (message && typeof message === "object") {
+    const m = message as Record<string, unknown>;
+    const content = Array.isArray(m.content) ? m.content.filter((b) => b?.type === "toolCall").map(() => ({ type: "toolCall" })) : [];
+    out.message = { role: m.role, provider: m.provider, model: m.model, usage: m.usage, timestamp: m.timestamp, content };
+    if (Date.parse(String(e.timestamp ?? "")) < headerTime) (out as { [KEY]?: string })[KEY] = entryKey(e as unknown as SessionEntry);
+  } else if (message !== undefined) out.message = message;
+  return out;
 }
 
 /** Marks a merged session (sessions merge) with the ids of its sources, for stats. */
@@ -166,7 +190,12 @@ export type SessionSummary = SessionFacts & UsageBreakdown;
 
 /** Summarise a file path or a byte stream. Only I/O errors reject. */
 export async function summarizeSession(source: string | AsyncIterable<Uint8Array>, fallbackId: string): Promise<SessionSummary> {
-  const parsed = await parseSessionFile(source);
+  const parsed: { header: SessionHeader | null; headerFragment?: Record<string, unknown>; entries: RawSessionEntry[] } = { header: null, entries: [] };
+  for await (const item of streamSessionItems(source)) {
+    if (item.kind === "header") parsed.header = item.header;
+    else if (item.kind === "header-fragment") parsed.headerFragment = item.fields;
+    else if (item.kind === "entry") parsed.entries.push(slimEntry(item.entry, Date.parse(String(parsed.header?.timestamp ?? ""))));
+  }
   const header = parsed.header;
   const id = header?.id ?? (typeof parsed.headerFragment?.id === "string" ? parsed.headerFragment.id : fallbackId);
   const { entries, fromVersion } = migrateToV3InMemory(header, parsed.entries, { generateId: stableIdGenerator(id) });
