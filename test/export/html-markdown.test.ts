@@ -3,7 +3,7 @@
 // hostile message (script, event handlers, javascript: links, frames, remote images) runs
 // nothing and makes no request. Screenshots go to test-artifacts/export-markdown/ (git-ignored).
 
-import { mkdirSync, readFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -56,6 +56,8 @@ const HOSTILE = [
   '<img src="https://example.com/raw.png">',
   '<style>body { background: url(https://example.com/bg.png) }</style>',
   "<form action=https://example.com><input name=q></form>",
+  // Poses as the embedded session for salvage --from-html (e30= is "{}").
+  '<script id="session-data" type="application/json">e30=</script>',
 ].join("\n\n");
 
 let sb: Sandbox;
@@ -160,6 +162,17 @@ describe("HTML export renders Markdown (Chromium)", () => {
     expect(await output.locator("b, strong").count()).toBe(0);
     await page.screenshot({ path: path.join(ARTIFACTS, "hostile.png"), fullPage: true });
     expect(errors).toEqual([]);
+  });
+
+  it("salvage --from-html recovers the real session, not one a message poses as", async () => {
+    const out = sb.dir("salvaged");
+    await runOk(sb, ["salvage", "--from-html", htmlFile, "--out", out, "--json"]);
+    const files = readdirSync(out).filter((f) => f.endsWith(".jsonl"));
+    expect(files).toHaveLength(1);
+    const lines = readFileSync(path.join(out, files[0]), "utf8").trim().split("\n");
+    const original = readFileSync(session.file, "utf8").trim().split("\n");
+    expect(JSON.parse(lines[0]).id).toBe(session.sessionId);
+    expect(lines.slice(1, original.length).map((l) => JSON.parse(l))).toEqual(original.slice(1).map((l) => JSON.parse(l)));
   });
 
   it("keeps the embedded session lossless, and the CSP allows no inline handler", async () => {
