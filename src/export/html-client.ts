@@ -49,7 +49,7 @@ export const VIEWER_JS = String.raw`
     if (e.type === "label" && e.targetId) { if (e.label) labels.set(e.targetId, e.label); else labels.delete(e.targetId); }
   });
   var leafId = data.leafId && byId.has(data.leafId) ? data.leafId : (entries.length ? entries[entries.length - 1].id : null);
-  var state = { leafId: leafId, filter: "default" };
+  var state = { leafId: leafId, filter: "default", toolsExpanded: false };
 
   function el(tag, cls, text) {
     var n = document.createElement(tag);
@@ -191,6 +191,8 @@ export const VIEWER_JS = String.raw`
     };
     s.addEventListener("click", function () { if (d._fill) d._fill(); });
     d.addEventListener("toggle", function () { if (d.open && d._fill) d._fill(); });
+    // Calls drawn after "Expand tool calls" (a later chunk, another branch) open like the rest.
+    if (state.toolsExpanded) { d._fill(); d.open = true; }
     return d;
   }
   // Long output shows its first lines; the rest is added on request.
@@ -487,9 +489,8 @@ export const VIEWER_JS = String.raw`
     var body = document.body;
     document.getElementById("toggle-thinking").addEventListener("change", function (ev) { body.classList.toggle("hide-thinking", !ev.target.checked); });
     document.getElementById("toggle-tools").addEventListener("change", function (ev) { body.classList.toggle("hide-tools", !ev.target.checked); });
-    var expanded = false;
     document.getElementById("expand-tools").addEventListener("click", function (ev) {
-      expanded = !expanded;
+      var expanded = state.toolsExpanded = !state.toolsExpanded;
       document.querySelectorAll("details.tool-call").forEach(function (d) { if (expanded && d._fill) d._fill(); d.open = expanded; });
       ev.target.textContent = expanded ? "Collapse tool calls" : "Expand tool calls";
     });

@@ -23,7 +23,9 @@ let htmlFile: string;
 beforeAll(async () => {
   sb = makeSandbox("html-large");
   const turns: PiTurn[] = [{ user: "Print a long sequence", assistant: [[fauxToolCall("bash", { command: "seq -f 'line-%g' 1 1500" })], "Printed 1500 lines."] }];
-  for (let i = 1; i < TURNS; i++) turns.push({ user: `Question number ${i}`, assistant: [`Answer number ${i}${i === TURNS - 1 ? " with the word capybara" : ""}.`] });
+  for (let i = 1; i < TURNS - 1; i++) turns.push({ user: `Question number ${i}`, assistant: [`Answer number ${i}.`] });
+  // The last turn runs a tool too, far below the first chunk.
+  turns.push({ user: `Question number ${TURNS - 1}`, assistant: [[fauxToolCall("bash", { command: "echo last-call" })], `Answer number ${TURNS - 1} with the word capybara.`] });
   const session = await makePiSession({ agentDir: sb.agentDir, cwd: path.join(sb.root, "work", "big"), turns, captureEvents: false });
   htmlFile = path.join(sb.root, "large.html");
   await runOk(sb, ["export", session.sessionId, "--format", "html", "--output", htmlFile]);
@@ -55,9 +57,10 @@ describe("HTML export of a large session (Chromium)", () => {
     expect(requests).toEqual([]);
   });
 
-  it("draws a long branch a chunk at a time; scrolling draws the rest", async () => {
+  it("draws a long branch a chunk at a time; scrolling draws the rest (expanded, if tool calls were expanded)", async () => {
     const { page, errors } = await openFile(browser, htmlFile);
     await page.waitForSelector("#messages .entry.user");
+    await page.click("#expand-tools");
     const firstDraw = await page.locator("#messages .entry.user").count();
     expect(firstDraw).toBeGreaterThan(0);
     expect(firstDraw).toBeLessThan(TURNS);
@@ -68,6 +71,10 @@ describe("HTML export of a large session (Chromium)", () => {
     }
     expect(await page.locator("#messages .entry.user").count()).toBe(TURNS);
     expect(await page.locator("#messages .entry.user").last().innerText()).toContain(`Question number ${TURNS - 1}`);
+    const calls = page.locator("details.tool-call");
+    expect(await calls.count()).toBe(2);
+    expect(await calls.evaluateAll((ds) => ds.map((d) => (d as unknown as { open: boolean }).open))).toEqual([true, true]);
+    expect((await calls.last().locator(".tool-output").innerText()).trim()).toBe("last-call");
     expect(errors).toEqual([]);
   });
 
