@@ -147,6 +147,7 @@ export async function openSessionStream(source: ByteSource, opts: OpenOptions): 
   const dec = new EntryDecoder();
   const records: EntryRecord[] = [];
   const rawIds: (string | undefined)[] = [];
+  const rawIndex = new Map<string, number>();
   const labelEntries: { target: string; label: unknown }[] = [];
   let firstLine: Uint8Array = new Uint8Array(0);
   let firstTimestamp: unknown;
@@ -158,8 +159,15 @@ export async function openSessionStream(source: ByteSource, opts: OpenOptions): 
     if (raw.line === 1) firstLine = Buffer.from(raw.bytes.subarray(0, 64 * 1024));
     for (const { entry: e, text } of dec.decode(raw)) {
       if (records.length === 0) firstTimestamp = e.timestamp;
-      rawIds.push(typeof e.id === "string" ? e.id : undefined);
-      records.push(recordOf(e, text, raw.line, redact));
+      const rec = recordOf(e, text, raw.line, redact);
+      // A session can hold a million small entries: share the parent's id string rather than
+      // keep a second copy of it in every record.
+      const parentAt = rec.parentId === null ? undefined : rawIndex.get(rec.parentId);
+      if (parentAt !== undefined) rec.parentId = records[parentAt].id!;
+      if (rec.id !== undefined) rawIndex.set(rec.id, records.length);
+      // Raw ids matter only when the file turns out to be version 1 (see the migration below).
+      if (!dec.header || sessionVersion(dec.header, []) < 2) rawIds[records.length] = rec.id;
+      records.push(rec);
       if (e.type === "label" && typeof e.targetId === "string") labelEntries.push({ target: e.targetId, label: e.label });
       if (e.type === "session_info") name = typeof e.name === "string" ? e.name.trim() || undefined : undefined;
     }
@@ -171,7 +179,7 @@ export async function openSessionStream(source: ByteSource, opts: OpenOptions): 
     ? sessionVersion(dec.header, [])
     : records.length === 0
       ? CURRENT_SESSION_VERSION
-      : !rawIds.every((id) => id !== undefined)
+      : !records.every((r) => r.id !== undefined)
         ? 1
         : records.some((r) => r.role === "hookMessage")
           ? 2
@@ -197,10 +205,13 @@ export async function openSessionStream(source: ByteSource, opts: OpenOptions): 
     : placeholderHeader(opts.fallbackId, { headerFragment: dec.headerFragment, entries: records.length ? [{ timestamp: firstTimestamp } as unknown as SessionEntry] : [] });
 
   // The tree from ids alone: the last duplicate id wins, as in buildTree; walks are cycle-safe.
-  const byId = new Map<string, number>();
-  records.forEach((r, i) => {
-    if (r.id !== undefined) byId.set(r.id, i);
-  });
+  let byId = rawIndex;
+  if (fromVersion < 2) {
+    byId = new Map<string, number>();
+    records.forEach((r, i) => {
+      if (r.id !== undefined) byId.set(r.id, i);
+    });
+  }
   const last = records[records.length - 1];
   const leafId = opts.branch ? resolveEntryId(byId, opts.branch) : last?.id !== undefined ? last.id : null;
   const branch: number[] = [];
@@ -375,20 +386,17 @@ class EntryReader {
 
   async *entriesAt(order: readonly number[]): AsyncGenerator<SessionEntry> {
     const mapEntry = this.migration.mapEntry ?? ((e: SessionEntry) => e);
-    // How many more times each index is wanted, and which lines hold wanted entries.
-    const wanted = new Map<number, number>();
+    // How many more times each index is wanted: one small counter per entry, not a map.
+    const wanted = new Int32Array(this.records.length);
     for (const i of order) {
       if (!Number.isInteger(i) || i < 0 || i >= this.records.length) throw new RangeError(`no entry at index ${i}`);
-      wanted.set(i, (wanted.get(i) ?? 0) + 1);
+      wanted[i]++;
     }
-    const lines = new Set<number>();
-    for (const i of wanted.keys()) lines.add(this.records[i].line);
     let next = 0;
     const held = new Map<number, SessionEntry>();
     let heldSize = 0;
     const take = (i: number, e: SessionEntry): SessionEntry => {
-      const left = wanted.get(i)! - 1;
-      wanted.set(i, left);
+      const left = --wanted[i];
       if (left === 0 && held.delete(i)) heldSize -= this.records[i].size;
       return e;
     };
@@ -400,14 +408,16 @@ class EntryReader {
       pass: for await (const raw of readLines(this.source.read())) {
         // Which entries a line yields does not depend on the lines before it, so lines holding
         // nothing wanted are skipped without decoding.
-        if (!lines.has(raw.line)) continue;
         while (recIndex < this.records.length && this.records[recIndex].line < raw.line) recIndex++;
+        let due = false;
+        for (let j = recIndex; j < this.records.length && this.records[j].line === raw.line && !due; j++) due = wanted[j] > 0;
+        if (!due) continue;
         let index = recIndex;
         for (const { entry } of dec.decode(raw)) {
           const rec = this.records[index];
           if (!rec || rec.line !== raw.line) throw changed();
           if (rawIdOf(entry) !== (this.migration.rawIds ? this.migration.rawIds[index] : rec.id)) throw changed();
-          if ((wanted.get(index) ?? 0) > 0) {
+          if (wanted[index] > 0) {
             const e = mapEntry(this.migrate(entry, index));
             if (!held.has(index) && heldSize + rec.size <= this.migration.budget) {
               held.set(index, e);

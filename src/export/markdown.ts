@@ -153,22 +153,25 @@ export async function* streamMarkdown(s: SessionStream, meta: { header: SessionH
     if (r.role === "toolResult" && r.toolCallId !== undefined) resultAt.set(r.toolCallId, i);
     if (r.role === "assistant") for (const id of r.toolCallIds ?? []) called.add(id);
   }
-  const plan: { index: number; calls: { id: unknown; at: number }[] }[] = [];
+  // The entries to read, in the order they are rendered: each assistant message is followed by
+  // the results of its calls. Only assistant messages with results get a (small) list.
   const order: number[] = [];
+  const callsOf = new Map<number, { id: unknown; at: number }[]>();
   for (const i of s.branch) {
     const r = records[i];
     if (r.role === "toolResult" && called.has(r.toolCallId)) continue;
+    order.push(i);
+    if (r.role !== "assistant") continue;
     const calls: { id: unknown; at: number }[] = [];
-    if (r.role === "assistant") {
-      for (const id of r.toolCallIds ?? []) {
-        const at = resultAt.get(id as string);
-        if (at !== undefined) calls.push({ id, at });
-      }
+    for (const id of r.toolCallIds ?? []) {
+      const at = resultAt.get(id as string);
+      if (at !== undefined) calls.push({ id, at });
     }
-    plan.push({ index: i, calls });
-    order.push(i, ...calls.map((c) => c.at));
+    if (calls.length) {
+      callsOf.set(i, calls);
+      for (const c of calls) order.push(c.at);
+    }
   }
-
   const leafId = s.leafId === null ? null : meta.redact(s.leafId);
   yield head({ header: meta.header, name: s.name, leafId, pathLength: s.branch.length, entryCount: records.length, leafCount: s.leafCount, stats: s.stats(s.branch), source: meta.source, redacted: meta.redacted });
 
@@ -180,10 +183,14 @@ export async function* streamMarkdown(s: SessionStream, meta: { header: SessionH
   };
   let first = true;
   try {
-    for (const step of plan) {
+    for (let k = 0; k < order.length; ) {
+      const index = order[k++];
       const e = await next();
       const results = new Map<string, ToolResultMessage>();
-      for (const call of step.calls) results.set(call.id as string, messageOf(await next()) as unknown as ToolResultMessage);
+      for (const call of callsOf.get(index) ?? []) {
+        k++;
+        results.set(call.id as string, messageOf(await next()) as unknown as ToolResultMessage);
+      }
       const section = entrySection(e, s.labels, results, called);
       if (!section) continue;
       yield first ? section : `\n\n${section}`;

@@ -2,7 +2,7 @@
 // byte, on sessions made by pi's real agent loop (branched, labelled, named, forked, with tool
 // calls, thinking and a key in a prompt) and on the real pi fixtures; with --branch and --redact.
 
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bufferSource } from "../../src/export/entry-stream.js";
 import { exportSession, exportSessionTo, type ExportFormat } from "../../src/export/index.js";
@@ -66,6 +66,27 @@ describe("streamed export = in-memory export", () => {
       const { reference, streamed } = await both(w.main.file, format, { branch: leaf });
       expect(streamed).toBe(reference);
     }
+  });
+
+  it.each(["markdown", "json"] as const)("%s: a hostile file (a result before its call in file order, a reused call id, a cycle)", async (format) => {
+    const header = { type: "session", version: 3, id: "hostile-0000", timestamp: "2026-01-01T00:00:00.000Z", cwd: "/p" };
+    const at = "2026-01-01T00:00:01.000Z";
+    const call = (id: string) => ({ type: "toolCall", id, name: "bash", arguments: { command: `echo ${id}` } });
+    const lines = [
+      header,
+      { type: "message", id: "aaaaaaaa", parentId: null, timestamp: at, message: { role: "user", content: "go", timestamp: 1 } },
+      { type: "message", id: "rrrrrrrr", parentId: "bbbbbbbb", timestamp: at, message: { role: "toolResult", toolCallId: "c1", toolName: "bash", content: [{ type: "text", text: "out 1" }], isError: false, timestamp: 1 } },
+      { type: "message", id: "bbbbbbbb", parentId: "aaaaaaaa", timestamp: at, message: { role: "assistant", content: [call("c1"), call("c1"), call("c2")], provider: "p", model: "m", usage: { totalTokens: 9, cost: { total: 0.1 } }, stopReason: "toolUse", timestamp: 1 } },
+      { type: "message", id: "ssssssss", parentId: "rrrrrrrr", timestamp: at, message: { role: "toolResult", toolCallId: "c2", toolName: "bash", content: [{ type: "text", text: "out 2" }], isError: true, timestamp: 1 } },
+      { type: "label", id: "llllllll", parentId: "ssssssss", timestamp: at, targetId: "bbbbbbbb", label: "here" },
+      { type: "message", id: "xxxxxxxx", parentId: "xxxxxxxx", timestamp: at, message: { role: "user", content: "self-parent", timestamp: 1 } },
+      { type: "message", id: "zzzzzzzz", parentId: "llllllll", timestamp: at, message: { role: "assistant", content: [{ type: "text", text: "**done**" }], provider: "p", model: "m", stopReason: "stop", timestamp: 1 } },
+    ];
+    const file = `${w.sb.dir("hostile")}/hostile.jsonl`;
+    writeFileSync(file, lines.map((l) => JSON.stringify(l)).join("\n") + "\n");
+    const { reference, streamed } = await both(file, format, {});
+    expect(streamed).toBe(reference);
+    if (format === "markdown") expect(streamed).toContain("out 1");
   });
 
   it("redaction still reaches every streamed piece", async () => {
