@@ -15,6 +15,7 @@ import { writeBranchedSession } from "./export-data.js";
 import { DEFAULT_POOL_ROOT } from "./generate.js";
 import { measure } from "./measure.js";
 import { formatBytes, parseSize } from "./size.js";
+import { measureHtmlOpen } from "./html-open.js";
 import { loadTextPool } from "./textPool.js";
 
 const ROOT = resolve(fileURLToPath(new URL(".", import.meta.url)), "../..");
@@ -35,6 +36,8 @@ interface Result {
   pass: boolean;
   exitCode: number;
   error?: string;
+  /** html only: the page in Chromium (bench/html-open.ts); target < 3000 ms to the first message. */
+  page?: { openMs: number; firstEntryPaintMs: number | null; requests: number; errors: string[] };
 }
 
 function table(results: Result[]): string {
@@ -71,8 +74,14 @@ async function main(): Promise<void> {
       t = Date.now();
       const m = await measure(process.execPath, [bin, "export", SESSION_ID.slice(0, 8), "--format", format, "--output", out], { env, timeoutMs: 30 * 60_000 });
       const outputBytes = m.exitCode === 0 ? statSync(out).size : 0;
+      const page = format === "html" && m.exitCode === 0 && !process.argv.includes("--no-browser") ? (await measureHtmlOpen([out]))[0] : undefined;
+      if (page) console.log(`html page in Chromium: first message painted at ${page.firstEntryPaintMs} ms, visible to the driver at ${page.openMs} ms, ${page.requests} requests`);
       rmSync(out, { force: true });
       const r: Result = { format, sessionBytes: session.bytes, outputBytes, seconds: m.ms / 1000, peakRssMB: m.peakRssMB, pass: m.exitCode === 0 && m.peakRssMB <= RSS_TARGET_MB, exitCode: m.exitCode };
+      if (page) {
+        r.page = { openMs: page.openMs, firstEntryPaintMs: page.firstEntryPaintMs, requests: page.requests, errors: page.errors };
+        r.pass &&= page.openMs < 3000 && page.requests === 0 && page.errors.length === 0;
+      }
       if (m.exitCode !== 0) r.error = m.stderr.slice(-2000).trim();
       console.log(`${format}: exit ${m.exitCode}, ${r.seconds.toFixed(1)} s, peak ${r.peakRssMB.toFixed(0)} MB${r.error ? `: ${r.error}` : ""}`);
       results.push(r);

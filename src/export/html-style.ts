@@ -6,12 +6,14 @@ export const VIEWER_CSS = `
   --bg: #fbfbfa; --panel: #f1f0ee; --fg: #1d1d1f; --muted: #6b6b70; --border: #dcdad6;
   --user: #e8f0fe; --assistant: #ffffff; --tool: #f6f4ef; --accent: #2f6feb; --error: #c62828;
   --mark: #ffe066; --mark-current: #ff9f1c; --code: #f3f2ef;
+  --hl-keyword: #a626a4; --hl-string: #50a14f; --hl-number: #986801; --hl-title: #4078f2; --hl-attr: #c18401;
   color-scheme: light;
 }
 :root[data-theme="dark"] {
   --bg: #15161a; --panel: #1d1f24; --fg: #e6e6e6; --muted: #9a9ca3; --border: #30333a;
   --user: #1c2a44; --assistant: #1b1d22; --tool: #202228; --accent: #7aa2ff; --error: #ff6b6b;
   --mark: #8a6d00; --mark-current: #c25e00; --code: #24262c;
+    --hl-keyword: #c678dd; --hl-string: #98c379; --hl-number: #d19a66; --hl-title: #61afef; --hl-attr: #e5c07b;
   color-scheme: dark;
 }
 @media (prefers-color-scheme: dark) {
@@ -19,6 +21,7 @@ export const VIEWER_CSS = `
     --bg: #15161a; --panel: #1d1f24; --fg: #e6e6e6; --muted: #9a9ca3; --border: #30333a;
     --user: #1c2a44; --assistant: #1b1d22; --tool: #202228; --accent: #7aa2ff; --error: #ff6b6b;
     --mark: #8a6d00; --mark-current: #c25e00; --code: #24262c;
+    --hl-keyword: #c678dd; --hl-string: #98c379; --hl-number: #d19a66; --hl-title: #61afef; --hl-attr: #e5c07b;
     color-scheme: dark;
   }
 }
@@ -60,6 +63,28 @@ main { min-width: 0; }
 .text p { margin: .4em 0; white-space: pre-wrap; overflow-wrap: anywhere; }
 .text pre, .tool-call pre, .entry pre { background: var(--code); border: 1px solid var(--border); border-radius: 6px; padding: 8px 10px; overflow: auto; white-space: pre-wrap; overflow-wrap: anywhere; max-height: 480px; }
 .text code { background: var(--code); padding: 0 3px; border-radius: 3px; }
+.text.md p { white-space: normal; }
+.text.md h1, .text.md h2, .text.md h3, .text.md h4 { margin: .8em 0 .3em; line-height: 1.3; }
+.text.md h1 { font-size: 1.4em; } .text.md h2 { font-size: 1.25em; } .text.md h3 { font-size: 1.1em; }
+.text.md ul, .text.md ol { margin: .4em 0; padding-left: 1.6em; }
+.text.md blockquote { margin: .5em 0; padding-left: 10px; border-left: 3px solid var(--border); color: var(--muted); }
+.text.md table { border-collapse: collapse; margin: .5em 0; display: block; overflow: auto; }
+.text.md th, .text.md td { border: 1px solid var(--border); padding: 3px 8px; }
+.text.md th { background: var(--panel); }
+.text.md pre code { background: none; padding: 0; }
+.text.md a { color: var(--accent); }
+.text.md img { max-width: 100%; }
+/* Code highlighting (highlight.js classes, rendered at export time). */
+.hljs-keyword, .hljs-selector-tag, .hljs-literal, .hljs-doctag { color: var(--hl-keyword); }
+.hljs-string, .hljs-regexp, .hljs-addition, .hljs-attribute { color: var(--hl-string); }
+.hljs-number, .hljs-symbol, .hljs-bullet, .hljs-variable, .hljs-template-variable { color: var(--hl-number); }
+.hljs-comment, .hljs-quote, .hljs-meta { color: var(--muted); font-style: italic; }
+.hljs-title, .hljs-section, .hljs-name, .hljs-built_in, .hljs-type, .hljs-class { color: var(--hl-title); }
+.hljs-attr, .hljs-params, .hljs-property { color: var(--hl-attr); }
+.hljs-deletion { color: var(--error); }
+.hljs-emphasis { font-style: italic; } .hljs-strong { font-weight: 600; }
+.fold .show-all { margin: 2px 0 6px; border: 1px solid var(--border); background: var(--bg); color: var(--accent); border-radius: 6px; padding: 2px 8px; cursor: pointer; font-size: 12px; }
+#messages .more { color: var(--muted); font-size: 13px; text-align: center; padding: 12px; }
 details { margin: 6px 0; }
 details > summary { cursor: pointer; color: var(--muted); font-size: 13px; }
 details.tool-call { border: 1px solid var(--border); border-radius: 6px; padding: 4px 8px; background: var(--tool); }

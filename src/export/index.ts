@@ -6,7 +6,6 @@
 import { RepoError } from "../repo/errors.js";
 import type { LoadedSession } from "../sessions/read.js";
 import { exportInput, type ExportInput } from "./model.js";
-import { loadSessionBytes } from "../sessions/read.js";
 import { openSessionStream, type ByteSource } from "./entry-stream.js";
 import { fileSink, type ExportSink } from "./output.js";
 import { makeRedactor, redactDeep, redactRendered, type Redactor } from "./redact.js";
@@ -71,11 +70,6 @@ export async function writeExport(file: string, text: string): Promise<void> {
 export async function exportSessionTo(bytes: ByteSource, sink: () => Promise<ExportSink>, opts: ExportOptions & { fallbackId: string }): Promise<number> {
   const redactor = opts.redact ? makeRedactor(await agentSecrets(opts.agentDir)) : undefined;
   const redact = redactor ? (text: string) => redactor(text) : (text: string) => text;
-  if (opts.format === "html") {
-    // The HTML page is still built whole (its own slice streams it).
-    const text = await exportSession(loadSessionBytes(await readAll(bytes), opts.fallbackId), opts);
-    return writeAll(sink, [text]);
-  }
   // Pass 1 runs before the output is opened: a bad --branch leaves nothing behind.
   const stream = await openSessionStream(bytes, {
     fallbackId: opts.fallbackId,
@@ -85,25 +79,13 @@ export async function exportSessionTo(bytes: ByteSource, sink: () => Promise<Exp
   });
   // As in exportSession: the model is redacted before rendering, the rendered text once more.
   const meta = { header: redactor ? redactDeep(stream.header, redactor) : stream.header, source: redact(opts.source), redacted: !!redactor, redact };
-  const pieces = opts.format === "json" ? (await import("./json.js")).streamJson(stream, meta) : (await import("./markdown.js")).streamMarkdown(stream, meta);
+  const pieces =
+    opts.format === "json"
+      ? (await import("./json.js")).streamJson(stream, meta)
+      : opts.format === "html"
+        ? (await import("./html.js")).streamHtml(stream, meta)
+        : (await import("./markdown.js")).streamMarkdown(stream, meta);
   return writeAll(sink, redactor ? redactPieces(pieces, redactor) : pieces);
-}
-
-/** All bytes of a source in one buffer; filled in place when the size is known (no second copy). */
-async function readAll(bytes: ByteSource & { size?: number }): Promise<Buffer> {
-  if (bytes.size === undefined) {
-    const chunks: Buffer[] = [];
-    for await (const c of bytes.read()) chunks.push(Buffer.from(c));
-    return Buffer.concat(chunks);
-  }
-  const out = Buffer.allocUnsafe(bytes.size);
-  let pos = 0;
-  for await (const c of bytes.read()) {
-    if (pos + c.length > out.length) throw new RepoError("the session changed while it was being exported; run the export again", "io");
-    out.set(c, pos);
-    pos += c.length;
-  }
-  return pos === out.length ? out : out.subarray(0, pos);
 }
 
 async function* redactPieces(pieces: AsyncIterable<string>, redactor: Redactor): AsyncGenerator<string> {
