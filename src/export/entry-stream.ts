@@ -18,7 +18,7 @@ import { SessionLineDecoder } from "../pi/lines.js";
 import { readLines, sessionVersion, type RawLine } from "../pi/parse.js";
 import type { AssistantMessage, RawSessionEntry, SessionEntry, SessionHeader } from "../pi/types.js";
 import { CURRENT_SESSION_VERSION } from "../pi/types.js";
-import type { SessionStats } from "../pi/stats.js";
+import { statFacts, statsFromFacts, type SessionStats, type StatFacts } from "../pi/stats.js";
 import { RepoError } from "../repo/errors.js";
 import { resolveEntryId } from "../sessions/view.js";
 import { headerSeed, placeholderHeader, stableIdGenerator } from "../sessions/read.js";
@@ -29,25 +29,19 @@ export interface ByteSource {
 }
 
 /** What pass 1 keeps of one entry (file order). Strings that can be shown are already redacted. */
-export interface EntryRecord {
+export interface EntryRecord extends StatFacts {
   /** The v3 id (v1 files get the same stable ids as loadSessionBytes gives them). */
   id: string | undefined;
-  parentId: string | null;
   type: string;
   /** Physical line the entry came from (glued lines hold several entries). */
   line: number;
   /** Characters of the entry's JSON text: what holding it in memory roughly costs. */
   size: number;
-  role?: string;
   /** toolCall block ids of an assistant message, as written (redacted when redacting). */
   toolCallIds?: unknown[];
   /** toolCallId of a toolResult message, as a string (redacted when redacting). */
   toolCallId?: string;
-  /** Stats inputs of one entry. */
-  time: number;
-  tokens: number;
-  cost: number;
-  toolCalls: number;
+  /** "provider/model" of an assistant message (redacted when redacting). */
   model?: string;
 }
 
@@ -97,21 +91,6 @@ export interface SessionStream {
 
 /** How much entry text (in characters) entriesAt may hold while it reads ahead. */
 export const READ_AHEAD_BUDGET = 32 * 1024 * 1024;
-
-const num = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : 0);
-
-function entryTime(e: RawSessionEntry): number {
-  const fromEntry = typeof e.timestamp === "string" ? Date.parse(e.timestamp) : NaN;
-  if (!Number.isNaN(fromEntry)) return fromEntry;
-  const fromMessage = (e.message as { timestamp?: unknown } | undefined)?.timestamp;
-  return typeof fromMessage === "number" ? fromMessage : NaN;
-}
-
-function messageRole(e: RawSessionEntry): string | undefined {
-  if (e.type !== "message" || !e.message || typeof e.message !== "object") return undefined;
-  const role = (e.message as { role?: unknown }).role;
-  return typeof role === "string" ? role : undefined;
-}
 
 /** Decodes lines into raw entries, numbering them in file order; header items are collected. */
 class EntryDecoder {
@@ -261,85 +240,26 @@ export async function openSessionStream(source: ByteSource, opts: OpenOptions): 
 }
 
 function recordOf(e: RawSessionEntry, text: string, line: number, redact: (s: string) => string): EntryRecord {
-  const role = messageRole(e);
-  const rec: EntryRecord = {
-    id: typeof e.id === "string" ? e.id : undefined,
-    parentId: typeof e.parentId === "string" ? e.parentId : null,
-    type: String(e.type),
-    line,
-    size: text.length,
-    time: entryTime(e),
-    tokens: 0,
-    cost: 0,
-    toolCalls: 0,
-    ...(role ? { role } : {}),
-  };
-  if (role === "assistant") {
+  const { model: _unredacted, ...facts } = statFacts(e as SessionEntry);
+  const rec: EntryRecord = { ...facts, type: String(e.type), line, size: text.length };
+  if (rec.role === "assistant") {
     const msg = e.message as AssistantMessage;
-    const u = msg.usage;
-    rec.tokens = !u ? 0 : typeof u.totalTokens === "number" ? num(u.totalTokens) : num(u.input) + num(u.output) + num(u.cacheRead) + num(u.cacheWrite);
-    rec.cost = num(u?.cost?.total);
     const content = msg.content as unknown;
     if (Array.isArray(content)) {
-      rec.toolCalls = content.filter((b) => b?.type === "toolCall").length;
       // The Markdown renderer pairs calls with results by these ids (blocksOf, then "toolCall").
       const ids = content.filter((b) => b && typeof b === "object" && b.type === "toolCall").map((b) => (typeof b.id === "string" ? redact(b.id) : b.id) as unknown);
       if (ids.length) rec.toolCallIds = ids;
     }
     if (msg.provider || msg.model) rec.model = `${msg.provider ? redact(String(msg.provider)) : "?"}/${msg.model ? redact(String(msg.model)) : "?"}`;
-  } else if (role === "toolResult") {
+  } else if (rec.role === "toolResult") {
     rec.toolCallId = redact(String((e.message as { toolCallId?: unknown }).toolCallId));
   }
   return rec;
 }
 
-/** sessionStats (src/pi/stats.ts) over records instead of entries: same rules, same result. */
+/** sessionStats over records instead of entries (the records carry the same StatFacts). */
 export function statsOf(records: readonly EntryRecord[], indices?: readonly number[]): SessionStats {
-  const list = indices ? indices.map((i) => records[i]) : records;
-  const stats: SessionStats = {
-    entries: list.length,
-    turns: 0,
-    userMessages: 0,
-    assistantMessages: 0,
-    toolResults: 0,
-    toolCalls: 0,
-    tokens: 0,
-    cost: 0,
-    models: [],
-    firstTimestamp: null,
-    lastTimestamp: null,
-  };
-  const models = new Set<string>();
-  const userAbove = new Map<string | undefined, string | undefined>();
-  const answeredUsers = new Set<string>();
-  let first = Infinity;
-  let last = -Infinity;
-  for (const r of list) {
-    if (!Number.isNaN(r.time)) {
-      first = Math.min(first, r.time);
-      last = Math.max(last, r.time);
-    }
-    const role = r.type === "message" ? r.role : undefined;
-    const inherited = r.parentId ? userAbove.get(r.parentId) : undefined;
-    userAbove.set(r.id, role === "user" ? r.id : inherited);
-    if (role === "user") stats.userMessages++;
-    else if (role === "toolResult") stats.toolResults++;
-    else if (role === "assistant") {
-      stats.assistantMessages++;
-      if (inherited) answeredUsers.add(inherited);
-      stats.tokens += r.tokens;
-      stats.cost += r.cost;
-      stats.toolCalls += r.toolCalls;
-      if (r.model) models.add(r.model);
-    }
-  }
-  stats.turns = answeredUsers.size;
-  stats.models = [...models];
-  if (first !== Infinity) {
-    stats.firstTimestamp = new Date(first).toISOString();
-    stats.lastTimestamp = new Date(last).toISOString();
-  }
-  return stats;
+  return statsFromFacts(indices ? indices.map((i) => records[i]) : records);
 }
 
 interface MigrationInfo {

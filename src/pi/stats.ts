@@ -46,9 +46,53 @@ function roleOf(e: SessionEntry): string | undefined {
   return typeof role === "string" ? role : undefined;
 }
 
+/**
+ * What the stats need of one entry. The export's streaming reader keeps these (not whole entries)
+ * for every entry of a session, so both paths count by the same rules.
+ */
+export interface StatFacts {
+  id: string | undefined;
+  parentId: string | null;
+  /** A message's role; undefined for other entry types. */
+  role?: string;
+  /** Entry time in ms, NaN when none parses. */
+  time: number;
+  tokens: number;
+  cost: number;
+  toolCalls: number;
+  /** "provider/model" of an assistant message. */
+  model?: string;
+}
+
+export function statFacts(e: SessionEntry): StatFacts {
+  const role = roleOf(e);
+  const facts: StatFacts = {
+    id: typeof e.id === "string" ? e.id : undefined,
+    parentId: typeof e.parentId === "string" ? e.parentId : null,
+    time: entryTime(e),
+    tokens: 0,
+    cost: 0,
+    toolCalls: 0,
+    ...(role ? { role } : {}),
+  };
+  if (role === "assistant") {
+    const msg = e.message as AssistantMessage;
+    facts.tokens = totalTokens(msg.usage);
+    facts.cost = num(msg.usage?.cost?.total);
+    const content = msg.content as unknown;
+    if (Array.isArray(content)) facts.toolCalls = content.filter((b) => b?.type === "toolCall").length;
+    if (msg.provider || msg.model) facts.model = `${msg.provider ?? "?"}/${msg.model ?? "?"}`;
+  }
+  return facts;
+}
+
 export function sessionStats(entries: readonly SessionEntry[]): SessionStats {
+  return statsFromFacts(entries.map(statFacts));
+}
+
+export function statsFromFacts(list: readonly StatFacts[]): SessionStats {
   const stats: SessionStats = {
-    entries: entries.length,
+    entries: list.length,
     turns: 0,
     userMessages: 0,
     assistantMessages: 0,
@@ -62,30 +106,26 @@ export function sessionStats(entries: readonly SessionEntry[]): SessionStats {
   };
   const models = new Set<string>();
   // Nearest user message above each entry; parents come before children in pi's files.
-  const userAbove = new Map<string, string | undefined>();
+  const userAbove = new Map<string | undefined, string | undefined>();
   const answeredUsers = new Set<string>();
   let first = Infinity;
   let last = -Infinity;
-
-  for (const e of entries) {
-    const t = entryTime(e);
-    if (!Number.isNaN(t)) {
-      first = Math.min(first, t);
-      last = Math.max(last, t);
+  for (const f of list) {
+    if (!Number.isNaN(f.time)) {
+      first = Math.min(first, f.time);
+      last = Math.max(last, f.time);
     }
-    const role = roleOf(e);
-    const inherited = e.parentId ? userAbove.get(e.parentId) : undefined;
-    userAbove.set(e.id, role === "user" ? e.id : inherited);
-    if (role === "user") stats.userMessages++;
-    else if (role === "toolResult") stats.toolResults++;
-    else if (role === "assistant") {
+    const inherited = f.parentId ? userAbove.get(f.parentId) : undefined;
+    userAbove.set(f.id, f.role === "user" ? f.id : inherited);
+    if (f.role === "user") stats.userMessages++;
+    else if (f.role === "toolResult") stats.toolResults++;
+    else if (f.role === "assistant") {
       stats.assistantMessages++;
-      const msg = e.message as AssistantMessage;
       if (inherited) answeredUsers.add(inherited);
-      stats.tokens += totalTokens(msg.usage);
-      stats.cost += num(msg.usage?.cost?.total);
-      if (Array.isArray(msg.content)) stats.toolCalls += msg.content.filter((b) => b?.type === "toolCall").length;
-      if (msg.provider || msg.model) models.add(`${msg.provider ?? "?"}/${msg.model ?? "?"}`);
+      stats.tokens += f.tokens;
+      stats.cost += f.cost;
+      stats.toolCalls += f.toolCalls;
+      if (f.model) models.add(f.model);
     }
   }
   stats.turns = answeredUsers.size;

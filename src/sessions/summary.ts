@@ -82,7 +82,7 @@ function slimEntry(e: RawSessionEntry, headerTime: number): RawSessionEntry {
     const m = message as Record<string, unknown>;
     const content = Array.isArray(m.content) ? m.content.filter((b) => b?.type === "toolCall").map(() => ({ type: "toolCall" })) : [];
     out.message = { role: m.role, provider: m.provider, model: m.model, usage: m.usage, timestamp: m.timestamp, content };
-    if (Date.parse(String(e.timestamp ?? "")) < headerTime) (out as { [KEY]?: string })[KEY] = entryKey(e as unknown as SessionEntry);
+    if (Date.parse(String(e.timestamp ?? "")) <= headerTime) (out as { [KEY]?: string })[KEY] = entryKey(e as unknown as SessionEntry);
   } else if (message !== undefined) out.message = message;
   return out;
 }
@@ -126,14 +126,17 @@ export const zeroCounts = (): TokenCounts => ({ input: 0, output: 0, cacheRead: 
 /**
  * Per day and model: a session can span midnight and switch models mid-way. An entry older than
  * the header cannot have been written into this file by pi (pi stamps the header when it creates
- * the session), so it is kept apart as a copy, keyed by its identity.
+ * the session), so it is kept apart as a possible copy, keyed by its identity. One stamped in the
+ * header's own millisecond may be either (a fork made right after its parent's last entry, or the
+ * session's own first entry): it is kept apart too, and attributeCopies counts it here unless an
+ * origin holds it.
  */
 export function usageBreakdown(header: SessionHeader | undefined, entries: readonly SessionEntry[]): UsageBreakdown {
   const cells = new Map<string, UsageCell>();
   const turnsByDay: Record<string, number> = {};
   const copied: CopiedUse[] = [];
   const headerTime = Date.parse(String(header?.timestamp ?? ""));
-  const isCopy = (e: SessionEntry) => Date.parse(String(e.timestamp ?? "")) < headerTime;
+  const isCopy = (e: SessionEntry) => Date.parse(String(e.timestamp ?? "")) <= headerTime;
   // A turn is a user prompt answered by an assistant message below it (as sessionStats counts).
   const userAbove = new Map<string, string | undefined>();
   const answered = new Set<string>();
