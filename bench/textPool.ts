@@ -25,6 +25,9 @@ function listTextFiles(root: string): string[] {
       return;
     }
     for (const name of names.sort()) {
+      // Dot folders (node_modules/.vite holds vitest's results, rewritten by every run) would make
+      // the pool, and so every generated tree, differ from one run to the next.
+      if (name.startsWith(".")) continue;
       const full = join(dir, name);
       const st = statSync(full, { throwIfNoEntry: false });
       if (!st) continue;
