@@ -24,9 +24,82 @@ function configSchema(z: typeof Zod) {
       })
       .strict()
       .default({ include: [], exclude: [] }),
+    watch: z
+      .object({
+        debounceMs: z.number().int().min(0).max(600_000).optional(),
+        maxDelayMs: z.number().int().min(0).max(3_600_000).optional(),
+        suspectLoss: z.object({ minFiles: z.number().int().min(1).optional(), fraction: z.number().gt(0).lte(1).optional() }).strict().optional(),
+        log: z.object({ maxBytes: z.number().int().min(4096).optional(), keep: z.number().int().min(1).max(100).optional() }).strict().optional(),
+      })
+      .strict()
+      .optional(),
+    retention: z
+      .object({
+        keepLast: z.number().int().min(0).optional(),
+        keepWithin: z.string().min(1).optional(),
+        keepHourly: z.number().int().min(0).optional(),
+        keepDaily: z.number().int().min(0).optional(),
+        keepWeekly: z.number().int().min(0).optional(),
+        keepMonthly: z.number().int().min(0).optional(),
+        keepYearly: z.number().int().min(0).optional(),
+        keepTags: z.array(z.string().min(1)).optional(),
+      })
+      .strict()
+      .optional(),
+    schedules: z.array(z.object({ job: z.enum(SCHEDULED_JOBS), cron: z.string().min(1) }).strict()).optional(),
   })
   .strict();
 }
+
+/** What a schedule can run: `retention` is forget by the configured policy, then prune. */
+export const SCHEDULED_JOBS = ["snapshot", "check", "check-read-data", "forget", "prune", "retention"] as const;
+export type ScheduledJob = (typeof SCHEDULED_JOBS)[number];
+
+/** Retention policy, restic's --keep-* options (docs: `pi-guard forget --help`). */
+export interface RetentionPolicy {
+  keepLast?: number;
+  /** A duration such as "1h", "2d", "1y2m": keep everything newer than the newest snapshot minus this. */
+  keepWithin?: string;
+  keepHourly?: number;
+  keepDaily?: number;
+  keepWeekly?: number;
+  keepMonthly?: number;
+  keepYearly?: number;
+  keepTags?: string[];
+}
+
+/** Every snapshot for 1 h, then hourly for 2 days, daily for 30 days, weekly for 6 months. */
+export const DEFAULT_RETENTION: RetentionPolicy = { keepWithin: "1h", keepHourly: 48, keepDaily: 30, keepWeekly: 26 };
+
+export interface Schedule {
+  job: ScheduledJob;
+  /** A five-field (or six, with seconds) cron expression, as node-cron reads it. */
+  cron: string;
+}
+
+/** Retention daily at 03:17, a full read check weekly on Sunday at 04:41 (odd minutes spread load). */
+export const DEFAULT_SCHEDULES: Schedule[] = [
+  { job: "retention", cron: "17 3 * * *" },
+  { job: "check-read-data", cron: "41 4 * * 0" },
+];
+
+export interface WatchSettings {
+  /** Quiet time after the last change before a snapshot (default 1000). */
+  debounceMs: number;
+  /** A snapshot is taken at most this long after the first pending change, even if changes keep coming (default 2000). */
+  maxDelayMs: number;
+  /** A snapshot that would drop at least `fraction` of the files, and at least `minFiles`, is a suspected loss. */
+  suspectLoss: { minFiles: number; fraction: number };
+  /** The JSON-lines log is rotated at maxBytes; `keep` old files are kept. */
+  log: { maxBytes: number; keep: number };
+}
+
+export const DEFAULT_WATCH: WatchSettings = {
+  debounceMs: 1000,
+  maxDelayMs: 2000,
+  suspectLoss: { minFiles: 3, fraction: 0.5 },
+  log: { maxBytes: 10 * 1024 * 1024, keep: 3 },
+};
 
 export type ConfigFileShape = Zod.infer<ReturnType<typeof configSchema>>;
 
@@ -34,6 +107,8 @@ export type ConfigFileShape = Zod.infer<ReturnType<typeof configSchema>>;
 export interface Config {
   configDir: string;
   dataDir: string;
+  /** $XDG_STATE_HOME/pi-guard: the watcher's state file and log. */
+  stateDir: string;
   configFile: string;
   /** A local path, or later s3://bucket/prefix. */
   repo: string;
@@ -46,6 +121,9 @@ export interface Config {
   agentDir: string;
   roots: SourceRoot[];
   filter: SourceFilter;
+  watch: WatchSettings;
+  retention: RetentionPolicy;
+  schedules: Schedule[];
 }
 
 export interface ConfigFlags {
@@ -59,11 +137,12 @@ export interface ConfigFlags {
 /** Snapshot root of pi-guard's own metadata (<dataDir>/meta); never listed as sessions. */
 export const META_ROOT_NAME = "pi-guard-meta";
 
-export function xdgDirs(env: Env = process.env): { configDir: string; dataDir: string } {
+export function xdgDirs(env: Env = process.env): { configDir: string; dataDir: string; stateDir: string } {
   const home = env.HOME || os.homedir();
   const configHome = env.XDG_CONFIG_HOME || path.join(home, ".config");
   const dataHome = env.XDG_DATA_HOME || path.join(home, ".local", "share");
-  return { configDir: path.join(configHome, "pi-guard"), dataDir: path.join(dataHome, "pi-guard") };
+  const stateHome = env.XDG_STATE_HOME || path.join(home, ".local", "state");
+  return { configDir: path.join(configHome, "pi-guard"), dataDir: path.join(dataHome, "pi-guard"), stateDir: path.join(stateHome, "pi-guard") };
 }
 
 function readConfigFile(file: string): ConfigFileShape {
@@ -91,7 +170,7 @@ export function isInside(child: string, parent: string): boolean {
 
 /** flags > environment > config file > XDG defaults. */
 export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Config {
-  const { configDir, dataDir } = xdgDirs(env);
+  const { configDir, dataDir, stateDir } = xdgDirs(env);
   const configFile = flags.configFile ?? env.PI_GUARD_CONFIG ?? path.join(configDir, "config.json");
   const file = readConfigFile(configFile);
   const home = env.HOME || os.homedir();
@@ -106,6 +185,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
   return {
     configDir,
     dataDir,
+    stateDir,
     configFile,
     repo: repo.startsWith("s3://") ? repo : path.resolve(repo),
     keyFile: path.resolve(flags.keyFile ?? env.PI_GUARD_KEY_FILE ?? file.keyFile ?? path.join(configDir, "key")),
@@ -116,5 +196,17 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
     agentDir,
     roots,
     filter: { include: file.sources.include, exclude: [...DEFAULT_EXCLUDES, ...file.sources.exclude] },
+    watch: {
+      ...DEFAULT_WATCH,
+      ...definedOnly(file.watch ?? {}),
+      suspectLoss: { ...DEFAULT_WATCH.suspectLoss, ...definedOnly(file.watch?.suspectLoss ?? {}) },
+      log: { ...DEFAULT_WATCH.log, ...definedOnly(file.watch?.log ?? {}) },
+    },
+    retention: file.retention ? definedOnly(file.retention) : { ...DEFAULT_RETENTION },
+    schedules: file.schedules ?? DEFAULT_SCHEDULES.map((s) => ({ ...s })),
   };
+}
+
+function definedOnly<T extends object>(o: T): { [K in keyof T]: Exclude<T[K], undefined> } {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as { [K in keyof T]: Exclude<T[K], undefined> };
 }

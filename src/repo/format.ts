@@ -232,6 +232,11 @@ export interface SkippedPath {
 /** Tags pi-guard sets itself. */
 export const IMPORT_TAG = "import";
 export const INCOMPLETE_TAG = "incomplete";
+/**
+ * Set by `watch` on a snapshot taken when most source files vanished at once (the npm reify
+ * accident): kept by retention, never "latest", never a parent.
+ */
+export const SUSPECT_LOSS_TAG = "suspect-loss";
 
 /**
  * An archive import: its time is whatever the archive claims, so it is never "latest" nor a parent
