@@ -6,6 +6,7 @@ import type { z as Zod } from "zod";
 import { RepoError } from "../repo/errors.js";
 import { agentDir as piAgentDir, sessionsDir as piSessionsDir } from "../pi/paths.js";
 import { DEFAULT_EXCLUDES, type SourceFilter, type SourceRoot } from "../snapshot/sources.js";
+import { scheduleProblems } from "../watch/schedule.js";
 
 type Env = Record<string, string | undefined>;
 
@@ -160,6 +161,8 @@ function readConfigFile(file: string): ConfigFileShape {
     const where = issue.path.length ? issue.path.join(".") : "(top level)";
     throw new RepoError(`config file ${file}: ${where}: ${issue.message}`, "usage");
   }
+  const badSchedule = parsed.data.schedules ? scheduleProblems(parsed.data.schedules)[0] : undefined;
+  if (badSchedule) throw new RepoError(`config file ${file}: ${badSchedule}`, "usage");
   return parsed.data;
 }
 

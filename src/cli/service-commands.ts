@@ -1,0 +1,319 @@
+import type { Command } from "commander";
+import { context } from "./context.js";
+import { EXIT, formatBytes, info, printJson, table, warn } from "./output.js";
+import { RepoError } from "../repo/errors.js";
+import { formatLocalTime } from "../restore/select.js";
+import { SCHEDULED_JOBS, type ScheduledJob } from "../config/config.js";
+
+/** "3d 4h", "2h 5m", "4m 10s", "850 ms". */
+export function formatAge(ms: number): string {
+  if (ms < 0) return `in the future (${formatAge(-ms)})`;
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  const s = Math.floor(ms / 1000);
+  const parts: [number, string][] = [[Math.floor(s / 86400), "d"], [Math.floor((s % 86400) / 3600), "h"], [Math.floor((s % 3600) / 60), "m"], [s % 60, "s"]];
+  const first = parts.findIndex(([n]) => n > 0);
+  return parts.slice(first, first + 2).filter(([n]) => n > 0).map(([n, u]) => `${n}${u}`).join(" ");
+}
+
+const both = (iso: string) => `${formatLocalTime(new Date(iso)).replace("T", " ")} (${iso.replace(/\.\d+Z$/, "Z")})`;
+
+function parsePlatform(p: string | undefined) {
+  if (p === undefined) return undefined;
+  if (p !== "linux" && p !== "darwin") throw new RepoError(`--platform must be linux or darwin, not "${p}"`, "usage");
+  return p;
+}
+
+export function registerOpsCommands(program: Command): void {
+  registerStatus(program);
+  registerSchedule(program);
+  registerRunScheduled(program);
+  registerService(program);
+}
+
+function registerStatus(program: Command): void {
+  program
+    .command("status")
+    .description("is everything backed up? the last snapshot and its age, the watcher, the repository, the next jobs")
+    .option("--max-age <duration>", "unhealthy when the last good snapshot is older than this (e.g. 90s, 15m, 1h, 2d)")
+    .addHelpText(
+      "after",
+      `
+The last good snapshot is the newest one that is not an import, a pre-restore snapshot or a
+suspected loss ("suspect-loss": taken by watch when most files vanished at once).
+
+Exit codes: 0 healthy; 1 unhealthy: no good snapshot yet, a suspected loss is pending (the newest
+snapshot is one, or the watcher reports one), or --max-age is given and the last good snapshot is
+older. Without --max-age the age alone never fails. A repository that cannot be opened is exit 1
+too (3 when its data is damaged).
+
+Examples:
+  $ pi-guard status
+  $ pi-guard status --max-age 1h --json
+  $ pi-guard status --max-age 15m -q || notify-send "pi-guard: backups are behind"`,
+    )
+    .action(async (opts: { maxAge?: string }, cmd: Command) => {
+      const ctx = context(cmd);
+      const { gatherStatus, parseDuration } = await import("../watch/status.js");
+      let maxAgeMs: number | undefined;
+      if (opts.maxAge !== undefined) {
+        maxAgeMs = parseDuration(opts.maxAge);
+        if (maxAgeMs === undefined) throw new RepoError(`--max-age must be a duration such as 90s, 15m, 1h or 2d, not "${opts.maxAge}"`, "usage");
+      }
+      const repo = await ctx.open();
+      const r = await gatherStatus(ctx.config, repo, { maxAgeMs });
+      if (!r.healthy) process.exitCode = EXIT.failure;
+      if (ctx.out.json) return printJson(r);
+      for (const p of r.problems) warn(p);
+      const rows: string[][] = [];
+      const snap = (s: { id: string; time: string; ageMs: number }) => `${s.id.slice(0, 8)}  ${both(s.time)}, ${formatAge(s.ageMs)} ago`;
+      rows.push(["last good snapshot", r.lastGoodSnapshot ? snap(r.lastGoodSnapshot) : "none"]);
+      if (r.newestSnapshot && r.newestSnapshot.id !== r.lastGoodSnapshot?.id) {
+        rows.push(["newest snapshot", `${snap(r.newestSnapshot)}${r.newestSnapshot.suspectLoss ? "  SUSPECTED LOSS" : ""}`]);
+      }
+      const w = r.watcher;
+      if (w.state === "running") {
+        rows.push(["watcher", `running, pid ${w.pid}, up ${formatAge(w.uptimeMs ?? 0)}, CPU ${w.cpu?.percent ?? 0}%, RSS ${formatBytes(w.rssBytes ?? 0)}`]);
+        rows.push(["watcher snapshots", `${w.snapshots?.made ?? 0} made, ${w.snapshots?.failed ?? 0} failed`]);
+      } else rows.push(["watcher", w.message]);
+      if (w.lastError) rows.push(["watcher last error", `${w.lastError.time}: ${w.lastError.message}`]);
+      const o = r.repository.objects;
+      rows.push(["repository", r.repository.location]);
+      rows.push(["snapshots", String(r.repository.snapshots)]);
+      rows.push(["objects", `${o.data.count} packs, ${o.index.count} index, ${o.snapshots.count} snapshot, ${o.keys.count} key, ${o.locks.count} lock`]);
+      rows.push(["size", formatBytes(r.repository.bytes)]);
+      for (const s of r.schedules) rows.push([`next ${s.job}`, `${both(s.next)}${s.lastRun ? `; last ${s.lastRun.ok ? "ok" : "FAILED"} ${s.lastRun.start}` : ""}`]);
+      rows.push(["status", r.healthy ? "healthy" : `UNHEALTHY (${r.problems.length} problem${r.problems.length === 1 ? "" : "s"})`]);
+      info(ctx.out, table(rows));
+      for (const n of r.notes) info(ctx.out, `note: ${n}`);
+    });
+}
+
+function registerSchedule(program: Command): void {
+  program
+    .command("schedule")
+    .description("list the scheduled jobs, their next runs and last results, with equivalent crontab lines")
+    .addHelpText(
+      "after",
+      `
+Schedules live in the config file ("schedules": [{"job": "retention", "cron": "17 3 * * *"}]);
+jobs: ${SCHEDULED_JOBS.join(", ")}. Times are local (TZ), as in cron. \`pi-guard watch\`
+runs them; without a watcher, put the printed lines in your crontab (crontab -e).
+
+Examples:
+  $ pi-guard schedule
+  $ pi-guard schedule --json | jq '.schedules[].next[0]'`,
+    )
+    .action(async (_opts: unknown, cmd: Command) => {
+      const ctx = context(cmd);
+      const { crontabLine, nextRuns, readScheduleState, scheduleStateFile } = await import("../watch/schedule.js");
+      const { programPaths, unattendedEnvironment } = await import("../watch/service.js");
+      const now = new Date();
+      const { state, problem } = await readScheduleState(ctx.config.stateDir);
+      if (problem) warn(problem);
+      let env: Record<string, string> | undefined;
+      let envProblem: string | null = null;
+      try {
+        env = await unattendedEnvironment(ctx.config);
+      } catch (err) {
+        if (!(err instanceof RepoError)) throw err;
+        envProblem = err.message;
+      }
+      const programs = programPaths();
+      const schedules = nextRuns(ctx.config.schedules, now, 3).map((r) => {
+        const cron = env ? crontabLine({ job: r.job, cron: r.cron }, programs, env) : {};
+        return {
+          job: r.job,
+          cron: r.cron,
+          next: r.next.map((d) => ({ utc: d.toISOString(), local: formatLocalTime(d) })),
+          lastRun: state.jobs[r.job]?.lastRun ?? null,
+          crontab: cron.line ?? null,
+          crontabNote: cron.note ?? null,
+        };
+      });
+      if (ctx.out.json) return printJson({ stateFile: scheduleStateFile(ctx.config.stateDir), schedules, crontabProblem: envProblem });
+      if (schedules.length === 0) return info(ctx.out, `no schedules: "schedules" is empty in ${ctx.config.configFile}`);
+      const rows = [["JOB", "CRON", "NEXT RUNS (LOCAL)", "LAST RUN"]];
+      for (const s of schedules) {
+        const last = s.lastRun ? `${s.lastRun.ok ? "ok" : "FAILED"} ${s.lastRun.start}: ${s.lastRun.summary}` : "never";
+        rows.push([s.job, s.cron, s.next.map((n) => n.local.replace("T", " ")).join(", ") || "never", last]);
+      }
+      info(ctx.out, table(rows));
+      info(ctx.out, `\nthe same schedule for system cron (crontab -e):`);
+      if (envProblem) info(ctx.out, `  (not available: ${envProblem})`);
+      for (const s of schedules) {
+        if (s.crontab) info(ctx.out, s.crontab);
+        if (s.crontabNote) info(ctx.out, `# ${s.job}: ${s.crontabNote}`);
+      }
+    });
+}
+
+function registerRunScheduled(program: Command): void {
+  program
+    .command("run-scheduled")
+    .description("run the scheduled jobs that are due now (for system cron), or one named job")
+    .option("--job <name>", `run this job now, due or not (${SCHEDULED_JOBS.join(", ")})`)
+    .addHelpText(
+      "after",
+      `
+A job is due when a fire time of its cron expression has passed since its last run. A job that
+never ran counts from when pi-guard first saw it, so a fresh setup waits for the first fire time.
+Runs are recorded in $XDG_STATE_HOME/pi-guard/schedule.json. Jobs run one at a time; when a
+watcher (or another run-scheduled) is running jobs, this one runs nothing and exits 1.
+
+Exit codes: 0 when every job that ran succeeded, or when nothing was due (it says so: checking
+was the work); 1 when a job failed or another process was running jobs; 2 for a bad job name.
+
+Examples:
+  $ pi-guard run-scheduled
+  $ pi-guard run-scheduled --job check-read-data --json
+  */10 * * * * /usr/bin/node /opt/pi-guard/bin/pi-guard.js run-scheduled -q`,
+    )
+    .action(async (opts: { job?: string }, cmd: Command) => {
+      const ctx = context(cmd);
+      if (opts.job !== undefined && !(SCHEDULED_JOBS as readonly string[]).includes(opts.job)) {
+        throw new RepoError(`--job must be one of ${SCHEDULED_JOBS.join(", ")}, not "${opts.job}"`, "usage");
+      }
+      const { runScheduled, upcomingJobs } = await import("../watch/schedule.js");
+      const { jobContext, runJob } = await import("../watch/jobs.js");
+      const jobCtx = jobContext(ctx.config, () => ctx.open(), ctx.lockWaitMs);
+      const report = await runScheduled({
+        schedules: ctx.config.schedules,
+        stateDir: ctx.config.stateDir,
+        only: opts.job as ScheduledJob | undefined,
+        run: (job) => runJob(job, jobCtx),
+        onStart: (job) => info(ctx.out, `running ${job}...`),
+      });
+      const next = upcomingJobs(ctx.config.schedules, new Date());
+      const failed = report.ran.filter((r) => !r.ok);
+      if (report.busy) {
+        process.exitCode = EXIT.failure;
+        warn(`another pi-guard (pid ${report.busy.pid}) is running scheduled jobs; nothing was run`);
+      } else if (failed.length) process.exitCode = EXIT.failure;
+      if (report.stateProblem) warn(report.stateProblem);
+      if (ctx.out.json) return printJson({ ran: report.ran, busy: report.busy ?? null, nothingDue: !report.busy && report.ran.length === 0, next });
+      for (const r of report.ran) {
+        const line = `${r.ok ? "ok" : "FAILED"}  ${r.job}  (${formatAge(Date.parse(r.end) - Date.parse(r.start))}): ${r.summary}`;
+        if (r.ok) info(ctx.out, line);
+        else warn(line);
+      }
+      if (!report.busy && report.ran.length === 0) {
+        info(ctx.out, next.length ? `nothing due; next: ${next[0].job} at ${both(next[0].next)}` : "nothing due: no schedules configured");
+      }
+    });
+}
+
+function registerService(program: Command): void {
+  const service = program
+    .command("service")
+    .description("install, remove or inspect the background service that runs pi-guard watch")
+    .addHelpText(
+      "after",
+      `
+Linux: a systemd user unit, $XDG_CONFIG_HOME/systemd/user/pi-guard-watch.service (Restart=on-failure).
+macOS: a launchd agent, ~/Library/LaunchAgents/dev.pi-guard.watch.plist (KeepAlive on failure).
+The service needs a key file or a password file (PI_GUARD_PASSWORD_FILE): it cannot answer a
+prompt, and the password itself is never written into the service file.
+
+Examples:
+  $ pi-guard service install --dry-run
+  $ pi-guard service install --enable
+  $ pi-guard service status --json
+  $ pi-guard service uninstall --disable`,
+    );
+  const platformOpt = ["--platform <os>", "linux (systemd) or darwin (launchd); default: this machine's"] as const;
+
+  service
+    .command("install")
+    .description("write the service file (and with --enable, load and start it)")
+    .option(...platformOpt)
+    .option("-n, --dry-run", "print the file that would be written, write nothing")
+    .option("--enable", "also run the commands that load and start it (systemctl --user / launchctl)")
+    .addHelpText("after", `\nExamples:\n  $ pi-guard service install\n  $ pi-guard service install --platform darwin --dry-run`)
+    .action(async (opts: { platform?: string; dryRun?: boolean; enable?: boolean }, cmd: Command) => {
+      const ctx = context(cmd);
+      const { planService, writeServiceFile, haveCommand, runCommands } = await import("../watch/service.js");
+      const plan = await planService(ctx.config, { platform: parsePlatform(opts.platform) });
+      // The service is only useful if what it is given opens the repository: check that now.
+      await ctx.open();
+      const enableText = plan.enable.map((c) => c.join(" ")).join(" && ");
+      if (opts.dryRun) {
+        if (ctx.out.json) return printJson({ dryRun: true, platform: plan.platform, file: plan.file, content: plan.content, enable: enableText, ran: [] });
+        info(ctx.out, `would write ${plan.file}:\n\n${plan.content}\nthen enable it with: ${enableText}`);
+        return;
+      }
+      const { replaced } = await writeServiceFile(plan);
+      let ran: { command: string; ok: boolean; output: string }[] = [];
+      let enableNote: string;
+      if (!opts.enable) enableNote = `enable it with: ${enableText}`;
+      else if (!haveCommand(plan.enable[0][0])) {
+        enableNote = `${plan.enable[0][0]} is not available here: nothing was enabled; on the machine that runs it: ${enableText}`;
+        process.exitCode = EXIT.failure;
+      } else {
+        ran = runCommands(plan.enable);
+        const bad = ran.find((r) => !r.ok);
+        if (bad) process.exitCode = EXIT.failure;
+        enableNote = bad ? `\`${bad.command}\` failed: ${bad.output.split("\n")[0]}` : "enabled and started";
+      }
+      if (ctx.out.json) return printJson({ dryRun: false, platform: plan.platform, file: plan.file, replaced, content: plan.content, enable: enableText, ran });
+      info(ctx.out, `${replaced ? "replaced" : "wrote"} ${plan.file}:\n\n${plan.content}`);
+      (process.exitCode === EXIT.failure ? warn : (l: string) => info(ctx.out, l))(enableNote);
+    });
+
+  service
+    .command("uninstall")
+    .description("remove the service file pi-guard wrote (and with --disable, stop it first)")
+    .option(...platformOpt)
+    .option("-n, --dry-run", "say what would be removed, remove nothing")
+    .option("--disable", "first stop and disable it (systemctl --user disable --now / launchctl unload)")
+    .addHelpText("after", `\nOnly a file with pi-guard's marker line is removed.\n\nExamples:\n  $ pi-guard service uninstall --disable\n  $ pi-guard service uninstall --json`)
+    .action(async (opts: { platform?: string; dryRun?: boolean; disable?: boolean }, cmd: Command) => {
+      const ctx = context(cmd);
+      const { defaultPlatform, serviceFile, serviceFileState, removeServiceFile, haveCommand, runCommands, SYSTEMD_UNIT } = await import("../watch/service.js");
+      const platform = parsePlatform(opts.platform) ?? defaultPlatform();
+      const file = serviceFile(platform, ctx.config);
+      const state = await serviceFileState(file);
+      if (state === "absent") throw new RepoError(`no service file at ${file}: nothing to remove`, "not-found");
+      if (state === "foreign") throw new RepoError(`${file} was not written by pi-guard; it is left alone`, "exists");
+      const disable = platform === "darwin" ? [["launchctl", "unload", "-w", file]] : [["systemctl", "--user", "disable", "--now", SYSTEMD_UNIT.replace(/\.service$/, "")]];
+      const disableText = disable.map((c) => c.join(" ")).join(" && ");
+      if (opts.dryRun) {
+        if (ctx.out.json) return printJson({ dryRun: true, file, removed: false, ran: [] });
+        return info(ctx.out, `would remove ${file}${opts.disable ? ` after: ${disableText}` : ""}`);
+      }
+      let ran: { command: string; ok: boolean; output: string }[] = [];
+      if (opts.disable) {
+        if (!haveCommand(disable[0][0])) throw new RepoError(`${disable[0][0]} is not available here: nothing was disabled or removed`, "not-found");
+        ran = runCommands(disable);
+        const bad = ran.find((r) => !r.ok);
+        if (bad) throw new RepoError(`\`${bad.command}\` failed (${bad.output.split("\n")[0]}); ${file} was kept`, "io");
+      }
+      await removeServiceFile(file);
+      if (ctx.out.json) return printJson({ dryRun: false, file, removed: true, ran });
+      info(ctx.out, `removed ${file}`);
+      if (!opts.disable) info(ctx.out, `if it was running, stop it with: ${disableText}${platform === "linux" ? " (then systemctl --user daemon-reload)" : ""}`);
+    });
+
+  service
+    .command("status")
+    .description("is the service file installed, and is the service running?")
+    .option(...platformOpt)
+    .addHelpText("after", `\nExit code 0 when installed, 1 when not.\n\nExamples:\n  $ pi-guard service status\n  $ pi-guard service status --json`)
+    .action(async (opts: { platform?: string }, cmd: Command) => {
+      const ctx = context(cmd);
+      const { defaultPlatform, serviceFile, serviceFileState, serviceActivity } = await import("../watch/service.js");
+      const platform = parsePlatform(opts.platform) ?? defaultPlatform();
+      const file = serviceFile(platform, ctx.config);
+      const state = await serviceFileState(file);
+      const activity = serviceActivity(platform);
+      if (state !== "ours") process.exitCode = EXIT.failure;
+      const installed = state === "ours";
+      if (ctx.out.json) return printJson({ platform, file, installed, foreign: state === "foreign", activity });
+      info(
+        ctx.out,
+        table([
+          ["service file", `${file}: ${installed ? "installed" : state === "foreign" ? "present, but not written by pi-guard" : "not installed"}`],
+          [activity.tool, activity.available ? (activity.state ?? "") : `not available here`],
+        ]),
+      );
+    });
+}
