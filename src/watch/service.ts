@@ -80,7 +80,7 @@ function systemdQuote(s: string): string {
   return `"${s.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/%/g, "%%").replace(/\$/g, "$$$$")}"`;
 }
 
-export function systemdUnit(program: { node: string; bin: string }, env: Record<string, string>, stateDir: string): string {
+export function systemdUnit(program: { node: string; bin: string }, env: Record<string, string>): string {
   const envLines = Object.entries(env).map(([k, v]) => `Environment=${systemdQuote(`${k}=${v}`)}`);
   return [
     `# ${SERVICE_MARKER}; \`pi-guard service uninstall\` removes it.`,
@@ -95,7 +95,6 @@ export function systemdUnit(program: { node: string; bin: string }, env: Record<
     // watch flushes pending changes on SIGTERM within 5 s.
     "TimeoutStopSec=15",
     ...envLines,
-    `WorkingDirectory=${systemdQuote(stateDir)}`,
     "",
     "[Install]",
     "WantedBy=default.target",
@@ -170,7 +169,7 @@ export async function planService(config: Config, opts: { platform?: ServicePlat
   return {
     platform,
     file,
-    content: systemdUnit(program, environment, config.stateDir),
+    content: systemdUnit(program, environment),
     enable: [
       ["systemctl", "--user", "daemon-reload"],
       ["systemctl", "--user", "enable", "--now", "pi-guard-watch"],
