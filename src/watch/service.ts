@@ -75,9 +75,13 @@ export async function unattendedEnvironment(config: Config, env: Env = process.e
   return out;
 }
 
-/** A systemd word: quoted, with the characters systemd expands ($, %, \, ") escaped. */
-function systemdQuote(s: string): string {
-  return `"${s.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/%/g, "%%").replace(/\$/g, "$$$$")}"`;
+/**
+ * A systemd word: quoted, with \, " and % (specifiers) escaped. $ is expanded only in the
+ * arguments of ExecStart, not in its program path nor in Environment=, so only those escape it.
+ */
+function systemdQuote(s: string, dollar = false): string {
+  const q = s.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/%/g, "%%");
+  return `"${dollar ? q.replace(/\$/g, "$$$$") : q}"`;
 }
 
 export function systemdUnit(program: { node: string; bin: string }, env: Record<string, string>): string {
@@ -89,7 +93,7 @@ export function systemdUnit(program: { node: string; bin: string }, env: Record<
     "",
     "[Service]",
     "Type=simple",
-    `ExecStart=${systemdQuote(program.node)} ${systemdQuote(program.bin)} watch`,
+    `ExecStart=${systemdQuote(program.node)} ${systemdQuote(program.bin, true)} watch`,
     "Restart=on-failure",
     "RestartSec=5",
     // watch flushes pending changes on SIGTERM within 5 s.
