@@ -9,6 +9,7 @@ import { isInside } from "./config/config.js";
 import { resolveCredentials } from "./config/credentials.js";
 import { openRepository, openTarget } from "./engine.js";
 import { isImport } from "./repo/format.js";
+import { findHazards, protectionCheck } from "./doctor-hazards.js";
 
 export type CheckStatus = "ok" | "warn" | "error";
 
@@ -16,56 +17,74 @@ export interface DoctorCheck {
   name: string;
   status: CheckStatus;
   message: string;
+  /** For a warning or an error: one line naming a command or action that fixes it. */
+  fix?: string;
+  /** The files a finding is about, when there are several. */
+  paths?: string[];
 }
 
 const DAY = 24 * 60 * 60 * 1000;
 
 export async function runDoctor(config: Config, now = Date.now()): Promise<DoctorCheck[]> {
   const checks: DoctorCheck[] = [];
-  const add = (name: string, status: CheckStatus, message: string) => checks.push({ name, status, message });
+  const add = (name: string, status: CheckStatus, message: string, fix?: string, paths?: string[]) =>
+    checks.push({ name, status, message, ...(fix && status !== "ok" ? { fix } : {}), ...(paths ? { paths } : {}) });
 
   const agentExists = await fs.stat(config.agentDir).then((s) => s.isDirectory(), () => false);
-  add("agent dir", agentExists ? "ok" : "warn", agentExists ? config.agentDir : `${config.agentDir} does not exist: nothing to back up (set PI_CODING_AGENT_DIR?)`);
+  add("agent dir", agentExists ? "ok" : "warn", agentExists ? config.agentDir : `${config.agentDir} does not exist: nothing to back up`, "set PI_CODING_AGENT_DIR (or --agent-dir) to the agent dir pi uses");
   for (const root of config.roots.filter((r) => r.name === "sessions")) add("sessions dir", "ok", `${root.path} (outside the agent dir; backed up as root "${root.name}")`);
 
   const local = !config.repo.startsWith("s3://");
   const piHome = path.dirname(config.agentDir);
   if (local && isInside(config.repo, config.agentDir)) {
-    add("repository location", "error", `${config.repo} is inside the agent dir: the npm reify that deletes sessions would delete the backups too`);
+    add("repository location", "error", `${config.repo} is inside the agent dir: the npm reify that deletes sessions would delete the backups too`, "pi-guard init --repo ~/.local/share/pi-guard/repo (outside the agent dir), then set PI_GUARD_REPO to it");
   } else if (local && path.basename(piHome) === ".pi" && isInside(config.repo, piHome)) {
-    add("repository location", "warn", `${config.repo} is inside ${piHome}, next to the agent dir: move it to $XDG_DATA_HOME/pi-guard`);
+    add("repository location", "warn", `${config.repo} is inside ${piHome}, next to the agent dir`, "move the repository to $XDG_DATA_HOME/pi-guard/repo and set PI_GUARD_REPO to it");
   } else add("repository location", "ok", config.repo);
 
   if (isInside(config.keyFile, config.agentDir) || (local && isInside(config.keyFile, config.repo))) {
-    add("key file location", "warn", `${config.keyFile} sits where it can be lost together with what it protects; keep a copy elsewhere`);
+    add("key file location", "warn", `${config.keyFile} sits where it can be lost together with what it protects`, "keep a copy elsewhere, or move it out and set PI_GUARD_KEY_FILE to the new path");
   }
   const keyStat = await fs.stat(config.keyFile).catch(() => undefined);
   if (keyStat && (keyStat.mode & 0o077) !== 0) {
-    add("key file mode", "warn", `${config.keyFile} is readable by others (mode ${(keyStat.mode & 0o777).toString(8)}); run chmod 600`);
+    add("key file mode", "warn", `${config.keyFile} is readable by others (mode ${(keyStat.mode & 0o777).toString(8)})`, `chmod 600 ${config.keyFile}`);
   }
 
   const cred = await resolveCredentials(config).catch((err: Error) => err);
-  if (cred instanceof Error) add("credentials", "error", cred.message);
-  else if (!cred) add("credentials", "warn", "no password or key file: commands will ask for a password (set PI_GUARD_PASSWORD_FILE for unattended use)");
+  if (cred instanceof Error) add("credentials", "error", cred.message, "fix the file named, or point PI_GUARD_KEY_FILE / PI_GUARD_PASSWORD_FILE at the right one");
+  else if (!cred) add("credentials", "warn", "no password or key file: commands will ask for a password, and nothing can run unattended", "set PI_GUARD_PASSWORD_FILE, or pi-guard key add --new-key-file ~/.config/pi-guard/key");
   else add("credentials", "ok", cred.kind === "keyfile" ? `key file ${cred.path}` : `password from ${cred.source}`);
 
+  checks.push(...(await findHazards(config)));
+
+  const lastTime = await lastSnapshotCheck(config, cred, add, now);
+  checks.push(await protectionCheck(config, lastTime, now));
+  return checks;
+}
+
+type Add = (name: string, status: CheckStatus, message: string, fix?: string, paths?: string[]) => void;
+
+/** The last own snapshot's time (ms), or undefined when there is none or the repository cannot be read. */
+async function lastSnapshotCheck(config: Config, cred: unknown, add: Add, now: number): Promise<number | undefined> {
   if (!(await openTarget(config).head("config").catch(() => undefined))) {
-    add("repository", "error", `no repository at ${config.repo}: run \`pi-guard init\` (or \`pi-guard snapshot --init\`)`);
-    return checks;
+    add("repository", "error", `no repository at ${config.repo}`, "pi-guard init (or pi-guard snapshot --init)");
+    return undefined;
   }
-  if (!cred || cred instanceof Error) return checks;
+  if (!cred || cred instanceof Error) return undefined;
   try {
     const repo = await openRepository(config);
     const snapshots = await repo.listSnapshots();
     const last = snapshots.filter((s) => !isImport(s.snapshot)).at(-1);
-    if (!last) add("last snapshot", "warn", "the repository has no snapshots yet: run `pi-guard snapshot`");
-    else {
-      const age = now - Date.parse(last.snapshot.time);
-      const when = `${last.id.slice(0, 8)} at ${last.snapshot.time}`;
-      add("last snapshot", age > DAY ? "warn" : "ok", age > DAY ? `${when}, more than a day ago: run \`pi-guard snapshot\` now, and from cron or a timer` : when);
+    if (!last) {
+      add("last snapshot", "warn", "the repository has no snapshots yet", "pi-guard snapshot");
+      return undefined;
     }
+    const age = now - Date.parse(last.snapshot.time);
+    const when = `${last.id.slice(0, 8)} at ${last.snapshot.time}`;
+    add("last snapshot", age > DAY ? "warn" : "ok", age > DAY ? `${when}, more than a day ago` : when, "pi-guard snapshot now; then pi-guard service install --enable");
+    return Date.parse(last.snapshot.time);
   } catch (err) {
-    add("repository", "error", (err as Error).message);
+    add("repository", "error", (err as Error).message, "pi-guard check");
+    return undefined;
   }
-  return checks;
 }

@@ -269,13 +269,27 @@ export function registerDoctorCommand(program: Command): void {
   program
     .command("doctor")
     .description("check the setup for ways the backups could be lost with the data")
-    .addHelpText("after", `\nExit code 1 when a check fails.\n\nExamples:\n  $ pi-guard doctor\n  $ pi-guard doctor --json`)
+    .addHelpText(
+      "after",
+      `
+Besides the repository and credentials, doctor looks for the hazards behind the accident
+pi-guard exists for: a package.json, node_modules or npm prefix in or beside the agent dir, a
+repository or key file inside it, a sessions dir that is a symlink, no watcher running and no
+snapshot in the last hour, and session files with a torn last line, glued entries or no header.
+It only reads. Each warning or error comes with a one-line fix.
+
+Exit code 1 when a check fails (an error); warnings do not change the exit code.
+
+Examples:
+  $ pi-guard doctor
+  $ pi-guard doctor --json | jq '.checks[] | select(.status != "ok")'`,
+    )
     .action(async (_opts: unknown, cmd: Command) => {
       const ctx = context(cmd);
       const { runDoctor } = await import("../doctor.js");
       const checks = await runDoctor(ctx.config);
       if (ctx.out.json) printJson({ ok: !checks.some((c) => c.status === "error"), checks });
-      else info(ctx.out, table(checks.map((c) => [c.status === "ok" ? "ok" : c.status.toUpperCase(), c.name, c.message])));
+      else info(ctx.out, table(checks.flatMap((c) => [[c.status === "ok" ? "ok" : c.status.toUpperCase(), c.name, c.message], ...(c.fix ? [["", "", `fix: ${c.fix}`]] : [])])));
       if (checks.some((c) => c.status === "error")) process.exitCode = EXIT.failure;
     });
 }
