@@ -230,6 +230,6 @@ export async function protectionCheck(config: Config, lastSnapshotMs: number | u
     name: "watcher",
     status: "warn",
     message: `${why}, and no snapshot in the last hour: changes since ${lastSnapshotMs !== undefined ? new Date(lastSnapshotMs).toISOString() : "ever"} are not backed up`,
-    fix: "pi-guard service install --enable (or keep pi-guard watch running)",
+    fix: "pi-guard service install --enable (a service that keeps the watcher running)",
   };
 }

@@ -96,7 +96,7 @@ function registerSchedule(program: Command): void {
       "after",
       `
 Schedules live in the config file ("schedules": [{"job": "retention", "cron": "17 3 * * *"}]);
-jobs: ${SCHEDULED_JOBS.join(", ")}. Times are local (TZ), as in cron. \`pi-guard watch\`
+jobs: ${SCHEDULED_JOBS.join(", ")}. Times are local (TZ), as in cron. The watcher (watch)
 runs them; without a watcher, put the printed lines in your crontab (crontab -e).
 
 Examples:

@@ -107,7 +107,7 @@ export async function watcherStatus(config: Config, now: Date): Promise<WatcherS
     text = await fs.readFile(file, "utf8");
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === "ENOENT") return { state: "none", file, message: "no watcher has run for this agent dir (start one: pi-guard watch, or pi-guard service install)" };
+    if (code === "ENOENT") return { state: "none", file, message: "no watcher has run for this agent dir (pi-guard service install --enable keeps one running)" };
     return { state: "unreadable", file, message: `unreadable state file ${file}: ${code ?? String(err)}` };
   }
   let raw: unknown;
