@@ -2,7 +2,8 @@
  * What a scheduled job does: job name → engine call. The map is injectable, so `watch` can run
  * jobs on its open repository and tests can run real jobs beside crafted ones.
  */
-import type { Config, ScheduledJob } from "../config/config.js";
+import { promises as fs } from "node:fs";
+import { META_ROOT_NAME, type Config, type ScheduledJob } from "../config/config.js";
 import type { Repository } from "../repo/repository.js";
 
 export interface JobResult {
@@ -23,6 +24,10 @@ export type JobFn = (ctx: JobContext) => Promise<JobResult>;
 export type JobMap = Record<ScheduledJob, JobFn>;
 
 async function snapshotJob(ctx: JobContext): Promise<JobResult> {
+  // As `pi-guard snapshot` does: an empty snapshot of a missing agent dir would become "latest".
+  const sources = ctx.config.roots.filter((r) => r.name !== META_ROOT_NAME);
+  const present = await Promise.all(sources.map((r) => fs.stat(r.path).then((s) => s.isDirectory(), (e: NodeJS.ErrnoException) => e.code !== "ENOENT" && e.code !== "ENOTDIR")));
+  if (!present.some(Boolean)) return { ok: false, summary: `nothing to back up: ${ctx.config.agentDir} does not exist; no snapshot was taken` };
   const { snapshotAgentDir } = await import("../engine.js");
   const result = await snapshotAgentDir(ctx.config, await ctx.repo(), { lockWaitMs: ctx.lockWaitMs });
   const s = result.snapshot.summary;

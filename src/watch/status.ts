@@ -13,6 +13,9 @@ import { PRE_RESTORE_TAG } from "../restore/select.js";
 import { readScheduleState, upcomingJobs, type JobRun } from "./schedule.js";
 import { watcherFiles, type WatcherState } from "./state.js";
 
+/** The watcher rewrites its state file every few seconds; this much silence means it is not working. */
+export const STALE_STATE_MS = 5 * 60 * 1000;
+
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 7 * 86_400_000 };
 
 /** "90s", "15m", "1h", "1h30m", "2d", "1ms" → milliseconds; undefined when it is not one. */
@@ -32,8 +35,12 @@ export interface SnapshotBrief {
 }
 
 export interface WatcherStatus {
-  /** running; stopped (state file, pid gone); elsewhere (another host's watcher); none (no state file); unreadable. */
-  state: "running" | "stopped" | "elsewhere" | "none" | "unreadable";
+  /**
+   * running; stale (pid alive, but the file has not been rewritten for STALE_STATE_MS: hung, or
+   * the pid now belongs to another process); stopped (pid gone); elsewhere (another host's
+   * watcher); none (no state file); unreadable.
+   */
+  state: "running" | "stale" | "stopped" | "elsewhere" | "none" | "unreadable";
   file: string;
   message: string;
   pid?: number;
@@ -136,6 +143,10 @@ export async function watcherStatus(config: Config, now: Date): Promise<WatcherS
   base.cpu = { userMs: s.cpu.userMs, systemMs: s.cpu.systemMs, percent: upMs > 0 ? Math.round((cpuMs / upMs) * 1000) / 10 : 0 };
   if (s.host !== os.hostname()) return { ...base, state: "elsewhere", message: `the state file is from host ${base.host}, not this one` };
   if (!pidAlive(s.pid)) return { ...base, state: "stopped", message: `not running (pid ${s.pid} is gone; it stopped or crashed after ${s.updatedAt})` };
+  const silentMs = now.getTime() - Date.parse(s.updatedAt);
+  if (silentMs > STALE_STATE_MS) {
+    return { ...base, state: "stale", message: `pid ${s.pid} is alive, but its state file has not been updated since ${s.updatedAt} (a hung watcher, or the pid now belongs to another process)` };
+  }
   return { ...base, state: "running", uptimeMs: Math.max(0, now.getTime() - Date.parse(s.startedAt)), message: `running, pid ${s.pid}` };
 }
 
@@ -185,7 +196,7 @@ export async function gatherStatus(config: Config, repo: Repository, opts: { max
   if (watcher.suspectLoss && !newestIsLoss) {
     problems.push(`the watcher reports a suspected loss since ${watcher.suspectLoss.since}: ${watcher.suspectLoss.filesNow} of ${watcher.suspectLoss.filesBefore} files left (snapshot ${watcher.suspectLoss.snapshot.slice(0, 8)})`);
   }
-  if (watcher.state === "stopped" || watcher.state === "unreadable") notes.push(`watcher: ${watcher.message}`);
+  if (watcher.state === "stopped" || watcher.state === "stale" || watcher.state === "unreadable") notes.push(`watcher: ${watcher.message}`);
   if (watcher.lastError) notes.push(`watcher's last error (${watcher.lastError.time}): ${watcher.lastError.message}`);
   const { state: sched, problem } = await readScheduleState(config.stateDir);
   if (problem) notes.push(problem);

@@ -209,6 +209,9 @@ describe("running scheduled jobs", () => {
     for (const job of ["forget", "prune", "retention"] as const) {
       expect(await runJob(job, ctx)).toEqual({ ok: false, summary: `job "${job}" is not available in this build of pi-guard` });
     }
+    const missing = jobContext(loadConfig({}, { ...env, PI_CODING_AGENT_DIR: path.join(sb.root, "gone") }), () => openRepository(config), 10_000);
+    expect(await runJob("snapshot", missing)).toEqual({ ok: false, summary: `nothing to back up: ${path.join(sb.root, "gone")} does not exist; no snapshot was taken` });
+    expect((await (await openRepository(config)).listSnapshots()).length).toBe(1);
     const jobs: JobMap = { ...ENGINE_JOBS, check: async () => { throw new Error("boom"); } };
     expect(await runJob("check", ctx, jobs)).toEqual({ ok: false, summary: "boom" });
   });

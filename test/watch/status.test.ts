@@ -106,6 +106,13 @@ describe("pi-guard status", () => {
     expect(r.json().watcher.message).toMatch(new RegExp(`not running \\(pid ${pid} is gone`));
   });
 
+  it("a live pid whose state file has not been updated for long: stale, not running", async () => {
+    writeFileSync(stateFile, JSON.stringify(state({ updatedAt: new Date(Date.now() - 3_600_000).toISOString() })));
+    const r = await status(["--json"]);
+    expect(r.json().watcher.state).toBe("stale");
+    expect(r.json().watcher.message).toMatch(/has not been updated since/);
+  });
+
   it("a garbage or mistyped state file is 'unreadable state file', not a crash", async () => {
     for (const junk of ["\u0000\u00ff garbage", "[1,2,3]", JSON.stringify(state({ pid: "12" as unknown as number })), JSON.stringify({ ...state(), cpu: null }), JSON.stringify(state({ suspectLoss: "yes" as never }))]) {
       writeFileSync(stateFile, junk);
