@@ -132,10 +132,11 @@ Examples:
       });
       if (ctx.out.json) return printJson({ stateFile: scheduleStateFile(ctx.config.stateDir), schedules, crontabProblem: envProblem });
       if (schedules.length === 0) return info(ctx.out, `no schedules: "schedules" is empty in ${ctx.config.configFile}`);
-      const rows = [["JOB", "CRON", "NEXT RUNS (LOCAL)", "LAST RUN"]];
+      const rows = [["JOB", "CRON", "NEXT RUNS: LOCAL (UTC)", "LAST RUN"]];
       for (const s of schedules) {
         const last = s.lastRun ? `${s.lastRun.ok ? "ok" : "FAILED"} ${s.lastRun.start}: ${s.lastRun.summary}` : "never";
-        rows.push([s.job, s.cron, s.next.map((n) => n.local.replace("T", " ")).join(", ") || "never", last]);
+        const next = s.next.map((n) => both(n.utc));
+        rows.push([s.job, s.cron, next[0] ?? "never", last], ...next.slice(1).map((n) => ["", "", n, ""]));
       }
       info(ctx.out, table(rows));
       info(ctx.out, `\nthe same schedule for system cron (crontab -e):`);
