@@ -10,7 +10,8 @@ import { readKeyFile } from "../../src/config/credentials.js";
 import { Repository } from "../../src/repo/repository.js";
 import { snapshotKey } from "../../src/repo/format.js";
 import { LocalTarget } from "../../src/targets/local.js";
-import { restoreJson, snapshot } from "../helpers/cli.js";
+import type { PrunePhase } from "../../src/repo/prune.js";
+import { collect, restoreJson, snapshot, spawnCli } from "../helpers/cli.js";
 import { type FileState, fingerprint, listFiles, type Sandbox, treeState, writeFileExact, writePiConfigFiles } from "../helpers/tmp.js";
 
 export interface Round {
@@ -83,3 +84,19 @@ export async function expectRestores(sb: Sandbox, rounds: Round[]): Promise<void
     rmSync(target, { recursive: true, force: true });
   }
 }
+
+/** Start `pi-guard prune` paused at `phase`; resolves once it says it is there. */
+export async function pausedPrune(sb: Sandbox, phase: PrunePhase, args: string[] = []) {
+  const child = spawnCli(sb, ["prune", ...args], { env: { PI_GUARD_TEST_PRUNE_PAUSE: phase } });
+  const done = collect(child);
+  let stderr = "";
+  await new Promise<void>((resolve, reject) => {
+    child.stderr!.on("data", (d: Buffer) => {
+      stderr += d.toString();
+      if (stderr.includes(`prune paused at ${phase}`)) resolve();
+    });
+    void done.then((r) => reject(new Error(`prune ended before pausing at ${phase}: ${r.code}\n${r.stdout}\n${r.stderr}`)));
+  });
+  return { child, done };
+}
+

@@ -1,0 +1,80 @@
+// Lock modes: snapshots take an append lock (they run beside each other and beside readers),
+// prune the exclusive one. A prune waits for a running snapshot (or refuses with --lock-wait 0),
+// and a snapshot or restore waits for a running prune (or refuses). The lock object records its mode.
+
+import { readdirSync } from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AAD } from "../../src/repo/format.js";
+import { acquireLock, lockModeOf, type LockInfo } from "../../src/repo/lock.js";
+import { cli, collect, expectOneLineError, initRepo, ok, snapshot, spawnCli } from "../helpers/cli.js";
+import { makeSandbox, type Sandbox } from "../helpers/tmp.js";
+import { expectRestores, makeHistory, openRepo, pausedPrune } from "./prune-fixture.js";
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe("append and exclusive locks", () => {
+  let sb: Sandbox;
+  const locks = () => readdirSync(path.join(sb.repo, "locks")).filter((n) => !n.includes(".tmp-"));
+
+  beforeAll(async () => {
+    sb = makeSandbox("prune-locks");
+    await initRepo(sb);
+    await makeHistory(sb, 2);
+  }, 60_000);
+
+  afterAll(() => sb?.cleanup());
+
+  it("a snapshot goes ahead beside another appender; prune refuses, then waits for it", async () => {
+    const repo = await openRepo(sb);
+    const held = await acquireLock(repo, { mode: "append", command: "test-appender" });
+    try {
+      const [id] = locks();
+      const info = JSON.parse(repo.unseal(await repo.target.get(`locks/${id}`), "lock", AAD.lock(id)).toString("utf8")) as LockInfo;
+      expect([info.mode, info.exclusive, lockModeOf(info)]).toEqual(["append", false, "append"]);
+
+      const s = await snapshot(sb, ["--lock-wait", "0"]);
+      expect(s.snapshotId).toMatch(/^[0-9a-f]{64}$/);
+      expect(expectOneLineError(await cli(sb, ["prune", "--lock-wait", "0"]), 1)).toMatch(/locked by test-appender/);
+      // A dry run only reads: it runs beside appenders.
+      await ok(sb, ["prune", "--dry-run", "--lock-wait", "0"]);
+
+      const waiting = collect(spawnCli(sb, ["prune", "--json", "--lock-wait", "30"]));
+      await sleep(1_500);
+      await held.release();
+      const r = await waiting;
+      expect(r.code, r.stderr).toBe(0);
+    } finally {
+      await held.release().catch(() => undefined);
+    }
+    expect(locks()).toEqual([]);
+  });
+
+  it("a snapshot and a restore refuse while prune runs, and a snapshot waits for it", async () => {
+    const { child, done } = await pausedPrune(sb, "planned");
+    try {
+      expect(expectOneLineError(await cli(sb, ["snapshot", "--lock-wait", "0"]), 1)).toMatch(/locked by prune/);
+      expect(expectOneLineError(await cli(sb, ["restore", "latest", "--target", path.join(sb.root, "r"), "--lock-wait", "0"]), 1)).toMatch(/locked by prune/);
+      const waiting = collect(spawnCli(sb, ["snapshot", "--json", "--lock-wait", "30"]));
+      await sleep(1_500);
+      child.kill("SIGKILL");
+      await done;
+      const r = await waiting;
+      expect(r.code, r.stderr).toBe(0);
+    } finally {
+      child.kill("SIGKILL");
+    }
+  });
+
+  it("two concurrent snapshots of the same agent dir both succeed and both restore", async () => {
+    const rounds = await makeHistory(sb, 1);
+    const [a, b] = await Promise.all([collect(spawnCli(sb, ["snapshot", "--json"])), collect(spawnCli(sb, ["snapshot", "--json"]))]);
+    expect(a.code, a.stderr).toBe(0);
+    expect(b.code, b.stderr).toBe(0);
+    const state = rounds[0].state;
+    await expectRestores(sb, [{ id: a.json().snapshotId, state }, { id: b.json().snapshotId, state }]);
+    const check = await cli(sb, ["check", "--read-data", "--json"]);
+    expect(check.code, check.stdout).toBe(0);
+    expect(locks()).toEqual([]);
+  });
+});
