@@ -146,7 +146,7 @@ Snapshots are grouped by host and backed-up folders, and the policy applies to e
 restic: periods are in local time, each keeps the newest snapshot in it, and a snapshot is kept
 when any rule keeps it (the reasons are listed). Pre-restore, import and suspect-loss snapshots
 are always kept and do not use up a period, unless --include-special. Without any --keep-*
-option, --policy or ids, nothing is forgotten (exit 2): pi-guard never forgets every snapshot.
+option, --policy or ids, nothing is forgotten (exit 2): forgetting every snapshot is never allowed.
 Forgetting deletes snapshot objects only; \`pi-guard prune\` then removes the data no snapshot
 uses. Takes the exclusive lock (a dry run: a shared one). See docs/RETENTION.md.
 
@@ -159,7 +159,7 @@ Examples:
     .action(async (ids: string[], flags: ForgetFlags, cmd: Command) => {
       const ctx = context(cmd);
       const policy = policyFrom(flags, ctx);
-      if (!policy && ids.length === 0) throw new RepoError("nothing to forget by: give --keep-* options, --policy, or snapshot ids (pi-guard never forgets every snapshot)", "usage");
+      if (!policy && ids.length === 0) throw new RepoError("nothing to forget by: give --keep-* options, --policy, or snapshot ids (forgetting every snapshot is never allowed)", "usage");
       if (policy && ids.length) throw new RepoError("give snapshot ids or a policy, not both", "usage");
       if (flags.dryRun && flags.prune) throw new RepoError("--prune after a --dry-run would prune nothing that the forget removed; run them without --dry-run, or `pi-guard prune --dry-run`", "usage");
       const maxUnused = unusedShare(flags.maxUnused);

@@ -72,7 +72,7 @@ export function validatePolicy(p: RetentionPolicy): void {
   }
   if (p.keepWithin !== undefined) parseKeepWithin(p.keepWithin);
   if (isEmptyPolicy(p)) {
-    throw new RepoError("the retention policy keeps nothing; pi-guard never forgets every snapshot (give --keep-* options, --policy, or snapshot ids)", "usage");
+    throw new RepoError("the retention policy keeps nothing; forgetting every snapshot is never allowed (give --keep-* options, --policy, or snapshot ids)", "usage");
   }
 }
 
@@ -196,7 +196,7 @@ function resolveIds(wanted: string[], all: string[]): string[] {
 export async function forget(repo: Repository, opts: ForgetOptions): Promise<ForgetReport> {
   const byIds = (opts.ids ?? []).length > 0;
   if (byIds && opts.policy) throw new RepoError("give snapshot ids or a policy, not both", "usage");
-  if (!byIds && !opts.policy) throw new RepoError("nothing to forget by: give --keep-* options, --policy, or snapshot ids (pi-guard never forgets every snapshot)", "usage");
+  if (!byIds && !opts.policy) throw new RepoError("nothing to forget by: give --keep-* options, --policy, or snapshot ids (forgetting every snapshot is never allowed)", "usage");
   if (opts.policy) validatePolicy(opts.policy);
   const dryRun = !!opts.dryRun;
   const lock = await acquireLock(repo, { mode: dryRun ? "shared" : "exclusive", command: "forget", waitMs: opts.lockWaitMs ?? 60_000 });

@@ -103,7 +103,7 @@ describe("forget and prune", () => {
   });
 
   it("forget by id, and its mistakes: no policy, unknown or malformed ids, policy and ids together", async () => {
-    expect(expectOneLineError(await cli(sb, ["forget"]), 2)).toMatch(/never forgets every snapshot/);
+    expect(expectOneLineError(await cli(sb, ["forget"]), 2)).toMatch(/forgetting every snapshot is never allowed/);
     expect(expectOneLineError(await cli(sb, ["forget", "--keep-last", "0"]), 2)).toMatch(/keeps nothing/);
     expect(expectOneLineError(await cli(sb, ["forget", "--keep-within", "3x"]), 2)).toMatch(/not a duration/);
     expect(expectOneLineError(await cli(sb, ["forget", "abcdef0123"]), 1)).toMatch(/no snapshot abcdef0123/);
