@@ -134,7 +134,7 @@ export function registerPruneCommands(program: Command): void {
     .option("--keep-tag <tag...>", "keep snapshots with this tag (a,b: with both tags)")
     .option("--policy", "use the retention policy of the config file (default: 1h of everything, 48 hourly, 30 daily, 26 weekly)")
     .option("--host <host>", "only consider snapshots of this host")
-    .option("--include-special", "let the policy also remove pre-restore, import and suspect-loss snapshots (kept by default)")
+    .option("--include-special", "let the policy also remove pre-restore, pre-delete, import and suspect-loss snapshots (kept by default)")
     .option("--dry-run", "show what would be forgotten; change nothing")
     .option("--prune", "then run `pi-guard prune`")
     .option("--max-unused <percent>", "with --prune: see `pi-guard prune --help`", "10%")
@@ -144,8 +144,8 @@ export function registerPruneCommands(program: Command): void {
       `
 Snapshots are grouped by host and backed-up folders, and the policy applies to each group as in
 restic: periods are in local time, each keeps the newest snapshot in it, and a snapshot is kept
-when any rule keeps it (the reasons are listed). Pre-restore, import and suspect-loss snapshots
-are always kept and do not use up a period, unless --include-special. Without any --keep-*
+when any rule keeps it (the reasons are listed). Pre-restore, pre-delete, import and suspect-loss
+snapshots are always kept and do not use up a period, unless --include-special. Without any --keep-*
 option, --policy or ids, nothing is forgotten (exit 2): forgetting every snapshot is never allowed.
 Forgetting deletes snapshot objects only; \`pi-guard prune\` then removes the data no snapshot
 uses. Takes the exclusive lock (a dry run: a shared one). See docs/RETENTION.md.

@@ -1,8 +1,7 @@
-import { readTree } from "../snapshot/tree.js";
 import { BlobReader } from "./blob-reader.js";
 import { RepoError } from "./errors.js";
-import { packKey, type BlobType, type IndexFile, type PackEntry, type PackedBlob } from "./format.js";
-import type { Repository, SnapshotRecord } from "./repository.js";
+import { packKey, type BlobType, type IndexFile, type PackEntry, type PackedBlob, type TreeNode } from "./format.js";
+import { sha256Hex, type Repository, type SnapshotRecord } from "./repository.js";
 import { SealPool } from "./seal-pool.js";
 
 /**
@@ -55,19 +54,48 @@ const SMALL_PACK_SHARE = 4;
  * The ids of every blob the snapshots use: their tree blobs and every content blob of every file.
  * A snapshot whose file list cannot be read makes prune refuse: it cannot know what that snapshot
  * still needs.
+ *
+ * Thousands of snapshots share almost all their tree blobs, so each tree blob is read once per
+ * distinct state it is entered in: the bytes of the line left unfinished by the blobs before it.
+ * (The same blob after the same unfinished line yields the same nodes and leaves the same rest.)
  */
 export async function usedBlobs(repo: Repository, snapshots: SnapshotRecord[]): Promise<Set<string>> {
   const used = new Set<string>();
   const reader = new BlobReader(repo, new SealPool(0));
+  /** sha256(carry) + tree blob id -> the carry after that blob. */
+  const seen = new Map<string, Buffer>();
+  const addLine = (line: Buffer) => {
+    if (line.length === 0) return;
+    const node = JSON.parse(line.toString("utf8")) as TreeNode;
+    if (typeof node !== "object" || node === null) throw new RepoError("a tree line is not a node", "corrupt");
+    if (node.type !== "file" || node.content === undefined) return;
+    if (!Array.isArray(node.content)) throw new RepoError(`${node.path}: content is not a list`, "corrupt");
+    for (const c of node.content) used.add(String(c).toLowerCase());
+  };
   for (const { id, snapshot } of snapshots) {
     try {
       if (!Array.isArray(snapshot.tree) || snapshot.tree.some((t) => typeof t !== "string")) throw new RepoError("its tree list is not a list of ids", "corrupt");
-      for (const t of snapshot.tree) used.add(t);
-      for await (const node of readTree(reader, snapshot.tree)) {
-        if (node.type !== "file" || node.content === undefined) continue;
-        if (!Array.isArray(node.content)) throw new RepoError(`${node.path}: content is not a list`, "corrupt");
-        for (const c of node.content) used.add(String(c));
+      let carry: Buffer = Buffer.alloc(0);
+      for (const t of snapshot.tree) {
+        used.add(t.toLowerCase());
+        const key = `${sha256Hex(carry)}:${t}`;
+        const known = seen.get(key);
+        if (known) {
+          carry = known;
+          continue;
+        }
+        const [blob] = await reader.read([t]);
+        // "\n" never occurs inside a multi-byte UTF-8 sequence: cutting at it is safe.
+        const bytes = Buffer.concat([carry, blob]);
+        let start = 0;
+        for (let nl = bytes.indexOf(10); nl >= 0; nl = bytes.indexOf(10, start)) {
+          addLine(bytes.subarray(start, nl));
+          start = nl + 1;
+        }
+        carry = Buffer.from(bytes.subarray(start));
+        seen.set(key, carry);
       }
+      addLine(carry);
     } catch (err) {
       if (!(err instanceof RepoError) && !(err instanceof SyntaxError)) throw err;
       throw new RepoError(

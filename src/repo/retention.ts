@@ -16,7 +16,7 @@ import type { Repository, SnapshotRecord } from "./repository.js";
  */
 
 export interface PolicyOptions {
-  /** Let the policy decide about pre-restore, import and suspect-loss snapshots too (default: always kept). */
+  /** Let the policy decide about pre-restore, pre-delete, import and suspect-loss snapshots too (default: always kept). */
   includeSpecial?: boolean;
 }
 
@@ -76,11 +76,15 @@ export function validatePolicy(p: RetentionPolicy): void {
   }
 }
 
+/** Tag of the snapshot `sessions delete` takes first; the undo command it prints names that snapshot. */
+export const PRE_DELETE_TAG = "pre-delete";
+
 /** Why a snapshot is kept whatever the policy says, unless PolicyOptions.includeSpecial. */
 export function specialReason(s: Snapshot): string | undefined {
   const tags = Array.isArray(s.tags) ? s.tags : [];
   if (tags.includes(SUSPECT_LOSS_TAG)) return SUSPECT_LOSS_TAG;
   if (tags.includes(PRE_RESTORE_TAG)) return PRE_RESTORE_TAG;
+  if (tags.includes(PRE_DELETE_TAG)) return PRE_DELETE_TAG;
   if (isImport(s)) return "import";
   return undefined;
 }

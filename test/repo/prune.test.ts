@@ -130,3 +130,37 @@ describe("forget and prune", () => {
     rmSync(path.join(sb.sessionsDir, "--proj--", "after-prune.jsonl"));
   });
 });
+
+describe("the used-blob walk", () => {
+  let sb: Sandbox;
+  afterAll(() => sb?.cleanup());
+
+  it("the memoised walk (a tree blob read once per entry state) finds exactly what a full walk of every tree finds", async () => {
+    sb = makeSandbox("prune-walk");
+    await initRepo(sb);
+    const dir = path.join(sb.sessionsDir, "--wide--");
+    // Long multi-byte names: lines straddle tree blobs, some inside a multi-byte character.
+    const name = (i: number) => path.join(dir, `séance-✓-${"ü".repeat(i % 40)}-${i}.jsonl`);
+    for (let i = 0; i < 400; i++) writeFileExact(name(i), `{"n":${i}}\n`.repeat(1 + (i % 7)), 0o644);
+    const ids: string[] = [];
+    for (let round = 0; round < 4; round++) {
+      for (let i = round; i < 400; i += 37) writeFileExact(name(i), `{"round":${round},"i":${i}}\n`.repeat(3), 0o644);
+      ids.push((await ok(sb, ["snapshot", "--json"])).json().snapshotId);
+    }
+    const repo = await openRepo(sb);
+    await repo.loadIndex();
+    const snapshots = await repo.listSnapshots();
+    expect(snapshots.every((s) => s.snapshot.tree.length > 3)).toBe(true);
+    const { usedBlobs } = await import("../../src/repo/prune-plan.js");
+    const { readTree } = await import("../../src/snapshot/tree.js");
+    const { BlobReader } = await import("../../src/repo/blob-reader.js");
+    const { SealPool } = await import("../../src/repo/seal-pool.js");
+    const naive = new Set<string>();
+    for (const s of snapshots) {
+      for (const t of s.snapshot.tree) naive.add(t);
+      for await (const node of readTree(new BlobReader(repo, new SealPool(0)), s.snapshot.tree)) for (const c of node.content ?? []) naive.add(c);
+    }
+    expect([...(await usedBlobs(repo, snapshots))].sort()).toEqual([...naive].sort());
+    expect(ids).toHaveLength(4);
+  });
+});

@@ -97,10 +97,11 @@ const cases: Case[] = [
       snap("loss", [2025, 5, 1, 9, 20], { tags: [SUSPECT_LOSS_TAG] }),
       snap("pre", [2025, 5, 1, 9, 30], { tags: ["pre-restore"] }),
       snap("imp", [2025, 5, 1, 9, 40], { tags: ["import"], imported: "2025-05-01T00:00:00Z" }),
+      snap("del", [2025, 5, 1, 9, 50], { tags: ["pre-delete"] }),
       snap("older", [2025, 5, 1, 8, 10]),
     ],
     policy: { keepHourly: 1 },
-    keep: { real: ["hourly"], loss: [SUSPECT_LOSS_TAG], pre: ["pre-restore"], imp: ["import"] },
+    keep: { real: ["hourly"], loss: [SUSPECT_LOSS_TAG], pre: ["pre-restore"], imp: ["import"], del: ["pre-delete"] },
   },
   {
     name: "with includeSpecial the policy decides about specials too",
