@@ -2,13 +2,18 @@
 // prune the exclusive one. A prune waits for a running snapshot (or refuses with --lock-wait 0),
 // and a snapshot or restore waits for a running prune (or refuses). The lock object records its mode.
 
-import { readdirSync } from "node:fs";
+import { readdirSync, rmSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadConfig } from "../../src/config/config.js";
+import { readKeyFile } from "../../src/config/credentials.js";
+import { snapshotAgentDir } from "../../src/engine.js";
 import { AAD } from "../../src/repo/format.js";
+import { Repository } from "../../src/repo/repository.js";
+import { LocalTarget } from "../../src/targets/local.js";
 import { acquireLock, lockModeOf, type LockInfo } from "../../src/repo/lock.js";
 import { cli, collect, expectOneLineError, initRepo, ok, snapshot, spawnCli } from "../helpers/cli.js";
-import { makeSandbox, type Sandbox } from "../helpers/tmp.js";
+import { makeSandbox, type Sandbox, writeFileExact } from "../helpers/tmp.js";
 import { expectRestores, makeHistory, openRepo, pausedPrune } from "./prune-fixture.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -76,5 +81,35 @@ describe("append and exclusive locks", () => {
     const check = await cli(sb, ["check", "--read-data", "--json"]);
     expect(check.code, check.stdout).toBe(0);
     expect(locks()).toEqual([]);
+  });
+
+  it("an appender whose lock vanished (taken for stale) just before it commits writes no snapshot", async () => {
+    const locksDir = path.join(sb.repo, "locks");
+    let armed = true;
+    // The first pack is handed over after the builder's first lock check: remove the lock there,
+    // as a process that judged it stale would.
+    const target = new Proxy(new LocalTarget(sb.repo), {
+      get(t, prop) {
+        const v = Reflect.get(t, prop, t);
+        if (typeof v !== "function") return v;
+        if (prop === "putFile") {
+          return async (key: string, file: string) => {
+            if (armed) {
+              armed = false;
+              for (const n of readdirSync(locksDir)) rmSync(path.join(locksDir, n));
+            }
+            return v.call(t, key, file);
+          };
+        }
+        return v.bind(t);
+      },
+    });
+    const repo = await Repository.open(target, (await readKeyFile(path.join(sb.configHome, "pi-guard", "key")))!);
+    writeFileExact(path.join(sb.sessionsDir, "--proj--", "late.jsonl"), '{"late":true}\n'.repeat(500), 0o644);
+    const before = readdirSync(path.join(sb.repo, "snapshots")).sort();
+    await expect(snapshotAgentDir(loadConfig({}, sb.env), repo)).rejects.toThrow(/removed by another process; stopped/);
+    expect(armed).toBe(false);
+    expect(readdirSync(path.join(sb.repo, "snapshots")).sort()).toEqual(before);
+    rmSync(path.join(sb.sessionsDir, "--proj--", "late.jsonl"));
   });
 });
