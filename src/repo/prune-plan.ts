@@ -30,6 +30,8 @@ export interface PrunePlan {
   packsBefore: number;
   bytesBefore: number;
   usedBlobs: number;
+  /** Every used blob id: the new index must still locate each one that is not missing. */
+  used: Set<string>;
   /** Used blobs no index locates, or whose pack is gone. */
   missing: string[];
   /** Packs with no used blob, and objects in data/ that no index names. */
@@ -149,6 +151,14 @@ export async function planPrune(repo: Repository, snapshots: SnapshotRecord[], o
     const loc = index.get(id);
     return !loc || !present.has(loc.pack);
   });
+  // The in-memory index must agree with the index files read here: a used blob located in a
+  // pack they do not name would make that pack look unused.
+  for (const id of used) {
+    const loc = index.get(id);
+    if (loc && present.has(loc.pack) && !packs.has(loc.pack)) {
+      throw new RepoError(`blob ${id.slice(0, 12)} is in pack ${loc.pack.slice(0, 12)}, which no index file names; nothing was deleted: run \`pi-guard repair index\` first`, "corrupt");
+    }
+  }
 
   const plan: PrunePlan = {
     indexFiles: files.map((f) => f.id),
@@ -156,6 +166,7 @@ export async function planPrune(repo: Repository, snapshots: SnapshotRecord[], o
     packsBefore: present.size,
     bytesBefore: [...present.values()].reduce((n, p) => n + p.size, 0),
     usedBlobs: used.size,
+    used,
     missing,
     remove: [],
     repack: [],

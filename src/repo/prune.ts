@@ -260,10 +260,8 @@ async function repack(
 function assertCovers(packs: PackEntry[], plan: PrunePlan, damaged: string[]): void {
   const named = new Set<string>();
   for (const p of packs) for (const b of p.blobs) named.add(b.id);
-  const missing = new Set(plan.missing);
-  const lost = [...plan.repack.flatMap((p) => p.used.map((b) => b.id)), ...plan.keep.flatMap((p) => p.blobs.map((b) => b.id))].filter(
-    (id) => !named.has(id) && !missing.has(id) && !damaged.includes(id),
-  );
+  const missing = new Set([...plan.missing, ...damaged]);
+  const lost = [...plan.used].filter((id) => !named.has(id) && !missing.has(id));
   if (lost.length) throw new RepoError(`prune would lose ${lost.length} used blob(s) (${lost[0].slice(0, 12)}); nothing was deleted`, "io");
 }
 
