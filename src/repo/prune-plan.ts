@@ -66,6 +66,7 @@ export async function usedBlobs(repo: Repository, snapshots: SnapshotRecord[]): 
   const reader = new BlobReader(repo, new SealPool(0));
   /** sha256(carry) + tree blob id -> the carry after that blob. */
   const seen = new Map<string, Buffer>();
+  const everRead = new Set<string>();
   const addLine = (line: Buffer) => {
     if (line.length === 0) return;
     const node = JSON.parse(line.toString("utf8")) as TreeNode;
@@ -77,6 +78,13 @@ export async function usedBlobs(repo: Repository, snapshots: SnapshotRecord[]): 
   for (const { id, snapshot } of snapshots) {
     try {
       if (!Array.isArray(snapshot.tree) || snapshot.tree.some((t) => typeof t !== "string")) throw new RepoError("its tree list is not a list of ids", "corrupt");
+      // Tree blobs never read before are fetched in batches (one ranged read per run of them).
+      const fresh = [...new Set(snapshot.tree.filter((t) => !everRead.has(t)))];
+      const fetched = new Map<string, Buffer>();
+      for (let i = 0; i < fresh.length; i += 16) {
+        const batch = fresh.slice(i, i + 16);
+        (await reader.read(batch)).forEach((b, k) => fetched.set(batch[k], b));
+      }
       let carry: Buffer = Buffer.alloc(0);
       for (const t of snapshot.tree) {
         used.add(t.toLowerCase());
@@ -86,7 +94,8 @@ export async function usedBlobs(repo: Repository, snapshots: SnapshotRecord[]): 
           carry = known;
           continue;
         }
-        const [blob] = await reader.read([t]);
+        const blob = fetched.get(t) ?? (await reader.read([t]))[0];
+        everRead.add(t);
         // "\n" never occurs inside a multi-byte UTF-8 sequence: cutting at it is safe.
         const bytes = Buffer.concat([carry, blob]);
         let start = 0;
