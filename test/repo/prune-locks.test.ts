@@ -2,7 +2,9 @@
 // prune the exclusive one. A prune waits for a running snapshot (or refuses with --lock-wait 0),
 // and a snapshot or restore waits for a running prune (or refuses). The lock object records its mode.
 
-import { readdirSync, rmSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config/config.js";
@@ -111,5 +113,28 @@ describe("append and exclusive locks", () => {
     expect(armed).toBe(false);
     expect(readdirSync(path.join(sb.repo, "snapshots")).sort()).toEqual(before);
     rmSync(path.join(sb.sessionsDir, "--proj--", "late.jsonl"));
+  });
+
+  it("a snapshot removes only dead writers' temp and staging files; prune removes them all", async () => {
+    // A pid that is certainly gone: a child that has exited.
+    const dead = spawnSync(process.execPath, ["-e", ""]).pid!;
+    const tag = (pid: number) => `${os.hostname()}-${pid}-0123456789ab`;
+    const staging = path.join(sb.repo, "tmp");
+    mkdirSync(staging, { recursive: true });
+    const anIndex = readdirSync(path.join(sb.repo, "index"))[0];
+    const files = {
+      deadStaging: path.join(staging, `${tag(dead)}.pack`),
+      liveStaging: path.join(staging, `${tag(process.pid)}.pack`),
+      deadTemp: path.join(sb.repo, "index", `${anIndex}.tmp-${tag(dead)}`),
+      liveTemp: path.join(sb.repo, "index", `${anIndex}.tmp-${tag(process.pid)}`),
+      untagged: path.join(sb.repo, "index", `${anIndex}.tmp-0123456789ab`),
+    };
+    for (const f of Object.values(files)) writeFileSync(f, "partial");
+    await snapshot(sb, ["--lock-wait", "0"]);
+    const present = () => Object.fromEntries(Object.entries(files).map(([k, f]) => [k, existsSync(f)]));
+    expect(present()).toEqual({ deadStaging: false, liveStaging: true, deadTemp: false, liveTemp: true, untagged: true });
+    const r = (await ok(sb, ["prune", "--json"])).json();
+    expect(r.tempFilesDeleted).toBe(3);
+    expect(present()).toEqual({ deadStaging: false, liveStaging: false, deadTemp: false, liveTemp: false, untagged: false });
   });
 });
