@@ -137,4 +137,33 @@ describe("append and exclusive locks", () => {
     expect(r.tempFilesDeleted).toBe(3);
     expect(present()).toEqual({ deadStaging: false, liveStaging: false, deadTemp: false, liveTemp: false, untagged: false });
   });
+
+  it("locks written by older versions (no mode) and unknown modes are read safely", async () => {
+    const repo = await openRepo(sb);
+    const write = async (fields: Record<string, unknown>) => {
+      const id = "f".repeat(32);
+      const info = { host: os.hostname(), pid: process.pid, user: "u", time: new Date().toISOString(), command: "old-pi-guard", ...fields };
+      await repo.target.put(`locks/${id}`, repo.seal(Buffer.from(JSON.stringify(info)), AAD.lock(id)));
+      return () => repo.target.delete(`locks/${id}`);
+    };
+    expect(lockModeOf({ exclusive: true } as LockInfo)).toBe("exclusive");
+    expect(lockModeOf({ exclusive: false } as LockInfo)).toBe("shared");
+    expect(lockModeOf({ exclusive: false, mode: "sideways" } as unknown as LockInfo)).toBe("exclusive");
+    for (const [fields, blocksSnapshot] of [
+      [{ exclusive: true }, true],
+      [{ exclusive: false }, false],
+      [{ exclusive: false, mode: "sideways" }, true],
+    ] as const) {
+      const remove = await write(fields);
+      try {
+        const r = await cli(sb, ["snapshot", "--json", "--lock-wait", "0"]);
+        if (blocksSnapshot) expect(expectOneLineError(r, 1), JSON.stringify(fields)).toMatch(/locked by old-pi-guard/);
+        else expect(r.code, r.stderr).toBe(0);
+        // Prune conflicts with every lock, whatever its mode.
+        expect(expectOneLineError(await cli(sb, ["prune", "--lock-wait", "0"]), 1)).toMatch(/locked by old-pi-guard/);
+      } finally {
+        await remove();
+      }
+    }
+  });
 });
