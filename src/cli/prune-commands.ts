@@ -162,11 +162,11 @@ Examples:
       if (!policy && ids.length === 0) throw new RepoError("nothing to forget by: give --keep-* options, --policy, or snapshot ids (forgetting every snapshot is never allowed)", "usage");
       if (policy && ids.length) throw new RepoError("give snapshot ids or a policy, not both", "usage");
       if (flags.dryRun && flags.prune) throw new RepoError("--prune after a --dry-run would prune nothing that the forget removed; run them without --dry-run, or `pi-guard prune --dry-run`", "usage");
-      const maxUnused = unusedShare(flags.maxUnused);
+      unusedShare(flags.maxUnused); // a bad value is a usage error before anything is forgotten
       const repo = await ctx.open();
       const { forget } = await import("../repo/retention.js");
       const report = await forget(repo, { policy, ids: ids.length ? ids : undefined, dryRun: flags.dryRun, host: flags.host, includeSpecial: flags.includeSpecial, lockWaitMs: ctx.lockWaitMs });
-      const pruned = flags.prune ? await runPrune(ctx, repo, { maxUnused: `${maxUnused * 100}%`, allowDamaged: flags.allowDamaged }) : undefined;
+      const pruned = flags.prune ? await runPrune(ctx, repo, { maxUnused: flags.maxUnused, allowDamaged: flags.allowDamaged }) : undefined;
       if (ctx.out.json) {
         printJson(pruned ? { ...report, prune: pruned } : report);
       }
