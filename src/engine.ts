@@ -110,31 +110,28 @@ export interface SafeRestoreResult {
  * undone with `pi-guard restore <undoSnapshot>`. A run that changes nothing takes no snapshot.
  */
 export async function restore(config: Config, repo: Repository, when: string, opts: SafeRestoreOptions = {}): Promise<SafeRestoreResult> {
-  const { record: snapshot, resolved } = await chooseSnapshotAt(repo, when);
-  const { destinations, refused } = restoreDestinations(config, snapshot, opts.targetDir);
-  if (opts.targetDir) await ensureWritableDir(path.resolve(opts.targetDir));
-  const plan = await withLock(repo, sharedRestoreLock(opts), async () => {
+  // One shared lock from choosing the snapshot to the last byte written, so nothing that deletes
+  // (forget, prune) runs in between; the pre-restore snapshot's append lock goes beside it.
+  return withLock(repo, sharedRestoreLock(opts), async (signal) => {
+    const { record: snapshot, resolved } = await chooseSnapshotAt(repo, when);
+    const { destinations, refused } = restoreDestinations(config, snapshot, opts.targetDir);
+    if (opts.targetDir) await ensureWritableDir(path.resolve(opts.targetDir));
     const plan = await planRestore(repo, snapshot, { ...opts, destinations, durable: !opts.targetDir, scope: pathInScope(config.filter) });
     if (opts.session) await checkSessionFound(repo, snapshot, opts.session, plan.sessionIds);
-    return plan;
-  });
-  let undoSnapshot: string | undefined;
-  if (!opts.targetDir && !opts.dryRun && plan.changes > 0) {
-    const pre = await snapshotAgentDir(config, repo, { tags: [PRE_RESTORE_TAG], lockWaitMs: opts.lockWaitMs });
-    undoSnapshot = pre.id;
-    // A file the undo snapshot could not read could not be put back: do not restore over it.
-    const unsaved = pre.snapshot.skipped ?? [];
-    if (unsaved.length) {
-      throw new RepoError(`cannot save ${unsaved[0].path || unsaved[0].root} (${unsaved[0].error})${unsaved.length > 1 ? ` and ${unsaved.length - 1} more` : ""} before restoring over it; nothing was restored`, "io");
+    let undoSnapshot: string | undefined;
+    if (!opts.targetDir && !opts.dryRun && plan.changes > 0) {
+      const pre = await snapshotAgentDir(config, repo, { tags: [PRE_RESTORE_TAG], lockWaitMs: opts.lockWaitMs });
+      undoSnapshot = pre.id;
+      // A file the undo snapshot could not read could not be put back: do not restore over it.
+      const unsaved = pre.snapshot.skipped ?? [];
+      if (unsaved.length) {
+        throw new RepoError(`cannot save ${unsaved[0].path || unsaved[0].root} (${unsaved[0].error})${unsaved.length > 1 ? ` and ${unsaved.length - 1} more` : ""} before restoring over it; nothing was restored`, "io");
+      }
     }
-  }
-  // Shared: another restore or a reader may run beside it, but nothing that deletes. Taken after
-  // the pre-restore snapshot, whose exclusive lock would otherwise wait for this one.
-  const report = opts.dryRun
-    ? planReport(plan)
-    : await withLock(repo, sharedRestoreLock(opts), (signal) => applyRestore(repo, { ...plan, opts: { ...plan.opts, signal } }));
-  report.failed.unshift(...refused);
-  return { snapshot, report, undoSnapshot, resolved };
+    const report = opts.dryRun ? planReport(plan) : await applyRestore(repo, { ...plan, opts: { ...plan.opts, signal } });
+    report.failed.unshift(...refused);
+    return { snapshot, report, undoSnapshot, resolved };
+  });
 }
 
 const sharedRestoreLock = (opts: SafeRestoreOptions) => ({ exclusive: false, command: "restore", waitMs: opts.lockWaitMs ?? 60_000 });

@@ -3,6 +3,7 @@ import type * as Commander from "commander";
 import { VERSION } from "../version.js";
 import { EXIT, reportError } from "./output.js";
 import { registerDoctorCommand, registerKeyCommands, registerRepoCommands } from "./repo-commands.js";
+import { registerPruneCommands } from "./prune-commands.js";
 import { registerRestoreCommands } from "./restore-commands.js";
 import { registerSalvageCommands } from "./salvage-commands.js";
 import { registerSessionsCommands } from "./sessions-commands.js";
@@ -62,6 +63,7 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 3 damaged repository data or an inco
   registerSalvageCommands(program);
   registerSessionsCommands(program);
   registerOpsCommands(program);
+  registerPruneCommands(program);
   pointUnknownCommandsToHelp(program);
   return program;
 }

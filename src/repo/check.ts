@@ -71,7 +71,7 @@ export async function checkRepository(
   const unreadablePacks = new Set(repo.unreadablePacks.map((p) => p.id));
   const orphans = [...present.keys()].filter((p) => !index.packs.has(p) && !unreadablePacks.has(p));
   if (orphans.length) {
-    warn(`${orphans.length} pack(s) are not in any index (left by an interrupted snapshot; \`pi-guard repair index\` indexes or removes them)`);
+    warn(`${orphans.length} pack(s) are not in any index (left by an interrupted snapshot or prune; \`pi-guard repair index\` indexes them, \`pi-guard prune\` removes them)`);
   }
 
   const badBlobs = new Set<string>();

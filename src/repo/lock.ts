@@ -6,21 +6,52 @@ import type { Repository } from "./repository.js";
 
 /**
  * Repository locks, in the restic style: each process writes its own lock object under locks/,
- * then lists the others. Exclusive locks (snapshot, import, repair index, sessions delete) conflict with every other lock;
- * shared locks (restore, archive, check, and sessions commands that open the repository) only with
- * exclusive ones. Works the same on a folder and on S3.
+ * then lists the others. Three modes (docs/FORMAT.md §9):
+ * - shared: readers (restore, archive, check, sessions commands that open the repository);
+ * - append: writers that only add objects (snapshot, import, sessions delete, which snapshots);
+ *   several may run at once, beside readers, since added objects never change what others read;
+ * - exclusive: whatever deletes (forget, prune, repair index); conflicts with every other lock.
+ * Works the same on a folder and on S3.
  *
  * A lock is stale when its process is gone (same host, pid not alive) or when it has not been
  * refreshed for STALE_MS (another host that crashed); stale locks are removed by whoever finds them.
  */
+export type LockMode = "shared" | "append" | "exclusive";
+
 export interface LockInfo {
   host: string;
   pid: number;
   user: string;
+  /** Kept for readers older than `mode`: true only for the exclusive mode. */
   exclusive: boolean;
+  mode?: LockMode;
   time: string;
   command: string;
 }
+
+/**
+ * The mode a lock object claims. Locks written before `mode` existed only say `exclusive`; a mode
+ * this version does not know is taken as exclusive, the safe reading.
+ */
+export function lockModeOf(info: LockInfo): LockMode {
+  if (info.mode === undefined) return info.exclusive === true ? "exclusive" : "shared";
+  return info.mode === "shared" || info.mode === "append" ? info.mode : "exclusive";
+}
+
+/** Only an exclusive lock conflicts: readers and appenders add nothing another relies on vanishing. */
+export function modesConflict(a: LockMode, b: LockMode): boolean {
+  return a === "exclusive" || b === "exclusive";
+}
+
+export interface LockOptions {
+  /** The lock's mode; without it, `exclusive` picks exclusive or shared (the older interface). */
+  mode?: LockMode;
+  exclusive?: boolean;
+  command: string;
+  waitMs?: number;
+}
+
+const modeOf = (opts: LockOptions): LockMode => opts.mode ?? (opts.exclusive ? "exclusive" : "shared");
 
 export const STALE_MS = 30 * 60 * 1000;
 const REFRESH_MS = 5 * 60 * 1000;
@@ -41,6 +72,12 @@ export interface Lock {
   readonly signal: AbortSignal;
   /** Throws the reason the lock was lost, if it was. */
   assertHeld(): void;
+  /**
+   * Check now, not at the next refresh, that the lock object still exists (aborting `signal` if
+   * not). Appenders call it right before they make their work visible, so one whose lock was
+   * removed as stale (and that a prune may have raced) does not commit.
+   */
+  confirm(): Promise<void>;
   release(): Promise<void>;
 }
 
@@ -63,7 +100,10 @@ async function readLocks(repo: Repository): Promise<{ id: string; info: LockInfo
   for await (const obj of repo.target.list("locks")) {
     const id = obj.key.slice("locks/".length);
     try {
-      out.push({ id, info: JSON.parse(repo.unseal(await repo.target.get(obj.key), "lock", AAD.lock(id)).toString("utf8")) as LockInfo });
+      const info = JSON.parse(repo.unseal(await repo.target.get(obj.key), "lock", AAD.lock(id)).toString("utf8")) as LockInfo;
+      // Whatever does not look like a lock is taken as held, exclusively (see lockModeOf).
+      const shaped = typeof info === "object" && info !== null && typeof info.host === "string" && Number.isInteger(info.pid) && typeof info.time === "string";
+      out.push({ id, info: shaped ? info : undefined });
     } catch {
       // Vanished between list and get (released), or unreadable: a half-written lock cannot exist,
       // since puts are atomic, so an unreadable one is from another key; treat it as held.
@@ -73,10 +113,8 @@ async function readLocks(repo: Repository): Promise<{ id: string; info: LockInfo
   return out;
 }
 
-export async function acquireLock(
-  repo: Repository,
-  opts: { exclusive: boolean; command: string; waitMs?: number },
-): Promise<Lock> {
+export async function acquireLock(repo: Repository, opts: LockOptions): Promise<Lock> {
+  const mode = modeOf(opts);
   const id = randomBytes(16).toString("hex");
   const deadline = Date.now() + (opts.waitMs ?? 0);
   const write = () =>
@@ -88,7 +126,8 @@ export async function acquireLock(
             host: os.hostname(),
             pid: process.pid,
             user: os.userInfo().username,
-            exclusive: opts.exclusive,
+            exclusive: mode === "exclusive",
+            mode,
             time: new Date().toISOString(),
             command: opts.command,
           } satisfies LockInfo),
@@ -105,7 +144,7 @@ export async function acquireLock(
         await repo.target.delete(lockKey(other.id));
         continue;
       }
-      if (opts.exclusive || !other.info || other.info.exclusive) blocking.push(other);
+      if (!other.info || modesConflict(mode, lockModeOf(other.info))) blocking.push(other);
     }
     if (blocking.length === 0) break;
     await repo.target.delete(lockKey(id));
@@ -119,17 +158,23 @@ export async function acquireLock(
   }
   const lost = new AbortController();
   let refreshing: Promise<void> | undefined;
+  const fail = (err: unknown) => {
+    clearInterval(timer);
+    const why = err instanceof RepoError ? err : new RepoError(`cannot refresh the repository lock of this ${opts.command} (${(err as Error).message}); stopped`, "locked");
+    if (!lost.signal.aborted) lost.abort(why);
+  };
+  const stillThere = async () => {
+    // Re-creating a lock that another process removed would hide that it no longer protects us.
+    if (!(await repo.target.head(lockKey(id)))) {
+      throw new RepoError(`the repository lock of this ${opts.command} was removed by another process; stopped`, "locked");
+    }
+  };
   const refresh = async () => {
     try {
-      // Re-creating a lock that another process removed would hide that it no longer protects us.
-      if (!(await repo.target.head(lockKey(id)))) {
-        throw new RepoError(`the repository lock of this ${opts.command} was removed by another process; stopped`, "locked");
-      }
+      await stillThere();
       await write();
     } catch (err) {
-      clearInterval(timer);
-      const why = err instanceof RepoError ? err : new RepoError(`cannot refresh the repository lock of this ${opts.command} (${(err as Error).message}); stopped`, "locked");
-      lost.abort(why);
+      fail(err);
     }
   };
   const timer = setInterval(() => {
@@ -140,6 +185,15 @@ export async function acquireLock(
     id,
     signal: lost.signal,
     assertHeld() {
+      lost.signal.throwIfAborted();
+    },
+    async confirm() {
+      lost.signal.throwIfAborted();
+      try {
+        await stillThere();
+      } catch (err) {
+        fail(err);
+      }
       lost.signal.throwIfAborted();
     },
     async release() {
@@ -157,7 +211,7 @@ export async function acquireLock(
  */
 export async function withLock<T>(
   repo: Repository,
-  opts: { exclusive: boolean; command: string; waitMs?: number },
+  opts: LockOptions,
   fn: (signal: AbortSignal) => Promise<T>,
 ): Promise<T> {
   const lock = await acquireLock(repo, opts);

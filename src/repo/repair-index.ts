@@ -1,28 +1,30 @@
 import { promises as fs } from "node:fs";
 import path from "node:path";
-import { LocalTarget, TEMP_INFIX } from "../targets/local.js";
+import { LocalTarget, TEMP_INFIX, tempOwner } from "../targets/local.js";
 import type { Target } from "../targets/target.js";
 import { indexKey, type IndexFile, type PackEntry } from "./format.js";
 import { acquireLock } from "./lock.js";
 import { scanUnindexedPacks } from "./pack-scan.js";
 import type { Repository } from "./repository.js";
-import { cleanStaging } from "./staging.js";
+import { cleanStaging, ownerDead } from "./staging.js";
 
 /**
- * Leftovers of a writer that died: `.tmp-` files under data/, index/ and snapshots/, and staging
- * files. Only writers (which hold the exclusive lock) create them, so a caller that holds the
- * exclusive lock knows none of them belongs to a live writer. keys/ and locks/ are left alone:
- * `key add` and shared lockers write there without the exclusive lock.
+ * Leftovers of writers that died: `.tmp-` files under data/, index/ and snapshots/, and staging
+ * files. `scope` says whose: "all" for a holder of the exclusive lock (no writer can be running,
+ * so every such file is a dead writer's); "dead" for an appender, which runs beside other
+ * appenders and may only remove files whose owner tag names a process of this host that is gone
+ * (docs/FORMAT.md §9). keys/ and locks/ are left alone: `key add` and lockers write there under
+ * no lock or any lock.
  */
-export async function removeWriterTempFiles(target: Target): Promise<number> {
+export async function removeWriterTempFiles(target: Target, scope: "all" | "dead" = "all"): Promise<number> {
   if (!(target instanceof LocalTarget)) return 0;
-  let removed = await cleanStaging(target.stagingDir, 0);
+  let removed = await cleanStaging(target.stagingDir, scope === "all" ? 0 : Infinity);
   const visit = async (dir: string): Promise<void> => {
     const entries = await fs.readdir(dir, { withFileTypes: true }).catch(() => []);
     for (const entry of entries) {
       const p = path.join(dir, entry.name);
       if (entry.isDirectory()) await visit(p);
-      else if (entry.name.includes(TEMP_INFIX)) {
+      else if (entry.name.includes(TEMP_INFIX) && (scope === "all" || ownerDead(tempOwner(entry.name) ?? ""))) {
         try {
           await fs.unlink(p);
           removed++;
@@ -62,9 +64,9 @@ export interface RepairIndexReport {
  * so a crash at any point leaves a repository whose index is at least as good as before.
  */
 export async function repairIndex(repo: Repository, opts: { lockWaitMs?: number } = {}): Promise<RepairIndexReport> {
-  const lock = await acquireLock(repo, { exclusive: true, command: "repair index", waitMs: opts.lockWaitMs ?? 60_000 });
+  const lock = await acquireLock(repo, { mode: "exclusive", command: "repair index", waitMs: opts.lockWaitMs ?? 60_000 });
   try {
-    const tempFilesDeleted = await removeWriterTempFiles(repo.target);
+    const tempFilesDeleted = await removeWriterTempFiles(repo.target, "all");
     const present = new Map<string, number>();
     for await (const obj of repo.target.list("data")) present.set(obj.key.split("/").pop()!, obj.size);
 

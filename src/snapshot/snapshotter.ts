@@ -39,7 +39,7 @@ type FileOutcome = "new" | "changed" | "unchanged";
 
 const READ_BLOCK = 1024 * 1024;
 
-/** Take a snapshot of `opts.roots` into `repo`, holding the exclusive repository lock throughout. */
+/** Take a snapshot of `opts.roots` into `repo`, holding an append lock throughout (docs/FORMAT.md §9). */
 export function createSnapshot(repo: Repository, opts: SnapshotOptions): Promise<SnapshotResult> {
   return withSnapshotBuilder(repo, { command: "snapshot", lockWaitMs: opts.lockWaitMs, onProgress: opts.onProgress }, async (builder) => {
     const host = opts.host ?? os.hostname();
@@ -62,22 +62,23 @@ export function createSnapshot(repo: Repository, opts: SnapshotOptions): Promise
 }
 
 /**
- * The life of every snapshot writer (disk scan, tar import): exclusive lock, leftovers of killed
- * writers cleaned, fresh index, a builder whose staging files are removed if `build` fails.
+ * The life of every snapshot writer (disk scan, tar import): an append lock (other snapshots may
+ * run beside it; prune and repair wait), leftovers of dead writers cleaned, fresh index, a builder
+ * whose staging files are removed if `build` fails and that confirms the lock before it commits.
  */
 export async function withSnapshotBuilder(
   repo: Repository,
   opts: { command: string; lockWaitMs?: number; onProgress?: (p: SnapshotProgress) => void },
   build: (builder: SnapshotBuilder) => Promise<SnapshotResult>,
 ): Promise<SnapshotResult> {
-  const lock = await acquireLock(repo, { exclusive: true, command: opts.command, waitMs: opts.lockWaitMs ?? 60_000 });
+  const lock = await acquireLock(repo, { mode: "append", command: opts.command, waitMs: opts.lockWaitMs ?? 60_000 });
   const pool = new SealPool();
   let builder: SnapshotBuilder | undefined;
   try {
-    // Holding the exclusive lock, every temp file of a writer is a dead writer's (docs/FORMAT.md §9).
-    await removeWriterTempFiles(repo.target);
+    // Other appenders may be writing: only files of writers known to be dead go (docs/FORMAT.md §9).
+    await removeWriterTempFiles(repo.target, "dead");
     await repo.loadIndex(true);
-    builder = new SnapshotBuilder(repo, pool, opts.onProgress, lock.signal);
+    builder = new SnapshotBuilder(repo, pool, opts.onProgress, lock.signal, () => lock.confirm());
     return await build(builder);
   } catch (err) {
     await builder?.abort();
@@ -120,6 +121,8 @@ export class SnapshotBuilder {
     private readonly onProgress?: (p: SnapshotProgress) => void,
     /** The repository lock's: once it is lost, no further entry is stored and nothing is committed. */
     private readonly lockLost?: AbortSignal,
+    /** Throws unless the lock object is still there: checked before the index and the snapshot are written. */
+    private readonly confirmLock?: () => Promise<void>,
   ) {
     this.writer = new BlobWriter(repo, pool);
     this.tree = new TreeWriter(repo, this.writer);
@@ -276,6 +279,8 @@ export class SnapshotBuilder {
         "corrupt",
       );
     }
+    // An appender whose lock was removed as stale may race a prune that judged its packs unused.
+    await this.confirmLock?.();
     await this.writer.finish();
     const summary: SnapshotSummary = {
       ...this.counts,
@@ -298,6 +303,7 @@ export class SnapshotBuilder {
       summary,
     };
     this.lockLost?.throwIfAborted();
+    await this.confirmLock?.();
     const id = await this.repo.saveSnapshot(snapshot);
     return { id, snapshot };
   }

@@ -1,11 +1,20 @@
 import { makeDirs, syncDir, writeFully } from "../fs-safe.js";
 import { promises as fs, constants } from "node:fs";
 import path from "node:path";
-import { randomBytes } from "node:crypto";
+import { ownerAlive, ownerTag } from "../repo/staging.js";
 import { ObjectNotFound, type ObjectInfo, type Target } from "./target.js";
 
-/** Temp files carry this infix; `list` hides them and `cleanTemp` removes stale ones after a crash. */
+/**
+ * Temp files carry this infix, then the writer's owner tag (`<host>-<pid>-<random>`, see
+ * repo/staging.ts); `list` hides them, and leftovers of a writer that died are removed.
+ */
 export const TEMP_INFIX = ".tmp-";
+
+/** The owner tag of a temp file's name, or undefined for a name that is not a temp file. */
+export function tempOwner(name: string): string | undefined {
+  const at = name.lastIndexOf(TEMP_INFIX);
+  return at < 0 ? undefined : name.slice(at + TEMP_INFIX.length);
+}
 
 function notFound(err: unknown): boolean {
   return (err as NodeJS.ErrnoException)?.code === "ENOENT";
@@ -79,7 +88,7 @@ export class LocalTarget implements Target {
     const dest = this.file(key);
     const dir = path.dirname(dest);
     await makeDirs(dir);
-    const tmp = `${dest}${TEMP_INFIX}${randomBytes(6).toString("hex")}`;
+    const tmp = `${dest}${TEMP_INFIX}${ownerTag()}`;
     const handle = await fs.open(tmp, "wx", 0o600);
     try {
       try {
@@ -157,7 +166,10 @@ export class LocalTarget implements Target {
     }
   }
 
-  /** Remove temp files older than `olderThanMs` left by a process that was killed mid-write. */
+  /**
+   * Remove temp files older than `olderThanMs` left by a process that was killed mid-write; never
+   * one whose owner is a live process of this host (a slow put of a running writer).
+   */
   async cleanTemp(olderThanMs: number): Promise<number> {
     let removed = 0;
     const now = Date.now();
@@ -173,7 +185,7 @@ export class LocalTarget implements Target {
         if (entry.isDirectory()) await visit(p);
         else if (entry.name.includes(TEMP_INFIX)) {
           const st = await fs.stat(p).catch(() => undefined);
-          if (st && now - st.mtimeMs > olderThanMs) {
+          if (st && now - st.mtimeMs > olderThanMs && !ownerAlive(tempOwner(entry.name) ?? "")) {
             await fs.unlink(p).catch(() => undefined);
             removed++;
           }

@@ -218,7 +218,7 @@ describe("repository integrity", () => {
     it("check names them and only commands that exist", async () => {
       const r = await cli(sb, ["check"], env(repo));
       expect(r.stdout + r.stderr).toContain("`pi-guard repair index`");
-      expect(r.stdout + r.stderr).not.toMatch(/prune/);
+      expect(r.stdout + r.stderr).toContain("`pi-guard prune`");
     });
 
     it("`pi-guard repair index` indexes intact leftover packs, deletes unreadable ones and temp files", async () => {
@@ -236,13 +236,16 @@ describe("repository integrity", () => {
       expect(s.bytesNew).toBe(0);
     });
 
-    it("the next snapshot removes temp files of dead writers (it holds the exclusive lock)", async () => {
+    it("temp files whose writer cannot be known dead outlive a snapshot (append lock) and go with prune (exclusive)", async () => {
       const other = copyRepo("leftover-tmp");
       const tmp = path.join(other, "snapshots", `${"ef".repeat(32)}.tmp-0123456789ab`);
       writeFileSync(tmp, randomBytes(100));
       mkdirSync(path.join(other, "tmp"), { recursive: true });
       writeFileSync(path.join(other, "tmp", "otherhost-1-abcdef.pack"), randomBytes(100));
       await snapshot(sb, [], env(other));
+      expect(existsSync(tmp)).toBe(true);
+      expect(readdirSync(path.join(other, "tmp"))).toEqual(["otherhost-1-abcdef.pack"]);
+      await ok(sb, ["prune"], env(other));
       expect(existsSync(tmp)).toBe(false);
       expect(readdirSync(path.join(other, "tmp"))).toEqual([]);
     });

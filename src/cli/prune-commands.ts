@@ -1,0 +1,215 @@
+import type { Command } from "commander";
+import type { RetentionPolicy } from "../config/config.js";
+import { RepoError } from "../repo/errors.js";
+import type { ForgetReport } from "../repo/retention.js";
+import type { PruneReport } from "../repo/prune.js";
+import { context, type Context } from "./context.js";
+import { EXIT, formatBytes, info, printJson, table } from "./output.js";
+import { Progress } from "./progress.js";
+
+interface ForgetFlags {
+  keepLast?: string;
+  keepWithin?: string;
+  keepHourly?: string;
+  keepDaily?: string;
+  keepWeekly?: string;
+  keepMonthly?: string;
+  keepYearly?: string;
+  keepTag?: string[];
+  policy?: boolean;
+  host?: string;
+  includeSpecial?: boolean;
+  dryRun?: boolean;
+  prune?: boolean;
+  maxUnused?: string;
+  allowDamaged?: boolean;
+}
+
+function count(flag: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^\d{1,9}$/.test(value)) throw new RepoError(`--${flag} needs a whole number, not "${value}"`, "usage");
+  return Number(value);
+}
+
+/** "10%", "10" or "0.5%": the share of the kept packs' bytes prune may leave unused. */
+function unusedShare(value: string | undefined): number {
+  if (value === undefined) return 0.1;
+  const m = /^(\d{1,3}(?:\.\d+)?)%?$/.exec(value.trim());
+  const pct = m ? Number(m[1]) : NaN;
+  if (!(pct >= 0 && pct <= 100)) throw new RepoError(`--max-unused needs a percentage from 0% to 100%, not "${value}"`, "usage");
+  return pct / 100;
+}
+
+function policyFrom(flags: ForgetFlags, ctx: Context): RetentionPolicy | undefined {
+  const given: RetentionPolicy = {
+    keepLast: count("keep-last", flags.keepLast),
+    keepWithin: flags.keepWithin,
+    keepHourly: count("keep-hourly", flags.keepHourly),
+    keepDaily: count("keep-daily", flags.keepDaily),
+    keepWeekly: count("keep-weekly", flags.keepWeekly),
+    keepMonthly: count("keep-monthly", flags.keepMonthly),
+    keepYearly: count("keep-yearly", flags.keepYearly),
+    keepTags: flags.keepTag,
+  };
+  const any = Object.values(given).some((v) => v !== undefined);
+  if (flags.policy && any) throw new RepoError("--policy uses the configured retention policy; give either it or --keep-* options", "usage");
+  if (flags.policy) return ctx.config.retention;
+  return any ? Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) : undefined;
+}
+
+const short = (id: string) => id.slice(0, 8);
+const when = (t: string) => (t ? t.replace("T", " ").replace(/\.\d+Z$/, "Z") : "(unreadable)");
+
+function printForget(ctx: Context, r: ForgetReport): void {
+  if (r.keep.length) {
+    info(ctx.out, `keep ${r.keep.length} snapshot(s):`);
+    info(ctx.out, table(r.keep.map((k) => ["  " + short(k.id), when(k.time), k.host, k.reasons.join(", ")])));
+  }
+  if (r.remove.length) {
+    info(ctx.out, `${r.dryRun ? "would remove" : "remove"} ${r.remove.length} snapshot(s):`);
+    info(ctx.out, table(r.remove.map((k) => ["  " + short(k.id), when(k.time), k.host, k.tags.join(",")])));
+  }
+  for (const u of r.unreadable) info(ctx.out, `left alone: snapshot ${short(u.id)} cannot be read (${u.error}); forget it by id`);
+  if (r.remove.length === 0) info(ctx.out, `nothing to forget: the policy keeps all ${r.keep.length} snapshot(s)`);
+  else if (r.dryRun) info(ctx.out, `dry run: would forget ${r.remove.length} and keep ${r.keep.length} snapshot(s); nothing was changed`);
+  else info(ctx.out, `forgot ${r.removed} snapshot(s), kept ${r.keep.length}; \`pi-guard prune\` frees their data`);
+}
+
+function printPrune(ctx: Context, r: PruneReport): void {
+  const would = r.dryRun ? "would " : "";
+  if (r.nothingToDo) {
+    const extra = [r.indexFiles.deleted ? `${r.indexFiles.deleted} superseded index file(s) deleted` : "", r.tempFilesDeleted ? `${r.tempFilesDeleted} temp file(s) of dead writers deleted` : ""].filter(Boolean);
+    info(ctx.out, `nothing to prune: all ${r.packs.before} pack(s) (${formatBytes(r.bytes.before)}) hold data that ${r.snapshots} snapshot(s) use${extra.length ? `; ${extra.join(", ")}` : ""}`);
+    return;
+  }
+  const rows = [
+    ["packs", `${r.packs.before} before: ${would}delete ${r.packs.deleted}, ${would}repack ${r.packs.repacked}${r.dryRun ? "" : ` into ${r.packs.written}`}, keep ${r.packs.kept}${r.dryRun ? "" : `; ${r.packs.after} now`}`],
+    [
+      "bytes",
+      `${formatBytes(r.bytes.before)} before: ${would}delete ${formatBytes(r.bytes.deleted)}, ${would}repack ${formatBytes(r.bytes.repacked)}${r.dryRun ? "" : ` into ${formatBytes(r.bytes.written)}; ${formatBytes(r.bytes.after)} now`}`,
+    ],
+    ["blobs", `${r.blobs.used} in use by ${r.snapshots} snapshot(s); ${would}move ${r.blobs.repacked}, ${would}drop ${r.blobs.removed}`],
+  ];
+  if (!r.dryRun) rows.push(["index", `${r.indexFiles.written ? `1 new file replaced ${r.indexFiles.deleted}` : "unchanged"}`]);
+  if (r.tempFilesDeleted) rows.push(["temp", `${r.tempFilesDeleted} file(s) of dead writers deleted`]);
+  if (r.blobs.missing.length) rows.push(["MISSING", `${r.blobs.missing.length} used blob(s) were already missing (run \`pi-guard check --read-data\`)`]);
+  if (r.blobs.damaged.length) rows.push(["DAMAGED", `${r.blobs.damaged.length} used blob(s) are damaged; their packs were kept as they are`]);
+  info(ctx.out, table(rows));
+  if (r.dryRun) info(ctx.out, "dry run: nothing was changed");
+}
+
+async function runPrune(ctx: Context, repo: Awaited<ReturnType<Context["open"]>>, opts: { dryRun?: boolean; maxUnused?: string; allowDamaged?: boolean }): Promise<PruneReport> {
+  const { prune } = await import("../repo/prune.js");
+  const progress = new Progress(!ctx.out.json && !ctx.out.quiet);
+  try {
+    return await prune(repo, {
+      dryRun: opts.dryRun,
+      maxUnusedFraction: unusedShare(opts.maxUnused),
+      allowDamaged: opts.allowDamaged,
+      lockWaitMs: ctx.lockWaitMs,
+      onProgress: (p) => progress.update(`${p.phase} ${p.done}/${p.total}`),
+    });
+  } finally {
+    progress.done();
+  }
+}
+
+/** Pruning went on past damage (--allow-damaged): the work is done, the repository is still damaged. */
+function exitForDamage(r: PruneReport | undefined): void {
+  if (r && (r.blobs.missing.length || r.blobs.damaged.length)) process.exitCode = EXIT.damaged;
+}
+
+export function registerPruneCommands(program: Command): void {
+  program
+    .command("forget")
+    .argument("[ids...]", "snapshot ids (or unique prefixes) to forget")
+    .description("delete snapshots a retention policy does not keep (their data goes with `prune`)")
+    .option("--keep-last <n>", "keep the n newest snapshots")
+    .option("--keep-within <duration>", "keep every snapshot within this long of the newest one (1h, 2d, 1y6m; m = months)")
+    .option("--keep-hourly <n>", "keep the newest snapshot of each of the last n hours that have one")
+    .option("--keep-daily <n>", "keep the newest snapshot of each of the last n days that have one")
+    .option("--keep-weekly <n>", "keep the newest snapshot of each of the last n ISO weeks that have one")
+    .option("--keep-monthly <n>", "keep the newest snapshot of each of the last n months that have one")
+    .option("--keep-yearly <n>", "keep the newest snapshot of each of the last n years that have one")
+    .option("--keep-tag <tag...>", "keep snapshots with this tag (a,b: with both tags)")
+    .option("--policy", "use the retention policy of the config file (default: 1h of everything, 48 hourly, 30 daily, 26 weekly)")
+    .option("--host <host>", "only consider snapshots of this host")
+    .option("--include-special", "let the policy also remove pre-restore, pre-delete, import and suspect-loss snapshots (kept by default)")
+    .option("--dry-run", "show what would be forgotten; change nothing")
+    .option("--prune", "then run `pi-guard prune`")
+    .option("--max-unused <percent>", "with --prune: see `pi-guard prune --help`", "10%")
+    .option("--allow-damaged", "with --prune: see `pi-guard prune --help`")
+    .addHelpText(
+      "after",
+      `
+Snapshots are grouped by host and backed-up folders, and the policy applies to each group as in
+restic: periods are in local time, each keeps the newest snapshot in it, and a snapshot is kept
+when any rule keeps it (the reasons are listed). Pre-restore, pre-delete, import and suspect-loss
+snapshots are always kept and do not use up a period, unless --include-special. Without any --keep-*
+option, --policy or ids, nothing is forgotten (exit 2): forgetting every snapshot is never allowed.
+Forgetting deletes snapshot objects only; \`pi-guard prune\` then removes the data no snapshot
+uses. Takes the exclusive lock (a dry run: a shared one). See docs/RETENTION.md.
+
+Examples:
+  $ pi-guard forget --keep-within 1h --keep-hourly 48 --keep-daily 30 --dry-run
+  $ pi-guard forget --policy --prune
+  $ pi-guard forget --keep-last 10 --keep-tag important --json
+  $ pi-guard forget 1a2b3c4d`,
+    )
+    .action(async (ids: string[], flags: ForgetFlags, cmd: Command) => {
+      const ctx = context(cmd);
+      const policy = policyFrom(flags, ctx);
+      if (!policy && ids.length === 0) throw new RepoError("nothing to forget by: give --keep-* options, --policy, or snapshot ids (forgetting every snapshot is never allowed)", "usage");
+      if (policy && ids.length) throw new RepoError("give snapshot ids or a policy, not both", "usage");
+      if (flags.dryRun && flags.prune) throw new RepoError("--prune after a --dry-run would prune nothing that the forget removed; run them without --dry-run, or `pi-guard prune --dry-run`", "usage");
+      unusedShare(flags.maxUnused); // a bad value is a usage error before anything is forgotten
+      const repo = await ctx.open();
+      const { forget } = await import("../repo/retention.js");
+      const report = await forget(repo, { policy, ids: ids.length ? ids : undefined, dryRun: flags.dryRun, host: flags.host, includeSpecial: flags.includeSpecial, lockWaitMs: ctx.lockWaitMs });
+      const pruned = flags.prune ? await runPrune(ctx, repo, { maxUnused: flags.maxUnused, allowDamaged: flags.allowDamaged }) : undefined;
+      if (ctx.out.json) {
+        printJson(pruned ? { ...report, prune: pruned } : report);
+      }
+      else {
+        printForget(ctx, report);
+        if (pruned) printPrune(ctx, pruned);
+      }
+      exitForDamage(pruned);
+    });
+
+  program
+    .command("prune")
+    .description("remove data that no snapshot uses; repack mostly unused packs, compact small ones")
+    .option("--dry-run", "show what would be removed and repacked; change nothing")
+    .option("--max-unused <percent>", "unused bytes that may stay in partly used packs, as a share of what is kept", "10%")
+    .option("--allow-damaged", "go on past missing blobs and damaged packs (kept as they are) instead of refusing")
+    .addHelpText(
+      "after",
+      `
+Reads every snapshot's file list to find the data in use, deletes packs that hold none, and
+rewrites (decrypts, re-frames, re-seals) the used blobs of packs that are mostly unused or small,
+so no byte of removed data is carried over. New packs and one new index are written before
+anything is deleted, so a prune killed at any moment leaves every snapshot restorable, and the
+next prune finishes the job. Temp files of dead writers are removed too.
+
+If a snapshot's file list cannot be read, or data that snapshots use is missing or damaged, prune
+changes nothing and exits 3, naming it: run \`pi-guard check --read-data\`. --allow-damaged goes
+on anyway, keeping damaged packs whole (nothing more is lost than already was). Takes the
+exclusive lock: snapshots and restores wait (or fail with --lock-wait 0), and it waits for them.
+
+Examples:
+  $ pi-guard prune --dry-run
+  $ pi-guard prune
+  $ pi-guard prune --max-unused 0%      # repack every pack that holds any unused byte
+  $ pi-guard prune --json`,
+    )
+    .action(async (opts: { dryRun?: boolean; maxUnused?: string; allowDamaged?: boolean }, cmd: Command) => {
+      const ctx = context(cmd);
+      unusedShare(opts.maxUnused);
+      const repo = await ctx.open();
+      const report = await runPrune(ctx, repo, opts);
+      if (ctx.out.json) printJson(report);
+      else printPrune(ctx, report);
+      exitForDamage(report);
+    });
+}
