@@ -217,7 +217,8 @@ export async function planPrune(repo: Repository, snapshots: SnapshotRecord[], o
       kept -= p.unusedBytes;
     } else stay.push(p);
   }
-  // Compact small packs of one blob type when there are at least two: one pack instead of many.
+  // Compact small packs of one blob type when there are at least two, counting the new pack that
+  // repacking writes anyway: one pack instead of many, and a second prune has nothing left to do.
   const small = repo.config.packSize / SMALL_PACK_SHARE;
   const byType = new Map<BlobType | undefined, PackPlan[]>();
   for (const p of stay) {
@@ -227,8 +228,9 @@ export async function planPrune(repo: Repository, snapshots: SnapshotRecord[], o
     byType.set(p.type, list);
   }
   const compacted = new Set<string>();
-  for (const list of byType.values()) {
-    if (list.length < 2) continue;
+  for (const [type, list] of byType) {
+    const repackedOfType = plan.repack.some((p) => p.type === type) ? 1 : 0;
+    if (list.length + repackedOfType < 2) continue;
     for (const p of list) compacted.add(p.id);
     plan.repack.push(...list);
   }

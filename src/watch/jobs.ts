@@ -61,24 +61,39 @@ function checkJob(readData: boolean): JobFn {
   };
 }
 
-/**
- * forget, prune and retention (forget by config.retention, then prune) come with the retention
- * slice; until it is merged they fail honestly. The one place to wire them:
- *   forget:    forget(repo, { policy: ctx.config.retention, lockWaitMs })
- *   prune:     prune(repo, { lockWaitMs })
- *   retention: forget, then prune, then repo.refreshIndex()
- */
-const notInThisBuild =
-  (job: ScheduledJob): JobFn =>
-  async () => ({ ok: false, summary: `job "${job}" is not available in this build of pi-guard` });
+async function forgetJob(ctx: JobContext): Promise<JobResult> {
+  const { forget } = await import("../repo/retention.js");
+  const r = await forget(await ctx.repo(), { policy: ctx.config.retention, lockWaitMs: ctx.lockWaitMs });
+  const unreadable = r.unreadable.length ? `; ${r.unreadable.length} unreadable snapshot(s) left alone` : "";
+  const summary = `forgot ${r.removed} snapshot(s), kept ${r.keep.length}${unreadable}`;
+  return { ok: r.removed === r.remove.length && r.unreadable.length === 0, summary, details: r };
+}
+
+async function pruneJob(ctx: JobContext): Promise<JobResult> {
+  const { prune } = await import("../repo/prune.js");
+  const r = await prune(await ctx.repo(), { lockWaitMs: ctx.lockWaitMs });
+  const damage = r.blobs.missing.length + r.blobs.damaged.length + r.packs.damagedKept.length;
+  const summary = r.nothingToDo
+    ? `nothing to prune: ${r.packs.after} packs, ${r.bytes.after} bytes`
+    : `deleted ${r.packs.deleted} pack(s), repacked ${r.packs.repacked} into ${r.packs.written}: ${r.bytes.before} → ${r.bytes.after} bytes`;
+  return { ok: damage === 0, summary: damage ? `${summary}; DAMAGED: ${damage} missing or damaged blob(s)/pack(s), see pi-guard check` : summary, details: r };
+}
+
+/** forget by config.retention, then prune: what the default daily schedule runs. */
+async function retentionJob(ctx: JobContext): Promise<JobResult> {
+  const forgot = await forgetJob(ctx);
+  if (!forgot.ok) return { ...forgot, summary: `${forgot.summary}; prune not run` };
+  const pruned = await pruneJob(ctx);
+  return { ok: pruned.ok, summary: `${forgot.summary}; ${pruned.summary}`, details: { forget: forgot.details, prune: pruned.details } };
+}
 
 export const ENGINE_JOBS: JobMap = {
   snapshot: snapshotJob,
   check: checkJob(false),
   "check-read-data": checkJob(true),
-  forget: notInThisBuild("forget"),
-  prune: notInThisBuild("prune"),
-  retention: notInThisBuild("retention"),
+  forget: forgetJob,
+  prune: pruneJob,
+  retention: retentionJob,
 };
 
 /** Run one job; an error becomes a failed result, never an exception. */

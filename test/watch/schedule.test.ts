@@ -2,7 +2,7 @@
 // the Scheduler's one-at-a-time runs, the job runner with real snapshot/check jobs, and the CLI.
 // Times are built in local time (as cron reads them), so the tests hold in any TZ.
 
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadConfig, type Schedule } from "../../src/config/config.js";
@@ -206,9 +206,16 @@ describe("running scheduled jobs", () => {
     expect(check.ok, check.summary).toBe(true);
     expect(check.summary).toMatch(/1 snapshots, .* no errors/);
     expect(opened).toBe(1);
-    for (const job of ["forget", "prune", "retention"] as const) {
-      expect(await runJob(job, ctx)).toEqual({ ok: false, summary: `job "${job}" is not available in this build of pi-guard` });
-    }
+    // Retention for real: a second snapshot, a policy that keeps one, forget then prune.
+    writeFileSync(path.join(sb.agentDir, "settings.json"), JSON.stringify({ changed: true }));
+    expect((await runJob("snapshot", ctx)).ok).toBe(true);
+    const keepOne = jobContext({ ...config, retention: { keepLast: 1 } }, () => openRepository(config), 10_000);
+    const retention = await runJob("retention", keepOne);
+    expect(retention.ok, retention.summary).toBe(true);
+    expect(retention.summary).toMatch(/^forgot 1 snapshot\(s\), kept 1; deleted \d+ pack\(s\)/);
+    const again = await runJob("prune", keepOne);
+    expect(again).toMatchObject({ ok: true, summary: expect.stringMatching(/^nothing to prune/) });
+    expect((await runJob("check-read-data", keepOne)).ok).toBe(true);
     const missing = jobContext(loadConfig({}, { ...env, PI_CODING_AGENT_DIR: path.join(sb.root, "gone") }), () => openRepository(config), 10_000);
     expect(await runJob("snapshot", missing)).toEqual({ ok: false, summary: `nothing to back up: ${path.join(sb.root, "gone")} does not exist; no snapshot was taken` });
     expect((await (await openRepository(config)).listSnapshots()).length).toBe(1);
@@ -237,11 +244,14 @@ describe("schedule and run-scheduled commands", () => {
 
     const ran = (await ok(sb, ["run-scheduled", "--job", "check", "--json"])).json();
     expect(ran.ran).toMatchObject([{ job: "check", ok: true, trigger: "manual" }]);
-    const failed = await cli(sb, ["run-scheduled", "--job", "retention"]);
+    const retention = (await ok(sb, ["run-scheduled", "--job", "retention", "--json"])).json();
+    expect(retention.ran).toMatchObject([{ job: "retention", ok: true, summary: expect.stringMatching(/^forgot 0 snapshot\(s\), kept 1; /) }]);
+    rmSync(sb.agentDir, { recursive: true, force: true });
+    const failed = await cli(sb, ["run-scheduled", "--job", "snapshot"]);
     expect(failed.code).toBe(1);
-    expect(failed.stderr).toMatch(/FAILED\s+retention.*not available in this build/);
+    expect(failed.stderr).toMatch(/FAILED\s+snapshot.*nothing to back up/);
     const human = (await ok(sb, ["schedule"])).stdout;
-    expect(human).toMatch(/retention .*FAILED/);
+    expect(human).toMatch(/retention .*ok/);
 
     expectOneLineError(await cli(sb, ["run-scheduled", "--job", "nope"]), 2);
   });
