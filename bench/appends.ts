@@ -1,9 +1,10 @@
 // What a repository pays per appended byte when snapshots follow every append, as `watch` takes
 // them: one process, one Repository kept open, one snapshot per change.
-//   npm run bench:appends -- [--snapshots 400] [--files 20] [--before ../other-checkout] [--out bench/out]
+//   npm run bench:appends -- [--snapshots 400] [--files 20] [--before ../other-checkout] [--tree 2048,8192,32768] [--out bench/out]
 // --before runs the same scenarios against another checkout's compiled engine (its dist/src), for a
-// before/after table; build it there first (`npx tsc -p tsconfig.build.json`).
-import { appendFileSync, copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+// before/after table; build it there first (`npx tsc -p tsconfig.build.json`). --tree adds rows for
+// this checkout with other tree chunker parameters (written into the new repository's config).
+import { appendFileSync, copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -28,6 +29,8 @@ const log = (msg: string): void => void process.stderr.write(`[bench:appends] ${
 /** The engine of one checkout, loaded from its compiled output so two versions can run side by side. */
 interface Engine {
   label: string;
+  /** Tree chunker parameters to put in the new repository's config instead of the default. */
+  tree?: { min: number; avg: number; max: number };
   Repository: any;
   LocalTarget: any;
   createSnapshot: (repo: any, opts: any) => Promise<{ id: string; snapshot: any }>;
@@ -166,7 +169,14 @@ async function run(engine: Engine, scenario: Scenario): Promise<Result> {
     const agentDir = join(root, "agent");
     const repoDir = join(root, "repo");
     const append = scenario.setup(agentDir);
-    const repo = await engine.Repository.init(new engine.LocalTarget(repoDir), { kind: "keyfile", secret: Buffer.alloc(32, 7), path: "bench" });
+    const cred = { kind: "keyfile", secret: Buffer.alloc(32, 7), path: "bench" };
+    let repo = await engine.Repository.init(new engine.LocalTarget(repoDir), cred);
+    if (engine.tree) {
+      const config = JSON.parse(readFileSync(join(repoDir, "config"), "utf8"));
+      config.chunker.tree = engine.tree;
+      writeFileSync(join(repoDir, "config"), JSON.stringify(config, null, 2) + "\n");
+      repo = await engine.Repository.open(new engine.LocalTarget(repoDir), cred);
+    }
     const opts = { roots: [{ name: "agent", path: agentDir }], filter: { include: [], exclude: [] }, host: "bench" };
     await engine.createSnapshot(repo, opts);
     const base = await measure(repo, repoDir);
@@ -224,11 +234,16 @@ async function main(): Promise<void> {
       snapshots: { type: "string", default: "400" },
       files: { type: "string", default: "20" },
       before: { type: "string" },
+      tree: { type: "string", multiple: true },
       out: { type: "string", default: join(PROJECT_ROOT, "bench", "out") },
     },
   });
   const snapshots = Number(values.snapshots);
   const engines = [await loadEngine(PROJECT_ROOT, "this checkout")];
+  for (const spec of values.tree ?? []) {
+    const [min, avg, max] = spec.split(",").map(Number);
+    engines.push({ ...(await loadEngine(PROJECT_ROOT, `this, tree ${avg / 1024}K`)), tree: { min, avg, max } });
+  }
   if (values.before) engines.unshift(await loadEngine(resolve(values.before), "before"));
   const scenarios = [tinyScenario(snapshots), piScenario(Number(values.files), snapshots)];
   const results: Result[] = [];
