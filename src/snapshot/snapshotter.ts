@@ -320,17 +320,19 @@ export class SnapshotBuilder {
     const content = prev.content ?? [];
     const tailCount = prev.tail ?? 1;
     // A tree is untrusted input: a tail count that does not fit the content means "read it all".
-    if (!Number.isInteger(tailCount) || tailCount < 1 || tailCount > content.length) return undefined;
+    if (!Array.isArray(content) || !Number.isInteger(tailCount) || tailCount < 1 || tailCount > content.length) return undefined;
     const kept = content.slice(0, content.length - tailCount);
     const tail = content.slice(content.length - tailCount);
-    let tailBytes = 0;
-    for (const id of tail) {
-      const loc = this.repo.index.get(id);
+    // The blobs must add up to the recorded size, or the pieces would not sit where they claim.
+    let offset = 0;
+    let total = 0;
+    for (const [i, id] of content.entries()) {
+      const loc = typeof id === "string" ? this.repo.index.get(id) : undefined;
       if (!loc) return undefined;
-      tailBytes += loc.rawLength;
+      total += loc.rawLength;
+      if (i === kept.length - 1) offset = total;
     }
-    const offset = (prev.size ?? 0) - tailBytes;
-    if (offset < 0) return undefined;
+    if (total !== prev.size) return undefined;
     if (kept.length > 0) {
       const lastKept = this.repo.index.get(kept[kept.length - 1]);
       if (!lastKept || lastKept.rawLength > offset) return undefined;

@@ -259,13 +259,19 @@ describe("append-aware snapshots: end-of-file pieces", () => {
     expect(readFileSync(path.join(target, rel)).equals(readFileSync(file))).toBe(true);
   });
 
-  it("a parent node with a hostile tail count: full re-chunk, correct bytes", async () => {
+  it("a parent node with a hostile tail, size or content list: full re-chunk, correct bytes", async () => {
     const rel = "sessions/--p--/hostile.jsonl";
     const { file, entries } = writeSession(rel, 150 * KB, "hostile");
     const honest = await nodeOf(await snap(), rel);
-    for (const tail of [0, -1, 2.5, honest.content!.length + 1, "1" as unknown as number]) {
+    const lies: Partial<TreeNode>[] = [
+      ...[0, -1, 2.5, honest.content!.length + 1, "1" as unknown as number].map((tail) => ({ tail })),
+      { size: honest.size! - 100 },
+      { content: "not a list" as unknown as string[] },
+      { content: [...honest.content!.slice(0, -1), 42 as unknown as string] },
+    ];
+    for (const lie of lies) {
       const crafted = await withSnapshotBuilder(repo, { command: "test" }, async (b) => {
-        await b.addNode({ ...honest, tail });
+        await b.addNode({ ...honest, ...lie });
         return b.commit({ host: "test-host", roots: roots(), tags: [] });
       });
       appendFileSync(file, entries.next());
