@@ -15,7 +15,7 @@ import { SealPool } from "../../src/repo/seal-pool.js";
 import { createSnapshot, MAX_TAIL_PIECES, withSnapshotBuilder, type SnapshotResult } from "../../src/snapshot/snapshotter.js";
 import { readTree } from "../../src/snapshot/tree.js";
 import { LocalTarget } from "../../src/targets/local.js";
-import { initRepo, restoreJson } from "../helpers/cli.js";
+import { initRepo, ok, restoreJson } from "../helpers/cli.js";
 import { forkPiSession, makePiSession } from "../helpers/pi-factory.js";
 import { validateWithPi } from "../helpers/pi-validate.js";
 import { FIXTURES_DIR, makeSandbox, type Sandbox, writeFileExact } from "../helpers/tmp.js";
@@ -115,6 +115,8 @@ describe("append-aware snapshots: end-of-file pieces", () => {
     const r2 = await restoreJson(sb, [states[30].id, "--target", target, "--path", rel]);
     expect(r2.unchanged).toBe(1);
     expect(r2.bytesWritten).toBe(0);
+    // Every piece is an ordinary blob: the full check reads and verifies each one.
+    expect((await ok(sb, ["check", "--read-data", "--json"])).json().ok).toBe(true);
   });
 
   it("the content-defined chunks of a grown file are those a full re-chunk gives", async () => {
