@@ -230,7 +230,9 @@ export class SnapshotBuilder {
     const prev = this.parentNodes.get(nodeKey(entry.root, entry.pathBytes ?? entry.path));
     if (prev && prev.ino === stat.ino && prev.size === stat.size && prev.mtimeMs === stat.mtimeMs && prev.content) {
       this.count("unchanged", stat.size, entry.path);
-      return { ino: stat.ino, content: prev.content, tail: prev.tail, size: stat.size, mtimeMs: stat.mtimeMs };
+      // The tail count is carried over as read; only an integer is worth carrying (appendPoint checks it fully).
+      const tail = Number.isInteger(prev.tail) ? prev.tail : undefined;
+      return { ino: stat.ino, content: prev.content, tail, size: stat.size, mtimeMs: stat.mtimeMs };
     }
     let handle;
     try {
