@@ -260,5 +260,11 @@ export interface TreeNode {
   size?: number;
   ino?: number;
   content?: string[];
+  /**
+   * How many trailing `content` blobs hold the bytes after the file's last content-defined cut:
+   * its last chunk, or the end-of-file pieces appends left there (docs/FORMAT.md §8, §10).
+   * Absent means 1. Readers that only restore bytes can ignore it.
+   */
+  tail?: number;
   target?: string;
 }

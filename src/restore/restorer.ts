@@ -6,8 +6,7 @@ import { randomBytes } from "node:crypto";
 import picomatch from "picomatch";
 import { BlobReader } from "../repo/blob-reader.js";
 import { RepoError } from "../repo/errors.js";
-import { BlobType, type TreeNode } from "../repo/format.js";
-import { ContentChunker } from "../snapshot/content-chunker.js";
+import type { TreeNode } from "../repo/format.js";
 import type { Repository, SnapshotRecord } from "../repo/repository.js";
 import { SealPool } from "../repo/seal-pool.js";
 import { readTree } from "../snapshot/tree.js";
@@ -329,16 +328,23 @@ async function plannedAction(repo: Repository, parentWalk: Promise<FsPath | unde
   const handle = await fs.open(dest, constants.O_RDONLY | constants.O_NOFOLLOW).catch(() => undefined);
   if (!handle) return "replace";
   try {
-    const chunker = new ContentChunker(repo, undefined, repo.dataChunker, BlobType.Data);
-    for (let pos = 0; ; ) {
-      const { bytesRead } = await handle.read(chunker.space, 0, chunker.space.length, pos);
-      if (bytesRead === 0) break;
-      pos += bytesRead;
-      await chunker.filled(bytesRead);
+    // Compare blob by blob at the node's own boundaries: a grown file's content ends in pieces cut
+    // at earlier ends of file, which a fresh re-chunk of the same bytes would not reproduce.
+    let pos = 0;
+    for (const id of node.content ?? []) {
+      const len = repo.index.get(id)?.rawLength;
+      if (len === undefined || pos + len > st.size) return "replace";
+      const buf = Buffer.allocUnsafe(len);
+      let have = 0;
+      while (have < len) {
+        const { bytesRead } = await handle.read(buf, have, len - have, pos + have);
+        if (bytesRead === 0) return "replace";
+        have += bytesRead;
+      }
+      if (repo.blobId(buf) !== id) return "replace";
+      pos += len;
     }
-    const { ids } = await chunker.end();
-    const want = node.content ?? [];
-    return ids.length === want.length && ids.every((id, i) => id === want[i]) ? "unchanged" : "replace";
+    return pos === st.size ? "unchanged" : "replace";
   } finally {
     await handle.close();
   }

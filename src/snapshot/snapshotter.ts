@@ -38,6 +38,28 @@ export interface SnapshotResult {
 type FileOutcome = "new" | "changed" | "unchanged";
 
 const READ_BLOCK = 1024 * 1024;
+/**
+ * At most this many end-of-file pieces per file before they are merged into one blob: bounds the
+ * reads a restore of the file makes and the length of its node, whatever the size of the appends.
+ */
+export const MAX_TAIL_PIECES = 64;
+
+/** What a file node records about its bytes (the node is built in addEntry). */
+type StoredFile = Required<Pick<TreeNode, "ino" | "content" | "size" | "mtimeMs">> & Pick<TreeNode, "tail">;
+
+/** The `tail` field: absent when it is 1, the value every node without it has. */
+const tailField = (count: number): number | undefined => (count > 1 ? count : undefined);
+
+/** Read into all of `buf` from `offset`, stopping early only at the end of the file. */
+async function readAt(handle: fs.FileHandle, buf: Buffer, offset: number): Promise<number> {
+  let have = 0;
+  while (have < buf.length) {
+    const { bytesRead } = await handle.read(buf, have, buf.length - have, offset + have);
+    if (bytesRead === 0) break;
+    have += bytesRead;
+  }
+  return have;
+}
 
 /** Take a snapshot of `opts.roots` into `repo`, holding an append lock throughout (docs/FORMAT.md §9). */
 export function createSnapshot(repo: Repository, opts: SnapshotOptions): Promise<SnapshotResult> {
@@ -98,11 +120,31 @@ async function findParent(repo: Repository, parentId: string | undefined, host: 
 }
 
 /**
+ * A file's node with the fields that change on an append (the end of `content`, `tail`, `size`,
+ * `mtimeMs`) last and together, so that an append changes one stretch of the tree stream, mostly
+ * one tree blob, however long the content list is.
+ */
+function fileNode(base: Pick<TreeNode, "root" | "path" | "pathBytes" | "mode">, f: StoredFile): TreeNode {
+  return {
+    root: base.root,
+    path: base.path,
+    ...(base.pathBytes !== undefined ? { pathBytes: base.pathBytes } : {}),
+    type: "file",
+    mode: base.mode,
+    ino: f.ino,
+    content: f.content,
+    ...(tailField(f.tail ?? 1) ? { tail: f.tail } : {}),
+    size: f.size,
+    mtimeMs: f.mtimeMs,
+  };
+}
+
+/**
  * Builds one snapshot. Files are compared with the parent snapshot:
  * - same inode, size and mtime: the parent's chunk list is reused without reading the file;
- * - same inode, grown, and the old last chunk still has the same bytes: only the tail is read,
- *   re-chunked from the start of the old last chunk (identical to a full re-chunk, see chunker.ts);
- * - anything else (new inode, shrunk, changed last chunk): the whole file is re-chunked.
+ * - same inode, grown, and the parent's bytes near both ends unchanged: only the bytes after the
+ *   parent's last content-defined cut are read, and about the appended bytes stored (storeAppend);
+ * - anything else (new inode, shrunk, changed bytes): the whole file is re-chunked.
  */
 export class SnapshotBuilder {
   private readonly writer: BlobWriter;
@@ -164,8 +206,8 @@ export class SnapshotBuilder {
       });
       if (target !== undefined) await this.tree.add({ ...base, type: "symlink", target });
     } else {
-      const node = await this.storeFile(entry);
-      if (node) await this.tree.add({ ...base, ...node, type: "file" });
+      const stored = await this.storeFile(entry);
+      if (stored) await this.tree.add(fileNode(base, stored));
     }
   }
 
@@ -186,12 +228,14 @@ export class SnapshotBuilder {
     await this.tree.add(node);
   }
 
-  private async storeFile(entry: ScannedEntry): Promise<Pick<TreeNode, "size" | "ino" | "content" | "mtimeMs"> | undefined> {
+  private async storeFile(entry: ScannedEntry): Promise<StoredFile | undefined> {
     const { stat } = entry;
     const prev = this.parentNodes.get(nodeKey(entry.root, entry.pathBytes ?? entry.path));
     if (prev && prev.ino === stat.ino && prev.size === stat.size && prev.mtimeMs === stat.mtimeMs && prev.content) {
       this.count("unchanged", stat.size, entry.path);
-      return { size: stat.size, ino: stat.ino, content: prev.content, mtimeMs: stat.mtimeMs };
+      // The tail count is carried over as read; only an integer is worth carrying (appendPoint checks it fully).
+      const tail = Number.isInteger(prev.tail) ? prev.tail : undefined;
+      return { ino: stat.ino, content: prev.content, tail, size: stat.size, mtimeMs: stat.mtimeMs };
     }
     let handle;
     try {
@@ -207,42 +251,119 @@ export class SnapshotBuilder {
     }
     try {
       const st = await handle.stat();
-      const resumeAt = prev && st.ino === prev.ino && st.size > (prev.size ?? 0) ? await this.appendPoint(handle, prev) : undefined;
-      const kept = resumeAt ? prev!.content!.slice(0, -1) : [];
-      const end = st.size;
-      let pos = resumeAt?.offset ?? 0;
-      while (pos < end) {
-        const space = this.content.space;
-        const want = Math.min(space.length, READ_BLOCK, end - pos);
-        const { bytesRead } = await handle.read(space, 0, want, pos);
-        if (bytesRead === 0) break; // truncated while we read: keep what was there
-        pos += bytesRead;
-        await this.content.filled(bytesRead);
-      }
-      const { ids } = await this.content.end();
-      this.count(prev ? "changed" : "new", pos, entry.path);
-      return { size: pos, ino: st.ino, content: [...kept, ...ids], mtimeMs: st.mtimeMs };
+      const grown = prev && st.ino === prev.ino && typeof prev.size === "number" && st.size > prev.size;
+      const stored = (grown && (await this.storeAppend(handle, prev, st.size))) || (await this.storeWhole(handle, 0, st.size, []));
+      this.count(prev ? "changed" : "new", stored.size, entry.path);
+      return { ino: st.ino, ...stored, mtimeMs: st.mtimeMs };
     } finally {
       await handle.close();
     }
   }
 
+  /** Chunk [from, end) of the file after the blobs `kept`, streaming; the result has no pieces. */
+  private async storeWhole(handle: fs.FileHandle, from: number, end: number, kept: string[], head?: Buffer): Promise<Omit<StoredFile, "ino" | "mtimeMs">> {
+    let pos = from;
+    if (head) {
+      await this.content.push(head);
+      pos += head.length;
+    }
+    while (pos < end) {
+      const space = this.content.space;
+      const want = Math.min(space.length, READ_BLOCK, end - pos);
+      const { bytesRead } = await handle.read(space, 0, want, pos);
+      if (bytesRead === 0) break; // truncated while we read: keep what was there
+      pos += bytesRead;
+      await this.content.filled(bytesRead);
+    }
+    const { ids } = await this.content.end();
+    return { content: [...kept, ...ids], size: pos };
+  }
+
   /**
-   * Where to resume chunking a grown file: the start of the parent's last chunk, if those bytes are
-   * still exactly the parent's last chunk. A mismatch means the file was rewritten, not appended to.
+   * A file that grew (same inode, larger): store about the appended bytes. Chunking resumes at the
+   * parent's last content-defined cut; what follows it is at most one maximum-size chunk plus the
+   * appended bytes. If the chunker finds no cut there, only the appended bytes are stored, as one
+   * more end-of-file piece; if it does, the finished chunks are the ones a full re-chunk gives (so a
+   * fork still shares them) and the remainder becomes the single tail blob. docs/FORMAT.md §10.
+   * Undefined when the parent's bytes are not where they were (a rewrite): chunk the whole file.
    */
-  private async appendPoint(handle: fs.FileHandle, prev: TreeNode): Promise<{ offset: number } | undefined> {
+  private async storeAppend(handle: fs.FileHandle, prev: TreeNode, end: number): Promise<Omit<StoredFile, "ino" | "mtimeMs"> | undefined> {
+    const resume = await this.appendPoint(handle, prev);
+    if (!resume) return undefined;
+    const oldLength = prev.size! - resume.offset;
+    const max = this.repo.dataChunker.params.max;
+    const region = Buffer.allocUnsafe(Math.min(end - resume.offset, max));
+    const have = await readAt(handle, region, resume.offset);
+    // The bytes after the cut must still be the parent's tail blobs, one after another.
+    if (have < oldLength || !this.sameBlobs(region.subarray(0, oldLength), resume.tail)) return undefined;
+    if (resume.offset + have < end && have === region.length) {
+      // More than one maximum-size chunk past the cut: there is a cut in it, stream as usual.
+      return this.storeWhole(handle, resume.offset, end, resume.kept, region);
+    }
+    const bytes = region.subarray(0, have);
+    const cuts = [...this.repo.dataChunker.split(bytes)];
+    if (cuts.length === 1 && have > oldLength && resume.tail.length < MAX_TAIL_PIECES) {
+      const piece = this.repo.blobId(bytes.subarray(oldLength));
+      await this.writer.add(BlobType.Data, bytes, [oldLength, have], [piece]);
+      return { content: [...resume.kept, ...resume.tail, piece], tail: resume.tail.length + 1, size: resume.offset + have };
+    }
+    if (have === oldLength) return { content: [...resume.kept, ...resume.tail], tail: tailField(resume.tail.length), size: prev.size! };
+    // A cut appeared, or the pieces reached their limit: store the region as a full re-chunk does.
+    const ranges = cuts.flat();
+    const ids = cuts.map(([a, b]) => this.repo.blobId(bytes.subarray(a, b)));
+    await this.writer.add(BlobType.Data, bytes, ranges, ids);
+    return { content: [...resume.kept, ...ids], size: resume.offset + have };
+  }
+
+  /**
+   * Where to resume chunking a grown file: after the parent's last content-defined cut, which is
+   * followed by its `tail` blobs (the last chunk, or the end-of-file pieces of earlier appends).
+   * The first blob and the last blob before the cut must still hold their bytes, so that a rewrite
+   * near either end shows; the tail blobs are checked by the caller, which reads them anyway.
+   */
+  private async appendPoint(handle: fs.FileHandle, prev: TreeNode): Promise<{ offset: number; kept: string[]; tail: string[] } | undefined> {
     const content = prev.content ?? [];
-    const last = content.at(-1);
-    if (!last) return undefined;
-    const loc = this.repo.index.get(last);
-    if (!loc) return undefined;
-    const offset = (prev.size ?? 0) - loc.rawLength;
-    if (offset < 0) return undefined;
+    const tailCount = prev.tail ?? 1;
+    // A tree is untrusted input: a tail count that does not fit the content means "read it all".
+    if (!Array.isArray(content) || !Number.isInteger(tailCount) || tailCount < 1 || tailCount > content.length) return undefined;
+    const kept = content.slice(0, content.length - tailCount);
+    const tail = content.slice(content.length - tailCount);
+    // The blobs must add up to the recorded size, or the pieces would not sit where they claim.
+    let offset = 0;
+    let total = 0;
+    for (const [i, id] of content.entries()) {
+      const loc = typeof id === "string" ? this.repo.index.get(id) : undefined;
+      if (!loc) return undefined;
+      total += loc.rawLength;
+      if (i === kept.length - 1) offset = total;
+    }
+    if (total !== prev.size) return undefined;
+    if (kept.length > 0) {
+      const lastKept = this.repo.index.get(kept[kept.length - 1]);
+      if (!lastKept || lastKept.rawLength > offset) return undefined;
+      if (!(await this.blobAt(handle, kept[kept.length - 1], offset - lastKept.rawLength))) return undefined;
+      if (kept.length > 1 && !(await this.blobAt(handle, kept[0], 0))) return undefined;
+    }
+    return { offset, kept, tail };
+  }
+
+  /** Whether the file holds blob `id` at `offset`. */
+  private async blobAt(handle: fs.FileHandle, id: string, offset: number): Promise<boolean> {
+    const loc = this.repo.index.get(id);
+    if (!loc) return false;
     const buf = Buffer.allocUnsafe(loc.rawLength);
-    const { bytesRead } = await handle.read(buf, 0, loc.rawLength, offset);
-    if (bytesRead !== loc.rawLength || this.repo.blobId(buf) !== last) return undefined;
-    return { offset };
+    return (await readAt(handle, buf, offset)) === loc.rawLength && this.repo.blobId(buf) === id;
+  }
+
+  /** Whether `bytes` are exactly the blobs `ids`, in order. */
+  private sameBlobs(bytes: Buffer, ids: string[]): boolean {
+    let pos = 0;
+    for (const id of ids) {
+      const len = this.repo.index.get(id)?.rawLength;
+      if (len === undefined || pos + len > bytes.length || this.repo.blobId(bytes.subarray(pos, pos + len)) !== id) return false;
+      pos += len;
+    }
+    return pos === bytes.length;
   }
 
   private count(outcome: FileOutcome, size: number, current: string): void {

@@ -33,13 +33,13 @@ function readRepo(repo: string, keyFile: string) {
   expect(config.version).toBe(2);
   // §3: unwrap the master key with the key file (kdf "hkdf").
   const secret = Buffer.from(readFileSync(keyFile, "utf8").trim(), "base64");
-  let master: { encryption: Buffer; id: Buffer } | undefined;
+  let master: { encryption: Buffer; id: Buffer; chunkerSeed: Buffer } | undefined;
   for (const name of readdirSync(path.join(repo, "keys"))) {
     const k = JSON.parse(read(`keys/${name}`).toString());
     if (k.kdf !== "hkdf") continue;
     const wrap = Buffer.from(hkdfSync("sha256", secret, Buffer.from(k.salt, "base64"), "pi-guard key file v1", 32));
     const json = JSON.parse(unseal(wrap, Buffer.from(k.data, "base64"), `pi-guard v2 key ${name}`).toString());
-    master = { encryption: Buffer.from(json.encryption, "base64"), id: Buffer.from(json.id, "base64") };
+    master = { encryption: Buffer.from(json.encryption, "base64"), id: Buffer.from(json.id, "base64"), chunkerSeed: Buffer.from(json.chunkerSeed, "base64") };
   }
   if (!master) throw new Error("no key opened");
   const key = master.encryption;
@@ -92,10 +92,49 @@ function readRepo(repo: string, keyFile: string) {
     return JSON.parse(decodePayload(unseal(key, raw, "pi-guard v2 snapshot")).toString());
   });
   snapshots.sort((a, b) => a.time.localeCompare(b.time));
-  const latest = snapshots.at(-1);
-  const stream = Buffer.concat(latest.tree.map(blob)).toString("utf8");
-  const nodes = stream.split("\n").filter(Boolean).map((l) => JSON.parse(l));
-  return { nodes, fileBytes: (node: { content: string[] }) => Buffer.concat(node.content.map(blob)) };
+  const nodesOf = (snap: { tree: string[] }) =>
+    Buffer.concat(snap.tree.map(blob))
+      .toString("utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
+  const nodes = nodesOf(snapshots.at(-1));
+  return {
+    nodes,
+    allNodes: snapshots.map(nodesOf),
+    config,
+    chunkerSeed: master.chunkerSeed,
+    blobId: (data: Buffer) => createHmac("sha256", master!.id).update(data).digest("hex"),
+    fileBytes: (node: { content: string[] }) => Buffer.concat(node.content.map(blob)),
+  };
+}
+
+/** §4's chunking, from the text: the [start, end) of every chunk of `buf`. */
+function chunksBySpec(buf: Buffer, seed: Buffer, p: { min: number; avg: number; max: number }): [number, number][] {
+  const gear = Array.from({ length: 256 }, (_, i) => createHash("sha256").update(seed).update(Buffer.of(i)).digest().readUInt32LE(0));
+  const bits = Math.round(Math.log2(p.avg));
+  const top = (n: number) => (2 ** n - 1) * 2 ** (32 - n);
+  const strict = top(bits + 2);
+  const loose = top(bits - 2);
+  const out: [number, number][] = [];
+  for (let s = 0; s < buf.length; ) {
+    const remaining = buf.length - s;
+    let end = s + Math.min(remaining, p.max);
+    if (remaining > p.min) {
+      let h = 0;
+      for (let i = s + p.min; i < s + Math.min(remaining, p.max); i++) {
+        h = (h * 2 + gear[buf[i]]) % 2 ** 32;
+        const mask = i < s + Math.min(remaining, p.avg) ? strict : loose;
+        if (((h | 0) & (mask | 0)) === 0) {
+          end = i + 1;
+          break;
+        }
+      }
+    } else end = buf.length;
+    out.push([s, end]);
+    s = end;
+  }
+  return out;
 }
 
 describe("docs/FORMAT.md", () => {
@@ -121,6 +160,31 @@ describe("docs/FORMAT.md", () => {
     expect(auth.mode).toBe(0o600);
     expect(fileBytes(auth).toString()).toContain("sk-ant-secret");
     expect(byPath.get("sessions")?.type).toBe("dir");
+  });
+
+  it("§8 tail: the blobs before a node's tail are the chunks a full chunking by §4 gives", async () => {
+    const file = path.join(sb.sessionsDir, "--work-proj--", "2026-11-30T10-00-00-000Z_0b9c5c3e-0000-4000-8000-000000000001.jsonl");
+    const states: Buffer[] = [readFileSync(file)];
+    // Small appends, a snapshot after each: the end-of-file pieces of §10.
+    for (let i = 0; i < 4; i++) {
+      writeFileSync(file, `{"type":"message","id":"a${i}","text":"appended ${i}"}\n`, { flag: "a" });
+      await snapshot(sb);
+      states.push(readFileSync(file));
+    }
+    const { allNodes, config, chunkerSeed, blobId, fileBytes } = readRepo(sb.repo, path.join(sb.configHome, "pi-guard", "key"));
+    const rel = "sessions/--work-proj--/2026-11-30T10-00-00-000Z_0b9c5c3e-0000-4000-8000-000000000001.jsonl";
+    const versions = allNodes.map((nodes) => nodes.find((n) => n.path === rel));
+    expect(versions.map((n) => fileBytes(n))).toEqual(states);
+    for (const [i, node] of versions.entries()) {
+      // The order §8 gives: what an append changes comes last.
+      expect(Object.keys(node)).toEqual(["root", "path", "type", "mode", "ino", "content", ...(node.tail === undefined ? [] : ["tail"]), "size", "mtimeMs"]);
+      const tail = node.tail ?? 1;
+      expect(Number.isInteger(tail) && tail >= 1 && tail <= node.content.length).toBe(true);
+      const bytes = states[i];
+      const full = chunksBySpec(bytes, chunkerSeed, config.chunker.data).map(([a, b]) => blobId(bytes.subarray(a, b)));
+      const kept = node.content.slice(0, node.content.length - tail);
+      expect(full.slice(0, kept.length)).toEqual(kept);
+    }
   });
 
   it("leaves no plaintext of auth.json or the sessions in any repository object", () => {
