@@ -6,6 +6,7 @@ import { registerDoctorCommand, registerKeyCommands, registerRepoCommands } from
 import { registerRestoreCommands } from "./restore-commands.js";
 import { registerSalvageCommands } from "./salvage-commands.js";
 import { registerSessionsCommands } from "./sessions-commands.js";
+import { registerWatchCommands } from "./watch-commands.js";
 import { argsForUnknownCommand, pointUnknownCommandsToHelp } from "./unknown-command.js";
 
 // Loaded as CommonJS: importing a CommonJS package from ESM costs a scan of its source for named
@@ -60,6 +61,7 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 3 damaged repository data or an inco
   registerDoctorCommand(program);
   registerSalvageCommands(program);
   registerSessionsCommands(program);
+  registerWatchCommands(program);
   pointUnknownCommandsToHelp(program);
   return program;
 }

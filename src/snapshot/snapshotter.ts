@@ -2,7 +2,7 @@ import { promises as fs } from "node:fs";
 import os from "node:os";
 import { BlobReader } from "../repo/blob-reader.js";
 import { BlobWriter } from "../repo/blob-writer.js";
-import { BlobType, INCOMPLETE_TAG, isImport, type SkippedPath, type Snapshot, type SnapshotSummary, type TreeNode } from "../repo/format.js";
+import { BlobType, INCOMPLETE_TAG, isImport, SUSPECT_LOSS_TAG, type SkippedPath, type Snapshot, type SnapshotSummary, type TreeNode } from "../repo/format.js";
 import { acquireLock } from "../repo/lock.js";
 import { RepoError } from "../repo/errors.js";
 import { removeWriterTempFiles } from "../repo/repair-index.js";
@@ -22,6 +22,8 @@ export interface SnapshotOptions {
   parent?: string;
   lockWaitMs?: number;
   onProgress?: (p: SnapshotProgress) => void;
+  /** More tags, decided once the scan is done and before the snapshot is written (watch's suspect-loss guard). */
+  tagsAtCommit?: (scan: { files: number; parent?: SnapshotRecord }) => string[];
 }
 
 export interface SnapshotProgress {
@@ -57,7 +59,8 @@ export function createSnapshot(repo: Repository, opts: SnapshotOptions): Promise
     }
     const skip = (root: string, rel: string, err: NodeJS.ErrnoException) => builder.skip(root, rel, err);
     for await (const entry of scanSources(opts.roots, opts.filter, skip)) await builder.addEntry(entry);
-    return builder.commit({ host, roots: opts.roots, tags: opts.tags ?? [], parent: parent?.id });
+    const extra = opts.tagsAtCommit?.({ files: builder.files, parent }) ?? [];
+    return builder.commit({ host, roots: opts.roots, tags: [...(opts.tags ?? []), ...extra], parent: parent?.id });
   });
 }
 
@@ -93,7 +96,9 @@ async function findParent(repo: Repository, parentId: string | undefined, host: 
   if (parentId) return all.find((r) => r.id === parentId);
   const sameRoots = (s: Snapshot) => JSON.stringify(s.roots) === JSON.stringify(roots);
   // Never an import: its tree came from an archive, and its time is whatever the archive said.
-  return all.filter((r) => r.snapshot.host === host && sameRoots(r.snapshot) && !isImport(r.snapshot)).at(-1);
+  // Never a suspected loss: the next snapshot is compared with the last state that was whole.
+  const suspect = (s: Snapshot) => Array.isArray(s.tags) && s.tags.includes(SUSPECT_LOSS_TAG);
+  return all.filter((r) => r.snapshot.host === host && sameRoots(r.snapshot) && !isImport(r.snapshot) && !suspect(r.snapshot)).at(-1);
 }
 
 /**
@@ -124,6 +129,11 @@ export class SnapshotBuilder {
     this.writer = new BlobWriter(repo, pool);
     this.tree = new TreeWriter(repo, this.writer);
     this.content = new ContentChunker(repo, this.writer, repo.dataChunker, BlobType.Data);
+  }
+
+  /** Files taken so far. */
+  get files(): number {
+    return this.counts.files;
   }
 
   /** Tree blobs of an unreadable parent that are damaged: the new file list must not reuse them. */
