@@ -23,7 +23,14 @@ export interface SnapshotOptions {
   lockWaitMs?: number;
   onProgress?: (p: SnapshotProgress) => void;
   /** More tags, decided once the scan is done and before the snapshot is written (watch's suspect-loss guard). */
-  tagsAtCommit?: (scan: { files: number; parent?: SnapshotRecord }) => string[];
+  tagsAtCommit?: (scan: { files: number; parent?: SnapshotRecord; parentFiles: () => ParentFile[] }) => string[];
+}
+
+/** A file of the parent snapshot, and whether this snapshot's scan found it again. */
+export interface ParentFile {
+  root: string;
+  path: string;
+  found: boolean;
 }
 
 export interface SnapshotProgress {
@@ -59,7 +66,7 @@ export function createSnapshot(repo: Repository, opts: SnapshotOptions): Promise
     }
     const skip = (root: string, rel: string, err: NodeJS.ErrnoException) => builder.skip(root, rel, err);
     for await (const entry of scanSources(opts.roots, opts.filter, skip)) await builder.addEntry(entry);
-    const extra = opts.tagsAtCommit?.({ files: builder.files, parent }) ?? [];
+    const extra = opts.tagsAtCommit?.({ files: builder.files, parent, parentFiles: () => builder.parentFiles() }) ?? [];
     return builder.commit({ host, roots: opts.roots, tags: [...(opts.tags ?? []), ...extra], parent: parent?.id });
   });
 }
@@ -136,6 +143,12 @@ export class SnapshotBuilder {
     return this.counts.files;
   }
 
+  private readonly parentFound = new Set<string>();
+
+  parentFiles(): ParentFile[] {
+    return [...this.parentNodes].map(([key, n]) => ({ root: n.root, path: n.path, found: this.parentFound.has(key) }));
+  }
+
   /** Tree blobs of an unreadable parent that are damaged: the new file list must not reuse them. */
   private damagedTree = new Set<string>();
 
@@ -195,7 +208,9 @@ export class SnapshotBuilder {
 
   private async storeFile(entry: ScannedEntry): Promise<Pick<TreeNode, "size" | "ino" | "content" | "mtimeMs"> | undefined> {
     const { stat } = entry;
-    const prev = this.parentNodes.get(nodeKey(entry.root, entry.pathBytes ?? entry.path));
+    const key = nodeKey(entry.root, entry.pathBytes ?? entry.path);
+    const prev = this.parentNodes.get(key);
+    if (prev) this.parentFound.add(key);
     if (prev && prev.ino === stat.ino && prev.size === stat.size && prev.mtimeMs === stat.mtimeMs && prev.content) {
       this.count("unchanged", stat.size, entry.path);
       return { size: stat.size, ino: stat.ino, content: prev.content, mtimeMs: stat.mtimeMs };

@@ -8,16 +8,16 @@
  * - A failed snapshot (locked repository, EACCES, a full disk) is logged and retried with backoff.
  * - The suspect-loss guard (suspect.ts) tags a snapshot that lost most files at once.
  */
-import { existsSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { FSWatcher } from "chokidar";
-import { isInside, type Config } from "../config/config.js";
+import { isInside, META_ROOT_NAME, type Config } from "../config/config.js";
 import { sessionsDir as piSessionsDir } from "../pi/paths.js";
 import { SUSPECT_LOSS_TAG, isImport } from "../repo/format.js";
 import type { Repository } from "../repo/repository.js";
 import { compileFilter } from "../snapshot/scan.js";
-import { createSnapshot } from "../snapshot/snapshotter.js";
+import { createSnapshot, type ParentFile } from "../snapshot/snapshotter.js";
+import { PRE_RESTORE_TAG } from "../restore/select.js";
 import type { WatchLog } from "./log.js";
 import { judgeLoss, type LossVerdict } from "./suspect.js";
 import type { WatcherState } from "./state.js";
@@ -82,13 +82,10 @@ export class Watcher {
   private retryAt = 0;
   private stopping = false;
   private lastFailure: string | undefined;
-  /** Whether the sessions dir existed at the last whole snapshot; its vanishing is a suspected loss. */
-  private sessionsDirSeen: boolean;
 
   constructor(private readonly opts: WatcherOptions) {
     this.config = opts.config;
     this.accept = compileFilter(this.config.filter);
-    this.sessionsDirSeen = existsSync(this.sessionsDir());
     const now = new Date().toISOString();
     this.state = {
       version: 1,
@@ -196,8 +193,13 @@ export class Watcher {
     return result;
   }
 
-  private sessionsDir(): string {
-    return piSessionsDir({ agentDir: this.config.agentDir, home: process.env.HOME || os.homedir() }).dir;
+  /** Which files of a snapshot are pi's sessions: those below the sessions dir, wherever it is. */
+  private sessionFileTest(): (f: ParentFile) => boolean {
+    const dir = piSessionsDir({ agentDir: this.config.agentDir, home: process.env.HOME || os.homedir() }).dir;
+    const root = this.config.roots.find((r) => isInside(dir, r.path) && r.name !== META_ROOT_NAME);
+    if (!root) return () => false;
+    const prefix = path.relative(root.path, dir).split(path.sep).join("/");
+    return (f) => f.root === root.name && (prefix === "" || f.path.startsWith(`${prefix}/`));
   }
 
   /** The filter a snapshot applies, so that node_modules or bin/ churn does not cause snapshots. */
@@ -253,7 +255,7 @@ export class Watcher {
     this.batchCount = 0;
     if (count > 0) this.opts.log.write("info", "change", { changes: count, sample });
     let verdict: LossVerdict | undefined;
-    const sessionsDir = this.sessionsDir();
+    const isSession = this.sessionFileTest();
     const started = Date.now();
     try {
       const result = await createSnapshot(this.opts.repo, {
@@ -261,8 +263,8 @@ export class Watcher {
         filter: this.config.filter,
         host: this.state.host,
         lockWaitMs,
-        tagsAtCommit: ({ files, parent }) => {
-          verdict = judgeLoss(parent?.snapshot.summary?.files, files, this.config.watch.suspectLoss, this.sessionsDirSeen && !existsSync(sessionsDir));
+        tagsAtCommit: ({ files, parentFiles }) => {
+          verdict = judgeLoss(parentFiles(), files, this.config.watch.suspectLoss, isSession);
           return verdict ? [SUSPECT_LOSS_TAG] : [];
         },
       });
@@ -277,7 +279,6 @@ export class Watcher {
       this.opts.onReport?.({ kind: "snapshot", id: result.id, ms, files: s.files, bytesNew: s.bytesNew, suspect: verdict });
       if (verdict) this.markSuspect(result.id, verdict);
       else {
-        this.sessionsDirSeen = existsSync(sessionsDir);
         if (this.state.suspectLoss) {
           this.opts.log.write("info", "recovered", { snapshot: result.id, files: s.files, since: this.state.suspectLoss.since });
           this.opts.onReport?.({ kind: "recovered", id: result.id });
@@ -312,6 +313,8 @@ export class Watcher {
       reason: v.reason,
       filesBefore: v.filesBefore,
       filesNow: v.filesNow,
+      lost: v.lost,
+      sample: v.sample,
       first,
       advice: "`pi-guard restore latest` restores the last whole state; `pi-guard snapshot` accepts the deletion",
     });
@@ -333,11 +336,11 @@ export class Watcher {
     const all = await this.opts.repo.listSnapshots();
     const sameRoots = JSON.stringify(this.config.roots);
     const own = all.filter((r) => r.snapshot.host === this.state.host && JSON.stringify(r.snapshot.roots) === sameRoots && !isImport(r.snapshot));
-    const newest = own.at(-1);
+    // A restore's undo snapshot records the loss it is about to repair: that is no acceptance.
+    const newest = own.filter((r) => !r.snapshot.tags?.includes(PRE_RESTORE_TAG)).at(-1);
     if (!newest || newest.snapshot.tags?.includes(SUSPECT_LOSS_TAG) || Date.parse(newest.snapshot.time) <= Date.parse(loss.since)) return;
     if (!this.state.suspectLoss) return;
     delete this.state.suspectLoss;
-    this.sessionsDirSeen = existsSync(this.sessionsDir());
     this.opts.log.write("warn", "accepted", { snapshot: newest.id, files: newest.snapshot.summary?.files, since: loss.since });
     this.opts.onReport?.({ kind: "accepted", id: newest.id });
   }
