@@ -13,7 +13,8 @@ import path from "node:path";
 import type { FSWatcher } from "chokidar";
 import { isInside, META_ROOT_NAME, type Config } from "../config/config.js";
 import { sessionsDir as piSessionsDir } from "../pi/paths.js";
-import { SUSPECT_LOSS_TAG, isImport } from "../repo/format.js";
+import { CONFIG_KEY, SUSPECT_LOSS_TAG, isImport } from "../repo/format.js";
+import { RepoError } from "../repo/errors.js";
 import type { Repository } from "../repo/repository.js";
 import { compileFilter } from "../snapshot/scan.js";
 import { createSnapshot, type ParentFile } from "../snapshot/snapshotter.js";
@@ -62,6 +63,7 @@ export interface StopResult {
 
 const MAX_BACKOFF_MS = 60_000;
 const SAMPLE_PATHS = 5;
+const STOP_GRACE_MS = 100;
 
 export class Watcher {
   private config: Config;
@@ -174,6 +176,8 @@ export class Watcher {
     this.stopping = true;
     clearTimeout(this.timer);
     clearInterval(this.stateTimer);
+    // A change written just before the signal may still be on its way from inotify through chokidar.
+    await new Promise((r) => setTimeout(r, Math.min(STOP_GRACE_MS, budgetMs)));
     this.opts.log.write("info", "stopping", { pending: this.pending, snapshotRunning: !!this.current });
     await withDeadline(Promise.resolve(this.fsWatcher?.close()), Math.min(1000, budgetMs), undefined);
     await withDeadline(Promise.resolve(this.opts.scheduler?.stop()).catch(() => undefined), Math.min(500, budgetMs), undefined);
@@ -258,6 +262,11 @@ export class Watcher {
     const isSession = this.sessionFileTest();
     const started = Date.now();
     try {
+      // A long-running process outlives mounts: an unmounted or moved repository must not be
+      // replaced by a fresh folder of packs that no config names (a local target creates folders).
+      if (!(await this.opts.repo.target.head(CONFIG_KEY))) {
+        throw new RepoError(`the repository at ${this.opts.repo.target.location} is gone (no config file there); will retry`, "not-found");
+      }
       const result = await createSnapshot(this.opts.repo, {
         roots: this.config.roots,
         filter: this.config.filter,
