@@ -18,8 +18,8 @@ most watch.maxDelayMs after the first change. Failed snapshots are logged and re
 
 If a batch would drop most of the files at once, or the sessions dir vanishes, the snapshot is
 still taken but tagged "suspect-loss": \`pi-guard restore latest\` skips it and restores the last
-whole state, and \`pi-guard status\` exits non-zero until the files come back. To accept a
-deliberate deletion, run \`pi-guard snapshot\` once.
+whole state, and the state file marks the loss (the status command exits non-zero) until the files
+come back. To accept a deliberate deletion, run \`pi-guard snapshot\` once.
 
 Log: JSON lines in $XDG_STATE_HOME/pi-guard/watch-<hash>.log (rotated); --json also prints them
 to stdout. A human line per snapshot goes to stderr unless --quiet.
@@ -105,17 +105,21 @@ Examples:
           process.on("SIGTERM", stop);
           process.on("SIGINT", stop);
           process.on("SIGHUP", () => {
-            try {
-              void watcher.reload(context(cmd).config);
-              human("SIGHUP: config reloaded");
-            } catch (err) {
+            const failed = (err: unknown) => {
               log.write("error", "error", { where: "reload", message: (err as Error).message });
               warn(`SIGHUP: config not reloaded: ${(err as Error).message}`);
+            };
+            try {
+              // The config file is hostile input too: a bad one keeps the running config.
+              watcher.reload(context(cmd).config).then(() => human("SIGHUP: config reloaded"), failed);
+            } catch (err) {
+              failed(err);
             }
           });
         });
-        await watcher.start();
-        human(`watching ${config.roots.map((r) => r.path).join(", ")} (debounce ${watcher.debounceMs} ms; pid ${process.pid})`);
+        // A signal during start-up (chokidar still walking a big tree) must not wait for it.
+        const started = await Promise.race([watcher.start().then(() => true), stopped.then(() => false)]);
+        if (started) human(`watching ${config.roots.map((r) => r.path).join(", ")} (debounce ${watcher.debounceMs} ms; pid ${process.pid})`);
         exitCode = await stopped;
         await log.close();
       } finally {

@@ -135,6 +135,7 @@ export class Watcher {
     fsWatcher.on("all", (event: string, p: string) => this.onChange(event, p));
     fsWatcher.on("error", (err: unknown) => this.opts.log.write("error", "error", { where: "watch", message: (err as Error)?.message ?? String(err) }));
     await new Promise<void>((resolve) => fsWatcher.once("ready", () => resolve()));
+    if (this.stopping) return;
     this.stateTimer = setInterval(() => void this.tick(), this.opts.stateIntervalMs ?? 5000);
     this.stateTimer.unref();
     this.opts.scheduler?.start();
