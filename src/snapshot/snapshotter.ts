@@ -22,6 +22,8 @@ export interface SnapshotOptions {
   parent?: string;
   lockWaitMs?: number;
   onProgress?: (p: SnapshotProgress) => void;
+  /** Abandon the snapshot between files (a stopping watcher): staging is removed, nothing is committed. */
+  signal?: AbortSignal;
   /** More tags, decided once the scan is done and before the snapshot is written (watch's suspect-loss guard). */
   tagsAtCommit?: (scan: { files: number; parent?: SnapshotRecord; parentFiles: () => ParentFile[] }) => string[];
 }
@@ -50,7 +52,7 @@ const READ_BLOCK = 1024 * 1024;
 
 /** Take a snapshot of `opts.roots` into `repo`, holding the exclusive repository lock throughout. */
 export function createSnapshot(repo: Repository, opts: SnapshotOptions): Promise<SnapshotResult> {
-  return withSnapshotBuilder(repo, { command: "snapshot", lockWaitMs: opts.lockWaitMs, onProgress: opts.onProgress }, async (builder) => {
+  return withSnapshotBuilder(repo, { command: "snapshot", lockWaitMs: opts.lockWaitMs, onProgress: opts.onProgress, signal: opts.signal }, async (builder) => {
     const host = opts.host ?? os.hostname();
     let parent = await findParent(repo, opts.parent, host, opts.roots);
     if (parent) {
@@ -77,9 +79,10 @@ export function createSnapshot(repo: Repository, opts: SnapshotOptions): Promise
  */
 export async function withSnapshotBuilder(
   repo: Repository,
-  opts: { command: string; lockWaitMs?: number; onProgress?: (p: SnapshotProgress) => void },
+  opts: { command: string; lockWaitMs?: number; onProgress?: (p: SnapshotProgress) => void; signal?: AbortSignal },
   build: (builder: SnapshotBuilder) => Promise<SnapshotResult>,
 ): Promise<SnapshotResult> {
+  opts.signal?.throwIfAborted();
   const lock = await acquireLock(repo, { exclusive: true, command: opts.command, waitMs: opts.lockWaitMs ?? 60_000 });
   const pool = new SealPool();
   let builder: SnapshotBuilder | undefined;
@@ -87,7 +90,7 @@ export async function withSnapshotBuilder(
     // Holding the exclusive lock, every temp file of a writer is a dead writer's (docs/FORMAT.md §9).
     await removeWriterTempFiles(repo.target);
     await repo.loadIndex(true);
-    builder = new SnapshotBuilder(repo, pool, opts.onProgress, lock.signal);
+    builder = new SnapshotBuilder(repo, pool, opts.onProgress, opts.signal ? AbortSignal.any([lock.signal, opts.signal]) : lock.signal);
     return await build(builder);
   } catch (err) {
     await builder?.abort();

@@ -64,6 +64,8 @@ export interface StopResult {
 const MAX_BACKOFF_MS = 60_000;
 const SAMPLE_PATHS = 5;
 const STOP_GRACE_MS = 100;
+/** Of a stop's budget, what is kept for an abandoned snapshot to clean up after itself. */
+const ABANDON_MS = 400;
 
 export class Watcher {
   private config: Config;
@@ -84,6 +86,8 @@ export class Watcher {
   private retryAt = 0;
   private stopping = false;
   private lastFailure: string | undefined;
+  /** Aborted when a stop's budget runs out during a snapshot. */
+  private readonly abandon = new AbortController();
 
   constructor(private readonly opts: WatcherOptions) {
     this.config = opts.config;
@@ -191,8 +195,14 @@ export class Watcher {
       }
       return this.pending ? { flushed: false, error: this.lastFailure } : { flushed: true };
     };
-    const timeout: StopResult = { flushed: false, error: "a snapshot was still running at the stop deadline" };
-    const result = await withDeadline(finish(), deadline - Date.now(), timeout);
+    let result = await withDeadline(finish(), deadline - Date.now() - ABANDON_MS, undefined);
+    if (!result) {
+      // Out of time: the snapshot stops at its next file, removes its staging and its lock.
+      const why = "a snapshot was still running at the stop deadline; it was abandoned (nothing of it was committed)";
+      this.abandon.abort(new RepoError(why, "io"));
+      await withDeadline(this.current ?? Promise.resolve(), ABANDON_MS, undefined);
+      result = { flushed: false, error: why };
+    }
     this.opts.log.write(result.flushed ? "info" : "error", "stopped", { ...result });
     await this.writeState();
     return result;
@@ -273,6 +283,7 @@ export class Watcher {
         filter: this.config.filter,
         host: this.state.host,
         lockWaitMs,
+        signal: this.abandon.signal,
         tagsAtCommit: ({ files, parentFiles }) => {
           verdict = judgeLoss(parentFiles(), files, this.config.watch.suspectLoss, isSession);
           return verdict ? [SUSPECT_LOSS_TAG] : [];
