@@ -8,6 +8,7 @@
  * - A failed snapshot (locked repository, EACCES, a full disk) is logged and retried with backoff.
  * - The suspect-loss guard (suspect.ts) tags a snapshot that lost most files at once.
  */
+import { existsSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { FSWatcher } from "chokidar";
@@ -64,6 +65,7 @@ export interface StopResult {
 const MAX_BACKOFF_MS = 60_000;
 const SAMPLE_PATHS = 5;
 const STOP_GRACE_MS = 100;
+const ROOT_CHECK_MS = 1000;
 /** Of a stop's budget, what is kept for an abandoned snapshot to clean up after itself. */
 const ABANDON_MS = 400;
 
@@ -81,6 +83,9 @@ export class Watcher {
   private batchCount = 0;
   private timer: NodeJS.Timeout | undefined;
   private stateTimer: NodeJS.Timeout | undefined;
+  private rootTimer: NodeJS.Timeout | undefined;
+  /** Roots that were missing at the last look (see checkRoots). */
+  private readonly orphaned = new Set<string>();
   private current: Promise<void> | undefined;
   private failures = 0;
   private retryAt = 0;
@@ -142,6 +147,9 @@ export class Watcher {
     if (this.stopping) return;
     this.stateTimer = setInterval(() => void this.tick(), this.opts.stateIntervalMs ?? 5000);
     this.stateTimer.unref();
+    this.checkRoots();
+    this.rootTimer = setInterval(() => this.checkRoots(), ROOT_CHECK_MS);
+    this.rootTimer.unref();
     this.opts.scheduler?.start();
     // Whatever changed while no watcher ran (or a loss that happened then) is taken right away.
     this.pending = true;
@@ -181,6 +189,7 @@ export class Watcher {
     this.stopping = true;
     clearTimeout(this.timer);
     clearInterval(this.stateTimer);
+    clearInterval(this.rootTimer);
     // A change written just before the signal may still be on its way from inotify through chokidar.
     await new Promise((r) => setTimeout(r, Math.min(STOP_GRACE_MS, budgetMs)));
     this.opts.log.write("info", "stopping", { pending: this.pending, snapshotRunning: !!this.current });
@@ -215,6 +224,25 @@ export class Watcher {
     if (!root) return () => false;
     const prefix = path.relative(root.path, dir).split(path.sep).join("/");
     return (f) => f.root === root.name && (prefix === "" || f.path.startsWith(`${prefix}/`));
+  }
+
+  /**
+   * chokidar does not follow a root folder that is deleted and made again when the root existed as
+   * it was added, nor a missing root whose parent folder is missing too. So a root that is gone is
+   * noted here, and once it is back it is watched afresh and snapshotted (files made before the
+   * new watch started raise no event).
+   */
+  private checkRoots(): void {
+    for (const p of this.watchedPaths) {
+      if (!existsSync(p)) {
+        this.orphaned.add(p);
+        continue;
+      }
+      if (!this.orphaned.delete(p) || !this.fsWatcher) continue;
+      this.fsWatcher.unwatch(p);
+      this.fsWatcher.add(p);
+      this.request(`root back: ${p}`);
+    }
   }
 
   /** The filter a snapshot applies, so that node_modules or bin/ churn does not cause snapshots. */

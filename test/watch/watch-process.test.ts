@@ -1,11 +1,11 @@
 // `pi-guard watch` as a process: one per agent dir, kill -9 mid-snapshot, SIGTERM flushes,
 // SIGHUP reloads, failures are retried, and a CLI snapshot can run beside it.
 import { randomBytes } from "node:crypto";
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { cli, expectOneLineError, initRepo, ok } from "../helpers/cli.js";
-import { makeSandbox, type Sandbox, sha256File, writePiConfigFiles } from "../helpers/tmp.js";
+import { cli, expectOneLineError, initRepo, ok, snapshot } from "../helpers/cli.js";
+import { listFiles, makeSandbox, type Sandbox, sha256File, writePiConfigFiles } from "../helpers/tmp.js";
 import { files, readLog, readState, type RunningWatch, startWatch, stopWatch, waitFor, waitReady, watchEnv } from "./watch-helpers.js";
 
 const sandboxes: Sandbox[] = [];
@@ -149,4 +149,57 @@ describe("pi-guard watch as a process", () => {
     expect(sha256File(path.join(target, "big.bin"))).toBe(sha256File(big));
     expect((await ok(watchEnv(sb), ["check", "--read-data", "--json"])).json<{ ok: boolean }>().ok).toBe(true);
   }, 90_000);
+
+  it("a sessions dir moved out of the agent dir is watched, even when it appears after the start and is deleted and made again", async () => {
+    const sb = await setup("watch-moved");
+    const moved = path.join(sb.root, "elsewhere", "sessions");
+    const env = { ...watchEnv(sb), PI_CODING_AGENT_SESSION_DIR: moved };
+    const w = startWatch({ ...sb, env } as Sandbox);
+    watchers.push(w);
+    await waitReady(sb, w);
+    const roots = readLog(sb).find((e) => e.event === "started")!.roots as { name: string; path: string }[];
+    expect(roots.map((r) => r.name)).toContain("sessions");
+    const snapshotHolding = async (file: string) => {
+      const want = readFileSync(file);
+      const made = readState(sb)!.snapshots.made;
+      const state = await waitFor(`a snapshot after writing ${file}`, () => (readState(sb)!.snapshots.made > made ? readState(sb) : undefined));
+      const target = sb.dir(`restore-${state!.lastSnapshot!.id.slice(0, 12)}`);
+      await ok(env, ["restore", state!.lastSnapshot!.id, "--target", target, "--json"]);
+      const found = listFiles(target).find((f) => f.endsWith(path.basename(file)));
+      expect(found, `restored: ${listFiles(target).join(", ")}`).toBeDefined();
+      expect(readFileSync(found!).equals(want)).toBe(true);
+    };
+    const first = path.join(moved, "2026-01-01T00-00-00-000Z_one.jsonl");
+    mkdirSync(moved, { recursive: true });
+    writeFileSync(first, '{"type":"session","version":3,"id":"one"}\n');
+    await snapshotHolding(first);
+    rmSync(moved, { recursive: true, force: true });
+    await waitFor("the suspected loss of the moved sessions dir", () => readState(sb)?.suspectLoss);
+    mkdirSync(moved, { recursive: true });
+    const second = path.join(moved, "2026-01-02T00-00-00-000Z_two.jsonl");
+    writeFileSync(second, '{"type":"session","version":3,"id":"two"}\n');
+    await snapshotHolding(second);
+    expect((await stopWatch(w)).code).toBe(0);
+  }, 60_000);
+
+  it("a deliberate deletion is accepted by a `pi-guard snapshot`: the suspected loss clears and later snapshots compare with it", async () => {
+    const sb = await setup("watch-accept");
+    const w = watch(sb, ["--debounce", "50"]);
+    await waitReady(sb, w);
+    rmSync(sb.sessionsDir, { recursive: true, force: true });
+    const loss = await waitFor("suspect-loss in the state file", () => readState(sb)?.suspectLoss);
+    expect(loss).toMatchObject({ filesBefore: 7, filesNow: 3 });
+    const accepted = await snapshot(sb, [], { env: { XDG_STATE_HOME: path.join(sb.root, "xdg-state") } });
+    expect(accepted.files).toBe(3);
+    await waitFor("the accepted event", () => readLog(sb).find((e) => e.event === "accepted" && e.snapshot === accepted.snapshotId), 20_000);
+    expect(readState(sb)!.suspectLoss).toBeUndefined();
+    const made = readState(sb)!.snapshots.made;
+    appendFileSync(path.join(sb.agentDir, "settings.json"), " ");
+    const after = await waitFor("a snapshot after the acceptance", () => (readState(sb)!.snapshots.made > made ? readLog(sb).filter((e) => e.event === "snapshot").at(-1) : undefined));
+    expect(after.tags).toEqual([]);
+    expect(after.parent).toBe(accepted.snapshotId);
+    expect(readState(sb)!.suspectLoss).toBeUndefined();
+    expect((await stopWatch(w)).code).toBe(0);
+  }, 60_000);
 });
+
