@@ -49,6 +49,7 @@ describe("pi-guard watch as a process", () => {
     expect(line).toContain(`pid ${w.child.pid}`);
     expect((await stopWatch(w)).code).toBe(0);
     expect(existsSync(files(sb).lock)).toBe(false);
+    expect(expectOneLineError(await cli(watchEnv(sb), ["watch", "--debounce", "soon"]), 2)).toMatch(/--debounce must be/);
   }, 30_000);
 
   it("SIGTERM with pending changes: they are in a snapshot and the exit is 0 within 5 s", async () => {
@@ -70,7 +71,7 @@ describe("pi-guard watch as a process", () => {
 
   it("SIGHUP reloads the config file and says so in the log", async () => {
     const sb = await setup("watch-hup");
-    const w = watch(sb);
+    const w = watch(sb, ["--json"]);
     await waitReady(sb, w);
     mkdirSync(path.join(sb.configHome, "pi-guard"), { recursive: true });
     writeFileSync(path.join(sb.configHome, "pi-guard", "config.json"), JSON.stringify({ watch: { debounceMs: 321, maxDelayMs: 4321 } }));
@@ -78,6 +79,10 @@ describe("pi-guard watch as a process", () => {
     const reloaded = await waitFor("the reloaded event", () => readLog(sb).find((e) => e.event === "reloaded"));
     expect(reloaded).toMatchObject({ debounceMs: 321, maxDelayMs: 4321 });
     expect((await stopWatch(w)).code).toBe(0);
+    // --json: stdout is the log, line for line.
+    const printed = w.stdout().trim().split("\n").map((l) => JSON.parse(l) as { event: string });
+    expect(printed.map((e) => e.event)).toEqual(readLog(sb).map((e) => e.event));
+    expect(printed.map((e) => e.event)).toEqual(expect.arrayContaining(["started", "snapshot", "reloaded", "stopping", "stopped"]));
   }, 30_000);
 
   it("a failing snapshot is logged and retried with backoff; the watcher keeps running", async () => {
