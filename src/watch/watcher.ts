@@ -166,6 +166,7 @@ export class Watcher {
     const now = config.roots.map((r) => r.path);
     const removed = before.filter((p) => !now.includes(p));
     const added = now.filter((p) => !before.includes(p));
+    for (const p of removed) this.orphaned.delete(p);
     if (removed.length) this.fsWatcher?.unwatch(removed);
     if (added.length) this.fsWatcher?.add(added);
     this.watchedPaths = now;
@@ -181,8 +182,9 @@ export class Watcher {
 
   /**
    * Stop watching, take the pending snapshot, and return within `budgetMs`. A snapshot still
-   * running at the deadline is left to the caller to end (by exiting): every repository write is
-   * atomic, so what it leaves are temp files and a stale lock the next writer removes.
+   * running near the deadline is abandoned at its next file (staging and lock removed, nothing
+   * committed). One stuck inside a huge file is left to the caller to end by exiting: every
+   * repository write is atomic, so that leaves temp files and a stale lock the next writer removes.
    */
   async stop(budgetMs = 4500): Promise<StopResult> {
     const deadline = Date.now() + budgetMs;
