@@ -66,6 +66,8 @@ const MAX_BACKOFF_MS = 60_000;
 const SAMPLE_PATHS = 5;
 const STOP_GRACE_MS = 100;
 const ROOT_CHECK_MS = 1000;
+/** How long snapshots may be put off while files keep being deleted. */
+const SETTLE_MAX_MS = 30_000;
 /** Of a stop's budget, what is kept for an abandoned snapshot to clean up after itself. */
 const ABANDON_MS = 400;
 
@@ -79,6 +81,7 @@ export class Watcher {
   private pending = false;
   private firstPendingAt = 0;
   private lastChangeAt = 0;
+  private lastUnlinkAt = 0;
   private batchPaths = new Set<string>();
   private batchCount = 0;
   private timer: NodeJS.Timeout | undefined;
@@ -89,6 +92,8 @@ export class Watcher {
   private current: Promise<void> | undefined;
   private failures = 0;
   private retryAt = 0;
+  /** Since when snapshots have been put off because files were still being deleted (see snapshotOnce). */
+  private settlingSince = 0;
   private stopping = false;
   private lastFailure: string | undefined;
   /** Aborted when a stop's budget runs out during a snapshot. */
@@ -264,6 +269,7 @@ export class Watcher {
     if (!this.pending) this.firstPendingAt = now;
     this.pending = true;
     this.lastChangeAt = now;
+    if (event === "unlink" || event === "unlinkDir") this.lastUnlinkAt = now;
     this.batchCount++;
     if (this.batchPaths.size < SAMPLE_PATHS) this.batchPaths.add(`${event} ${p}`);
     if (!this.stopping) this.schedule();
@@ -280,7 +286,10 @@ export class Watcher {
 
   private schedule(): void {
     if (this.stopping || this.current || !this.pending) return;
-    const due = Math.max(this.retryAt, Math.min(this.lastChangeAt + this.debounceMs, this.firstPendingAt + this.config.watch.maxDelayMs));
+    // While a deletion settles, wait until no file has vanished for a debounce: maxDelay would
+    // cut the loss into pieces. Appends alone do not hold it up.
+    const settled = this.settlingSince ? this.lastUnlinkAt + this.debounceMs : 0;
+    const due = Math.max(this.retryAt, settled, Math.min(this.lastChangeAt + this.debounceMs, this.firstPendingAt + this.config.watch.maxDelayMs));
     clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.timer = undefined;
@@ -315,10 +324,22 @@ export class Watcher {
         lockWaitMs,
         signal: this.abandon.signal,
         tagsAtCommit: ({ files, parentFiles }) => {
-          verdict = judgeLoss(parentFiles(), files, this.config.watch.suspectLoss, isSession);
+          const parent = parentFiles();
+          verdict = judgeLoss(parent, files, this.config.watch.suspectLoss, isSession);
+          // A deletion still under way, below the threshold so far: committing now would make the
+          // half-deleted state the last whole one, and the rest of the loss would be judged
+          // against it. Put the snapshot off until the deletion is quiet (at most SETTLE_MAX_MS).
+          if (!verdict && !this.stopping && parent.some((f) => !f.found) && Date.now() - this.lastUnlinkAt < this.debounceMs) {
+            const now = Date.now();
+            if (!this.settlingSince || now - this.settlingSince < SETTLE_MAX_MS) {
+              this.settlingSince ||= now;
+              throw new DeletionUnsettled();
+            }
+          }
           return verdict ? [SUSPECT_LOSS_TAG] : [];
         },
       });
+      this.settlingSince = 0;
       const ms = Date.now() - started;
       const s = result.snapshot.summary;
       this.failures = 0;
@@ -337,6 +358,13 @@ export class Watcher {
         }
       }
     } catch (err) {
+      if (err instanceof DeletionUnsettled) {
+        this.opts.log.write("info", "deferred", { reason: "files are still being deleted; waiting until it is quiet" });
+        if (!this.pending) this.firstPendingAt = Date.now();
+        this.pending = true;
+        this.batchCount += count;
+        return;
+      }
       const message = (err as Error)?.message ?? String(err);
       this.failures++;
       const retryInMs = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** (this.failures - 1));
@@ -414,6 +442,13 @@ export class Watcher {
       .catch((err: unknown) => this.opts.log.write("error", "error", { where: "state-file", message: (err as Error).message }))
       .finally(() => (this.writing = undefined));
     await this.writing;
+  }
+}
+
+/** Thrown before commit while a deletion is still under way; the snapshot is taken again later. */
+class DeletionUnsettled extends Error {
+  constructor() {
+    super("files are still being deleted");
   }
 }
 

@@ -93,7 +93,7 @@ describe("pi-guard watch as a process", () => {
     appendFileSync(path.join(sb.sessionsDir, "--proj--", "s2.jsonl"), "{}\n");
     const error = await waitFor("a logged snapshot error", () => readLog(sb).find((e) => e.event === "error" && e.where === "snapshot"));
     expect(error.retryInMs).toBeGreaterThan(0);
-    expect(readState(sb)!.lastError?.message).toBe(error.message);
+    await waitFor("the error in the state file", () => readState(sb)?.lastError?.message === error.message);
     expect(existsSync(sb.repo), "the watcher made a new folder where the repository was").toBe(false);
     renameSync(`${sb.repo}.away`, sb.repo);
     const state = await waitReady(sb, w, 2);
@@ -150,6 +150,31 @@ describe("pi-guard watch as a process", () => {
     expect(after.tags).toEqual([]);
     expect(after.parent).toBe(accepted.snapshotId);
     expect(readState(sb)!.suspectLoss).toBeUndefined();
+    expect((await stopWatch(w)).code).toBe(0);
+  }, 60_000);
+
+  it("a deletion spread over many batches is judged as a whole: the half-deleted state never becomes the last whole one", async () => {
+    const sb = await setup("watch-gradual");
+    const dir = path.join(sb.sessionsDir, "--proj--");
+    for (let i = 4; i < 8; i++) writeFileSync(path.join(dir, `s${i}.jsonl`), `{"type":"session","version":3,"id":"s${i}"}\n`);
+    // A maximum delay far below the pace of the deletion: without settling, every deleted file
+    // would get its own snapshot, each one loss too small to notice.
+    mkdirSync(path.join(sb.configHome, "pi-guard"), { recursive: true });
+    writeFileSync(path.join(sb.configHome, "pi-guard", "config.json"), JSON.stringify({ watch: { maxDelayMs: 100 } }));
+    const w = watch(sb, ["--debounce", "400"]);
+    await waitReady(sb, w);
+    const whole = readState(sb)!.lastSnapshot!;
+    expect(whole.files).toBe(11);
+    for (let i = 0; i < 6; i++) {
+      rmSync(path.join(dir, `s${i}.jsonl`));
+      await new Promise((r) => setTimeout(r, 150));
+    }
+    const loss = await waitFor("suspect-loss in the state file", () => readState(sb)?.suspectLoss);
+    expect(loss).toMatchObject({ filesBefore: 11, filesNow: 5 });
+    expect(readLog(sb).some((e) => e.event === "deferred")).toBe(true);
+    const listed = (await ok(watchEnv(sb), ["snapshots", "--json"])).json<{ id: string; tags: string[]; summary: { files: number } }[]>();
+    const untagged = listed.filter((x) => !x.tags.includes("suspect-loss"));
+    expect(untagged.at(-1)!.id).toBe(whole.id);
     expect((await stopWatch(w)).code).toBe(0);
   }, 60_000);
 });
