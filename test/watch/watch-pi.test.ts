@@ -88,7 +88,6 @@ describe("watch with pi's real agent loop", () => {
         if (index !== 3) return;
         // Mid-conversation: the npm-reify accident takes the whole sessions dir.
         before = treeState(sb.sessionsDir);
-        lastWhole = readState(sb)!.lastSnapshot!.id;
         rmSync(sb.sessionsDir, { recursive: true, force: true });
         const loss = await waitFor("suspect-loss in the state file", () => readState(sb)?.suspectLoss);
         expect(loss.filesBefore).toBeGreaterThan(loss.filesNow);
@@ -119,6 +118,10 @@ describe("watch with pi's real agent loop", () => {
     await waitFor("a snapshot of the new session", () => readLog(sb).some((e) => e.event === "snapshot" && Date.parse(e.time) > statSync(again.file).mtimeMs));
     expect(readState(sb)!.suspectLoss).toBeDefined();
 
+    // The last whole state: the newest untagged snapshot before the loss.
+    const events = readLog(sb);
+    const lossAt = events.findIndex((e) => e.event === "suspect-loss");
+    lastWhole = events.slice(0, lossAt).filter((e) => e.event === "snapshot" && e.tags.length === 0).at(-1)!.id;
     const restored = (await ok(watchEnv(sb), ["restore", "latest", "--json"])).json<{ snapshotId: string; failed: unknown[] }>();
     expect(restored.snapshotId, JSON.stringify(readLog(sb).filter((e) => e.event === "snapshot").map((e) => [e.id.slice(0, 8), e.files, e.tags, e.parent?.slice(0, 8)]))).toBe(lastWhole);
     expect(restored.failed).toEqual([]);

@@ -143,7 +143,7 @@ describe("pi-guard watch as a process", () => {
     const accepted = await snapshot(sb, [], { env: { XDG_STATE_HOME: path.join(sb.root, "xdg-state") } });
     expect(accepted.files).toBe(3);
     await waitFor("the accepted event", () => readLog(sb).find((e) => e.event === "accepted" && e.snapshot === accepted.snapshotId), 20_000);
-    expect(readState(sb)!.suspectLoss).toBeUndefined();
+    await waitFor("suspectLoss cleared in the state file", () => readState(sb) && !readState(sb)!.suspectLoss);
     const made = readState(sb)!.snapshots.made;
     appendFileSync(path.join(sb.agentDir, "settings.json"), " ");
     const after = await waitFor("a snapshot after the acceptance", () => (readState(sb)!.snapshots.made > made ? readLog(sb).filter((e) => e.event === "snapshot").at(-1) : undefined));
