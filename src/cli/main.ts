@@ -8,6 +8,7 @@ import { registerRestoreCommands } from "./restore-commands.js";
 import { registerSalvageCommands } from "./salvage-commands.js";
 import { registerSessionsCommands } from "./sessions-commands.js";
 import { registerOpsCommands } from "./service-commands.js";
+import { registerWatchCommands } from "./watch-commands.js";
 import { argsForUnknownCommand, pointUnknownCommandsToHelp } from "./unknown-command.js";
 
 // Loaded as CommonJS: importing a CommonJS package from ESM costs a scan of its source for named
@@ -64,6 +65,7 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 3 damaged repository data or an inco
   registerSessionsCommands(program);
   registerOpsCommands(program);
   registerPruneCommands(program);
+  registerWatchCommands(program);
   pointUnknownCommandsToHelp(program);
   return program;
 }

@@ -1,6 +1,6 @@
 import { createRequire } from "node:module";
 import { RepoError } from "../repo/errors.js";
-import { isImport } from "../repo/format.js";
+import { isImport, SUSPECT_LOSS_TAG } from "../repo/format.js";
 import type { SnapshotRecord } from "../repo/repository.js";
 
 export const WHEN_HELP = 'use "latest", a snapshot id, an ISO time such as 2026-11-30T14:00, or a phrase such as "2h ago" or "yesterday 14:00"';
@@ -85,7 +85,8 @@ export const PRE_RESTORE_TAG = "pre-restore";
  * Resolve `<when>` to a snapshot: "latest", an id prefix, or a time (newest snapshot at or before it).
  * `snapshots` must be sorted oldest first. "latest" skips pre-restore snapshots, so that
  * `restore latest` twice does not undo itself; name those by id or time (restore prints the id).
- * It also skips imported snapshots, whose time an archive chose; name those by id.
+ * It also skips imported snapshots, whose time an archive chose; name those by id. And it skips
+ * suspect-loss snapshots (`watch` saw most files vanish at once): "latest" is the last whole state.
  * `unreadable` are ids of damaged snapshots, so that asking for one says so.
  */
 export function selectSnapshot(
@@ -115,8 +116,10 @@ export function selectSnapshot(
       const ids = snapshots.slice(-3).map((s) => s.id.slice(0, 8)).join(", ");
       throw new RepoError(`"latest" never means an imported snapshot, and all snapshots here are imports: name one by id (${ids})`, "not-found");
     }
-    const real = own.filter((s) => !s.snapshot.tags?.includes(PRE_RESTORE_TAG));
-    const candidates = real.length ? real : own;
+    const tagged = (s: SnapshotRecord, tag: string) => Array.isArray(s.snapshot.tags) && s.snapshot.tags.includes(tag);
+    const whole = own.filter((s) => !tagged(s, SUSPECT_LOSS_TAG));
+    const real = whole.filter((s) => !tagged(s, PRE_RESTORE_TAG));
+    const candidates = real.length ? real : whole.length ? whole : own;
     return candidates[candidates.length - 1];
   }
   const time = resolveTime(expr, now);

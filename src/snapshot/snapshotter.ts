@@ -2,7 +2,7 @@ import { promises as fs } from "node:fs";
 import os from "node:os";
 import { BlobReader } from "../repo/blob-reader.js";
 import { BlobWriter } from "../repo/blob-writer.js";
-import { BlobType, INCOMPLETE_TAG, isImport, type SkippedPath, type Snapshot, type SnapshotSummary, type TreeNode } from "../repo/format.js";
+import { BlobType, INCOMPLETE_TAG, isImport, SUSPECT_LOSS_TAG, type SkippedPath, type Snapshot, type SnapshotSummary, type TreeNode } from "../repo/format.js";
 import { acquireLock } from "../repo/lock.js";
 import { RepoError } from "../repo/errors.js";
 import { removeWriterTempFiles } from "../repo/repair-index.js";
@@ -22,6 +22,17 @@ export interface SnapshotOptions {
   parent?: string;
   lockWaitMs?: number;
   onProgress?: (p: SnapshotProgress) => void;
+  /** Abandon the snapshot between files (a stopping watcher): staging is removed, nothing is committed. */
+  signal?: AbortSignal;
+  /** More tags, decided once the scan is done and before the snapshot is written (watch's suspect-loss guard). */
+  tagsAtCommit?: (scan: { files: number; parent?: SnapshotRecord; parentFiles: () => ParentFile[] }) => string[];
+}
+
+/** A file of the parent snapshot, and whether this snapshot's scan found it again. */
+export interface ParentFile {
+  root: string;
+  path: string;
+  found: boolean;
 }
 
 export interface SnapshotProgress {
@@ -63,7 +74,7 @@ async function readAt(handle: fs.FileHandle, buf: Buffer, offset: number): Promi
 
 /** Take a snapshot of `opts.roots` into `repo`, holding an append lock throughout (docs/FORMAT.md §9). */
 export function createSnapshot(repo: Repository, opts: SnapshotOptions): Promise<SnapshotResult> {
-  return withSnapshotBuilder(repo, { command: "snapshot", lockWaitMs: opts.lockWaitMs, onProgress: opts.onProgress }, async (builder) => {
+  return withSnapshotBuilder(repo, { command: "snapshot", lockWaitMs: opts.lockWaitMs, onProgress: opts.onProgress, signal: opts.signal }, async (builder) => {
     const host = opts.host ?? os.hostname();
     let parent = await findParent(repo, opts.parent, host, opts.roots);
     if (parent) {
@@ -79,7 +90,8 @@ export function createSnapshot(repo: Repository, opts: SnapshotOptions): Promise
     }
     const skip = (root: string, rel: string, err: NodeJS.ErrnoException) => builder.skip(root, rel, err);
     for await (const entry of scanSources(opts.roots, opts.filter, skip)) await builder.addEntry(entry);
-    return builder.commit({ host, roots: opts.roots, tags: opts.tags ?? [], parent: parent?.id });
+    const extra = opts.tagsAtCommit?.({ files: builder.files, parent, parentFiles: () => builder.parentFiles() }) ?? [];
+    return builder.commit({ host, roots: opts.roots, tags: [...(opts.tags ?? []), ...extra], parent: parent?.id });
   });
 }
 
@@ -90,9 +102,10 @@ export function createSnapshot(repo: Repository, opts: SnapshotOptions): Promise
  */
 export async function withSnapshotBuilder(
   repo: Repository,
-  opts: { command: string; lockWaitMs?: number; onProgress?: (p: SnapshotProgress) => void },
+  opts: { command: string; lockWaitMs?: number; onProgress?: (p: SnapshotProgress) => void; signal?: AbortSignal },
   build: (builder: SnapshotBuilder) => Promise<SnapshotResult>,
 ): Promise<SnapshotResult> {
+  opts.signal?.throwIfAborted();
   const lock = await acquireLock(repo, { mode: "append", command: opts.command, waitMs: opts.lockWaitMs ?? 60_000 });
   const pool = new SealPool();
   let builder: SnapshotBuilder | undefined;
@@ -100,7 +113,7 @@ export async function withSnapshotBuilder(
     // Other appenders may be writing: only files of writers known to be dead go (docs/FORMAT.md §9).
     await removeWriterTempFiles(repo.target, "dead");
     await repo.loadIndex(true);
-    builder = new SnapshotBuilder(repo, pool, opts.onProgress, lock.signal, () => lock.confirm());
+    builder = new SnapshotBuilder(repo, pool, opts.onProgress, opts.signal ? AbortSignal.any([lock.signal, opts.signal]) : lock.signal, () => lock.confirm());
     return await build(builder);
   } catch (err) {
     await builder?.abort();
@@ -116,7 +129,9 @@ async function findParent(repo: Repository, parentId: string | undefined, host: 
   if (parentId) return all.find((r) => r.id === parentId);
   const sameRoots = (s: Snapshot) => JSON.stringify(s.roots) === JSON.stringify(roots);
   // Never an import: its tree came from an archive, and its time is whatever the archive said.
-  return all.filter((r) => r.snapshot.host === host && sameRoots(r.snapshot) && !isImport(r.snapshot)).at(-1);
+  // Never a suspected loss: the next snapshot is compared with the last state that was whole.
+  const suspect = (s: Snapshot) => Array.isArray(s.tags) && s.tags.includes(SUSPECT_LOSS_TAG);
+  return all.filter((r) => r.snapshot.host === host && sameRoots(r.snapshot) && !isImport(r.snapshot) && !suspect(r.snapshot)).at(-1);
 }
 
 /**
@@ -169,6 +184,17 @@ export class SnapshotBuilder {
     this.writer = new BlobWriter(repo, pool);
     this.tree = new TreeWriter(repo, this.writer);
     this.content = new ContentChunker(repo, this.writer, repo.dataChunker, BlobType.Data);
+  }
+
+  /** Files taken so far. */
+  get files(): number {
+    return this.counts.files;
+  }
+
+  private readonly parentFound = new Set<string>();
+
+  parentFiles(): ParentFile[] {
+    return [...this.parentNodes].map(([key, n]) => ({ root: n.root, path: n.path, found: this.parentFound.has(key) }));
   }
 
   /** Tree blobs of an unreadable parent that are damaged: the new file list must not reuse them. */
@@ -230,7 +256,9 @@ export class SnapshotBuilder {
 
   private async storeFile(entry: ScannedEntry): Promise<StoredFile | undefined> {
     const { stat } = entry;
-    const prev = this.parentNodes.get(nodeKey(entry.root, entry.pathBytes ?? entry.path));
+    const key = nodeKey(entry.root, entry.pathBytes ?? entry.path);
+    const prev = this.parentNodes.get(key);
+    if (prev) this.parentFound.add(key);
     if (prev && prev.ino === stat.ino && prev.size === stat.size && prev.mtimeMs === stat.mtimeMs && prev.content) {
       this.count("unchanged", stat.size, entry.path);
       // The tail count is carried over as read; only an integer is worth carrying (appendPoint checks it fully).

@@ -121,7 +121,7 @@ describe("no message or document names a command that does not exist", () => {
   });
 
   it("the check itself refuses a command that does not exist", () => {
-    expect(unknownCommand(program, ["watch"])).toBe("watch");
+    expect(unknownCommand(program, ["teleport"])).toBe("teleport");
     expect(unknownCommand(program, ["sessions", "forget"])).toBe("sessions forget");
     expect(unknownCommand(program, ["sessions", "list", "--deleted"])).toBeUndefined();
     expect(unknownCommand(program, ["restore", "latest"])).toBeUndefined();
@@ -136,9 +136,9 @@ describe("an unknown command is an error, even with --help", () => {
   const sb = makeSandbox("unknown-cmd");
 
   it("exits 2 with one line naming it and pointing to the help that lists the commands", async () => {
-    for (const args of [["watch", "--help"], ["watch", "-h"], ["help", "watch"], ["--repo", "/x", "watch", "--help"], ["watch"]]) {
+    for (const args of [["teleport", "--help"], ["teleport", "-h"], ["help", "teleport"], ["--repo", "/x", "teleport", "--help"], ["teleport"]]) {
       const line = expectOneLineError(await cli(sb, args), 2);
-      expect(line).toContain("unknown command 'watch'");
+      expect(line).toContain("unknown command 'teleport'");
       expect(line).toContain("`pi-guard --help`");
     }
     const sub = expectOneLineError(await cli(sb, ["sessions", "forget", "--help"]), 2);

@@ -55,6 +55,8 @@ export interface MakePiSessionOptions {
   captureEvents?: boolean;
   /** After all turns, fork like pi's /fork: a new file holding the path up to the end of `atTurn`. */
   fork?: { atTurn: number; turns: PiTurn[] };
+  /** Awaited after each turn, with the session file pi writes (tests that watch a live session). */
+  afterTurn?: (index: number, file: string | undefined) => Promise<void>;
 }
 
 export interface PiSessionResult {
@@ -109,7 +111,13 @@ async function openAgentSession(options: MakePiSessionOptions, faux: FauxProvide
   return session;
 }
 
-async function runTurns(session: AgentSession, faux: FauxProviderRegistration, turns: PiTurn[], leafIds: string[]): Promise<void> {
+async function runTurns(
+  session: AgentSession,
+  faux: FauxProviderRegistration,
+  turns: PiTurn[],
+  leafIds: string[],
+  afterTurn?: MakePiSessionOptions["afterTurn"],
+): Promise<void> {
   for (const [index, turn] of turns.entries()) {
     if (turn.branchFromTurn !== undefined) {
       const target = leafIds[turn.branchFromTurn];
@@ -129,6 +137,7 @@ async function runTurns(session: AgentSession, faux: FauxProviderRegistration, t
     if (turn.label) sm.appendLabelChange(sm.getLeafId()!, turn.label);
     if (turn.name) sm.appendSessionInfo(turn.name);
     leafIds.push(sm.getLeafId()!);
+    await afterTurn?.(index, session.sessionFile);
   }
 }
 
@@ -146,7 +155,7 @@ export async function makePiSession(options: MakePiSessionOptions): Promise<PiSe
   });
   const session = await openAgentSession(options, faux);
   try {
-    const result = await drive(session, faux, options.turns, options.captureEvents ?? true);
+    const result = await drive(session, faux, options.turns, options.captureEvents ?? true, options.afterTurn);
     if (options.fork) {
       const target = result.turnLeafIds[options.fork.atTurn];
       if (!target) throw new Error(`fork.atTurn ${options.fork.atTurn} has not run`);
@@ -168,12 +177,18 @@ export async function makePiSession(options: MakePiSessionOptions): Promise<PiSe
   }
 }
 
-async function drive(session: AgentSession, faux: FauxProviderRegistration, turns: PiTurn[], capture: boolean): Promise<PiSessionResult> {
+async function drive(
+  session: AgentSession,
+  faux: FauxProviderRegistration,
+  turns: PiTurn[],
+  capture: boolean,
+  afterTurn?: MakePiSessionOptions["afterTurn"],
+): Promise<PiSessionResult> {
   const events: AgentSessionEvent[] = [];
   const unsubscribe = capture ? session.subscribe((e) => events.push(e)) : () => {};
   const turnLeafIds: string[] = [];
   try {
-    await runTurns(session, faux, turns, turnLeafIds);
+    await runTurns(session, faux, turns, turnLeafIds, afterTurn);
   } finally {
     unsubscribe();
   }

@@ -1,0 +1,132 @@
+import type { Command } from "commander";
+import { context } from "./context.js";
+import { EXIT, formatBytes, warn } from "./output.js";
+import { RepoError } from "../repo/errors.js";
+
+/** `pi-guard watch`: the long-running watcher (engine in src/watch/watcher.ts). */
+export function registerWatchCommands(program: Command): void {
+  program
+    .command("watch")
+    .description("watch the agent dir and snapshot every change after a short debounce (runs until stopped)")
+    .option("--debounce <ms>", "quiet time after the last change before a snapshot (default: config watch.debounceMs, 1000)")
+    .addHelpText(
+      "after",
+      `
+Keeps one repository open and snapshots each batch of changes to the sources (the agent dir, a
+sessions dir outside it, pi-guard's metadata) once they have been quiet for the debounce, and at
+most watch.maxDelayMs after the first change. Failed snapshots are logged and retried with backoff.
+
+If a batch would drop most of the files at once, or the sessions dir vanishes, the snapshot is
+still taken but tagged "suspect-loss": \`pi-guard restore latest\` skips it and restores the last
+whole state, and the state file marks the loss (the status command exits non-zero) until the files
+come back. To accept a deliberate deletion, run \`pi-guard snapshot\` once.
+
+Log: JSON lines in $XDG_STATE_HOME/pi-guard/watch-<hash>.log (rotated); --json also prints them
+to stdout. A human line per snapshot goes to stderr unless --quiet.
+Signals: SIGTERM/SIGINT take the pending snapshot and exit (0 when it was saved) within 5 s;
+SIGHUP reloads the config file. A second watcher of the same agent dir refuses to start.
+See docs/WATCH.md.
+
+Examples:
+  $ pi-guard watch
+  $ pi-guard watch --debounce 250 --quiet
+  $ pi-guard watch --json | jq -c 'select(.event == "snapshot")'`,
+    )
+    .action(async (opts: { debounce?: string }, cmd: Command) => {
+      const ctx = context(cmd);
+      const debounceMs = opts.debounce === undefined ? undefined : Number(opts.debounce);
+      if (debounceMs !== undefined && (!Number.isSafeInteger(debounceMs) || debounceMs < 0 || debounceMs > 600_000)) {
+        throw new RepoError(`--debounce must be a whole number of milliseconds from 0 to 600000, not "${opts.debounce}"`, "usage");
+      }
+      const [{ assertRepoOutsideAgentDir }, { watcherFiles }, { acquireWatcherLock }, { WatchLog }, { Watcher }] = await Promise.all([
+        import("../engine.js"),
+        import("../watch/state.js"),
+        import("../watch/watcher-lock.js"),
+        import("../watch/log.js"),
+        import("../watch/watcher.js"),
+      ]);
+      const config = ctx.config;
+      assertRepoOutsideAgentDir(config);
+      const files = watcherFiles(config.stateDir, config.agentDir);
+      const lock = await acquireWatcherLock(files.lock, config.agentDir);
+      let exitCode: number = EXIT.failure;
+      try {
+        const repo = await ctx.open();
+        const human = (line: string) => {
+          if (!ctx.out.quiet) warn(line);
+        };
+        const log = new WatchLog({
+          file: files.log,
+          maxBytes: config.watch.log.maxBytes,
+          keep: config.watch.log.keep,
+          echo: ctx.out.json ? (line) => process.stdout.write(line + "\n") : undefined,
+          onFailure: warn,
+        });
+        repo.onWarning = (message) => {
+          log.write("warn", "warning", { message });
+          human(message);
+        };
+        const watcher = new Watcher({
+          config,
+          repo,
+          log,
+          stateFile: files.state,
+          debounceMs,
+          onReport: (r) => {
+            if (r.kind === "snapshot" && r.suspect) {
+              // Loud even with --quiet: this is the accident pi-guard exists for.
+              warn(
+                `WARNING: suspected loss: ${r.suspect.reason === "sessions" ? "every session file vanished" : `${r.suspect.lost} of ${r.suspect.filesBefore} files vanished at once`}; ` +
+                  `snapshot ${r.id.slice(0, 8)} is tagged suspect-loss. \`pi-guard restore latest\` restores the last whole state; \`pi-guard snapshot\` accepts the deletion`,
+              );
+            } else if (r.kind === "snapshot") human(`snapshot ${r.id.slice(0, 8)}  ${r.files} files, ${formatBytes(r.bytesNew)} new, ${r.ms} ms`);
+            else if (r.kind === "error") warn(`snapshot failed (retry in ${Math.round(r.retryInMs / 1000)} s): ${r.message}`);
+            else if (r.kind === "recovered") human(`the files are back: snapshot ${r.id.slice(0, 8)} is whole again; suspected loss cleared`);
+            else human(`snapshot ${r.id.slice(0, 8)} was taken by hand after the suspected loss: the deletion is accepted`);
+          },
+        });
+        const stopped = new Promise<number>((resolve) => {
+          let stopping = false;
+          const stop = (signal: NodeJS.Signals) => {
+            if (stopping) return;
+            stopping = true;
+            human(`${signal}: taking the pending snapshot and stopping`);
+            void watcher
+              .stop(4500)
+              .then((r) => {
+                if (!r.flushed) warn(`stopped with changes not in any snapshot: ${r.error ?? "unknown error"}`);
+                resolve(r.flushed ? EXIT.ok : EXIT.failure);
+              })
+              .catch((err: unknown) => {
+                warn(`stopping failed: ${(err as Error).message}`);
+                resolve(EXIT.failure);
+              });
+          };
+          process.on("SIGTERM", stop);
+          process.on("SIGINT", stop);
+          process.on("SIGHUP", () => {
+            const failed = (err: unknown) => {
+              log.write("error", "error", { where: "reload", message: (err as Error).message });
+              warn(`SIGHUP: config not reloaded: ${(err as Error).message}`);
+            };
+            try {
+              // The config file is hostile input too: a bad one keeps the running config.
+              watcher.reload(context(cmd).config).then(() => human("SIGHUP: config reloaded"), failed);
+            } catch (err) {
+              failed(err);
+            }
+          });
+        });
+        // A signal during start-up (chokidar still walking a big tree) must not wait for it.
+        const started = await Promise.race([watcher.start().then(() => true), stopped.then(() => false)]);
+        if (started) human(`watching ${config.roots.map((r) => r.path).join(", ")} (debounce ${watcher.debounceMs} ms; pid ${process.pid})`);
+        exitCode = await stopped;
+        await log.close();
+      } finally {
+        await lock.release();
+      }
+      process.exitCode = exitCode;
+      // Whatever still holds the event loop (a seal worker, a stuck read) must not outlive the 5 s promise.
+      setTimeout(() => process.exit(exitCode), 300).unref();
+    });
+}
