@@ -8,7 +8,8 @@ export function registerWatchCommands(program: Command): void {
   program
     .command("watch")
     .description("watch the agent dir and snapshot every change after a short debounce (runs until stopped)")
-    .option("--debounce <ms>", "quiet time after the last change before a snapshot (default: config watch.debounceMs, 1000)")
+    .option("--no-schedules", "do not run the scheduled jobs (config schedules) from this process; see pi-guard schedule")
+    .option("--debounce <ms>", "quiet time after the last change before a snapshot (default: config watch.debounceMs, 250; a snapshot never waits more than watch.maxDelayMs, 1000, after the first change)")
     .addHelpText(
       "after",
       `
@@ -18,13 +19,16 @@ most watch.maxDelayMs after the first change. Failed snapshots are logged and re
 
 If a batch would drop most of the files at once, or the sessions dir vanishes, the snapshot is
 still taken but tagged "suspect-loss": \`pi-guard restore latest\` skips it and restores the last
-whole state, and the state file marks the loss (the status command exits non-zero) until the files
+whole state, and the state file marks the loss (`pi-guard status` exits non-zero) until the files
 come back. To accept a deliberate deletion, run \`pi-guard snapshot\` once.
 
 Log: JSON lines in $XDG_STATE_HOME/pi-guard/watch-<hash>.log (rotated); --json also prints them
 to stdout. A human line per snapshot goes to stderr unless --quiet.
 Signals: SIGTERM/SIGINT take the pending snapshot and exit (0 when it was saved) within 5 s;
 SIGHUP reloads the config file. A second watcher of the same agent dir refuses to start.
+Scheduled jobs (config "schedules": retention daily, check --read-data weekly by default) run
+from the watcher, one at a time, on its open repository; --no-schedules leaves them to system
+cron (\`pi-guard schedule\` prints the crontab lines).
 See docs/WATCH.md.
 
 Examples:
@@ -32,7 +36,7 @@ Examples:
   $ pi-guard watch --debounce 250 --quiet
   $ pi-guard watch --json | jq -c 'select(.event == "snapshot")'`,
     )
-    .action(async (opts: { debounce?: string }, cmd: Command) => {
+    .action(async (opts: { debounce?: string; schedules: boolean }, cmd: Command) => {
       const ctx = context(cmd);
       const debounceMs = opts.debounce === undefined ? undefined : Number(opts.debounce);
       if (debounceMs !== undefined && (!Number.isSafeInteger(debounceMs) || debounceMs < 0 || debounceMs > 600_000)) {
@@ -45,6 +49,7 @@ Examples:
         import("../watch/log.js"),
         import("../watch/watcher.js"),
       ]);
+      const [{ Scheduler, upcomingJobs }, { jobContext, runJob }] = await Promise.all([import("../watch/schedule.js"), import("../watch/jobs.js")]);
       const config = ctx.config;
       assertRepoOutsideAgentDir(config);
       const files = watcherFiles(config.stateDir, config.agentDir);
@@ -66,10 +71,30 @@ Examples:
           log.write("warn", "warning", { message });
           human(message);
         };
+        const jobs = jobContext(config, async () => repo, ctx.lockWaitMs);
+        const scheduler = opts.schedules
+          ? Object.assign(
+              new Scheduler({
+                schedules: config.schedules,
+                stateDir: config.stateDir,
+                run: (job) => runJob(job, jobs),
+                onStart: (job) => log.write("info", "job-start", { job }),
+                onRound: (r) => {
+                  if ("error" in r) return log.write("error", "error", { where: "schedule", message: r.error });
+                  for (const j of r.ran) {
+                    log.write(j.ok ? "info" : "error", "job", { job: j.job, ok: j.ok, summary: j.summary });
+                    (j.ok ? human : warn)(`scheduled ${j.job}: ${j.ok ? "" : "FAILED: "}${j.summary}`);
+                  }
+                },
+              }),
+              { nextJobs: () => upcomingJobs(config.schedules, new Date()) },
+            )
+          : undefined;
         const watcher = new Watcher({
           config,
           repo,
           log,
+          scheduler,
           stateFile: files.state,
           debounceMs,
           onReport: (r) => {

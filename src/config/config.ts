@@ -85,9 +85,9 @@ export const DEFAULT_SCHEDULES: Schedule[] = [
 ];
 
 export interface WatchSettings {
-  /** Quiet time after the last change before a snapshot (default 1000). */
+  /** Quiet time after the last change before a snapshot (default 250). */
   debounceMs: number;
-  /** A snapshot is taken at most this long after the first pending change, even if changes keep coming (default 2000). */
+  /** A snapshot is taken at most this long after the first pending change, even if changes keep coming (default 1000). */
   maxDelayMs: number;
   /** A snapshot that would drop at least `fraction` of the files, and at least `minFiles`, is a suspected loss. */
   suspectLoss: { minFiles: number; fraction: number };
@@ -95,9 +95,11 @@ export interface WatchSettings {
   log: { maxBytes: number; keep: number };
 }
 
+// Together: no change waits more than about a second, and a burst of writes (one pi turn appends
+// several entries within milliseconds) becomes one snapshot, not one per line.
 export const DEFAULT_WATCH: WatchSettings = {
-  debounceMs: 1000,
-  maxDelayMs: 2000,
+  debounceMs: 250,
+  maxDelayMs: 1000,
   suspectLoss: { minFiles: 3, fraction: 0.5 },
   log: { maxBytes: 10 * 1024 * 1024, keep: 3 },
 };
