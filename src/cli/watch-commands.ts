@@ -19,7 +19,7 @@ most watch.maxDelayMs after the first change. Failed snapshots are logged and re
 
 If a batch would drop most of the files at once, or the sessions dir vanishes, the snapshot is
 still taken but tagged "suspect-loss": \`pi-guard restore latest\` skips it and restores the last
-whole state, and the state file marks the loss (`pi-guard status` exits non-zero) until the files
+whole state, and the state file marks the loss (\`pi-guard status\` exits non-zero) until the files
 come back. To accept a deliberate deletion, run \`pi-guard snapshot\` once.
 
 Log: JSON lines in $XDG_STATE_HOME/pi-guard/watch-<hash>.log (rotated); --json also prints them
