@@ -8,6 +8,7 @@ import { registerSalvageCommands } from "./salvage-commands.js";
 import { registerSessionsCommands } from "./sessions-commands.js";
 import { registerOpsCommands } from "./service-commands.js";
 import { argsForUnknownCommand, pointUnknownCommandsToHelp } from "./unknown-command.js";
+import { hideSdkNodeVersionWarning } from "./warnings.js";
 
 // Loaded as CommonJS: importing a CommonJS package from ESM costs a scan of its source for named
 // exports, a measurable part of a short command's start-up.
@@ -67,6 +68,7 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 3 damaged repository data or an inco
 }
 
 export async function main(argv: string[]): Promise<number> {
+  hideSdkNodeVersionWarning();
   const program = buildProgram();
   try {
     const unknown = argsForUnknownCommand(program, argv.slice(2));

@@ -1,6 +1,3 @@
-import { promises as fs } from "node:fs";
-import path from "node:path";
-import { LocalTarget, TEMP_INFIX } from "../targets/local.js";
 import type { Target } from "../targets/target.js";
 import { indexKey, type IndexFile, type PackEntry } from "./format.js";
 import { acquireLock } from "./lock.js";
@@ -9,31 +6,15 @@ import type { Repository } from "./repository.js";
 import { cleanStaging } from "./staging.js";
 
 /**
- * Leftovers of a writer that died: `.tmp-` files under data/, index/ and snapshots/, and staging
- * files. Only writers (which hold the exclusive lock) create them, so a caller that holds the
- * exclusive lock knows none of them belongs to a live writer. keys/ and locks/ are left alone:
- * `key add` and shared lockers write there without the exclusive lock.
+ * Leftovers of a writer that died: incomplete writes under data/, index/ and snapshots/ (only
+ * targets that can leave them clean them), and staging files in `stagingDir`. Only writers
+ * (which hold the exclusive lock) create them, so a caller that holds the exclusive lock knows
+ * none of them belongs to a live writer. keys/ and locks/ are left alone: `key add` and shared
+ * lockers write there without the exclusive lock.
  */
-export async function removeWriterTempFiles(target: Target): Promise<number> {
-  if (!(target instanceof LocalTarget)) return 0;
-  let removed = await cleanStaging(target.stagingDir, 0);
-  const visit = async (dir: string): Promise<void> => {
-    const entries = await fs.readdir(dir, { withFileTypes: true }).catch(() => []);
-    for (const entry of entries) {
-      const p = path.join(dir, entry.name);
-      if (entry.isDirectory()) await visit(p);
-      else if (entry.name.includes(TEMP_INFIX)) {
-        try {
-          await fs.unlink(p);
-          removed++;
-        } catch (err) {
-          if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
-        }
-      }
-    }
-  };
-  for (const top of ["data", "index", "snapshots"]) await visit(path.join(target.root, top));
-  return removed;
+export async function removeWriterTempFiles(target: Target, stagingDir: string): Promise<number> {
+  const removed = await cleanStaging(stagingDir, 0);
+  return removed + ((await target.cleanTemp?.(0, ["data", "index", "snapshots"])) ?? 0);
 }
 
 export interface RepairIndexReport {
@@ -64,7 +45,7 @@ export interface RepairIndexReport {
 export async function repairIndex(repo: Repository, opts: { lockWaitMs?: number } = {}): Promise<RepairIndexReport> {
   const lock = await acquireLock(repo, { exclusive: true, command: "repair index", waitMs: opts.lockWaitMs ?? 60_000 });
   try {
-    const tempFilesDeleted = await removeWriterTempFiles(repo.target);
+    const tempFilesDeleted = await removeWriterTempFiles(repo.target, repo.stagingDir);
     const present = new Map<string, number>();
     for await (const obj of repo.target.list("data")) present.set(obj.key.split("/").pop()!, obj.size);
 

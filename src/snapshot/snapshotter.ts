@@ -75,7 +75,7 @@ export async function withSnapshotBuilder(
   let builder: SnapshotBuilder | undefined;
   try {
     // Holding the exclusive lock, every temp file of a writer is a dead writer's (docs/FORMAT.md §9).
-    await removeWriterTempFiles(repo.target);
+    await removeWriterTempFiles(repo.target, repo.stagingDir);
     await repo.loadIndex(true);
     builder = new SnapshotBuilder(repo, pool, opts.onProgress, lock.signal);
     return await build(builder);
