@@ -2,7 +2,7 @@ import { makeDirs, syncDir, writeFully } from "../fs-safe.js";
 import { promises as fs, constants } from "node:fs";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
-import { ObjectExists, ObjectNotFound, throwIfAborted, type ObjectInfo, type OpOptions, type PutOptions, type Target } from "./target.js";
+import { abortReason, ObjectExists, ObjectNotFound, throwIfAborted, type ObjectInfo, type OpOptions, type PutOptions, type Target } from "./target.js";
 
 /** Temp files carry this infix; `list` hides them and `cleanTemp` removes stale ones after a crash. */
 export const TEMP_INFIX = ".tmp-";
@@ -31,7 +31,7 @@ export class LocalTarget implements Target {
       return await fs.readFile(this.file(key), { signal: opts.signal });
     } catch (err) {
       if (notFound(err)) throw new ObjectNotFound(key);
-      throw err;
+      throw abortReason(err, opts.signal);
     }
   }
 

@@ -1,5 +1,5 @@
 import { promises as fs } from "node:fs";
-import { ObjectExists, ObjectNotFound, throwIfAborted, type ObjectInfo, type OpOptions, type PutOptions, type Target } from "./target.js";
+import { abortReason, ObjectExists, ObjectNotFound, throwIfAborted, type ObjectInfo, type OpOptions, type PutOptions, type Target } from "./target.js";
 
 /**
  * Objects in a Map: for tests and for exercising the wrappers without a disk or a server. Values
@@ -31,7 +31,9 @@ export class MemoryTarget implements Target {
   }
 
   async putFile(key: string, file: string, opts: PutOptions = {}): Promise<void> {
-    const data = await fs.readFile(file, { signal: opts.signal });
+    const data = await fs.readFile(file, { signal: opts.signal }).catch((err: unknown) => {
+      throw abortReason(err, opts.signal);
+    });
     await this.put(key, data, opts);
     await fs.unlink(file);
   }

@@ -74,8 +74,12 @@ export class S3Target implements Target {
     this.sdk ??= (async () => {
       const sdk = await import("@aws-sdk/client-s3");
       const region = await resolveRegion(sdk, this.env);
+      // The environment's keys come first in the SDK's chain too; they are read from `env` (not
+      // only process.env) so a library caller's environment is the one used. Otherwise the chain.
+      const { AWS_ACCESS_KEY_ID: accessKeyId, AWS_SECRET_ACCESS_KEY: secretAccessKey, AWS_SESSION_TOKEN: sessionToken } = this.env;
       const client = new sdk.S3Client({
         region,
+        ...(accessKeyId && secretAccessKey ? { credentials: { accessKeyId, secretAccessKey, sessionToken } } : {}),
         endpoint: this.endpoint.endpoint,
         forcePathStyle: this.endpoint.pathStyle,
         maxAttempts: 1,
@@ -95,14 +99,16 @@ export class S3Target implements Target {
     return this.root + key;
   }
 
-  private async fail(err: unknown, op: string, key?: string): Promise<Error> {
+  private async fail(err: unknown, op: string, key?: string, signal?: AbortSignal): Promise<Error> {
+    if (signal?.aborted) return signal.reason as Error;
     const region = await this.sdk?.then((s) => s.region).catch(() => undefined);
     const ctx: S3ErrorContext = { bucket: this.bucket, location: this.location, endpointHost: this.endpoint.host, region, op, key };
     return describeS3Error(err, ctx);
   }
 
   /** HEAD answers carry no error code; a listing's do, so it names what a bare 403 or 400 meant. */
-  private async diagnose(err: unknown, op: string, key?: string): Promise<Error> {
+  private async diagnose(err: unknown, op: string, key?: string, signal?: AbortSignal): Promise<Error> {
+    if (signal?.aborted) return signal.reason as Error;
     const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
     if (status === 403 || status === 400 || status === 301) {
       const { sdk, client } = await this.connect();
@@ -121,7 +127,7 @@ export class S3Target implements Target {
       const res = await client.send(new sdk.GetObjectCommand({ Bucket: this.bucket, Key: this.k(key) }), { abortSignal: opts.signal });
       return await bodyBytes(res.Body);
     } catch (err) {
-      throw await this.fail(err, "get", key);
+      throw await this.fail(err, "get", key, opts.signal);
     }
   }
 
@@ -143,7 +149,7 @@ export class S3Target implements Target {
       return res.ContentRange || body.length <= length ? body : body.subarray(offset, offset + length);
     } catch (err) {
       if ((err as { name?: string }).name === "InvalidRange") return Buffer.alloc(0);
-      throw await this.fail(err, "get", key);
+      throw await this.fail(err, "get", key, opts.signal);
     }
   }
 
@@ -172,7 +178,7 @@ export class S3Target implements Target {
           throw await this.fail(again, "put", key);
         }
       }
-      throw await this.fail(err, "put", key);
+      throw await this.fail(err, "put", key, opts.signal);
     }
   }
 
@@ -194,10 +200,12 @@ export class S3Target implements Target {
     const onAbort = () => void upload.abort().catch(() => undefined);
     opts.signal?.addEventListener("abort", onAbort, { once: true });
     try {
+      // An abort that came while the SDK loaded fired no event.
+      if (opts.signal?.aborted) onAbort();
       await upload.done();
     } catch (err) {
       if (opts.signal?.aborted) throw opts.signal.reason;
-      throw await this.fail(err, "put", key);
+      throw await this.fail(err, "put", key, opts.signal);
     } finally {
       opts.signal?.removeEventListener("abort", onAbort);
       body.destroy();
@@ -216,7 +224,7 @@ export class S3Target implements Target {
       this.bucketSeen = true;
       return { key, size: Number(res.ContentLength ?? 0) };
     } catch (err) {
-      const described = await this.diagnose(err, "head", key);
+      const described = await this.diagnose(err, "head", key, opts.signal);
       if (!(described instanceof ObjectNotFound)) throw described;
     }
     // A HEAD 404 does not say whether the object or the whole bucket is missing; ask once.
@@ -225,7 +233,7 @@ export class S3Target implements Target {
         await client.send(new sdk.HeadBucketCommand({ Bucket: this.bucket }), { abortSignal: opts.signal });
         this.bucketSeen = true;
       } catch (err) {
-        throw await this.diagnose(err, "head bucket");
+        throw await this.diagnose(err, "head bucket", undefined, opts.signal);
       }
     }
     return undefined;
@@ -241,7 +249,7 @@ export class S3Target implements Target {
       try {
         page = await client.send(new sdk.ListObjectsV2Command({ Bucket: this.bucket, Prefix: full, ContinuationToken: token }), { abortSignal: opts.signal });
       } catch (err) {
-        throw await this.fail(err, "list", base);
+        throw await this.fail(err, "list", base, opts.signal);
       }
       this.bucketSeen = true;
       for (const obj of page.Contents ?? []) {
@@ -259,7 +267,7 @@ export class S3Target implements Target {
     try {
       await client.send(new sdk.DeleteObjectCommand({ Bucket: this.bucket, Key: this.k(key) }), { abortSignal: opts.signal });
     } catch (err) {
-      const described = await this.fail(err, "delete", key);
+      const described = await this.fail(err, "delete", key, opts.signal);
       if (!(described instanceof ObjectNotFound)) throw described;
     }
   }

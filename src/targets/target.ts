@@ -92,3 +92,8 @@ export class TargetError extends RepoError {
 export function throwIfAborted(signal: AbortSignal | undefined): void {
   signal?.throwIfAborted();
 }
+
+/** Platform APIs reject an abort with a generic AbortError; callers get the signal's own reason. */
+export function abortReason(err: unknown, signal: AbortSignal | undefined): unknown {
+  return signal?.aborted ? signal.reason : err;
+}
