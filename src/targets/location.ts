@@ -30,7 +30,7 @@ export function parseRepoLocation(repo: string): RepoLocation {
     return { kind: "s3", bucket, prefix };
   }
   throw new RepoError(
-    `"${repo}": pi-guard does not know the scheme "${scheme}:"; a repository is ${KNOWN_LOCATIONS} (for a local folder whose name has a colon, write ./${repo})`,
+    `"${repo}": unknown repository scheme "${scheme}:"; a repository is ${KNOWN_LOCATIONS} (for a local folder whose name has a colon, write ./${repo})`,
     "usage",
   );
 }

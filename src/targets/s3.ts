@@ -84,7 +84,7 @@ export class S3Target implements Target {
         forcePathStyle: this.endpoint.pathStyle,
         maxAttempts: 1,
         // Short connect timeout: a server that is down must fail the command in seconds.
-        requestHandler: { connectionTimeout: 5000, requestTimeout: 120_000 },
+        requestHandler: { connectionTimeout: 3000, requestTimeout: 120_000 },
         // Objects carry their own SHA-256 names; the SDK's default trailing checksums break
         // S3-compatible servers that do not know them (aws-chunked uploads).
         requestChecksumCalculation: "WHEN_REQUIRED",
