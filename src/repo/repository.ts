@@ -61,7 +61,7 @@ export class Repository {
   /**
    * The local folder BlobWriter builds packs in. For a folder target, its tmp/ (same file system:
    * handing a pack over is a rename); for others a per-repository folder the engine sets in the
-   * data dir (see stagingDirFor).
+   * data dir (useLocalStaging in src/engine.ts).
    */
   stagingDir: string;
   private indexLoaded = false;

@@ -4,7 +4,7 @@
 // one-line errors, and an independent client (the AWS CLI) proving nothing leaves in plaintext.
 
 import { execFile } from "node:child_process";
-import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -102,6 +102,10 @@ describe("pi-guard against S3 (s3rver)", () => {
     const failed = await result;
     const line = expectOneLineError(failed, 1);
     expect(line).toMatch(/cannot reach S3 at 127\.0\.0\.1:\d+: ECONN(REFUSED|RESET)/);
+    // The pack being uploaded was staged in the data dir; the failed run removed it.
+    const staging = path.join(sb.dataHome, "pi-guard", "staging");
+    expect(readdirSync(staging)).toHaveLength(1);
+    expect(listFiles(staging).length, listFiles(staging).join(", ")).toBe(0);
 
     server = await startS3Server(server.dir, BUCKET, server.port);
     env = sbEnv(server);
@@ -143,6 +147,11 @@ describe("pi-guard against S3 (s3rver)", () => {
       const missing = await cli(sb, args, { env: { ...env, PI_GUARD_REPO: "s3://no-such-bucket/x" } });
       expect(expectOneLineError(missing, 1), args.join(" ")).toMatch(/S3 bucket "no-such-bucket" does not exist at 127\.0\.0\.1:\d+/);
     }
+
+    // doctor names the storage problem instead of claiming there is no repository.
+    const doctor = await cli(sb, ["doctor", "--json"], { env: { ...env, PI_GUARD_REPO: "s3://no-such-bucket/x" } });
+    const repoCheck = doctor.json<{ checks: { name: string; status: string; message: string }[] }>().checks.find((c) => c.name === "repository");
+    expect(repoCheck).toMatchObject({ status: "error", message: expect.stringContaining('S3 bucket "no-such-bucket" does not exist') });
 
     const down = await cli(sb, ["snapshots"], { env: { ...env, AWS_ENDPOINT_URL: "http://127.0.0.1:9" } });
     expect(expectOneLineError(down, 1)).toMatch(/cannot reach S3 at 127\.0\.0\.1:9: ECONNREFUSED/);
