@@ -177,6 +177,8 @@ export class LocalTarget implements Target {
     entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     for (const entry of entries) {
       const key = keyPrefix ? `${keyPrefix}/${entry.name}` : entry.name;
+      // tmp/ at the top holds a writer's staging files (docs/FORMAT.md §1), never objects.
+      if (key === "tmp" && entry.isDirectory()) continue;
       if (entry.isDirectory()) {
         yield* this.walk(path.join(dir, entry.name), key, signal);
       } else if (entry.isFile() && !entry.name.includes(TEMP_INFIX)) {

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { afterAll } from "vitest";
+import { afterAll, expect, it } from "vitest";
 import { LocalTarget, TEMP_INFIX } from "../../src/targets/local.js";
 import { targetConformance } from "./conformance.js";
 
@@ -21,4 +21,16 @@ targetConformance("local folder", {
     mkdirSync(path.dirname(file), { recursive: true });
     writeFileSync(file, "half a write");
   },
+});
+
+it("list of everything skips the staging folder tmp/ of a folder repository", async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "pi-guard-local-target-"));
+  made.push(dir);
+  const t = new LocalTarget(dir);
+  await t.put("config", Buffer.from("{}"));
+  mkdirSync(path.join(dir, "tmp"));
+  writeFileSync(path.join(dir, "tmp", "host-1-abc.pack"), "staging");
+  const keys: string[] = [];
+  for await (const o of t.list("")) keys.push(o.key);
+  expect(keys).toEqual(["config"]);
 });
