@@ -9,6 +9,7 @@ import { isInside } from "./config/config.js";
 import { resolveCredentials } from "./config/credentials.js";
 import { openRepository, openTarget } from "./engine.js";
 import { isImport } from "./repo/format.js";
+import { isLocalLocation } from "./targets/location.js";
 import { findHazards, protectionCheck } from "./doctor-hazards.js";
 
 export type CheckStatus = "ok" | "warn" | "error";
@@ -34,7 +35,7 @@ export async function runDoctor(config: Config, now = Date.now()): Promise<Docto
   add("agent dir", agentExists ? "ok" : "warn", agentExists ? config.agentDir : `${config.agentDir} does not exist: nothing to back up`, "set PI_CODING_AGENT_DIR (or --agent-dir) to the agent dir pi uses");
   for (const root of config.roots.filter((r) => r.name === "sessions")) add("sessions dir", "ok", `${root.path} (outside the agent dir; backed up as root "${root.name}")`);
 
-  const local = !config.repo.startsWith("s3://");
+  const local = isLocalLocation(config.repo);
   const piHome = path.dirname(config.agentDir);
   if (local && isInside(config.repo, config.agentDir)) {
     add("repository location", "error", `${config.repo} is inside the agent dir: the npm reify that deletes sessions would delete the backups too`, "pi-guard init --repo ~/.local/share/pi-guard/repo (outside the agent dir), then set PI_GUARD_REPO to it");
@@ -66,7 +67,15 @@ type Add = (name: string, status: CheckStatus, message: string, fix?: string, pa
 
 /** The last own snapshot's time (ms), or undefined when there is none or the repository cannot be read. */
 async function lastSnapshotCheck(config: Config, cred: unknown, add: Add, now: number): Promise<number | undefined> {
-  if (!(await openTarget(config).head("config").catch(() => undefined))) {
+  const head = await openTarget(config)
+    .head("config")
+    .catch((err: Error) => err);
+  if (head instanceof Error) {
+    // Unreachable storage (a missing bucket, rejected credentials, a server down) is not "no repository".
+    add("repository", "error", `${config.repo}: ${head.message.split("\n")[0]}`, "fix the storage access named, then run pi-guard doctor again");
+    return undefined;
+  }
+  if (!head) {
     add("repository", "error", `no repository at ${config.repo}`, "pi-guard init (or pi-guard snapshot --init)");
     return undefined;
   }

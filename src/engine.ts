@@ -12,6 +12,7 @@ import { RepoError } from "./repo/errors.js";
 import type { Credentials } from "./repo/keys.js";
 import { Repository, type SnapshotRecord } from "./repo/repository.js";
 import { openTarget } from "./targets/open.js";
+import { isLocalLocation } from "./targets/location.js";
 import { withLock } from "./repo/lock.js";
 import { createSnapshot, type SnapshotOptions, type SnapshotResult } from "./snapshot/snapshotter.js";
 import { pathInScope } from "./snapshot/scan.js";
@@ -34,7 +35,7 @@ export { openTarget };
 
 /** The repository must not live inside the agent dir: the same npm reify would delete it too. */
 export function assertRepoOutsideAgentDir(config: Config): void {
-  if (!config.repo.startsWith("s3://") && isInside(config.repo, config.agentDir)) {
+  if (isLocalLocation(config.repo) && isInside(config.repo, config.agentDir)) {
     throw new RepoError(
       `refusing to use ${config.repo}: it is inside the agent dir ${config.agentDir}, where the same accident that deletes sessions would delete the backups`,
       "usage",
@@ -52,8 +53,8 @@ export async function initRepository(config: Config, opts: { password?: string; 
   assertRepoOutsideAgentDir(config);
   const target = openTarget(config);
   if (await target.head("config")) throw new RepoError(`a repository already exists at ${config.repo}`, "exists");
-  if (!config.repo.startsWith("s3://")) {
-    await makeDirs(config.repo, 0o700).catch((err) => {
+  if (target.localPath) {
+    await makeDirs(target.localPath, 0o700).catch((err) => {
       throw new RepoError(`cannot create ${config.repo}: ${(err as NodeJS.ErrnoException).code}`, "io");
     });
   }
@@ -65,7 +66,7 @@ export async function initRepository(config: Config, opts: { password?: string; 
     keyFile = config.keyFile;
   }
   if (cred.kind === "password" && cred.password.length === 0) throw new RepoError("the password is empty", "usage");
-  const repo = await Repository.init(target, cred);
+  const repo = useLocalStaging(config, await Repository.init(target, cred));
   return { repo, keyFile, credential: cred.kind };
 }
 
@@ -77,7 +78,16 @@ export async function openRepository(config: Config, promptPassword?: () => Prom
   let cred = await resolveCredentials(config);
   if (!cred && promptPassword && !config.keyFileSource) cred = { kind: "password", password: await promptPassword(), source: "prompt" };
   if (!cred) throw noCredentialsError(config);
-  return Repository.open(target, cred);
+  return useLocalStaging(config, await Repository.open(target, cred));
+}
+
+/**
+ * Packs for a remote target are built in the data dir, one folder per repository, so that the
+ * staging cleanup of one repository's writer never touches another's files.
+ */
+function useLocalStaging(config: Config, repo: Repository): Repository {
+  if (!repo.target.localPath) repo.stagingDir = path.join(config.dataDir, "staging", repo.config.id);
+  return repo;
 }
 
 export async function snapshotAgentDir(

@@ -10,6 +10,7 @@ import { registerSessionsCommands } from "./sessions-commands.js";
 import { registerOpsCommands } from "./service-commands.js";
 import { registerWatchCommands } from "./watch-commands.js";
 import { argsForUnknownCommand, pointUnknownCommandsToHelp } from "./unknown-command.js";
+import { hideSdkNodeVersionWarning } from "./warnings.js";
 
 // Loaded as CommonJS: importing a CommonJS package from ESM costs a scan of its source for named
 // exports, a measurable part of a short command's start-up.
@@ -31,7 +32,7 @@ export function buildProgram(): Command {
   const program = new Command("pi-guard")
     .version(VERSION)
     .description("Continuous, encrypted, deduplicated backups of the pi coding agent's sessions, and their recovery.")
-    .option("-r, --repo <path>", "repository location (env PI_GUARD_REPO; default $XDG_DATA_HOME/pi-guard/repo)")
+    .option("-r, --repo <location>", "repository: a folder or s3://bucket/prefix (env PI_GUARD_REPO; default $XDG_DATA_HOME/pi-guard/repo)")
     .option("--password-file <file>", "read the repository password from a file (env PI_GUARD_PASSWORD_FILE)")
     .option("--key-file <file>", "key file for unattended use (env PI_GUARD_KEY_FILE; default $XDG_CONFIG_HOME/pi-guard/key)")
     .option("--agent-dir <dir>", "pi agent dir to back up (env PI_CODING_AGENT_DIR; default ~/.pi/agent)")
@@ -54,7 +55,8 @@ Examples:
   $ pi-guard demo                      # watch a lost sessions dir come back, in a temp folder
 
 Environment: PI_GUARD_REPO, PI_GUARD_PASSWORD, PI_GUARD_PASSWORD_FILE, PI_GUARD_KEY_FILE,
-PI_CODING_AGENT_DIR, XDG_CONFIG_HOME, XDG_DATA_HOME, NO_COLOR.
+PI_CODING_AGENT_DIR, XDG_CONFIG_HOME, XDG_DATA_HOME, NO_COLOR; for s3:// repositories the AWS SDK's
+AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_PROFILE, AWS_REGION, AWS_ENDPOINT_URL(_S3) (docs/TARGETS.md).
 Exit codes: 0 ok, 1 failure, 2 usage error, 3 damaged repository data or an incomplete snapshot.`,
   );
   registerRepoCommands(program);
@@ -71,6 +73,7 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 3 damaged repository data or an inco
 }
 
 export async function main(argv: string[]): Promise<number> {
+  hideSdkNodeVersionWarning();
   const program = buildProgram();
   try {
     const unknown = argsForUnknownCommand(program, argv.slice(2));

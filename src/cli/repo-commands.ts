@@ -205,14 +205,13 @@ Examples:
       const repo = await ctx.open();
       const { acquireLock, removeStaleLocks } = await import("../repo/lock.js");
       const { checkRepository } = await import("../repo/check.js");
-      const { LocalTarget } = await import("../targets/local.js");
       await removeStaleLocks(repo);
       const lock = await acquireLock(repo, { exclusive: false, command: "check", waitMs: ctx.lockWaitMs });
       const progress = new Progress(!ctx.out.json && !ctx.out.quiet);
       let report;
       try {
         // Temp files older than an hour can only be leftovers of a killed process.
-        if (repo.target instanceof LocalTarget) await repo.target.cleanTemp(60 * 60 * 1000);
+        await repo.target.cleanTemp?.(60 * 60 * 1000);
         report = await checkRepository(repo, { readData: opts.readData, onProgress: (p) => progress.update(`reading packs ${p.packs}/${p.total}`) });
         lock.assertHeld();
       } finally {

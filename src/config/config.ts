@@ -4,6 +4,7 @@ import path from "node:path";
 import { createRequire } from "node:module";
 import type { z as Zod } from "zod";
 import { RepoError } from "../repo/errors.js";
+import { normalizeRepoLocation } from "../targets/location.js";
 import { agentDir as piAgentDir, sessionsDir as piSessionsDir } from "../pi/paths.js";
 import { DEFAULT_EXCLUDES, type SourceFilter, type SourceRoot } from "../snapshot/sources.js";
 import { scheduleProblems } from "../watch/schedule.js";
@@ -113,7 +114,7 @@ export interface Config {
   /** $XDG_STATE_HOME/pi-guard: the watcher's state file and log. */
   stateDir: string;
   configFile: string;
-  /** A local path, or later s3://bucket/prefix. */
+  /** An absolute local path, or s3://bucket/prefix (src/targets/location.ts). */
   repo: string;
   keyFile: string;
   /** Where keyFile was named (flag, environment, config file); undefined for the default path. */
@@ -192,7 +193,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
     dataDir,
     stateDir,
     configFile,
-    repo: repo.startsWith("s3://") ? repo : path.resolve(repo),
+    repo: normalizeRepoLocation(repo),
     keyFile: path.resolve(flags.keyFile ?? env.PI_GUARD_KEY_FILE ?? file.keyFile ?? path.join(configDir, "key")),
     keyFileSource: flags.keyFile ? "--key-file" : env.PI_GUARD_KEY_FILE ? "PI_GUARD_KEY_FILE" : file.keyFile ? `config file ${configFile}` : undefined,
     passwordFile,

@@ -25,7 +25,7 @@ interface OpenPack {
 /**
  * Turns new chunks into packs. Chunks already in the repository (or added earlier in this run) are
  * skipped; new ones are grouped into frames, sealed on the pool and appended to a pack file being
- * built in the target's staging folder, which is fsynced and handed to the target whole once big
+ * built in the repository's local staging folder, which is fsynced and handed to the target whole once big
  * enough. Nothing becomes visible to readers until `finish` writes the index for the packs, and a
  * snapshot references them only after that.
  */
@@ -137,8 +137,8 @@ export class BlobWriter {
   }
 
   private async openPack(): Promise<OpenPack> {
-    const dir = this.repo.target.stagingDir;
-    await makeDirs(dir);
+    const dir = this.repo.stagingDir;
+    await makeDirs(dir, 0o700);
     const file = path.join(dir, stagingName());
     const handle = await fs.open(file, "wx", 0o600);
     return { file, handle, hash: createHash("sha256"), size: 0, frames: [], blobs: [] };

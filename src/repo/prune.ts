@@ -75,7 +75,7 @@ export async function prune(repo: Repository, opts: PruneOptions = {}): Promise<
   // A dry run only reads: beside snapshots and restores, like any reader.
   const lock = await acquireLock(repo, { mode: dryRun ? "shared" : "exclusive", command: "prune", waitMs: opts.lockWaitMs ?? 60_000 });
   try {
-    const tempFilesDeleted = dryRun ? 0 : await removeWriterTempFiles(repo.target, "all");
+    const tempFilesDeleted = dryRun ? 0 : await removeWriterTempFiles(repo.target, repo.stagingDir, "all");
     await repo.loadIndex(true);
     if (repo.unreadableIndexes.length || repo.unreadablePacks.length) {
       const what = repo.unreadableIndexes[0]?.error ?? repo.unreadablePacks[0].error;

@@ -44,7 +44,7 @@ export class RepackWriter {
   }
 
   private async openPack(): Promise<OpenPack> {
-    const dir = this.repo.target.stagingDir;
+    const dir = this.repo.stagingDir;
     await makeDirs(dir);
     const file = path.join(dir, stagingName());
     const handle = await fs.open(file, "wx", 0o600);

@@ -1,41 +1,21 @@
-import { promises as fs } from "node:fs";
-import path from "node:path";
-import { LocalTarget, TEMP_INFIX, tempOwner } from "../targets/local.js";
 import type { Target } from "../targets/target.js";
 import { indexKey, type IndexFile, type PackEntry } from "./format.js";
 import { acquireLock } from "./lock.js";
 import { scanUnindexedPacks } from "./pack-scan.js";
 import type { Repository } from "./repository.js";
-import { cleanStaging, ownerDead } from "./staging.js";
+import { cleanStaging } from "./staging.js";
 
 /**
- * Leftovers of writers that died: `.tmp-` files under data/, index/ and snapshots/, and staging
- * files. `scope` says whose: "all" for a holder of the exclusive lock (no writer can be running,
- * so every such file is a dead writer's); "dead" for an appender, which runs beside other
- * appenders and may only remove files whose owner tag names a process of this host that is gone
- * (docs/FORMAT.md §9). keys/ and locks/ are left alone: `key add` and lockers write there under
- * no lock or any lock.
+ * Leftovers of writers that died: `.tmp-` files under data/, index/ and snapshots/ (only targets
+ * that can leave them clean them), and staging files in `stagingDir`. `scope` says whose: "all"
+ * for a holder of the exclusive lock (no writer can be running, so every such file is a dead
+ * writer's); "dead" for an appender, which runs beside other appenders and may only remove files
+ * whose owner tag names a process of this host that is gone (docs/FORMAT.md §9). keys/ and locks/
+ * are left alone: `key add` and lockers write there under no lock or any lock.
  */
-export async function removeWriterTempFiles(target: Target, scope: "all" | "dead" = "all"): Promise<number> {
-  if (!(target instanceof LocalTarget)) return 0;
-  let removed = await cleanStaging(target.stagingDir, scope === "all" ? 0 : Infinity);
-  const visit = async (dir: string): Promise<void> => {
-    const entries = await fs.readdir(dir, { withFileTypes: true }).catch(() => []);
-    for (const entry of entries) {
-      const p = path.join(dir, entry.name);
-      if (entry.isDirectory()) await visit(p);
-      else if (entry.name.includes(TEMP_INFIX) && (scope === "all" || ownerDead(tempOwner(entry.name) ?? ""))) {
-        try {
-          await fs.unlink(p);
-          removed++;
-        } catch (err) {
-          if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
-        }
-      }
-    }
-  };
-  for (const top of ["data", "index", "snapshots"]) await visit(path.join(target.root, top));
-  return removed;
+export async function removeWriterTempFiles(target: Target, stagingDir: string, scope: "all" | "dead" = "all"): Promise<number> {
+  const removed = await cleanStaging(stagingDir, scope === "all" ? 0 : Infinity);
+  return removed + ((await target.cleanTemp?.(0, ["data", "index", "snapshots"], scope)) ?? 0);
 }
 
 export interface RepairIndexReport {
@@ -66,7 +46,7 @@ export interface RepairIndexReport {
 export async function repairIndex(repo: Repository, opts: { lockWaitMs?: number } = {}): Promise<RepairIndexReport> {
   const lock = await acquireLock(repo, { mode: "exclusive", command: "repair index", waitMs: opts.lockWaitMs ?? 60_000 });
   try {
-    const tempFilesDeleted = await removeWriterTempFiles(repo.target, "all");
+    const tempFilesDeleted = await removeWriterTempFiles(repo.target, repo.stagingDir, "all");
     const present = new Map<string, number>();
     for await (const obj of repo.target.list("data")) present.set(obj.key.split("/").pop()!, obj.size);
 

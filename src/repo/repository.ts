@@ -1,10 +1,12 @@
 import { createHash, randomBytes } from "node:crypto";
+import os from "node:os";
+import path from "node:path";
 import type { Target } from "../targets/target.js";
 import { Chunker, DATA_CHUNKER, TREE_CHUNKER, gearTable, type ChunkerParams } from "./chunker.js";
 import { blobId, decrypt, encrypt } from "./crypto.js";
 import { decode, encode } from "./compress.js";
 import { RepoError } from "./errors.js";
-import { ObjectNotFound } from "../targets/target.js";
+import { ObjectExists, ObjectNotFound } from "../targets/target.js";
 import {
   AAD,
   CONFIG_KEY,
@@ -56,6 +58,12 @@ export class Repository {
   onWarning: (message: string) => void = () => undefined;
   readonly dataChunker: Chunker;
   readonly treeChunker: Chunker;
+  /**
+   * The local folder BlobWriter builds packs in. For a folder target, its tmp/ (same file system:
+   * handing a pack over is a rename); for others a per-repository folder the engine sets in the
+   * data dir (useLocalStaging in src/engine.ts).
+   */
+  stagingDir: string;
   private indexLoaded = false;
 
   private constructor(
@@ -67,6 +75,7 @@ export class Repository {
     const gear = gearTable(key.chunkerSeed);
     this.dataChunker = new Chunker(config.chunker.data, gear);
     this.treeChunker = new Chunker(config.chunker.tree, gear);
+    this.stagingDir = target.localPath ? path.join(target.localPath, "tmp") : path.join(os.tmpdir(), `pi-guard-staging-${config.id}`);
   }
 
   /** Create a repository. The key is written before the config, so a crash leaves no half-made repo. */
@@ -87,7 +96,13 @@ export class Repository {
       chunker: { data: DATA_CHUNKER, tree: TREE_CHUNKER },
       packSize,
     };
-    await target.put(CONFIG_KEY, Buffer.from(JSON.stringify(config, null, 2) + "\n"));
+    try {
+      // Conditional: of two racing inits only one may write config (the loser's key is unused).
+      await target.put(CONFIG_KEY, Buffer.from(JSON.stringify(config, null, 2) + "\n"), { ifAbsent: true });
+    } catch (err) {
+      if (err instanceof ObjectExists) throw new RepoError(`a repository already exists at ${target.location}`, "exists");
+      throw err;
+    }
     return new Repository(target, config, master, keyId);
   }
 

@@ -111,7 +111,7 @@ export async function withSnapshotBuilder(
   let builder: SnapshotBuilder | undefined;
   try {
     // Other appenders may be writing: only files of writers known to be dead go (docs/FORMAT.md §9).
-    await removeWriterTempFiles(repo.target, "dead");
+    await removeWriterTempFiles(repo.target, repo.stagingDir, "dead");
     await repo.loadIndex(true);
     builder = new SnapshotBuilder(repo, pool, opts.onProgress, opts.signal ? AbortSignal.any([lock.signal, opts.signal]) : lock.signal, () => lock.confirm());
     return await build(builder);

@@ -1,8 +1,8 @@
 import { makeDirs, syncDir, writeFully } from "../fs-safe.js";
 import { promises as fs, constants } from "node:fs";
 import path from "node:path";
-import { ownerAlive, ownerTag } from "../repo/staging.js";
-import { ObjectNotFound, type ObjectInfo, type Target } from "./target.js";
+import { ownerAlive, ownerDead, ownerTag } from "../repo/staging.js";
+import { abortReason, ObjectExists, ObjectNotFound, throwIfAborted, type ObjectInfo, type OpOptions, type PutOptions, type Target, type TempScope } from "./target.js";
 
 /**
  * Temp files carry this infix, then the writer's owner tag (`<host>-<pid>-<random>`, see
@@ -27,16 +27,20 @@ export class LocalTarget implements Target {
     return this.root;
   }
 
+  get localPath(): string {
+    return this.root;
+  }
+
   private file(key: string): string {
     return path.join(this.root, ...key.split("/"));
   }
 
-  async get(key: string): Promise<Buffer> {
+  async get(key: string, opts: OpOptions = {}): Promise<Buffer> {
     try {
-      return await fs.readFile(this.file(key));
+      return await fs.readFile(this.file(key), { signal: opts.signal });
     } catch (err) {
       if (notFound(err)) throw new ObjectNotFound(key);
-      throw err;
+      throw abortReason(err, opts.signal);
     }
   }
 
@@ -65,7 +69,8 @@ export class LocalTarget implements Target {
     return h;
   }
 
-  async getRange(key: string, offset: number, length: number): Promise<Buffer> {
+  async getRange(key: string, offset: number, length: number, opts: OpOptions = {}): Promise<Buffer> {
+    throwIfAborted(opts.signal);
     let handle: fs.FileHandle;
     try {
       handle = await this.handle(key);
@@ -84,7 +89,8 @@ export class LocalTarget implements Target {
   }
 
   /** temp name in the same folder, write, fsync, rename, fsync the folder: all or nothing after a crash. */
-  async put(key: string, data: Buffer): Promise<void> {
+  async put(key: string, data: Buffer, opts: PutOptions = {}): Promise<void> {
+    throwIfAborted(opts.signal);
     const dest = this.file(key);
     const dir = path.dirname(dest);
     await makeDirs(dir);
@@ -97,7 +103,8 @@ export class LocalTarget implements Target {
       } finally {
         await handle.close();
       }
-      await fs.rename(tmp, dest);
+      throwIfAborted(opts.signal);
+      await this.moveIntoPlace(tmp, dest, opts);
     } catch (err) {
       // A full disk must not leave a temp file behind to fill it further.
       await fs.unlink(tmp).catch(() => undefined);
@@ -106,19 +113,53 @@ export class LocalTarget implements Target {
     await syncDir(dir);
   }
 
-  get stagingDir(): string {
-    return path.join(this.root, "tmp");
+  /**
+   * rename replaces an existing object; for ifAbsent, link fails atomically when the name is
+   * taken, so two racing writers cannot both succeed.
+   */
+  private async moveIntoPlace(tmp: string, dest: string, opts: PutOptions): Promise<void> {
+    if (!opts.ifAbsent) return fs.rename(tmp, dest);
+    try {
+      await fs.link(tmp, dest);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "EEXIST") throw new ObjectExists(path.relative(this.root, dest).split(path.sep).join("/"));
+      throw err;
+    }
+    await fs.unlink(tmp);
   }
 
-  async putFile(key: string, file: string): Promise<void> {
+  /** A rename when `file` is on the same file system (the engine stages packs in <root>/tmp); else a copy, fsynced, then renamed. */
+  async putFile(key: string, file: string, opts: PutOptions = {}): Promise<void> {
+    throwIfAborted(opts.signal);
     const dest = this.file(key);
     const dir = path.dirname(dest);
     await makeDirs(dir);
-    await fs.rename(file, dest);
+    try {
+      await this.moveIntoPlace(file, dest, opts);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EXDEV") throw err;
+      const tmp = `${dest}${TEMP_INFIX}${ownerTag()}`;
+      try {
+        await fs.copyFile(file, tmp, constants.COPYFILE_EXCL);
+        const handle = await fs.open(tmp, "r+");
+        try {
+          await handle.sync();
+        } finally {
+          await handle.close();
+        }
+        throwIfAborted(opts.signal);
+        await this.moveIntoPlace(tmp, dest, opts);
+      } catch (copyErr) {
+        await fs.unlink(tmp).catch(() => undefined);
+        throw copyErr;
+      }
+      await fs.unlink(file);
+    }
     await syncDir(dir);
   }
 
-  async head(key: string): Promise<ObjectInfo | undefined> {
+  async head(key: string, opts: OpOptions = {}): Promise<ObjectInfo | undefined> {
+    throwIfAborted(opts.signal);
     try {
       const st = await fs.stat(this.file(key));
       return { key, size: st.size };
@@ -128,12 +169,13 @@ export class LocalTarget implements Target {
     }
   }
 
-  async *list(prefix: string): AsyncIterable<ObjectInfo> {
+  async *list(prefix: string, opts: OpOptions = {}): AsyncIterable<ObjectInfo> {
     const base = this.file(prefix.replace(/\/$/, ""));
-    yield* this.walk(base, prefix.replace(/\/$/, ""));
+    yield* this.walk(base, prefix.replace(/\/$/, ""), opts.signal);
   }
 
-  private async *walk(dir: string, keyPrefix: string): AsyncIterable<ObjectInfo> {
+  private async *walk(dir: string, keyPrefix: string, signal?: AbortSignal): AsyncIterable<ObjectInfo> {
+    throwIfAborted(signal);
     let entries;
     try {
       entries = await fs.readdir(dir, { withFileTypes: true });
@@ -143,9 +185,11 @@ export class LocalTarget implements Target {
     }
     entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     for (const entry of entries) {
-      const key = `${keyPrefix}/${entry.name}`;
+      const key = keyPrefix ? `${keyPrefix}/${entry.name}` : entry.name;
+      // tmp/ at the top holds a writer's staging files (docs/FORMAT.md §1), never objects.
+      if (key === "tmp" && entry.isDirectory()) continue;
       if (entry.isDirectory()) {
-        yield* this.walk(path.join(dir, entry.name), key);
+        yield* this.walk(path.join(dir, entry.name), key, signal);
       } else if (entry.isFile() && !entry.name.includes(TEMP_INFIX)) {
         const st = await fs.stat(path.join(dir, entry.name)).catch(() => undefined);
         if (st) yield { key, size: st.size };
@@ -153,7 +197,8 @@ export class LocalTarget implements Target {
     }
   }
 
-  async delete(key: string): Promise<void> {
+  async delete(key: string, opts: OpOptions = {}): Promise<void> {
+    throwIfAborted(opts.signal);
     const cached = this.handles.get(key);
     if (cached) {
       this.handles.delete(key);
@@ -167,10 +212,11 @@ export class LocalTarget implements Target {
   }
 
   /**
-   * Remove temp files older than `olderThanMs` left by a process that was killed mid-write; never
-   * one whose owner is a live process of this host (a slow put of a running writer).
+   * Remove temp files older than `olderThanMs` left by a process that was killed mid-write. `scope`
+   * says whose: "all" (the caller holds the exclusive lock), "not-live" (never one whose owner is a
+   * live process of this host: a slow put of a running writer), "dead" (only owners known dead).
    */
-  async cleanTemp(olderThanMs: number): Promise<number> {
+  async cleanTemp(olderThanMs: number, under?: string[], scope: TempScope = "not-live"): Promise<number> {
     let removed = 0;
     const now = Date.now();
     const visit = async (dir: string): Promise<void> => {
@@ -185,14 +231,16 @@ export class LocalTarget implements Target {
         if (entry.isDirectory()) await visit(p);
         else if (entry.name.includes(TEMP_INFIX)) {
           const st = await fs.stat(p).catch(() => undefined);
-          if (st && now - st.mtimeMs > olderThanMs && !ownerAlive(tempOwner(entry.name) ?? "")) {
+          const owner = tempOwner(entry.name) ?? "";
+          const ours = scope === "all" || (scope === "dead" ? ownerDead(owner) : !ownerAlive(owner));
+          if (st && now - st.mtimeMs >= olderThanMs && ours) {
             await fs.unlink(p).catch(() => undefined);
             removed++;
           }
         }
       }
     };
-    await visit(this.root);
+    for (const top of under ?? [""]) await visit(path.join(this.root, top));
     return removed;
   }
 }

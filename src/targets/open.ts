@@ -1,12 +1,20 @@
 import type { Config } from "../config/config.js";
-import { RepoError } from "../repo/errors.js";
+import { LimitTarget } from "./limit.js";
 import { LocalTarget } from "./local.js";
+import { parseRepoLocation } from "./location.js";
+import { RetryTarget } from "./retry.js";
+import { S3Target } from "./s3.js";
 import type { Target } from "./target.js";
 
-/** The storage a config's repository location names. */
-export function openTarget(config: Pick<Config, "repo">): Target {
-  if (config.repo.startsWith("s3://")) {
-    throw new RepoError("S3 repositories are not supported by this version yet; use a local path", "usage");
-  }
-  return new LocalTarget(config.repo);
+/** Requests to a remote target at once: enough to hide latency, few enough for a home uplink. */
+export const REMOTE_CONCURRENCY = 8;
+
+/**
+ * The storage a config's repository location names. Remote targets are wrapped: retries with
+ * back-off outside (a retry waiting does not hold a slot), the concurrency limit inside.
+ */
+export function openTarget(config: Pick<Config, "repo">, env: NodeJS.ProcessEnv = process.env): Target {
+  const loc = parseRepoLocation(config.repo);
+  if (loc.kind === "s3") return new RetryTarget(new LimitTarget(new S3Target({ bucket: loc.bucket, prefix: loc.prefix, env }), REMOTE_CONCURRENCY));
+  return new LocalTarget(loc.path);
 }

@@ -1,36 +1,102 @@
 /**
  * Where repository objects live. Deliberately small (the Litestream ReplicaClient idea): the
- * repository never knows whether it talks to a local folder or a bucket.
+ * repository never knows whether it talks to a local folder, memory or a bucket.
  *
  * Keys are slash-separated relative names such as `data/ab/ab12…`. Objects are immutable except
- * `locks/*`; `put` must be atomic: a reader sees the whole object or nothing.
+ * `locks/*`, which a put replaces; every put is atomic: a reader sees the whole object or nothing.
+ * Every operation takes an optional AbortSignal; an aborted operation rejects with the signal's
+ * reason and leaves no partial object behind.
  */
+import { RepoError, type RepoErrorKind } from "../repo/errors.js";
+
 export interface ObjectInfo {
   key: string;
   size: number;
 }
 
+export interface OpOptions {
+  signal?: AbortSignal;
+}
+
+export interface PutOptions extends OpOptions {
+  /**
+   * Store only if no object has this key (`init` writing `config`); otherwise reject with
+   * ObjectExists. Atomic where the storage supports it; see each target for the fallback.
+   */
+  ifAbsent?: boolean;
+}
+
 export interface Target {
   /** Human-readable location, for messages. */
   readonly location: string;
-  get(key: string): Promise<Buffer>;
-  getRange(key: string, offset: number, length: number): Promise<Buffer>;
-  put(key: string, data: Buffer): Promise<void>;
-  head(key: string): Promise<ObjectInfo | undefined>;
-  list(prefix: string): AsyncIterable<ObjectInfo>;
-  delete(key: string): Promise<void>;
   /**
-   * A local folder for files that `putFile` will take (pack files are built there, so memory does
-   * not grow with pack size). For a local target it is on the same file system, so putFile renames.
+   * The folder on this machine that holds the objects, for a target that is one. The engine
+   * builds packs on the same file system then (so putFile is a rename), and doctor warns when it
+   * sits inside the agent dir. Undefined for remote and in-memory targets.
    */
-  readonly stagingDir: string;
-  /** Store a finished, fsynced local file under `key` and remove the local file. */
-  putFile(key: string, file: string): Promise<void>;
+  readonly localPath?: string;
+  get(key: string, opts?: OpOptions): Promise<Buffer>;
+  /** `length` bytes from `offset`; fewer when the object ends first (none past its end). */
+  getRange(key: string, offset: number, length: number, opts?: OpOptions): Promise<Buffer>;
+  put(key: string, data: Buffer, opts?: PutOptions): Promise<void>;
+  /**
+   * Store a finished, fsynced local file under `key` (packs are built in a local staging folder,
+   * so memory does not grow with pack size). On success the local file is gone: renamed into
+   * place, or uploaded and removed. On failure it may remain; the caller removes it.
+   */
+  putFile(key: string, file: string, opts?: PutOptions): Promise<void>;
+  head(key: string, opts?: OpOptions): Promise<ObjectInfo | undefined>;
+  /** Objects whose key starts with `prefix/` (or every object for ""), sorted by key, never temp objects. */
+  list(prefix: string, opts?: OpOptions): AsyncIterable<ObjectInfo>;
+  /** Remove an object; removing a missing one is not an error. */
+  delete(key: string, opts?: OpOptions): Promise<void>;
+  /**
+   * Remove incomplete writes of killed writers that are older than `olderThanMs`, under the given
+   * top-level folders (all when omitted); returns how many. Only targets that can leave such
+   * leftovers have it (an S3 upload is invisible until complete).
+   */
+  cleanTemp?(olderThanMs: number, under?: string[], scope?: TempScope): Promise<number>;
 }
+
+/** Whose temp files `cleanTemp` may remove (see LocalTarget.cleanTemp). */
+export type TempScope = "all" | "not-live" | "dead";
 
 export class ObjectNotFound extends Error {
   constructor(readonly key: string) {
     super(`object ${key} not found`);
     this.name = "ObjectNotFound";
   }
+}
+
+export class ObjectExists extends Error {
+  constructor(readonly key: string) {
+    super(`object ${key} already exists`);
+    this.name = "ObjectExists";
+  }
+}
+
+/**
+ * A storage failure the user can act on, as one line. `transient` failures (network, 5xx,
+ * throttling) may succeed when retried; the others (credentials, permissions, a missing bucket)
+ * never will.
+ */
+export class TargetError extends RepoError {
+  constructor(
+    message: string,
+    kind: RepoErrorKind,
+    readonly transient: boolean,
+  ) {
+    super(message, kind);
+    this.name = "TargetError";
+  }
+}
+
+/** The signal's reason when it is aborted (what the platform's own APIs reject with). */
+export function throwIfAborted(signal: AbortSignal | undefined): void {
+  signal?.throwIfAborted();
+}
+
+/** Platform APIs reject an abort with a generic AbortError; callers get the signal's own reason. */
+export function abortReason(err: unknown, signal: AbortSignal | undefined): unknown {
+  return signal?.aborted ? signal.reason : err;
 }

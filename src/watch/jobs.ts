@@ -42,12 +42,11 @@ function checkJob(readData: boolean): JobFn {
     const repo = await ctx.repo();
     const { acquireLock, removeStaleLocks } = await import("../repo/lock.js");
     const { checkRepository } = await import("../repo/check.js");
-    const { LocalTarget } = await import("../targets/local.js");
     await removeStaleLocks(repo);
     const lock = await acquireLock(repo, { exclusive: false, command: readData ? "check --read-data" : "check", waitMs: ctx.lockWaitMs });
     let report;
     try {
-      if (repo.target instanceof LocalTarget) await repo.target.cleanTemp(60 * 60 * 1000);
+      await repo.target.cleanTemp?.(60 * 60 * 1000);
       report = await checkRepository(repo, { readData });
       lock.assertHeld();
     } finally {

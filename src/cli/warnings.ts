@@ -1,0 +1,14 @@
+/**
+ * The AWS SDK warns on Node 20 that its releases after January 2027 will need Node 22. Users of
+ * pi-guard cannot act on that (pi-guard pins the SDK), so the CLI drops exactly that warning and
+ * lets every other one through.
+ */
+export function hideSdkNodeVersionWarning(): void {
+  const emit = process.emitWarning as (...args: unknown[]) => void;
+  (process as { emitWarning: unknown }).emitWarning = (warning: unknown, ...rest: unknown[]) => {
+    const text = typeof warning === "string" ? warning : (warning as Error | undefined)?.message ?? "";
+    const type = typeof rest[0] === "string" ? rest[0] : (rest[0] as { type?: string } | undefined)?.type;
+    if (text.startsWith("NodeVersionSupportWarning") || type === "NodeVersionSupportWarning") return;
+    emit.call(process, warning, ...rest);
+  };
+}

@@ -1,0 +1,61 @@
+import { promises as fs } from "node:fs";
+import { abortReason, ObjectExists, ObjectNotFound, throwIfAborted, type ObjectInfo, type OpOptions, type PutOptions, type Target } from "./target.js";
+
+/**
+ * Objects in a Map: for tests and for exercising the wrappers without a disk or a server. Values
+ * are copied in and out, so a caller reusing its buffer cannot change a stored object.
+ */
+export class MemoryTarget implements Target {
+  private readonly objects = new Map<string, Buffer>();
+
+  constructor(readonly location = "memory:") {}
+
+  async get(key: string, opts: OpOptions = {}): Promise<Buffer> {
+    throwIfAborted(opts.signal);
+    const data = this.objects.get(key);
+    if (!data) throw new ObjectNotFound(key);
+    return Buffer.from(data);
+  }
+
+  async getRange(key: string, offset: number, length: number, opts: OpOptions = {}): Promise<Buffer> {
+    throwIfAborted(opts.signal);
+    const data = this.objects.get(key);
+    if (!data) throw new ObjectNotFound(key);
+    return Buffer.from(data.subarray(Math.min(offset, data.length), Math.min(offset + length, data.length)));
+  }
+
+  async put(key: string, data: Buffer, opts: PutOptions = {}): Promise<void> {
+    throwIfAborted(opts.signal);
+    if (opts.ifAbsent && this.objects.has(key)) throw new ObjectExists(key);
+    this.objects.set(key, Buffer.from(data));
+  }
+
+  async putFile(key: string, file: string, opts: PutOptions = {}): Promise<void> {
+    const data = await fs.readFile(file, { signal: opts.signal }).catch((err: unknown) => {
+      throw abortReason(err, opts.signal);
+    });
+    await this.put(key, data, opts);
+    await fs.unlink(file);
+  }
+
+  async head(key: string, opts: OpOptions = {}): Promise<ObjectInfo | undefined> {
+    throwIfAborted(opts.signal);
+    const data = this.objects.get(key);
+    return data ? { key, size: data.length } : undefined;
+  }
+
+  async *list(prefix: string, opts: OpOptions = {}): AsyncIterable<ObjectInfo> {
+    const base = prefix.replace(/\/$/, "");
+    const keys = [...this.objects.keys()].filter((k) => base === "" || k.startsWith(`${base}/`)).sort();
+    for (const key of keys) {
+      throwIfAborted(opts.signal);
+      const data = this.objects.get(key);
+      if (data) yield { key, size: data.length };
+    }
+  }
+
+  async delete(key: string, opts: OpOptions = {}): Promise<void> {
+    throwIfAborted(opts.signal);
+    this.objects.delete(key);
+  }
+}

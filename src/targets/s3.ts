@@ -1,0 +1,295 @@
+import { createReadStream, promises as fs } from "node:fs";
+import { isIP } from "node:net";
+import type { S3Client } from "@aws-sdk/client-s3";
+import { RepoError } from "../repo/errors.js";
+import { TEMP_INFIX } from "./local.js";
+import { describeS3Error, type S3ErrorContext } from "./s3-errors.js";
+import { ObjectExists, ObjectNotFound, TargetError, throwIfAborted, type ObjectInfo, type OpOptions, type PutOptions, type Target } from "./target.js";
+
+type Sdk = typeof import("@aws-sdk/client-s3");
+
+export interface S3TargetOptions {
+  bucket: string;
+  /** Objects live under `<prefix>/`; "" for the bucket's root. */
+  prefix: string;
+  env?: NodeJS.ProcessEnv;
+  /** Multipart part size for putFile (lib-storage); S3's minimum is 5 MiB. */
+  partSize?: number;
+  /** Parts uploaded at once per file. */
+  queueSize?: number;
+}
+
+const DEFAULT_REGION = "us-east-1";
+
+/** The endpoint from the environment (the SDK's own names), and whether it needs path-style URLs. */
+export function s3Endpoint(env: NodeJS.ProcessEnv): { endpoint?: string; host: string; pathStyle: boolean } {
+  const endpoint = env.AWS_ENDPOINT_URL_S3 || env.AWS_ENDPOINT_URL || undefined;
+  let host = "";
+  if (endpoint) {
+    try {
+      host = new URL(endpoint).host;
+    } catch {
+      throw new RepoError(`${env.AWS_ENDPOINT_URL_S3 ? "AWS_ENDPOINT_URL_S3" : "AWS_ENDPOINT_URL"} is not a URL: "${endpoint}"`, "usage");
+    }
+  }
+  const hostname = host.replace(/:\d+$/, "").replace(/^\[|\]$/g, "");
+  // A server on an IP or localhost has no DNS for <bucket>.<host>: virtual-host style cannot work.
+  const automatic = !!endpoint && (isIP(hostname) !== 0 || hostname === "localhost" || hostname.endsWith(".localhost"));
+  const forced = env.PI_GUARD_S3_PATH_STYLE;
+  const pathStyle = forced === undefined || forced === "" ? automatic : forced === "1" || forced.toLowerCase() === "true";
+  return { endpoint, host, pathStyle };
+}
+
+/**
+ * A repository under a prefix of an S3 bucket (AWS, MinIO, R2, B2, ...), through the AWS SDK.
+ * Credentials come from the SDK's standard chain and are never stored by pi-guard. Retries are
+ * left to RetryTarget (the SDK makes one attempt per call), so a server that is down fails in
+ * seconds with one line. The SDK loads on first use: commands that never touch S3 do not pay for it.
+ */
+export class S3Target implements Target {
+  readonly location: string;
+  readonly localPath = undefined;
+  private readonly bucket: string;
+  private readonly root: string;
+  private readonly env: NodeJS.ProcessEnv;
+  private readonly endpoint: ReturnType<typeof s3Endpoint>;
+  private readonly partSize: number;
+  private readonly queueSize: number;
+  private sdk?: Promise<{ sdk: Sdk; client: S3Client; region: string }>;
+  private bucketSeen = false;
+  /** false once the server said it cannot do conditional puts; then ifAbsent is head-then-put. */
+  conditionalPuts: boolean | undefined;
+
+  constructor(opts: S3TargetOptions) {
+    this.bucket = opts.bucket;
+    this.root = opts.prefix ? `${opts.prefix}/` : "";
+    this.location = `s3://${opts.bucket}${opts.prefix ? `/${opts.prefix}` : ""}`;
+    this.env = opts.env ?? process.env;
+    this.endpoint = s3Endpoint(this.env);
+    this.partSize = opts.partSize ?? 5 * 1024 * 1024;
+    this.queueSize = opts.queueSize ?? 4;
+  }
+
+  private connect(): Promise<{ sdk: Sdk; client: S3Client; region: string }> {
+    this.sdk ??= (async () => {
+      const sdk = await import("@aws-sdk/client-s3");
+      const region = await resolveRegion(sdk, this.env);
+      // The environment's keys come first in the SDK's chain too; they are read from `env` (not
+      // only process.env) so a library caller's environment is the one used. Otherwise the chain.
+      const { AWS_ACCESS_KEY_ID: accessKeyId, AWS_SECRET_ACCESS_KEY: secretAccessKey, AWS_SESSION_TOKEN: sessionToken } = this.env;
+      const client = new sdk.S3Client({
+        region,
+        ...(accessKeyId && secretAccessKey ? { credentials: { accessKeyId, secretAccessKey, sessionToken } } : {}),
+        endpoint: this.endpoint.endpoint,
+        forcePathStyle: this.endpoint.pathStyle,
+        maxAttempts: 1,
+        // Short connect timeout: a server that is down must fail the command in seconds.
+        requestHandler: { connectionTimeout: 3000, requestTimeout: 120_000 },
+        // Objects carry their own SHA-256 names; the SDK's default trailing checksums break
+        // S3-compatible servers that do not know them (aws-chunked uploads).
+        requestChecksumCalculation: "WHEN_REQUIRED",
+        responseChecksumValidation: "WHEN_REQUIRED",
+      });
+      return { sdk, client, region };
+    })();
+    return this.sdk;
+  }
+
+  private k(key: string): string {
+    return this.root + key;
+  }
+
+  private async fail(err: unknown, op: string, key?: string, signal?: AbortSignal): Promise<Error> {
+    if (signal?.aborted) return signal.reason as Error;
+    const region = await this.sdk?.then((s) => s.region).catch(() => undefined);
+    const ctx: S3ErrorContext = { bucket: this.bucket, location: this.location, endpointHost: this.endpoint.host, region, op, key };
+    return describeS3Error(err, ctx);
+  }
+
+  /** HEAD answers carry no error code; a listing's do, so it names what a bare 403 or 400 meant. */
+  private async diagnose(err: unknown, op: string, key?: string, signal?: AbortSignal): Promise<Error> {
+    if (signal?.aborted) return signal.reason as Error;
+    const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+    if (status === 403 || status === 400 || status === 301) {
+      const { sdk, client } = await this.connect();
+      try {
+        await client.send(new sdk.ListObjectsV2Command({ Bucket: this.bucket, Prefix: this.root, MaxKeys: 1 }));
+      } catch (listErr) {
+        return this.fail(listErr, "list", this.root.replace(/\/$/, ""));
+      }
+    }
+    return this.fail(err, op, key);
+  }
+
+  async get(key: string, opts: OpOptions = {}): Promise<Buffer> {
+    const { sdk, client } = await this.connect();
+    try {
+      const res = await client.send(new sdk.GetObjectCommand({ Bucket: this.bucket, Key: this.k(key) }), { abortSignal: opts.signal });
+      return await bodyBytes(res.Body);
+    } catch (err) {
+      throw await this.fail(err, "get", key, opts.signal);
+    }
+  }
+
+  /** One ranged GET: a restore reads single frames out of packs. */
+  async getRange(key: string, offset: number, length: number, opts: OpOptions = {}): Promise<Buffer> {
+    throwIfAborted(opts.signal);
+    if (length <= 0) {
+      if (!(await this.head(key, opts))) throw new ObjectNotFound(key);
+      return Buffer.alloc(0);
+    }
+    const { sdk, client } = await this.connect();
+    try {
+      const res = await client.send(
+        new sdk.GetObjectCommand({ Bucket: this.bucket, Key: this.k(key), Range: `bytes=${offset}-${offset + length - 1}` }),
+        { abortSignal: opts.signal },
+      );
+      const body = await bodyBytes(res.Body);
+      // A server that ignores Range sends the whole object.
+      return res.ContentRange || body.length <= length ? body : body.subarray(offset, offset + length);
+    } catch (err) {
+      if ((err as { name?: string }).name === "InvalidRange") return Buffer.alloc(0);
+      throw await this.fail(err, "get", key, opts.signal);
+    }
+  }
+
+  async put(key: string, data: Buffer, opts: PutOptions = {}): Promise<void> {
+    const { sdk, client } = await this.connect();
+    if (opts.ifAbsent && (await this.head(key, opts))) throw new ObjectExists(key);
+    const send = (conditional: boolean) =>
+      client.send(
+        new sdk.PutObjectCommand({ Bucket: this.bucket, Key: this.k(key), Body: data, ContentLength: data.length, ...(conditional ? { IfNoneMatch: "*" } : {}) }),
+        { abortSignal: opts.signal },
+      );
+    try {
+      await send(!!opts.ifAbsent && this.conditionalPuts !== false);
+      if (opts.ifAbsent) this.conditionalPuts ??= true;
+    } catch (err) {
+      const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
+      if (opts.ifAbsent && (e.name === "PreconditionFailed" || e.$metadata?.httpStatusCode === 412)) throw new ObjectExists(key);
+      if (opts.ifAbsent && (e.name === "NotImplemented" || e.$metadata?.httpStatusCode === 501)) {
+        // The server cannot put conditionally (older MinIO, B2): the head above is all the
+        // protection there is against a racing writer.
+        this.conditionalPuts = false;
+        try {
+          await send(false);
+          return;
+        } catch (again) {
+          throw await this.fail(again, "put", key);
+        }
+      }
+      throw await this.fail(err, "put", key, opts.signal);
+    }
+  }
+
+  /** Multipart (lib-storage) above partSize, one PUT below; the size stored is checked before the local file goes. */
+  async putFile(key: string, file: string, opts: PutOptions = {}): Promise<void> {
+    throwIfAborted(opts.signal);
+    const { client } = await this.connect();
+    if (opts.ifAbsent && (await this.head(key, opts))) throw new ObjectExists(key);
+    const size = (await fs.stat(file)).size;
+    const { Upload } = await import("@aws-sdk/lib-storage");
+    const body = createReadStream(file);
+    const upload = new Upload({
+      client,
+      params: { Bucket: this.bucket, Key: this.k(key), Body: body, ContentLength: size },
+      partSize: this.partSize,
+      queueSize: this.queueSize,
+      leavePartsOnError: false,
+    });
+    const onAbort = () => void upload.abort().catch(() => undefined);
+    opts.signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      // An abort that came while the SDK loaded fired no event.
+      if (opts.signal?.aborted) onAbort();
+      await upload.done();
+    } catch (err) {
+      if (opts.signal?.aborted) throw opts.signal.reason;
+      throw await this.fail(err, "put", key, opts.signal);
+    } finally {
+      opts.signal?.removeEventListener("abort", onAbort);
+      body.destroy();
+    }
+    const stored = await this.head(key, opts);
+    if (stored?.size !== size) {
+      throw new TargetError(`S3 stored ${stored ? `${stored.size} of ${size}` : `none of the ${size}`} bytes of ${key} in ${this.location}`, "io", true);
+    }
+    await fs.unlink(file);
+  }
+
+  async head(key: string, opts: OpOptions = {}): Promise<ObjectInfo | undefined> {
+    const { sdk, client } = await this.connect();
+    try {
+      const res = await client.send(new sdk.HeadObjectCommand({ Bucket: this.bucket, Key: this.k(key) }), { abortSignal: opts.signal });
+      this.bucketSeen = true;
+      return { key, size: Number(res.ContentLength ?? 0) };
+    } catch (err) {
+      const described = await this.diagnose(err, "head", key, opts.signal);
+      if (!(described instanceof ObjectNotFound)) throw described;
+    }
+    // A HEAD 404 does not say whether the object or the whole bucket is missing; ask once.
+    if (!this.bucketSeen) {
+      try {
+        await client.send(new sdk.HeadBucketCommand({ Bucket: this.bucket }), { abortSignal: opts.signal });
+        this.bucketSeen = true;
+      } catch (err) {
+        throw await this.diagnose(err, "head bucket", undefined, opts.signal);
+      }
+    }
+    return undefined;
+  }
+
+  async *list(prefix: string, opts: OpOptions = {}): AsyncIterable<ObjectInfo> {
+    const { sdk, client } = await this.connect();
+    const base = prefix.replace(/\/$/, "");
+    const full = this.root + (base ? `${base}/` : "");
+    let token: string | undefined;
+    do {
+      let page;
+      try {
+        page = await client.send(new sdk.ListObjectsV2Command({ Bucket: this.bucket, Prefix: full, ContinuationToken: token }), { abortSignal: opts.signal });
+      } catch (err) {
+        throw await this.fail(err, "list", base, opts.signal);
+      }
+      this.bucketSeen = true;
+      for (const obj of page.Contents ?? []) {
+        if (!obj.Key || obj.Key.endsWith("/")) continue;
+        const key = obj.Key.slice(this.root.length);
+        if (key.includes(TEMP_INFIX)) continue;
+        yield { key, size: Number(obj.Size ?? 0) };
+      }
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+  }
+
+  async delete(key: string, opts: OpOptions = {}): Promise<void> {
+    const { sdk, client } = await this.connect();
+    try {
+      await client.send(new sdk.DeleteObjectCommand({ Bucket: this.bucket, Key: this.k(key) }), { abortSignal: opts.signal });
+    } catch (err) {
+      const described = await this.fail(err, "delete", key, opts.signal);
+      if (!(described instanceof ObjectNotFound)) throw described;
+    }
+  }
+}
+
+async function bodyBytes(body: unknown): Promise<Buffer> {
+  const b = body as { transformToByteArray?: () => Promise<Uint8Array> } | undefined;
+  if (!b?.transformToByteArray) return Buffer.alloc(0);
+  const bytes = await b.transformToByteArray();
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+/** The SDK's own region chain (AWS_REGION, the profile's region, ...); us-east-1 when it has none. */
+async function resolveRegion(sdk: Sdk, env: NodeJS.ProcessEnv): Promise<string> {
+  if (env.AWS_REGION) return env.AWS_REGION;
+  if (env.AWS_DEFAULT_REGION) return env.AWS_DEFAULT_REGION;
+  const probe = new sdk.S3Client({});
+  try {
+    return await probe.config.region();
+  } catch {
+    return DEFAULT_REGION;
+  } finally {
+    probe.destroy();
+  }
+}

@@ -1,0 +1,66 @@
+// A real S3 server (s3rver from npm) on 127.0.0.1 for tests, in a child process: the AWS SDK and
+// the AWS CLI speak the real S3 HTTP protocol to it. s3rver knows one account, S3RVER/S3RVER; it
+// rejects an unknown access key but does not verify V4 signatures (a wrong secret passes).
+
+import { type ChildProcess, spawn } from "node:child_process";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const CHILD = path.join(path.dirname(fileURLToPath(import.meta.url)), "s3rver-child.mjs");
+
+export const S3RVER_KEY = "S3RVER";
+
+export interface S3Server {
+  port: number;
+  endpoint: string;
+  dir: string;
+  bucket: string;
+  child: ChildProcess;
+  /** Environment for a pi-guard (or aws) process talking to this server. */
+  env: Record<string, string>;
+  /** Resolves at the next multipart part upload the server receives. */
+  nextPart(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function startS3Server(dir: string, bucket: string, port = 0): Promise<S3Server> {
+  const child = spawn(process.execPath, [CHILD, dir, String(port), bucket], { stdio: ["ignore", "pipe", "pipe"] });
+  let partWaiters: (() => void)[] = [];
+  let stderr = "";
+  child.stderr!.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+  const actualPort = await new Promise<number>((resolve, reject) => {
+    let buf = "";
+    child.stdout!.setEncoding("utf8").on("data", (d: string) => {
+      buf += d;
+      let nl: number;
+      while ((nl = buf.indexOf("\n")) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        const m = /^LISTENING (\d+)$/.exec(line);
+        if (m) resolve(Number(m[1]));
+        if (line === "PART") {
+          const waiters = partWaiters;
+          partWaiters = [];
+          for (const w of waiters) w();
+        }
+      }
+    });
+    child.on("exit", (code) => reject(new Error(`s3rver exited ${code} before listening: ${stderr}`)));
+  });
+  const endpoint = `http://127.0.0.1:${actualPort}`;
+  return {
+    port: actualPort,
+    endpoint,
+    dir,
+    bucket,
+    child,
+    env: { AWS_ACCESS_KEY_ID: S3RVER_KEY, AWS_SECRET_ACCESS_KEY: S3RVER_KEY, AWS_ENDPOINT_URL: endpoint, AWS_REGION: "us-east-1" },
+    nextPart: () => new Promise<void>((resolve) => partWaiters.push(resolve)),
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        child.once("exit", () => resolve());
+        child.kill("SIGKILL");
+      }),
+  };
+}

@@ -1,0 +1,161 @@
+// RetryTarget and LimitTarget around a MemoryTarget that fails or stalls on command. The real
+// network failures (a killed S3 server) are in s3-e2e.test.ts; here the policy itself is pinned.
+
+import { describe, expect, it } from "vitest";
+import { LimitTarget } from "../../src/targets/limit.js";
+import { MemoryTarget } from "../../src/targets/memory.js";
+import { isTransient, RetryTarget } from "../../src/targets/retry.js";
+import { ObjectNotFound, TargetError, type ObjectInfo, type OpOptions } from "../../src/targets/target.js";
+
+/** Fails the next `failures` operations with `error`, then works. */
+class FlakyTarget extends MemoryTarget {
+  calls = 0;
+  constructor(
+    public failures: number,
+    private readonly error: () => unknown,
+  ) {
+    super();
+  }
+  private maybeFail(): void {
+    this.calls++;
+    if (this.failures > 0) {
+      this.failures--;
+      throw this.error();
+    }
+  }
+  override async get(key: string, opts?: OpOptions): Promise<Buffer> {
+    this.maybeFail();
+    return super.get(key, opts);
+  }
+  override async put(key: string, data: Buffer): Promise<void> {
+    this.maybeFail();
+    return super.put(key, data);
+  }
+  /** Fails after yielding `failAfter` objects, once. */
+  failListAfter = -1;
+  override async *list(prefix: string, opts?: OpOptions): AsyncIterable<ObjectInfo> {
+    let n = 0;
+    for await (const o of super.list(prefix, opts)) {
+      if (n++ === this.failListAfter) {
+        this.failListAfter = -1;
+        throw Object.assign(new Error("socket hang up"), { code: "ECONNRESET" });
+      }
+      yield o;
+    }
+  }
+}
+
+const econnreset = () => Object.assign(new Error("read ECONNRESET"), { code: "ECONNRESET" });
+
+describe("RetryTarget", () => {
+  it("retries network errors, 5xx and throttling until the operation succeeds", async () => {
+    for (const error of [econnreset, () => new TargetError("S3 failed put: SlowDown (HTTP 503)", "io", true)]) {
+      const inner = new FlakyTarget(3, error);
+      const retries: number[] = [];
+      const t = new RetryTarget(inner, { baseDelayMs: 1, onRetry: (r) => retries.push(r.attempt) });
+      await t.put("data/00/01", Buffer.from("x"));
+      expect(inner.calls).toBe(4);
+      expect(retries).toEqual([1, 2, 3]);
+      expect((await t.get("data/00/01")).toString()).toBe("x");
+    }
+  });
+
+  it("never retries permanent errors: bad credentials, access denied, a missing object", async () => {
+    for (const error of [() => new TargetError("S3 does not know the access key (InvalidAccessKeyId)", "io", false), () => new ObjectNotFound("k"), () => Object.assign(new Error("no space"), { code: "ENOSPC" })]) {
+      const thrown = error();
+      const inner = new FlakyTarget(1, () => thrown);
+      const t = new RetryTarget(inner, { baseDelayMs: 1 });
+      await expect(t.get("k")).rejects.toBe(thrown);
+      expect(inner.calls).toBe(1);
+    }
+  });
+
+  it("gives up after the configured attempts with the last error", async () => {
+    const inner = new FlakyTarget(100, econnreset);
+    const t = new RetryTarget(inner, { attempts: 3, baseDelayMs: 1 });
+    await expect(t.put("a", Buffer.from("x"))).rejects.toThrow("ECONNRESET");
+    expect(inner.calls).toBe(3);
+  });
+
+  it("an abort during the back-off stops the retries at once", async () => {
+    const inner = new FlakyTarget(100, econnreset);
+    const t = new RetryTarget(inner, { attempts: 10, baseDelayMs: 60_000, maxDelayMs: 60_000 });
+    const ac = new AbortController();
+    const put = t.put("a", Buffer.from("x"), { signal: ac.signal });
+    setTimeout(() => ac.abort(new Error("user pressed ^C")), 20);
+    await expect(put).rejects.toThrow("user pressed ^C");
+    expect(inner.calls).toBe(1);
+  });
+
+  it("back-off grows exponentially, is capped, and is jittered within [cap/2, cap]", () => {
+    const low = new RetryTarget(new MemoryTarget(), { baseDelayMs: 100, maxDelayMs: 1000, random: () => 0 });
+    const high = new RetryTarget(new MemoryTarget(), { baseDelayMs: 100, maxDelayMs: 1000, random: () => 1 });
+    expect([0, 1, 2, 3, 4, 5].map((r) => low.delayFor(r))).toEqual([50, 100, 200, 400, 500, 500]);
+    expect([0, 1, 2, 3, 4, 5].map((r) => high.delayFor(r))).toEqual([100, 200, 400, 800, 1000, 1000]);
+  });
+
+  it("a listing that breaks part-way resumes without repeating or losing keys", async () => {
+    const inner = new FlakyTarget(0, econnreset);
+    for (const k of ["data/a", "data/b", "data/c", "data/d"]) await inner.put(k, Buffer.from(k));
+    inner.failListAfter = 2;
+    const t = new RetryTarget(inner, { baseDelayMs: 1 });
+    const keys: string[] = [];
+    for await (const o of t.list("data")) keys.push(o.key);
+    expect(keys).toEqual(["data/a", "data/b", "data/c", "data/d"]);
+  });
+
+  it("classifies errors", () => {
+    expect(isTransient(econnreset())).toBe(true);
+    expect(isTransient(Object.assign(new Error("x"), { code: "ECONNREFUSED" }))).toBe(true);
+    expect(isTransient(new TargetError("x", "io", true))).toBe(true);
+    expect(isTransient(new TargetError("x", "io", false))).toBe(false);
+    expect(isTransient(new ObjectNotFound("k"))).toBe(false);
+    expect(isTransient(Object.assign(new Error("x"), { code: "EACCES" }))).toBe(false);
+    expect(isTransient(new DOMException("aborted", "AbortError"))).toBe(false);
+  });
+});
+
+describe("LimitTarget", () => {
+  it("never runs more than `limit` operations at once, and runs them all", async () => {
+    let running = 0;
+    let peak = 0;
+    class SlowTarget extends MemoryTarget {
+      override async put(key: string, data: Buffer): Promise<void> {
+        running++;
+        peak = Math.max(peak, running);
+        await new Promise((r) => setTimeout(r, 5));
+        running--;
+        return super.put(key, data);
+      }
+    }
+    const inner = new SlowTarget();
+    const t = new LimitTarget(inner, 3);
+    await Promise.all(Array.from({ length: 20 }, (_, i) => t.put(`k/${String(i).padStart(2, "0")}`, Buffer.from([i]))));
+    expect(peak).toBe(3);
+    const keys: string[] = [];
+    for await (const o of t.list("k")) keys.push(o.key);
+    expect(keys.length).toBe(20);
+    expect(t.inFlight).toBe(0);
+  });
+
+  it("an operation waiting for a slot can be aborted, and gives the slot to nobody", async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    class GatedTarget extends MemoryTarget {
+      override async put(key: string, data: Buffer): Promise<void> {
+        await gate;
+        return super.put(key, data);
+      }
+    }
+    const t = new LimitTarget(new GatedTarget(), 1);
+    const first = t.put("a", Buffer.from("1"));
+    const ac = new AbortController();
+    const second = t.put("b", Buffer.from("2"), { signal: ac.signal });
+    ac.abort(new Error("no longer wanted"));
+    await expect(second).rejects.toThrow("no longer wanted");
+    release();
+    await first;
+    expect(await t.head("b")).toBeUndefined();
+    expect(t.inFlight).toBe(0);
+  });
+});
