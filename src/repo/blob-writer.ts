@@ -1,26 +1,12 @@
-import { makeDirs, writeFully } from "../fs-safe.js";
-import { createHash, type Hash } from "node:crypto";
-import { promises as fs } from "node:fs";
-import path from "node:path";
-import { encrypt } from "./crypto.js";
-import { AAD, encodePackHeader, packKey, type BlobRef, type BlobType, type FrameRef, type PackEntry, type PackedBlob } from "./format.js";
+import { type BlobRef, type BlobType, packKey, type PackEntry } from "./format.js";
 import type { Repository } from "./repository.js";
 import type { SealPool } from "./seal-pool.js";
-import { stagingName } from "./staging.js";
+import { StagedPack } from "./staged-pack.js";
 
 /** Consecutive new chunks are compressed together up to this many raw bytes: zstd needs context. */
 export const FRAME_TARGET = 1024 * 1024;
 /** Raw bytes handed to the pool and not yet written: bounds memory whatever the input. */
 const MAX_INFLIGHT_BYTES = 6 * 1024 * 1024;
-
-interface OpenPack {
-  file: string;
-  handle: fs.FileHandle;
-  hash: Hash;
-  size: number;
-  frames: FrameRef[];
-  blobs: PackedBlob[];
-}
 
 /**
  * Turns new chunks into packs. Chunks already in the repository (or added earlier in this run) are
@@ -36,7 +22,7 @@ export class BlobWriter {
    * One open pack per blob type, as restic does: tree blobs (file lists) never share a pack with
    * file data, so damage to a data pack still leaves every snapshot's file list readable.
    */
-  private readonly open = new Map<BlobType, OpenPack>();
+  private readonly open = new Map<BlobType, StagedPack>();
   /** Pack appends happen strictly one after another, in the order frames come back sealed. */
   private appendChain: Promise<void> = Promise.resolve();
   private readonly inflight = new Set<Promise<void>>();
@@ -121,27 +107,10 @@ export class BlobWriter {
   private async appendFrames(type: BlobType, sealed: Buffer[], frameBlobs: BlobRef[][]): Promise<void> {
     for (let f = 0; f < sealed.length; f++) {
       let pack = this.open.get(type);
-      if (!pack) this.open.set(type, (pack = await this.openPack()));
-      const frame = sealed[f];
-      await writeFully(pack.handle, frame, pack.size);
-      pack.hash.update(frame);
-      let inFrame = 0;
-      for (const b of frameBlobs[f]) {
-        pack.blobs.push({ ...b, offset: pack.size, length: frame.length, inFrame });
-        inFrame += b.rawLength;
-      }
-      pack.frames.push({ length: frame.length, blobs: frameBlobs[f] });
-      pack.size += frame.length;
-      if (pack.size >= this.repo.config.packSize) await this.closePack(type);
+      if (!pack) this.open.set(type, (pack = await StagedPack.open(this.repo)));
+      await pack.appendFrame(sealed[f], frameBlobs[f]);
+      if (pack.full) await this.closePack(type);
     }
-  }
-
-  private async openPack(): Promise<OpenPack> {
-    const dir = this.repo.stagingDir;
-    await makeDirs(dir, 0o700);
-    const file = path.join(dir, stagingName());
-    const handle = await fs.open(file, "wx", 0o600);
-    return { file, handle, hash: createHash("sha256"), size: 0, frames: [], blobs: [] };
   }
 
   /** Pack layout: sealed frames, then the sealed header, then the header's length (u32 LE). */
@@ -149,26 +118,9 @@ export class BlobWriter {
     const pack = this.open.get(type);
     if (!pack) return;
     this.open.delete(type);
-    const header = encrypt(this.repo.key.encryption, encodePackHeader(pack.frames), AAD.packHeader);
-    const trailer = Buffer.alloc(4);
-    trailer.writeUInt32LE(header.length);
-    const tail = Buffer.concat([header, trailer]);
-    const id = pack.hash.update(tail).digest("hex");
-    const size = pack.size + tail.length;
-    try {
-      try {
-        await writeFully(pack.handle, tail, pack.size);
-        await pack.handle.sync();
-      } finally {
-        await pack.handle.close();
-      }
-      await this.repo.target.putFile(packKey(id), pack.file);
-    } catch (err) {
-      await fs.unlink(pack.file).catch(() => undefined);
-      throw err;
-    }
-    this.written.push({ id, size, blobs: pack.blobs });
-    this.bytesStored += size;
+    const stored = await pack.store();
+    this.written.push(stored);
+    this.bytesStored += stored.size;
   }
 
   /** Wait for all sealing, close the last pack and write one index file for everything written. */
@@ -195,8 +147,7 @@ export class BlobWriter {
     while (this.inflight.size > 0) await Promise.race(this.inflight);
     await this.appendChain;
     for (const pack of this.open.values()) {
-      await pack.handle.close().catch(() => undefined);
-      await fs.unlink(pack.file).catch(() => undefined);
+      await pack.discard();
     }
     this.open.clear();
     if (this.indexAttempted) return;

@@ -3,6 +3,7 @@ import { randomBytes } from "node:crypto";
 import { RepoError } from "./errors.js";
 import { AAD, lockKey } from "./format.js";
 import type { Repository } from "./repository.js";
+import { pidAlive } from "../pid.js";
 
 /**
  * Repository locks, in the restic style: each process writes its own lock object under locks/,
@@ -81,14 +82,6 @@ export interface Lock {
   release(): Promise<void>;
 }
 
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
 
 export function isStale(info: LockInfo, now = Date.now()): boolean {
   if (info.host === os.hostname() && !pidAlive(info.pid)) return true;

@@ -1,21 +1,12 @@
-import { makeDirs, writeFully } from "../fs-safe.js";
-import { createHash, type Hash } from "node:crypto";
-import { promises as fs } from "node:fs";
-import path from "node:path";
 import { FRAME_TARGET } from "./blob-writer.js";
 import { encode } from "./compress.js";
 import { encrypt } from "./crypto.js";
-import { AAD, encodePackHeader, packKey, type BlobRef, type BlobType, type FrameRef, type PackEntry, type PackedBlob } from "./format.js";
+import { AAD, packKey, type BlobRef, type BlobType, type PackEntry } from "./format.js";
 import type { Repository } from "./repository.js";
-import { stagingName } from "./staging.js";
+import { StagedPack } from "./staged-pack.js";
 
 interface OpenPack {
-  file: string;
-  handle: fs.FileHandle;
-  hash: Hash;
-  size: number;
-  frames: FrameRef[];
-  blobs: PackedBlob[];
+  staged: StagedPack;
   /** Blobs waiting to be sealed together as the next frame. */
   pending: { parts: Buffer[]; blobs: BlobRef[]; raw: number };
 }
@@ -44,11 +35,7 @@ export class RepackWriter {
   }
 
   private async openPack(): Promise<OpenPack> {
-    const dir = this.repo.stagingDir;
-    await makeDirs(dir);
-    const file = path.join(dir, stagingName());
-    const handle = await fs.open(file, "wx", 0o600);
-    return { file, handle, hash: createHash("sha256"), size: 0, frames: [], blobs: [], pending: { parts: [], blobs: [], raw: 0 } };
+    return { staged: await StagedPack.open(this.repo), pending: { parts: [], blobs: [], raw: 0 } };
   }
 
   private async flushFrame(type: BlobType, pack: OpenPack): Promise<void> {
@@ -56,43 +43,17 @@ export class RepackWriter {
     if (blobs.length === 0) return;
     pack.pending = { parts: [], blobs: [], raw: 0 };
     const frame = encrypt(this.repo.key.encryption, encode(Buffer.concat(parts)), AAD.frame);
-    await writeFully(pack.handle, frame, pack.size);
-    pack.hash.update(frame);
-    let inFrame = 0;
-    for (const b of blobs) {
-      pack.blobs.push({ ...b, offset: pack.size, length: frame.length, inFrame });
-      inFrame += b.rawLength;
-    }
-    pack.frames.push({ length: frame.length, blobs });
-    pack.size += frame.length;
-    if (pack.size >= this.repo.config.packSize) await this.closePack(type);
+    await pack.staged.appendFrame(frame, blobs);
+    if (pack.staged.full) await this.closePack(type);
   }
 
-  /** Same layout as BlobWriter's packs (docs/FORMAT.md §5). */
-  private async closePack(type: BlobType): Promise<void> {
+    private async closePack(type: BlobType): Promise<void> {
     const pack = this.open.get(type);
     if (!pack) return;
     this.open.delete(type);
-    const header = encrypt(this.repo.key.encryption, encodePackHeader(pack.frames), AAD.packHeader);
-    const trailer = Buffer.alloc(4);
-    trailer.writeUInt32LE(header.length);
-    const tail = Buffer.concat([header, trailer]);
-    const id = pack.hash.update(tail).digest("hex");
-    const size = pack.size + tail.length;
-    try {
-      try {
-        await writeFully(pack.handle, tail, pack.size);
-        await pack.handle.sync();
-      } finally {
-        await pack.handle.close();
-      }
-      await this.repo.target.putFile(packKey(id), pack.file);
-    } catch (err) {
-      await fs.unlink(pack.file).catch(() => undefined);
-      throw err;
-    }
-    this.written.push({ id, size, blobs: pack.blobs });
-    this.bytesWritten += size;
+    const stored = await pack.staged.store();
+    this.written.push(stored);
+    this.bytesWritten += stored.size;
   }
 
   /** Seal the last frames and close every pack; returns the packs written. */
@@ -107,8 +68,7 @@ export class RepackWriter {
   /** Give up before any index names the new packs: remove them and the staging files. */
   async abort(): Promise<void> {
     for (const pack of this.open.values()) {
-      await pack.handle.close().catch(() => undefined);
-      await fs.unlink(pack.file).catch(() => undefined);
+      await pack.staged.discard();
     }
     this.open.clear();
     for (const pack of this.written.splice(0)) await this.repo.target.delete(packKey(pack.id)).catch(() => undefined);

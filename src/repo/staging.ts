@@ -2,6 +2,7 @@ import { promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
+import { pidAlive } from "../pid.js";
 
 /**
  * Files a writer makes before they are complete (staging packs, `.tmp-` names of a local put) carry
@@ -25,13 +26,7 @@ export function ownerDead(tag: string): boolean {
   const m = /^(.*)-(\d+)-[0-9a-f]+(?:\.pack)?$/.exec(tag);
   if (!m || m[1] !== os.hostname()) return false;
   const pid = Number(m[2]);
-  if (!Number.isSafeInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return false;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code !== "EPERM";
-  }
+  return Number.isSafeInteger(pid) && pid > 0 && !pidAlive(pid);
 }
 
 /** True when `tag` names a live process of this host (so its file may still be being written). */

@@ -17,6 +17,7 @@ import type * as NodeCronModule from "node-cron";
 import type { Schedule, ScheduledJob } from "../config/config.js";
 import { SCHEDULED_JOBS } from "../config/config.js";
 import { makeDirs, syncDir, writeFully } from "../fs-safe.js";
+import { pidAlive } from "../pid.js";
 
 type NodeCron = typeof NodeCronModule;
 let nodeCron: NodeCron | undefined;
@@ -248,14 +249,6 @@ export async function writeScheduleState(stateDir: string, state: ScheduleState)
   await syncDir(stateDir);
 }
 
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
 
 /**
  * One runner of scheduled jobs at a time per state dir (the watcher, or `run-scheduled` from

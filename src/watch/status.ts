@@ -12,6 +12,7 @@ import type { Repository, SnapshotRecord } from "../repo/repository.js";
 import { PRE_RESTORE_TAG } from "../restore/select.js";
 import { readScheduleState, upcomingJobs, type JobRun } from "./schedule.js";
 import { watcherFiles, type WatcherState } from "./state.js";
+import { pidAlive } from "../pid.js";
 
 /** The watcher rewrites its state file every few seconds; this much silence means it is not working. */
 export const STALE_STATE_MS = 5 * 60 * 1000;
@@ -76,14 +77,6 @@ export interface StatusReport {
   schedules: { job: string; cron: string; next: string; lastRun: JobRun | null }[];
 }
 
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
 
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 const isNum = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v) && v >= 0;

@@ -10,6 +10,7 @@ import os from "node:os";
 import path from "node:path";
 import { makeDirs, writeFully } from "../fs-safe.js";
 import { RepoError } from "../repo/errors.js";
+import { pidAlive } from "../pid.js";
 
 interface LockOwner {
   pid: number;
@@ -36,11 +37,7 @@ function procStart(pid: number): string | undefined {
 
 function alive(owner: LockOwner): boolean {
   if (owner.host !== os.hostname()) return true; // cannot tell: a shared home on another machine
-  try {
-    process.kill(owner.pid, 0);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== "EPERM") return false;
-  }
+  if (!pidAlive(owner.pid)) return false;
   const now = procStart(owner.pid);
   return owner.procStart === undefined || now === undefined || now === owner.procStart;
 }
