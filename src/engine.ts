@@ -77,7 +77,7 @@ export async function openRepository(config: Config, promptPassword?: () => Prom
   let cred = await resolveCredentials(config);
   if (!cred && promptPassword && !config.keyFileSource) cred = { kind: "password", password: await promptPassword(), source: "prompt" };
   if (!cred) throw noCredentialsError(config);
-  return Repository.open(target, cred);
+  return Repository.open(target, cred, { dataDir: config.dataDir });
 }
 
 export async function snapshotAgentDir(

@@ -18,6 +18,11 @@ export interface Target {
   put(key: string, data: Buffer): Promise<void>;
   head(key: string): Promise<ObjectInfo | undefined>;
   list(prefix: string): AsyncIterable<ObjectInfo>;
+  /**
+   * The names (without the prefix) of the objects directly in a flat folder such as `index` or
+   * `snapshots`, in no particular order, without sizes: cheap where `list` must stat each object.
+   */
+  listNames?(prefix: string): Promise<string[]>;
   delete(key: string): Promise<void>;
   /**
    * A local folder for files that `putFile` will take (pack files are built there, so memory does
@@ -33,4 +38,13 @@ export class ObjectNotFound extends Error {
     super(`object ${key} not found`);
     this.name = "ObjectNotFound";
   }
+}
+
+/** `target.listNames`, or the names from `list` for a target without the cheap listing. */
+export async function listNames(target: Target, prefix: string): Promise<string[]> {
+  if (target.listNames) return target.listNames(prefix);
+  const strip = prefix.replace(/\/$/, "").length + 1;
+  const out: string[] = [];
+  for await (const info of target.list(prefix)) out.push(info.key.slice(strip));
+  return out;
 }
