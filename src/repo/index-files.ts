@@ -40,7 +40,11 @@ export class IndexFiles {
   readonly bad = new Map<string, string>();
 
   rememberIndex(id: string, index: IndexFile): void {
-    this.known.set(id, infoOf(index));
+    this.remember(id, infoOf(index));
+  }
+
+  remember(id: string, info: IndexInfo): void {
+    this.known.set(id, { supersedes: info.supersedes, packs: info.packs, blobs: info.blobs });
     this.bad.delete(id);
   }
 

@@ -124,8 +124,9 @@ export class MetaCache {
   /** Add entries; appended as one authenticated batch. Failures only cost a later refetch. */
   async put(kind: CacheKind, items: [string, Buffer][]): Promise<void> {
     if (!items.length) return;
-    const loaded = await this.load(kind);
-    for (const [name, body] of items) loaded.entries.set(name, body);
+    // Appending needs nothing read: a snapshot must not load 100,000 cached snapshots to add one.
+    const loaded = this.loaded.get(kind);
+    if (loaded) for (const [name, body] of items) loaded.entries.set(name, body);
     if (this.disabled) return;
     const batch = this.encode(kind, items);
     try {
@@ -142,7 +143,7 @@ export class MetaCache {
       } finally {
         await handle.close();
       }
-      loaded.batches++;
+      if (loaded) loaded.batches++;
     } catch (err) {
       this.disable(`cannot write ${this.file(kind)} (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
     }

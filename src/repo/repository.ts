@@ -23,7 +23,7 @@ import {
   type Snapshot,
 } from "./format.js";
 import { addKey, newMasterKey, unlock, type Credentials, type MasterKey } from "./keys.js";
-import { MemoryIndex } from "./memory-index.js";
+import { MemoryIndex, walkEncodedIndex } from "./memory-index.js";
 import { scanUnindexedPacks } from "./pack-scan.js";
 import { CONFIG_BOUNDS, listSnapshotIds, readRepoConfig } from "./peek.js";
 
@@ -185,7 +185,8 @@ export class Repository {
    * not fatal: the packs no readable index names are then read from their own headers.
    */
   async refreshIndex(opts: { fromTarget?: boolean } = {}): Promise<MemoryIndex> {
-    const { listed, fresh, newBad } = await this.readIndexListing(!!opts.fromTarget);
+    const fromTarget = !!opts.fromTarget;
+    const { listed, fresh, newBad } = await this.readIndexListing(fromTarget);
     const plan = this.meta.plan(listed, this.index.files, { loaded: this.indexLoaded, recovered: this.recoveredPacks.size > 0 });
     if (plan.rebuild) {
       this.index = new MemoryIndex();
@@ -194,9 +195,8 @@ export class Repository {
     }
     for (const id of plan.drop) this.index.files.delete(id);
     for (const id of plan.add) {
-      const index = fresh.get(id) ?? (await this.indexFile(id, !!opts.fromTarget));
+      this.index.addEncodedIndex(fresh.get(id) ?? (await this.indexBody(id, fromTarget)), `index ${id.slice(0, 12)}`);
       this.index.files.add(id);
-      for (const pack of index.packs) this.index.addPack(pack);
     }
     this.unreadableIndexes = plan.unreadable;
     if (this.unreadableIndexes.length && (plan.rebuild || newBad)) {
@@ -208,21 +208,22 @@ export class Repository {
     return this.index;
   }
 
-  /** One index file, from the cache if it has it. */
-  private async indexFile(id: string, fromTarget: boolean): Promise<IndexFile> {
+  /** The decoded bytes of one index file, structurally checked; from the cache if it has it. */
+  private async indexBody(id: string, fromTarget: boolean): Promise<Buffer> {
     const what = `index ${id.slice(0, 12)}`;
     const cached = fromTarget || !ID_HEX.test(id) ? undefined : await this.cache?.get("index", id);
     if (cached) {
       try {
-        return decodeIndex(cached, what);
+        walkEncodedIndex(cached, what);
+        return cached;
       } catch {
         // authentic but not an index this version reads: fetch it again
       }
     }
     const body = await this.fetchIndexBody(id);
-    const index = decodeIndex(body, what);
+    walkEncodedIndex(body, what);
     if (ID_HEX.test(id)) await this.cache?.put("index", [[id, body]]);
-    return index;
+    return body;
   }
 
   /**
@@ -230,8 +231,8 @@ export class Repository {
    * read was replaced by a consolidation (or removed by prune): list again, rather than take it
    * for damage and scan every pack.
    */
-  private async readIndexListing(fromTarget: boolean): Promise<{ listed: Set<string>; fresh: Map<string, IndexFile>; newBad: boolean }> {
-    const fresh = new Map<string, IndexFile>();
+  private async readIndexListing(fromTarget: boolean): Promise<{ listed: Set<string>; fresh: Map<string, Buffer>; newBad: boolean }> {
+    const fresh = new Map<string, Buffer>();
     let newBad = false;
     for (let attempt = 0; ; attempt++) {
       const names = await listNames(this.target, "index");
@@ -239,9 +240,9 @@ export class Repository {
       for (const id of names) {
         if (this.meta.known.has(id) || this.meta.bad.has(id)) continue;
         try {
-          const index = await this.indexFile(id, fromTarget);
-          this.meta.rememberIndex(id, index);
-          fresh.set(id, index);
+          const body = await this.indexBody(id, fromTarget);
+          this.meta.remember(id, walkEncodedIndex(body, `index ${id.slice(0, 12)}`));
+          fresh.set(id, body);
         } catch (err) {
           if (err instanceof ObjectNotFound) {
             vanished.add(id);
@@ -274,7 +275,7 @@ export class Repository {
     if (!group) return { deleted };
     const packs = new Map<string, PackEntry>();
     try {
-      for (const id of group) for (const pack of (await this.indexFile(id, false)).packs) if (!packs.has(pack.id)) packs.set(pack.id, pack);
+      for (const id of group) for (const pack of decodeIndex(await this.indexBody(id, false), `index ${id.slice(0, 12)}`).packs) if (!packs.has(pack.id)) packs.set(pack.id, pack);
     } catch (err) {
       // Another writer consolidated these first and deleted one: its file stands in for ours.
       if (err instanceof ObjectNotFound) return { deleted };
@@ -371,9 +372,10 @@ export class Repository {
    */
   async latestSnapshotFor(host: string, roots: unknown): Promise<SnapshotRecord | null> {
     for (const id of await this.heads.candidates(host, roots)) {
-      if (!(await this.target.head(snapshotKey(id)))) continue; // forgotten since
       try {
-        const snapshot = await this.loadSnapshot(id);
+        // From the target, not the cache: one read proves it still exists (not forgotten since),
+        // and loading the cached snapshots would cost more than it saves here.
+        const snapshot = parseSnapshot(await this.fetchSnapshotBody(id), id);
         if (snapshot.host === host && JSON.stringify(snapshot.roots) === JSON.stringify(roots)) return { id, snapshot };
       } catch (err) {
         if (!(err instanceof RepoError) && !(err instanceof ObjectNotFound)) throw err;
