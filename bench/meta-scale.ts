@@ -1,11 +1,12 @@
 // How metadata costs grow with the number of snapshots (issue 9, item 1).
-//   npm run bench:meta -- [--counts 10,1000,10000,100000] [--runs 3] [--out bench/out] [--keep]
+//   npm run bench:meta -- [--counts 10,1000,10000,100000] [--runs 3] [--out bench/out] [--work DIR [--keep|--reuse]]
+// --reuse times again the repositories a --keep run left in --work DIR, without generating them.
 // For each count N, a fast generator writes a valid repository of N snapshots through the
 // Repository API (real sealed packs, index files and snapshot objects; only fsync is skipped, as
 // nothing here survives a crash anyway), plus one real snapshot of a small agent dir made by the
 // CLI. Then, timing the real CLI in a fresh process: an append-only `snapshot`, `snapshots --json`
 // and `restore <time> --target`, each with a cold metadata cache (deleted first) and a warm one.
-import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { promises as fs } from "node:fs";
 import os from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -124,8 +125,9 @@ async function timeCommand(args: string[], env: NodeJS.ProcessEnv, cacheDir: str
   return { coldMs: cold.ms, warmMs: warm[Math.floor(warm.length / 2)] };
 }
 
-async function benchCount(workRoot: string, count: number, runs: number): Promise<Record<string, unknown>> {
+async function benchCount(workRoot: string, count: number, runs: number, reuse: boolean): Promise<Record<string, unknown>> {
   const work = join(workRoot, `n${count}`);
+  if (reuse && existsSync(join(work, "done.json"))) return timeAll(work, count, JSON.parse(readFileSync(join(work, "done.json"), "utf8")) as Generated, runs);
   rmSync(work, { recursive: true, force: true });
   const agent = join(work, "agent");
   const repoDir = join(work, "repo");
@@ -144,6 +146,22 @@ async function benchCount(workRoot: string, count: number, runs: number): Promis
   const first = await measure(BIN, ["snapshot", "--json"], { env });
   if (first.exitCode !== 0) throw new Error(`snapshot failed: ${first.stderr}`);
   log(`N=${count}: generated in ${(genMs / 1000).toFixed(1)} s`);
+  const generated: Generated = { env: { ...base, PI_GUARD_KEY_FILE: keyFile }, files, genMs };
+  writeFileSync(join(work, "done.json"), JSON.stringify(generated));
+  return timeAll(work, count, generated, runs);
+}
+
+interface Generated {
+  env: Record<string, string>;
+  files: string[];
+  genMs: number;
+}
+
+async function timeAll(work: string, count: number, generated: Generated, runs: number): Promise<Record<string, unknown>> {
+  const { files, genMs } = generated;
+  const env = cleanEnv(generated.env);
+  const repoDir = generated.env.PI_GUARD_REPO;
+  const xdgData = generated.env.XDG_DATA_HOME;
   const cacheDir = join(xdgData, "pi-guard", "cache");
   let line = 0;
   const append = () => appendFileSync(files[line++ % files.length], JSON.stringify({ type: "message", id: `a${line}`.padStart(8, "0"), parentId: null, timestamp: new Date().toISOString(), message: { role: "user", content: "appended" } }) + "\n");
@@ -159,16 +177,16 @@ async function benchCount(workRoot: string, count: number, runs: number): Promis
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { counts: { type: "string" }, runs: { type: "string" }, out: { type: "string" }, keep: { type: "boolean" }, work: { type: "string" } } });
+  const { values } = parseArgs({ options: { counts: { type: "string" }, runs: { type: "string" }, out: { type: "string" }, keep: { type: "boolean" }, reuse: { type: "boolean" }, work: { type: "string" } } });
   const counts = (values.counts ?? "10,1000,10000,100000").split(",").map(Number);
   const runs = Number(values.runs ?? 3);
   const outDir = resolve(values.out ?? join(PROJECT_ROOT, "bench/out"));
   const workRoot = values.work ? resolve(values.work) : mkdtempSync(join(os.tmpdir(), "pi-guard-meta-"));
   const results: Record<string, unknown>[] = [];
   try {
-    for (const n of counts) results.push(await benchCount(workRoot, n, runs));
+    for (const n of counts) results.push(await benchCount(workRoot, n, runs, !!values.reuse));
   } finally {
-    if (!values.keep) rmSync(workRoot, { recursive: true, force: true });
+    if (!values.keep && !values.reuse) rmSync(workRoot, { recursive: true, force: true });
   }
   const pad = (s: string, n: number) => s.padStart(n);
   const ms = (t: Timing, k: keyof Timing) => `${(t[k] / 1000).toFixed(2)} s`;

@@ -16,8 +16,15 @@ interface Head {
   time: string;
 }
 
+const keys = new Map<string, string>();
 function keyOf(host: string, roots: unknown): string {
-  return createHash("sha256").update(`${host}\0${JSON.stringify(roots)}`).digest("hex");
+  const plain = `${host}\0${JSON.stringify(roots)}`;
+  let key = keys.get(plain);
+  if (key === undefined) {
+    key = createHash("sha256").update(plain).digest("hex");
+    if (keys.size < 1024) keys.set(plain, key);
+  }
+  return key;
 }
 
 /** Snapshots that may be a parent: an import's time is a claim, and a suspect loss is no base. */
