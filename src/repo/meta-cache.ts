@@ -43,7 +43,7 @@ export class MetaCache {
     repoId: string,
     private readonly onWarning: (message: string) => void,
   ) {
-    this.macKey = Buffer.from(hkdfSync("sha256", encryptionKey, Buffer.from(repoId, "utf8"), "pi-guard metadata cache v1", 32));
+    this.macKey = Buffer.from(hkdfSync("sha256", encryptionKey, Buffer.from(repoId, "utf8"), "pi-guard:metadata-cache:v1", 32));
   }
 
   private file(kind: CacheKind): string {
