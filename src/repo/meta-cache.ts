@@ -33,6 +33,9 @@ interface Loaded {
 export class MetaCache {
   private readonly macKey: Buffer;
   private readonly loaded = new Map<CacheKind, Loaded>();
+  private readonly loading = new Map<CacheKind, Promise<Loaded>>();
+  /** Writes to one file run one after another: a rewrite must not race an append of this process. */
+  private readonly queue = new Map<CacheKind, Promise<unknown>>();
   private warned = false;
   /** Set when the cache folder cannot be used (read-only, not ours): the repository works without it. */
   private disabled = false;
@@ -69,9 +72,22 @@ export class MetaCache {
     return (await this.load(kind)).entries.get(name);
   }
 
-  private async load(kind: CacheKind): Promise<Loaded> {
-    const have = this.loaded.get(kind);
-    if (have) return have;
+  private load(kind: CacheKind): Promise<Loaded> {
+    let p = this.loading.get(kind);
+    if (!p) {
+      p = this.serial(kind, () => this.read(kind));
+      this.loading.set(kind, p);
+    }
+    return p;
+  }
+
+  private serial<T>(kind: CacheKind, fn: () => Promise<T>): Promise<T> {
+    const run = (this.queue.get(kind) ?? Promise.resolve()).then(fn, fn);
+    this.queue.set(kind, run.catch(() => undefined));
+    return run;
+  }
+
+  private async read(kind: CacheKind): Promise<Loaded> {
     let raw: Buffer = Buffer.alloc(0);
     if (!this.disabled) {
       try {
@@ -122,8 +138,12 @@ export class MetaCache {
   }
 
   /** Add entries; appended as one authenticated batch. Failures only cost a later refetch. */
-  async put(kind: CacheKind, items: [string, Buffer][]): Promise<void> {
-    if (!items.length) return;
+  put(kind: CacheKind, items: [string, Buffer][]): Promise<void> {
+    if (!items.length) return Promise.resolve();
+    return this.serial(kind, () => this.append(kind, items));
+  }
+
+  private async append(kind: CacheKind, items: [string, Buffer][]): Promise<void> {
     // Appending needs nothing read: a snapshot must not load 100,000 cached snapshots to add one.
     const loaded = this.loaded.get(kind);
     if (loaded) for (const [name, body] of items) loaded.entries.set(name, body);
@@ -156,6 +176,10 @@ export class MetaCache {
    */
   async retain(kind: CacheKind, live: Set<string>, opts: { rewriteWhenDead: "any" | "most" }): Promise<void> {
     const loaded = await this.load(kind);
+    return this.serial(kind, () => this.retainLoaded(kind, loaded, live, opts));
+  }
+
+  private async retainLoaded(kind: CacheKind, loaded: Loaded, live: Set<string>, opts: { rewriteWhenDead: "any" | "most" }): Promise<void> {
     let dead = 0;
     for (const name of loaded.entries.keys()) {
       if (!live.has(name)) {
@@ -173,8 +197,10 @@ export class MetaCache {
   /** Replace the whole of `kind` (small, frequently rewritten records: the parent heads). */
   async replace(kind: CacheKind, items: [string, Buffer][]): Promise<void> {
     const loaded = await this.load(kind);
-    loaded.entries = new Map(items);
-    await this.rewrite(kind, loaded);
+    return this.serial(kind, async () => {
+      loaded.entries = new Map(items);
+      await this.rewrite(kind, loaded);
+    });
   }
 
   private async rewrite(kind: CacheKind, loaded: Loaded): Promise<void> {

@@ -365,6 +365,11 @@ export class Repository {
     return this.unseal(await this.getVerified(snapshotKey(id), id, what), what, AAD.snapshot);
   }
 
+  /** After a full listing, for `latestSnapshotFor`: the newest snapshots of each host and roots. */
+  rememberParents(records: SnapshotRecord[]): Promise<void> {
+    return this.heads.rebuild(records);
+  }
+
   /**
    * The newest snapshot of `host` with these roots that is no import and no suspect loss, from
    * what this machine's processes recorded (the metadata cache), without listing snapshots/; each
@@ -418,8 +423,9 @@ export class Repository {
       await this.cache.put("snapshots", fetched);
       await this.cache.retain("snapshots", new Set(names), { rewriteWhenDead: "any" });
     }
-    await this.heads.rebuild(out);
-    out.sort((a, b) => a.snapshot.time.localeCompare(b.snapshot.time) || a.id.localeCompare(b.id));
+    // Plain code-unit order: the times are ISO strings, and localeCompare cost 0.8 s for 100,000.
+    const cmp = (x: string, y: string) => (x < y ? -1 : x > y ? 1 : 0);
+    out.sort((a, b) => cmp(String(a.snapshot.time), String(b.snapshot.time)) || cmp(a.id, b.id));
     return out;
   }
 }

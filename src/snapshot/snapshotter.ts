@@ -103,6 +103,7 @@ async function findParent(repo: Repository, parentId: string | undefined, host: 
   const recorded = await repo.latestSnapshotFor(host, roots);
   if (recorded) return recorded;
   const all = await repo.listSnapshots();
+  await repo.rememberParents(all);
   const sameRoots = (s: Snapshot) => JSON.stringify(s.roots) === JSON.stringify(roots);
   // Never an import (its tree came from an archive, its time is the archive's), never a suspect loss.
   return all.filter((r) => r.snapshot.host === host && sameRoots(r.snapshot) && canBeParent(r.snapshot)).at(-1);
