@@ -81,6 +81,17 @@ export class MetaCache {
     return p;
   }
 
+  /**
+   * Drop what was loaded of `kind` from memory (the next use reads the file again): a long-lived
+   * process should not keep 100,000 snapshots' bytes after one listing.
+   */
+  release(kind: CacheKind): Promise<void> {
+    return this.serial(kind, async () => {
+      this.loaded.delete(kind);
+      this.loading.delete(kind);
+    });
+  }
+
   private serial<T>(kind: CacheKind, fn: () => Promise<T>): Promise<T> {
     const run = (this.queue.get(kind) ?? Promise.resolve()).then(fn, fn);
     this.queue.set(kind, run.catch(() => undefined));

@@ -422,6 +422,7 @@ export class Repository {
     if (this.cache) {
       await this.cache.put("snapshots", fetched);
       await this.cache.retain("snapshots", new Set(names), { rewriteWhenDead: "any" });
+      await this.cache.release("snapshots");
     }
     // Plain code-unit order: the times are ISO strings, and localeCompare cost 0.8 s for 100,000.
     const cmp = (x: string, y: string) => (x < y ? -1 : x > y ? 1 : 0);
