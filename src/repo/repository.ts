@@ -174,6 +174,11 @@ export class Repository {
       this.indexLoaded = false;
     }
     if (this.indexLoaded && opts === false) return this.index;
+    if (opts === false) {
+      // Concurrent first loads share one refresh.
+      await this.refreshIndex();
+      return this.index;
+    }
     return this.refreshIndex({ fromTarget });
   }
 
@@ -184,8 +189,16 @@ export class Repository {
    * a deleted pack must never stay deduplicable. One that cannot be read is skipped and reported,
    * not fatal: the packs no readable index names are then read from their own headers.
    */
-  async refreshIndex(opts: { fromTarget?: boolean } = {}): Promise<MemoryIndex> {
-    const fromTarget = !!opts.fromTarget;
+  refreshIndex(opts: { fromTarget?: boolean } = {}): Promise<MemoryIndex> {
+    // One at a time: two interleaved refreshes would each plan against the other's half-done work.
+    const run = this.refreshing.then(() => this.refreshOnce(!!opts.fromTarget));
+    this.refreshing = run.catch(() => undefined);
+    return run;
+  }
+
+  private refreshing: Promise<unknown> = Promise.resolve();
+
+  private async refreshOnce(fromTarget: boolean): Promise<MemoryIndex> {
     const { listed, fresh, newBad } = await this.readIndexListing(fromTarget);
     const plan = this.meta.plan(listed, this.index.files, { loaded: this.indexLoaded, recovered: this.recoveredPacks.size > 0 });
     if (plan.rebuild) {
