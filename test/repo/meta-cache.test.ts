@@ -230,6 +230,59 @@ describe("a reused Repository follows deletions by other processes", () => {
   });
 });
 
+describe("a long-lived Repository (as the watcher keeps one)", () => {
+  it("snapshots again and again through one Repository: each takes the previous as parent, index/ stays small, all restore", async () => {
+    const repo = await openCached();
+    const opts = { roots: roots(), filter: { include: [], exclude: [] } };
+    const file = path.join(sb.sessionsDir, "--p--", "s1.jsonl");
+    const expected = new Map<string, Map<string, unknown>>();
+    let previous: string | undefined;
+    for (let i = 0; i < CONSOLIDATE_FANOUT + 6; i++) {
+      appendFileSync(file, `turn ${i}\n`);
+      const s = await createSnapshot(repo, opts);
+      if (previous) expect(s.snapshot.parent).toBe(previous);
+      if (previous) expect(s.snapshot.summary.filesChanged).toBe(1);
+      previous = s.id;
+      expected.set(s.id, treeState(sb.agentDir));
+    }
+    expect(indexFiles().length).toBeLessThan(CONSOLIDATE_FANOUT);
+    expect(blobsOf(repo)).toEqual((await truth()).blobs);
+    await expectCheckClean();
+    await expectEverySnapshotRestores(new Map([...expected].slice(-3)));
+  }, 120_000);
+
+  it("an index file listed but deleted before it is read (consolidated meanwhile) is listed again, not taken for damage", async () => {
+    await snapshot(sb);
+    const setup = await openCached();
+    await writeSmallIndexFiles(setup, 2, "ghost");
+    const before = indexFiles();
+    await writeSmallIndexFiles(setup, CONSOLIDATE_FANOUT, "more");
+    await setup.consolidateIndex();
+    const ghosts = before.filter((id) => !indexFiles().includes(id));
+    expect(ghosts.length).toBeGreaterThan(0);
+    // A listing taken before the consolidation deleted them: it still names the ghosts once.
+    class StaleListing extends LocalTarget {
+      stale = true;
+      override async listNames(prefix: string): Promise<string[]> {
+        const names = await super.listNames(prefix);
+        if (prefix !== "index" || !this.stale) return names;
+        this.stale = false;
+        return [...names, ...ghosts];
+      }
+    }
+    const target = new StaleListing(sb.repo);
+    const warnings: string[] = [];
+    const reader = await Repository.open(target, await keyOf());
+    reader.onWarning = (m) => warnings.push(m);
+    await reader.loadIndex();
+    expect(target.stale).toBe(false);
+    expect(warnings).toEqual([]);
+    expect(reader.recoveredPacks.size).toBe(0);
+    expect(reader.unreadableIndexes).toEqual([]);
+    expect(blobsOf(reader)).toEqual((await truth()).blobs);
+  });
+});
+
 describe("index consolidation", () => {
   it("keeps index/ small over many snapshots, and every snapshot restores", async () => {
     const expected = new Map<string, Map<string, unknown>>();
