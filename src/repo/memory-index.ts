@@ -188,14 +188,17 @@ export class MemoryIndex {
 
   /** Room for `n` blobs at once: growing and rehashing step by step cost more than the inserts. */
   private reserve(n: number): void {
-    while (this.pack.length < n) this.grow();
+    if (this.pack.length < n) {
+      let cap = this.pack.length;
+      while (cap < n) cap *= 2;
+      this.grow(cap);
+    }
     let size = this.table.length;
     while (n * 2 > size) size *= 2;
     if (size !== this.table.length) this.rehash(size);
   }
 
-  private grow(): void {
-    const cap = this.pack.length * 2;
+  private grow(cap = this.pack.length * 2): void {
     const grown = <T extends Uint8Array | Uint32Array>(a: T, per = 1): T => {
       const b = new (a.constructor as new (n: number) => T)(cap * per);
       b.set(a);

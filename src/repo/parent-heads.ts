@@ -9,6 +9,8 @@ import { isImport, SUSPECT_LOSS_TAG, type Snapshot } from "./format.js";
 import type { MetaCache } from "./meta-cache.js";
 
 const KEEP = 4;
+/** Newest first, in plain code-unit order: ISO times sort so, and a process's first locale-aware compare costs ~80 ms (ICU). */
+const newestFirst = (a: Head, b: Head): number => (a.time < b.time ? 1 : a.time > b.time ? -1 : a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
 const NAME = "0".repeat(64);
 
 interface Head {
@@ -66,7 +68,7 @@ export class ParentHeads {
       const k = keyOf(s.host, s.roots);
       const heads = (map.get(k) ?? []).filter((h) => h.id !== id);
       heads.push({ id, time: s.time });
-      heads.sort((a, b) => b.time.localeCompare(a.time) || b.id.localeCompare(a.id));
+      heads.sort(newestFirst);
       map.set(k, heads.slice(0, KEEP));
       changed = true;
     }
@@ -84,13 +86,13 @@ export class ParentHeads {
       const heads = map.get(k) ?? [];
       heads.push({ id, time: s.time });
       if (heads.length > 4 * KEEP) {
-        heads.sort((a, b) => b.time.localeCompare(a.time) || b.id.localeCompare(a.id));
+        heads.sort(newestFirst);
         heads.length = KEEP;
       }
       map.set(k, heads);
     }
     for (const heads of map.values()) {
-      heads.sort((a, b) => b.time.localeCompare(a.time) || b.id.localeCompare(a.id));
+      heads.sort(newestFirst);
       heads.length = Math.min(heads.length, KEEP);
     }
     if (JSON.stringify(Object.fromEntries(map)) !== before) await this.save();
