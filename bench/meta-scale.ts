@@ -107,7 +107,9 @@ async function generate(repoDir: string, keyFile: string, count: number, roots: 
 
 interface Timing {
   coldMs: number;
+  /** The median of the warm runs. */
   warmMs: number;
+  warmRunsMs: number[];
 }
 
 async function timeCommand(args: string[], env: NodeJS.ProcessEnv, cacheDir: string, runs: number, before?: () => void): Promise<Timing> {
@@ -122,7 +124,7 @@ async function timeCommand(args: string[], env: NodeJS.ProcessEnv, cacheDir: str
   const warm: number[] = [];
   for (let r = 0; r < runs; r++) warm.push((await once()).ms);
   warm.sort((a, b) => a - b);
-  return { coldMs: cold.ms, warmMs: warm[Math.floor(warm.length / 2)] };
+  return { coldMs: cold.ms, warmMs: warm[Math.floor(warm.length / 2)], warmRunsMs: warm };
 }
 
 async function benchCount(workRoot: string, count: number, runs: number, reuse: boolean): Promise<Record<string, unknown>> {
@@ -201,7 +203,7 @@ async function main(): Promise<void> {
   process.stdout.write(rows.map((r) => "| " + r.map((cell, c) => pad(cell, widths[c])).join(" | ") + " |").join("\n") + "\n");
   mkdirSync(outDir, { recursive: true });
   const file = join(outDir, `meta-scale-${new Date().toISOString().replace(/[:.]/g, "-")}.json`);
-  writeFileSync(file, JSON.stringify({ machine: { cpus: os.cpus().length, node: process.version }, runs, results }, null, 2) + "\n");
+  writeFileSync(file, JSON.stringify({ machine: { cpus: os.cpus().length, node: process.version, loadAverage: os.loadavg() }, runs, results }, null, 2) + "\n");
   log(`wrote ${file}`);
 }
 
