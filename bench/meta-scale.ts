@@ -191,7 +191,7 @@ async function main(): Promise<void> {
     if (!values.keep && !values.reuse) rmSync(workRoot, { recursive: true, force: true });
   }
   const pad = (s: string, n: number) => s.padStart(n);
-  const ms = (t: Timing, k: keyof Timing) => `${(t[k] / 1000).toFixed(2)} s`;
+  const ms = (t: Timing, k: "coldMs" | "warmMs") => `${(t[k] / 1000).toFixed(2)} s`;
   const rows = [["snapshots", "index files", "snapshot warm", "snapshot cold", "snapshots warm", "snapshots cold", "restore warm", "restore cold"]];
   for (const r of results) {
     const s = r.snapshot as Timing;
