@@ -406,3 +406,31 @@ async function readIndexPlain(repo: Repository, id: string): Promise<Buffer> {
 function findPack(id: string): string {
   return path.join(sb.repo, "data", id.slice(0, 2), id);
 }
+
+describe("MemoryIndex straight from encoded index bytes", () => {
+  it("holds exactly what decoding and adding pack by pack holds, and refuses a malformed file without adding from it", async () => {
+    const { encodeIndex } = await import("../../src/repo/format.js");
+    const { MemoryIndex } = await import("../../src/repo/memory-index.js");
+    const { randomBytes } = await import("node:crypto");
+    const packs = Array.from({ length: 40 }, (_, p) => ({
+      id: randomBytes(32).toString("hex"),
+      size: 1000 + p,
+      blobs: Array.from({ length: 1 + (p % 7) }, (_, b) => ({ type: (b % 2) as BlobType, id: randomBytes(32).toString("hex"), offset: b * 100, length: 90 + b, inFrame: b * 3, rawLength: 50 + b })),
+    }));
+    // One blob in two packs, as after two writers raced: either copy is kept once.
+    packs[1].blobs.push({ ...packs[0].blobs[0] });
+    const body = encodeIndex({ supersedes: [randomBytes(32).toString("hex")], packs });
+    const slow = new MemoryIndex();
+    for (const p of packs) slow.addPack(p);
+    const fast = new MemoryIndex();
+    const info = fast.addEncodedIndex(body, "test index");
+    expect(info.packs).toEqual(packs.map((p) => p.id));
+    expect([...fast.entries()]).toEqual([...slow.entries()]);
+    expect([...fast.packs]).toEqual([...slow.packs]);
+    const empty = new MemoryIndex();
+    expect(() => empty.addEncodedIndex(body.subarray(0, body.length - 5), "cut index")).toThrow(/cut index: index is truncated/);
+    expect(() => empty.addEncodedIndex(Buffer.concat([body, Buffer.of(0)]), "long index")).toThrow(/trailing bytes/);
+    expect(empty.size).toBe(0);
+    expect(empty.packs.size).toBe(0);
+  });
+});
