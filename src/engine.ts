@@ -78,7 +78,7 @@ export async function openRepository(config: Config, promptPassword?: () => Prom
   let cred = await resolveCredentials(config);
   if (!cred && promptPassword && !config.keyFileSource) cred = { kind: "password", password: await promptPassword(), source: "prompt" };
   if (!cred) throw noCredentialsError(config);
-  return useLocalStaging(config, await Repository.open(target, cred));
+  return useLocalStaging(config, await Repository.open(target, cred, { dataDir: config.dataDir }));
 }
 
 /**

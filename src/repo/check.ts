@@ -51,7 +51,7 @@ export async function checkRepository(
   const onWarning = repo.onWarning;
   repo.onWarning = () => undefined;
   try {
-    await repo.loadIndex(true);
+    await repo.loadIndex({ fromTarget: true });
   } catch (err) {
     if (!(err instanceof RepoError)) throw err;
     error(err.message);
@@ -101,7 +101,7 @@ export async function checkRepository(
   const missingPacks = new Set([...index.packs.keys()].filter((p) => !present.has(p)));
   const pool = new SealPool(0);
   try {
-    snapshots = await repo.listSnapshots();
+    snapshots = await repo.listSnapshots({ fromTarget: true });
     for (const bad of repo.unreadableSnapshots) error(bad.error);
     const reader = new BlobReader(repo, pool);
     const unusable = (id: string) => {

@@ -1,5 +1,6 @@
 import type { BlobType, PackEntry } from "./format.js";
-import { ID_BYTES } from "./format.js";
+import { FORMAT_VERSION, ID_BYTES } from "./format.js";
+import { RepoError } from "./errors.js";
 
 export interface BlobLocation {
   pack: string;
@@ -70,6 +71,41 @@ export class MemoryIndex {
       if (this.count * 2 > this.table.length) this.rehash(this.table.length * 2);
       else this.place(n);
     }
+  }
+
+  /**
+   * Add every blob of a decoded index file (docs/FORMAT.md §6) straight from its bytes, after
+   * checking its structure: going through objects and hex strings cost about 3 µs a blob, which at
+   * 100,000 snapshots was most of a snapshot's time.
+   */
+  addEncodedIndex(buf: Buffer, what: string): EncodedIndexInfo {
+    const info = walkEncodedIndex(buf, what);
+    this.reserve(this.count + info.blobs);
+    for (const pack of info.layout) {
+      this.packs.set(pack.id, pack.size);
+      let packNo = this.packNumbers.get(pack.id);
+      if (packNo === undefined) {
+        packNo = this.packIds.length;
+        this.packIds.push(pack.id);
+        this.packNumbers.set(pack.id, packNo);
+      }
+      for (let i = 0, o = pack.blobsAt; i < pack.count; i++, o += INDEX_BLOB_BYTES) {
+        const id = buf.subarray(o + 1, o + 1 + ID_BYTES);
+        if (this.find(id) >= 0) continue;
+        if (this.count === this.pack.length) this.grow();
+        const n = this.count++;
+        this.ids.set(id, n * ID_BYTES);
+        this.pack[n] = packNo;
+        this.type[n] = buf[o];
+        this.offset[n] = buf.readUInt32LE(o + 1 + ID_BYTES);
+        this.length[n] = buf.readUInt32LE(o + 5 + ID_BYTES);
+        this.inFrame[n] = buf.readUInt32LE(o + 9 + ID_BYTES);
+        this.rawLength[n] = buf.readUInt32LE(o + 13 + ID_BYTES);
+        if (this.count * 2 > this.table.length) this.rehash(this.table.length * 2);
+        else this.place(n);
+      }
+    }
+    return info;
   }
 
   has(id: string): boolean {
@@ -150,8 +186,19 @@ export class MemoryIndex {
     for (let n = 0; n < this.count; n++) this.place(n);
   }
 
-  private grow(): void {
-    const cap = this.pack.length * 2;
+  /** Room for `n` blobs at once: growing and rehashing step by step cost more than the inserts. */
+  private reserve(n: number): void {
+    if (this.pack.length < n) {
+      let cap = this.pack.length;
+      while (cap < n) cap *= 2;
+      this.grow(cap);
+    }
+    let size = this.table.length;
+    while (n * 2 > size) size *= 2;
+    if (size !== this.table.length) this.rehash(size);
+  }
+
+  private grow(cap = this.pack.length * 2): void {
     const grown = <T extends Uint8Array | Uint32Array>(a: T, per = 1): T => {
       const b = new (a.constructor as new (n: number) => T)(cap * per);
       b.set(a);
@@ -165,4 +212,48 @@ export class MemoryIndex {
     this.inFrame = grown(this.inFrame);
     this.rawLength = grown(this.rawLength);
   }
+}
+
+const INDEX_MAGIC = Buffer.from("PGIX");
+const INDEX_BLOB_BYTES = 1 + ID_BYTES + 4 + 4 + 4 + 4;
+
+export interface EncodedIndexInfo {
+  supersedes: string[];
+  packs: string[];
+  blobs: number;
+  layout: { id: string; size: number; blobsAt: number; count: number }[];
+}
+
+/** The structure of a decoded index file, checked as `decodeIndex` does, without decoding its blobs. */
+export function walkEncodedIndex(buf: Buffer, what: string): EncodedIndexInfo {
+  const bad = (why: string) => new RepoError(`${what}: ${why}`, "corrupt");
+  const need = (o: number, n: number) => {
+    if (o + n > buf.length) throw bad("index is truncated");
+  };
+  if (buf.length < 13 || !buf.subarray(0, 4).equals(INDEX_MAGIC)) throw bad("not an index");
+  if (buf[4] !== FORMAT_VERSION) throw bad(`unknown index version ${buf[4]}`);
+  let o = 5;
+  const supersededCount = buf.readUInt32LE(o);
+  o += 4;
+  need(o, supersededCount * ID_BYTES);
+  const supersedes: string[] = [];
+  for (let i = 0; i < supersededCount; i++, o += ID_BYTES) supersedes.push(buf.toString("hex", o, o + ID_BYTES));
+  need(o, 4);
+  const packCount = buf.readUInt32LE(o);
+  o += 4;
+  const layout: EncodedIndexInfo["layout"] = [];
+  let blobs = 0;
+  for (let p = 0; p < packCount; p++) {
+    need(o, ID_BYTES + 8);
+    const id = buf.toString("hex", o, o + ID_BYTES);
+    const size = buf.readUInt32LE(o + ID_BYTES);
+    const count = buf.readUInt32LE(o + ID_BYTES + 4);
+    o += ID_BYTES + 8;
+    need(o, count * INDEX_BLOB_BYTES);
+    layout.push({ id, size, blobsAt: o, count });
+    blobs += count;
+    o += count * INDEX_BLOB_BYTES;
+  }
+  if (o !== buf.length) throw bad("index has trailing bytes");
+  return { supersedes, packs: layout.map((l) => l.id), blobs, layout };
 }

@@ -2,9 +2,9 @@
 // the names of its snapshot objects. The sessions catalog uses this to tell, without a password,
 // whether anything changed since it last looked.
 
-import { ObjectNotFound, type Target } from "../targets/target.js";
+import { listNames, ObjectNotFound, type Target } from "../targets/target.js";
 import { RepoError } from "./errors.js";
-import { CONFIG_KEY, FORMAT_VERSION, snapshotKey } from "./format.js";
+import { CONFIG_KEY, FORMAT_VERSION } from "./format.js";
 import type { RepoConfig } from "./repository.js";
 
 /** Bounds on `config` (docs/FORMAT.md §2): anyone who can write the repository can write it. */
@@ -89,7 +89,5 @@ export async function readRepoConfig(target: Target): Promise<RepoConfig> {
 
 /** The ids of the snapshot objects: a listing only, nothing is read or decrypted. */
 export async function listSnapshotIds(target: Target): Promise<string[]> {
-  const ids: string[] = [];
-  for await (const info of target.list(snapshotKey(""))) ids.push(info.key.slice(snapshotKey("").length));
-  return ids;
+  return listNames(target, "snapshots");
 }

@@ -2,10 +2,12 @@ import { promises as fs } from "node:fs";
 import os from "node:os";
 import { BlobReader } from "../repo/blob-reader.js";
 import { BlobWriter } from "../repo/blob-writer.js";
-import { BlobType, INCOMPLETE_TAG, isImport, SUSPECT_LOSS_TAG, type SkippedPath, type Snapshot, type SnapshotSummary, type TreeNode } from "../repo/format.js";
+import { BlobType, INCOMPLETE_TAG, type SkippedPath, type Snapshot, type SnapshotSummary, type TreeNode } from "../repo/format.js";
 import { acquireLock } from "../repo/lock.js";
 import { RepoError } from "../repo/errors.js";
 import { removeWriterTempFiles } from "../repo/repair-index.js";
+import { canBeParent } from "../repo/parent-heads.js";
+import { ObjectNotFound } from "../targets/target.js";
 import type { Repository, SnapshotRecord } from "../repo/repository.js";
 import { SealPool } from "../repo/seal-pool.js";
 import { ContentChunker } from "./content-chunker.js";
@@ -125,13 +127,22 @@ export async function withSnapshotBuilder(
 }
 
 async function findParent(repo: Repository, parentId: string | undefined, host: string, roots: SourceRoot[]): Promise<SnapshotRecord | undefined> {
+  if (parentId) {
+    try {
+      return { id: parentId, snapshot: await repo.loadSnapshot(parentId) };
+    } catch (err) {
+      if (err instanceof RepoError || err instanceof ObjectNotFound) return undefined;
+      throw err;
+    }
+  }
+  // Without listing snapshots/: the newest one this machine recorded for these roots, if it is still there.
+  const recorded = await repo.latestSnapshotFor(host, roots);
+  if (recorded) return recorded;
   const all = await repo.listSnapshots();
-  if (parentId) return all.find((r) => r.id === parentId);
+  await repo.rememberParents(all);
   const sameRoots = (s: Snapshot) => JSON.stringify(s.roots) === JSON.stringify(roots);
-  // Never an import: its tree came from an archive, and its time is whatever the archive said.
-  // Never a suspected loss: the next snapshot is compared with the last state that was whole.
-  const suspect = (s: Snapshot) => Array.isArray(s.tags) && s.tags.includes(SUSPECT_LOSS_TAG);
-  return all.filter((r) => r.snapshot.host === host && sameRoots(r.snapshot) && !isImport(r.snapshot) && !suspect(r.snapshot)).at(-1);
+  // Never an import (its tree came from an archive, its time is the archive's), never a suspect loss.
+  return all.filter((r) => r.snapshot.host === host && sameRoots(r.snapshot) && canBeParent(r.snapshot)).at(-1);
 }
 
 /**
@@ -454,6 +465,10 @@ export class SnapshotBuilder {
     this.lockLost?.throwIfAborted();
     await this.confirmLock?.();
     const id = await this.repo.saveSnapshot(snapshot);
+    if (!this.lockLost?.aborted) {
+      // The snapshot is committed: keeping index/ small must not turn it into a failure.
+      await this.repo.consolidateIndex().catch((err: unknown) => this.repo.onWarning(`index consolidation skipped: ${err instanceof Error ? err.message : String(err)}`));
+    }
     return { id, snapshot };
   }
 }

@@ -30,6 +30,11 @@ export interface Target {
   /** Human-readable location, for messages. */
   readonly location: string;
   /**
+   * The names (without the prefix) of the objects directly in a flat folder such as `index` or
+   * `snapshots`, in no particular order, without sizes: cheap where `list` must stat each object.
+   */
+  listNames?(prefix: string, opts?: OpOptions): Promise<string[]>;
+  /**
    * The folder on this machine that holds the objects, for a target that is one. The engine
    * builds packs on the same file system then (so putFile is a rename), and doctor warns when it
    * sits inside the agent dir. Undefined for remote and in-memory targets.
@@ -99,4 +104,13 @@ export function throwIfAborted(signal: AbortSignal | undefined): void {
 /** Platform APIs reject an abort with a generic AbortError; callers get the signal's own reason. */
 export function abortReason(err: unknown, signal: AbortSignal | undefined): unknown {
   return signal?.aborted ? signal.reason : err;
+}
+
+/** `target.listNames`, or the names from `list` for a target without the cheap listing. */
+export async function listNames(target: Target, prefix: string): Promise<string[]> {
+  if (target.listNames) return target.listNames(prefix);
+  const strip = prefix.replace(/\/$/, "").length + 1;
+  const out: string[] = [];
+  for await (const info of target.list(prefix)) out.push(info.key.slice(strip));
+  return out;
 }
