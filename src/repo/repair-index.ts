@@ -9,13 +9,16 @@ import { cleanStaging } from "./staging.js";
  * Leftovers of writers that died: `.tmp-` files under data/, index/ and snapshots/ (only targets
  * that can leave them clean them), and staging files in `stagingDir`. `scope` says whose: "all"
  * for a holder of the exclusive lock (no writer can be running, so every such file is a dead
- * writer's); "dead" for an appender, which runs beside other appenders and may only remove files
- * whose owner tag names a process of this host that is gone (docs/FORMAT.md §9). keys/ and locks/
+ * writer's); "dead" for an appender, which runs beside other appenders and may only remove staging
+ * files whose owner tag names a process of this host that is gone (docs/FORMAT.md §9). keys/ and locks/
  * are left alone: `key add` and lockers write there under no lock or any lock.
  */
 export async function removeWriterTempFiles(target: Target, stagingDir: string, scope: "all" | "dead" = "all"): Promise<number> {
   const removed = await cleanStaging(stagingDir, scope === "all" ? 0 : Infinity);
-  return removed + ((await target.cleanTemp?.(0, ["data", "index", "snapshots"], scope)) ?? 0);
+  // An appender runs on every change: walking object folders that grow with the repository would
+  // make each snapshot cost more than the last. Their rare `.tmp-` leftovers wait for prune or check.
+  if (scope === "dead") return removed;
+  return removed + ((await target.cleanTemp?.(0, ["data", "index", "snapshots"], "all")) ?? 0);
 }
 
 export interface RepairIndexReport {

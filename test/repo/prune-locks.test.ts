@@ -115,7 +115,7 @@ describe("append and exclusive locks", () => {
     rmSync(path.join(sb.sessionsDir, "--proj--", "late.jsonl"));
   });
 
-  it("a snapshot removes only dead writers' temp and staging files; prune removes them all", async () => {
+  it("a snapshot removes only dead writers' staging files (object folders are not walked); prune removes them all", async () => {
     // A pid that is certainly gone: a child that has exited.
     const dead = spawnSync(process.execPath, ["-e", ""]).pid!;
     const tag = (pid: number) => `${os.hostname()}-${pid}-0123456789ab`;
@@ -132,9 +132,9 @@ describe("append and exclusive locks", () => {
     for (const f of Object.values(files)) writeFileSync(f, "partial");
     await snapshot(sb, ["--lock-wait", "0"]);
     const present = () => Object.fromEntries(Object.entries(files).map(([k, f]) => [k, existsSync(f)]));
-    expect(present()).toEqual({ deadStaging: false, liveStaging: true, deadTemp: false, liveTemp: true, untagged: true });
+    expect(present()).toEqual({ deadStaging: false, liveStaging: true, deadTemp: true, liveTemp: true, untagged: true });
     const r = (await ok(sb, ["prune", "--json"])).json();
-    expect(r.tempFilesDeleted).toBe(3);
+    expect(r.tempFilesDeleted).toBe(4);
     expect(present()).toEqual({ deadStaging: false, liveStaging: false, deadTemp: false, liveTemp: false, untagged: false });
   });
 
