@@ -2,7 +2,7 @@
 //   npm run bench:watch -- [--minutes 10] [--sessions 20] [--interval-ms 100] [--out bench/out] [--keep]
 // A driver appends real pi entries (lines sampled from the shared fixtures) to 20 session files,
 // one append every 100 ms across them, while the watcher runs with the default config. Then the
-// default retention and a prune run (slice C's `forget` and `prune`, when this build has them).
+// default retention (`forget --policy`) and a prune run, then check --read-data and a restore again.
 // Reports the watcher's CPU and peak RSS, snapshots, objects and writes, repository growth against
 // the appended bytes, and the same per day. Prints a table and writes JSON.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
@@ -232,29 +232,30 @@ async function main(): Promise<void> {
   mustRun(env, ["restore", "latest", "--target", target, "--json"]);
   const mismatched = files.filter((f) => !readFileSync(join(target, relative(agentDir, f))).equals(readFileSync(f))).length;
 
-  // Retention (the config's default policy) and prune: slice C's commands, if this build has them.
-  let retention: Record<string, unknown> | null = null;
-  if (run(env, ["forget", "--help"]).code === 0 && run(env, ["prune", "--help"]).code === 0) {
-    const t = Date.now();
-    const forget = run(env, ["forget", "--json"]);
-    const prune = run(env, ["prune", "--json"]);
-    const afterPrune = repoObjects(repo);
-    retention = {
-      forgetExit: forget.code,
-      pruneExit: prune.code,
-      ms: Date.now() - t,
-      forgetReport: forget.code === 0 ? JSON.parse(forget.stdout) : forget.stderr.trim(),
-      pruneReport: prune.code === 0 ? JSON.parse(prune.stdout) : prune.stderr.trim(),
-      repoBytes: afterPrune.bytes,
-      objects: afterPrune.total,
-      growthBytes: afterPrune.bytes - before.bytes,
-      growthPerAppended: (afterPrune.bytes - before.bytes) / appended,
-    };
-    const check = run(env, ["check", "--read-data", "--json"]);
-    retention.checkReadData = check.code === 0 ? "ok" : check.stderr.trim();
-  } else {
-    log("forget/prune are not in this build (slice C): retention and prune skipped");
-  }
+  // Retention (the config's default policy), then prune; every step must succeed, and the newest
+  // snapshot must still restore byte-identical afterwards.
+  const t = Date.now();
+  const forgetReport = JSON.parse(mustRun(env, ["forget", "--policy", "--json"]));
+  const pruneReport = JSON.parse(mustRun(env, ["prune", "--json"]));
+  const retentionMs = Date.now() - t;
+  const afterPrune = repoObjects(repo);
+  mustRun(env, ["check", "--read-data", "--json"]);
+  const afterTarget = join(work, "restored-after-prune");
+  mkdirSync(afterTarget);
+  mustRun(env, ["restore", "latest", "--target", afterTarget, "--json"]);
+  const mismatchedAfterPrune = files.filter((f) => !readFileSync(join(afterTarget, relative(agentDir, f))).equals(readFileSync(f))).length;
+  const retention = {
+    ms: retentionMs,
+    kept: forgetReport.keep.length as number,
+    forgotten: forgetReport.removed as number,
+    pruneReport,
+    repoBytes: afterPrune.bytes,
+    objects: afterPrune.total,
+    growthBytes: afterPrune.bytes - before.bytes,
+    growthPerAppended: (afterPrune.bytes - before.bytes) / appended,
+    checkReadData: "ok",
+    restoreLatestAfterPrune: { sessions: files.length, mismatched: mismatchedAfterPrune },
+  };
 
   const perMin = (n: number) => n / (wallMs / 60_000);
   const perDay = (n: number) => perMin(n) * 1440;
@@ -288,11 +289,10 @@ async function main(): Promise<void> {
     ["objects", `${afterWatch.total} in the repository (${Object.entries(afterWatch.counts).map(([k, v]) => `${k} ${v}`).join(", ")}); ${created} created`],
     ["PUT-equivalent writes", `${perMin(puts).toFixed(1)}/min (objects + one lock per snapshot)`],
     ["repo growth before prune", `${formatBytes(growth)} = ${(growth / appended).toFixed(2)}× the appended bytes`],
-    [
-      "repo growth after prune",
-      retention ? `${formatBytes(retention.growthBytes as number)} = ${(retention.growthPerAppended as number).toFixed(2)}× (target ≤ 1.5×)` : "not run (forget/prune not in this build)",
-    ],
+    ["retention", `forget --policy kept ${retention.kept}, forgot ${retention.forgotten}; prune: ${retention.pruneReport.packs.before} → ${retention.pruneReport.packs.after} packs, ${retention.pruneReport.indexFiles.before} → 1 index files (${(retention.ms / 1000).toFixed(1)} s)`],
+    ["repo growth after prune", `${formatBytes(retention.growthBytes)} = ${retention.growthPerAppended.toFixed(2)}× the appended bytes (target ≤ 1.5×); ${retention.objects} objects`],
     ["restore latest", mismatched === 0 ? `all ${files.length} sessions byte-identical` : `${mismatched} of ${files.length} sessions DIFFER`],
+    ["after prune", `check --read-data ok; restore latest: ${retention.restoreLatestAfterPrune.mismatched === 0 ? `all ${files.length} sessions byte-identical` : `${retention.restoreLatestAfterPrune.mismatched} sessions DIFFER`}`],
     ["per day", `${Math.round(result.perDay.snapshots)} snapshots, ${Math.round(result.perDay.puts)} PUTs, ${formatBytes(result.perDay.appendedBytes)} appended, ${formatBytes(result.perDay.growthBytesBeforePrune)} growth before prune`],
   ];
   const width = Math.max(...rows.map(([k]) => k.length));
