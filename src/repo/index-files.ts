@@ -6,6 +6,10 @@ import type { IndexFile } from "./format.js";
 
 export interface IndexInfo {
   supersedes: string[];
+  /**
+   * `<pack id>/<blob entries>` for each pack the file names: a file that names a pack with fewer
+   * entries (a repair that dropped some) does not cover one that named more.
+   */
   packs: string[];
   blobs: number;
 }
@@ -29,8 +33,10 @@ export function tierOf(blobs: number): number {
   return Math.floor(Math.log(Math.max(1, blobs)) / Math.log(CONSOLIDATE_FANOUT));
 }
 
+export const packCoverKey = (id: string, blobs: number): string => `${id}/${blobs}`;
+
 export function infoOf(index: IndexFile): IndexInfo {
-  return { supersedes: index.supersedes, packs: index.packs.map((p) => p.id), blobs: index.packs.reduce((n, p) => n + p.blobs.length, 0) };
+  return { supersedes: index.supersedes, packs: index.packs.map((p) => packCoverKey(p.id, p.blobs.length)), blobs: index.packs.reduce((n, p) => n + p.blobs.length, 0) };
 }
 
 export class IndexFiles {

@@ -1,6 +1,7 @@
 import type { BlobType, PackEntry } from "./format.js";
 import { FORMAT_VERSION, ID_BYTES } from "./format.js";
 import { RepoError } from "./errors.js";
+import { packCoverKey } from "./index-files.js";
 
 export interface BlobLocation {
   pack: string;
@@ -255,5 +256,5 @@ export function walkEncodedIndex(buf: Buffer, what: string): EncodedIndexInfo {
     o += count * INDEX_BLOB_BYTES;
   }
   if (o !== buf.length) throw bad("index has trailing bytes");
-  return { supersedes, packs: layout.map((l) => l.id), blobs, layout };
+  return { supersedes, packs: layout.map((l) => packCoverKey(l.id, l.count)), blobs, layout };
 }

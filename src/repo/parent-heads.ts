@@ -57,6 +57,10 @@ export class ParentHeads {
   }
 
   async candidates(host: string, roots: unknown): Promise<string[]> {
+    // Read the file again: another process (a `pi-guard snapshot` beside a long-running watcher)
+    // may have recorded a newer snapshot since; the file holds a few ids per key, so this is cheap.
+    this.map = undefined;
+    await this.cache?.release("heads");
     return ((await this.load()).get(keyOf(host, roots)) ?? []).map((h) => h.id);
   }
 

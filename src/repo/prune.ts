@@ -76,12 +76,12 @@ export async function prune(repo: Repository, opts: PruneOptions = {}): Promise<
   const lock = await acquireLock(repo, { mode: dryRun ? "shared" : "exclusive", command: "prune", waitMs: opts.lockWaitMs ?? 60_000 });
   try {
     const tempFilesDeleted = dryRun ? 0 : await removeWriterTempFiles(repo.target, repo.stagingDir, "all");
-    await repo.loadIndex(true);
+    await repo.loadIndex({ fromTarget: true });
     if (repo.unreadableIndexes.length || repo.unreadablePacks.length) {
       const what = repo.unreadableIndexes[0]?.error ?? repo.unreadablePacks[0].error;
       throw new RepoError(`${what}; nothing was deleted: run \`pi-guard repair index\` first`, "corrupt");
     }
-    const snapshots = await repo.listSnapshots();
+    const snapshots = await repo.listSnapshots({ fromTarget: true });
     if (repo.unreadableSnapshots.length) {
       const u = repo.unreadableSnapshots[0];
       throw new RepoError(

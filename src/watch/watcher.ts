@@ -8,7 +8,7 @@
  * - A failed snapshot (locked repository, EACCES, a full disk) is logged and retried with backoff.
  * - The suspect-loss guard (suspect.ts) tags a snapshot that lost most files at once.
  */
-import { existsSync } from "node:fs";
+import { statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { FSWatcher } from "chokidar";
@@ -239,12 +239,20 @@ export class Watcher {
    * noted here, and once it is back it is watched afresh and snapshotted (files made before the
    * new watch started raise no event).
    */
+  /** Inode of each root when last checked: a root deleted and made again between two checks has a new one. */
+  private readonly rootInodes = new Map<string, number>();
+
   private checkRoots(): void {
     for (const p of this.watchedPaths) {
-      if (!existsSync(p)) {
+      const ino = statSync(p, { throwIfNoEntry: false })?.ino;
+      if (ino === undefined) {
         this.orphaned.add(p);
+        this.rootInodes.delete(p);
         continue;
       }
+      const before = this.rootInodes.get(p);
+      this.rootInodes.set(p, ino);
+      if (before !== undefined && before !== ino) this.orphaned.add(p);
       if (!this.orphaned.delete(p) || !this.fsWatcher) continue;
       this.fsWatcher.unwatch(p);
       this.fsWatcher.add(p);

@@ -6,7 +6,7 @@
 import { openSync, readFileSync, writeSync, closeSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { packKey, snapshotKey } from "../../src/repo/format.js";
+import { BlobType, packKey, snapshotKey, type PackEntry } from "../../src/repo/format.js";
 import { planPrune } from "../../src/repo/prune-plan.js";
 import { cli, expectOneLineError, initRepo, ok } from "../helpers/cli.js";
 import { makeSandbox, type Sandbox } from "../helpers/tmp.js";
@@ -29,7 +29,9 @@ describe("prune and damage", () => {
     const repo = await openRepo(sb);
     await repo.loadIndex();
     const plan = await planPrune(repo, await repo.listSnapshots());
-    const victim = plan.keep[0] ?? plan.repack[0];
+    // A data pack: losing a tree pack makes a snapshot unreadable, the next test's case.
+    const isData = (e: PackEntry) => e.blobs[0]?.type === BlobType.Data;
+    const victim = plan.keep.find(isData) ?? plan.repack.find((p) => isData(p.entry))!;
     rmSync(path.join(sb.repo, packKey(victim.id)));
     const before = repoListing(sb.repo);
     const line = expectOneLineError(await cli(sb, ["prune"]), 3);
@@ -51,7 +53,7 @@ describe("prune and damage", () => {
     const repo = await openRepo(sb);
     await repo.loadIndex();
     const plan = await planPrune(repo, await repo.listSnapshots());
-    const victim = plan.repack.find((p) => p.used.length > 0)!;
+    const victim = plan.repack.find((p) => p.used.length > 0 && p.type === BlobType.Data)!;
     expect(victim, "the fixture makes a pack to repack").toBeDefined();
     const blob = victim.used[0];
     const file = path.join(sb.repo, packKey(victim.id));

@@ -174,8 +174,15 @@ describe("restore of a hostile snapshot never leaves its target", () => {
     expect(r.code, r.stderr).toBe(1);
     expect(untouchable([])).toEqual(before);
     expect(existsSync(path.join(through, "tags.json"))).toBe(false);
-    expect(readlinkSync(path.join(sb.agentDir, "xdg"))).toBe(outside);
-    expect(r.json().failed).toMatchObject([{ root: META_ROOT_NAME, path: "tags.json", error: expect.stringMatching(/symbolic link/) }]);
+    const failed = r.json().failed as { root: string; path: string; error: string }[];
+    if (lstatSync(path.join(sb.agentDir, "xdg")).isSymbolicLink()) {
+      expect(readlinkSync(path.join(sb.agentDir, "xdg"))).toBe(outside);
+      expect(failed).toMatchObject([{ root: META_ROOT_NAME, path: "tags.json", error: expect.stringMatching(/symbolic link/) }]);
+    } else {
+      // The data dir's metadata cache made xdg/ a real folder before the restore: the link is not
+      // put over it (a folder is never replaced), and nothing is written through anything.
+      expect(failed.map((f) => f.path)).toContain("xdg");
+    }
   });
 
   it("root names are data too: an unsafe or unconfigured root is refused, the rest restores", async () => {

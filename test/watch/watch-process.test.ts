@@ -110,9 +110,11 @@ describe("pi-guard watch as a process", () => {
     await waitReady(sb, w);
     const roots = readLog(sb).find((e) => e.event === "started")!.roots as { name: string; path: string }[];
     expect(roots.map((r) => r.name)).toContain("sessions");
-    const snapshotHolding = async (file: string) => {
-      const want = readFileSync(file);
+    // The count is read before the write: with a short debounce the snapshot may come first.
+    const snapshotHolding = async (file: string, write: () => void) => {
       const made = readState(sb)!.snapshots.made;
+      write();
+      const want = readFileSync(file);
       const state = await waitFor(`a snapshot after writing ${file}`, () => (readState(sb)!.snapshots.made > made ? readState(sb) : undefined));
       const target = sb.dir(`restore-${state!.lastSnapshot!.id.slice(0, 12)}`);
       await ok(env, ["restore", state!.lastSnapshot!.id, "--target", target, "--json"]);
@@ -121,15 +123,17 @@ describe("pi-guard watch as a process", () => {
       expect(readFileSync(found!).equals(want)).toBe(true);
     };
     const first = path.join(moved, "2026-01-01T00-00-00-000Z_one.jsonl");
-    mkdirSync(moved, { recursive: true });
-    writeFileSync(first, '{"type":"session","version":3,"id":"one"}\n');
-    await snapshotHolding(first);
+    await snapshotHolding(first, () => {
+      mkdirSync(moved, { recursive: true });
+      writeFileSync(first, '{"type":"session","version":3,"id":"one"}\n');
+    });
     rmSync(moved, { recursive: true, force: true });
     await waitFor("the suspected loss of the moved sessions dir", () => readState(sb)?.suspectLoss);
-    mkdirSync(moved, { recursive: true });
     const second = path.join(moved, "2026-01-02T00-00-00-000Z_two.jsonl");
-    writeFileSync(second, '{"type":"session","version":3,"id":"two"}\n');
-    await snapshotHolding(second);
+    await snapshotHolding(second, () => {
+      mkdirSync(moved, { recursive: true });
+      writeFileSync(second, '{"type":"session","version":3,"id":"two"}\n');
+    });
     expect((await stopWatch(w)).code).toBe(0);
   }, 60_000);
 
