@@ -458,8 +458,11 @@ export class Repository {
   async listSnapshots(opts: { fromTarget?: boolean } = {}): Promise<SnapshotRecord[]> {
     const out: SnapshotRecord[] = [];
     this.unreadableSnapshots = [];
-    const names = await listSnapshotIds(this.target);
-    const cached = this.cache && !opts.fromTarget ? await this.cache.entries("snapshots") : new Map<string, Buffer>();
+    // At once: the listing waits on the file system while the cache is read and checked.
+    const [names, cached] = await Promise.all([
+      listSnapshotIds(this.target),
+      this.cache && !opts.fromTarget ? this.cache.entries("snapshots") : new Map<string, Buffer>(),
+    ]);
     const live = new Set(names);
     const fetched = new Set<string>();
     const bodies = new Map<string, Buffer>();
@@ -507,23 +510,21 @@ export class Repository {
   async listSnapshotBriefs(): Promise<SnapshotBriefRecord[]> {
     if (!this.cache) return (await this.listSnapshots()).map((r) => ({ id: r.id, snapshot: briefOf(r.snapshot) }));
     this.unreadableSnapshots = [];
-    const names = await listSnapshotIds(this.target);
-    const cached = await this.cache.entries("briefs");
-    const listed = new Set(names);
+    const [names, cached] = await Promise.all([listSnapshotIds(this.target), this.cache.entries("briefs")]);
+    const live = new Set(names);
     let out: SnapshotBriefRecord[] = [];
     for (const [id, body] of cached) {
-      if (!listed.has(id)) continue;
+      if (!live.has(id)) continue;
       const brief = parseBrief(body);
-      if (!brief) continue;
-      out.push({ id, snapshot: brief });
-      listed.delete(id);
+      if (brief) out.push({ id, snapshot: brief });
     }
-    if (listed.size) {
+    if (out.length < live.size) {
+      const have = new Set(out.map((r) => r.id));
       const full = await this.listSnapshots();
       out = full.map((r) => ({ id: r.id, snapshot: briefOf(r.snapshot) }));
-      await this.cache.put("briefs", out.filter((r) => listed.has(r.id) && ID_HEX.test(r.id)).map((r) => [r.id, Buffer.from(JSON.stringify(r.snapshot))] as [string, Buffer]));
+      await this.cache.put("briefs", out.filter((r) => !have.has(r.id) && ID_HEX.test(r.id)).map((r) => [r.id, Buffer.from(JSON.stringify(r.snapshot))] as [string, Buffer]));
     } else out.sort(byTime);
-    await this.cache.retain("briefs", new Set(names), { rewriteWhenDead: "any" });
+    await this.cache.retain("briefs", live, { rewriteWhenDead: "any" });
     await this.cache.release("briefs");
     return out;
   }
