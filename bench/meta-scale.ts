@@ -116,7 +116,7 @@ async function timeCommand(args: string[], env: NodeJS.ProcessEnv, cacheDir: str
   const once = async (): Promise<Measurement> => {
     before?.();
     // stdout goes to /dev/null, as a user's would to a file or a pipe that keeps up: captured by
-    // this process, the 45 MB of `snapshots --json` at 100,000 took three times as long.
+    // this process, the 65 MB of `snapshots --json` at 100,000 took three times as long.
     const m = await measure("/bin/sh", ["-c", 'exec "$0" "$@" > /dev/null', BIN, ...args], { env, timeoutMs: 30 * 60_000 });
     if (m.exitCode !== 0) throw new Error(`pi-guard ${args.join(" ")} exited ${m.exitCode}: ${m.stderr.slice(-500)}`);
     return m;

@@ -11,6 +11,7 @@ import { createKeyFile, noCredentialsError, resolveCredentials } from "./config/
 import { RepoError } from "./repo/errors.js";
 import type { Credentials } from "./repo/keys.js";
 import { Repository, type SnapshotRecord } from "./repo/repository.js";
+import { ObjectNotFound } from "./targets/target.js";
 import { openTarget } from "./targets/open.js";
 import { isLocalLocation } from "./targets/location.js";
 import { withLock } from "./repo/lock.js";
@@ -29,7 +30,7 @@ import {
 import { isSafeRootName } from "./restore/safe-path.js";
 import { SnapshotReader } from "./restore/snapshot-reader.js";
 import { parseSessionFileName } from "./pi/writer.js";
-import { PRE_RESTORE_TAG, type ResolvedTime, selectSnapshot, selectSnapshotAt } from "./restore/select.js";
+import { PRE_RESTORE_TAG, type ResolvedTime, selectSnapshotAt } from "./restore/select.js";
 
 export { openTarget };
 
@@ -228,12 +229,23 @@ async function ensureWritableDir(dir: string): Promise<void> {
 
 /** `<when>` → snapshot, naming a damaged snapshot as damaged rather than as missing. */
 export async function chooseSnapshot(repo: Repository, when: string): Promise<SnapshotRecord> {
-  const snapshots = await repo.listSnapshots();
-  return selectSnapshot(snapshots, when, new Date(), repo.unreadableSnapshots);
+  return (await chooseSnapshotAt(repo, when)).record;
 }
 
-/** chooseSnapshot, also saying which moment a time expression was read as. */
+/**
+ * chooseSnapshot, also saying which moment a time expression was read as. It chooses among the
+ * snapshots' briefs (time, host, tags) and reads only the chosen one in full, from the repository.
+ */
 export async function chooseSnapshotAt(repo: Repository, when: string): Promise<{ record: SnapshotRecord; resolved?: ResolvedTime }> {
+  const briefs = await repo.listSnapshotBriefs();
+  const { record: brief, resolved } = selectSnapshotAt(briefs, when, new Date(), repo.unreadableSnapshots);
+  try {
+    const snapshot = await repo.loadSnapshotFromTarget(brief.id);
+    if (snapshot.time === brief.snapshot.time) return { record: { id: brief.id, snapshot }, resolved };
+  } catch (err) {
+    // Forgotten since it was listed: choose again from a full listing, which no longer has it.
+    if (!(err instanceof ObjectNotFound)) throw err;
+  }
   const snapshots = await repo.listSnapshots();
   return selectSnapshotAt(snapshots, when, new Date(), repo.unreadableSnapshots);
 }

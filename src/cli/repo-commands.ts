@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { context } from "./context.js";
-import { EXIT, formatBytes, formatDuration, info, printJson, table, warn } from "./output.js";
+import { EXIT, formatBytes, formatDuration, info, printJson, printJsonArray, table, warn } from "./output.js";
 import { Progress } from "./progress.js";
 import { promptHidden } from "./prompt.js";
 import { RepoError } from "../repo/errors.js";
@@ -13,6 +13,10 @@ async function anyRootExists(paths: string[]): Promise<boolean> {
   const there = (err: NodeJS.ErrnoException) => err.code !== "ENOENT" && err.code !== "ENOTDIR";
   for (const p of paths) if (await fs.stat(p).then((s) => s.isDirectory(), there)) return true;
   return false;
+}
+
+function* slices<T>(items: readonly T[], size: number): Generator<readonly T[]> {
+  for (let i = 0; i < items.length; i += size) yield items.slice(i, i + size);
 }
 
 export function registerRepoCommands(program: Command): void {
@@ -160,27 +164,24 @@ Examples:
     .action(async (opts: { tag?: string; host?: string }, cmd: Command) => {
       const ctx = context(cmd);
       const repo = await ctx.open();
-      const all = (await repo.listSnapshots()).filter(
-        (r) => (!opts.tag || r.snapshot.tags.includes(opts.tag)) && (!opts.host || r.snapshot.host === opts.host),
-      );
+      const wanted = (s: { tags: string[]; host: string }) => (!opts.tag || s.tags.includes(opts.tag)) && (!opts.host || s.host === opts.host);
+      const all = (await repo.listSnapshots()).filter((r) => wanted(r.snapshot));
       for (const bad of repo.unreadableSnapshots) warn(`skipped ${bad.error}; run \`pi-guard check\``);
       if (ctx.out.json) {
-        printJson(
-          all.map(({ id, snapshot: s }) => ({
-            id,
-            shortId: id.slice(0, 8),
-            time: s.time,
-            localTime: formatLocalTime(new Date(s.time)),
-            host: s.host,
-            user: s.user,
-            tags: s.tags,
-            roots: s.roots,
-            parent: s.parent ?? null,
-            imported: s.imported ?? null,
-            skipped: s.skipped ?? [],
-            summary: s.summary,
-          })),
-        );
+        await printJsonArray(slices(all, 2000), ({ id, snapshot: s }) => ({
+          id,
+          shortId: id.slice(0, 8),
+          time: s.time,
+          localTime: formatLocalTime(new Date(s.time)),
+          host: s.host,
+          user: s.user,
+          tags: s.tags,
+          roots: s.roots,
+          parent: s.parent ?? null,
+          imported: s.imported ?? null,
+          skipped: s.skipped ?? [],
+          summary: s.summary,
+        }));
         return;
       }
       if (all.length === 0) {

@@ -242,7 +242,7 @@ export const SUSPECT_LOSS_TAG = "suspect-loss";
  * An archive import: its time is whatever the archive claims, so it is never "latest" nor a parent
  * (the tag alone marks imports made before `imported` was recorded).
  */
-export function isImport(s: Snapshot): boolean {
+export function isImport(s: Pick<Snapshot, "imported" | "tags">): boolean {
   // Read objects are not validated field by field: a missing tag list is not an import.
   return s.imported !== undefined || (Array.isArray(s.tags) && s.tags.includes(IMPORT_TAG));
 }

@@ -1,7 +1,7 @@
 import { createRequire } from "node:module";
 import { RepoError } from "../repo/errors.js";
 import { isImport, SUSPECT_LOSS_TAG } from "../repo/format.js";
-import type { SnapshotRecord } from "../repo/repository.js";
+import type { SnapshotBriefRecord } from "../repo/repository.js";
 
 export const WHEN_HELP = 'use "latest", a snapshot id, an ISO time such as 2026-11-30T14:00, or a phrase such as "2h ago" or "yesterday 14:00"';
 
@@ -89,12 +89,12 @@ export const PRE_RESTORE_TAG = "pre-restore";
  * suspect-loss snapshots (`watch` saw most files vanish at once): "latest" is the last whole state.
  * `unreadable` are ids of damaged snapshots, so that asking for one says so.
  */
-export function selectSnapshot(
-  snapshots: SnapshotRecord[],
+export function selectSnapshot<R extends SnapshotBriefRecord>(
+  snapshots: R[],
   when: string,
   now = new Date(),
   unreadable: { id: string; error: string }[] = [],
-): SnapshotRecord {
+): R {
   const expr = when.trim();
   if (expr === "") throw new RepoError(`no time given: ${WHEN_HELP}`, "usage");
   if (/^[0-9a-f]{4,64}$/i.test(expr)) {
@@ -116,14 +116,14 @@ export function selectSnapshot(
       const ids = snapshots.slice(-3).map((s) => s.id.slice(0, 8)).join(", ");
       throw new RepoError(`"latest" never means an imported snapshot, and all snapshots here are imports: name one by id (${ids})`, "not-found");
     }
-    const tagged = (s: SnapshotRecord, tag: string) => Array.isArray(s.snapshot.tags) && s.snapshot.tags.includes(tag);
+    const tagged = (s: R, tag: string) => Array.isArray(s.snapshot.tags) && s.snapshot.tags.includes(tag);
     const whole = own.filter((s) => !tagged(s, SUSPECT_LOSS_TAG));
     const real = whole.filter((s) => !tagged(s, PRE_RESTORE_TAG));
     const candidates = real.length ? real : whole.length ? whole : own;
     return candidates[candidates.length - 1];
   }
   const time = resolveTime(expr, now);
-  let best: SnapshotRecord | undefined;
+  let best: R | undefined;
   for (const s of snapshots) if (Date.parse(s.snapshot.time) <= time.getTime()) best = s;
   if (!best) {
     throw new RepoError(
@@ -135,12 +135,12 @@ export function selectSnapshot(
 }
 
 /** selectSnapshot, also saying which moment a time expression was taken as (none for latest or an id). */
-export function selectSnapshotAt(
-  snapshots: SnapshotRecord[],
+export function selectSnapshotAt<R extends SnapshotBriefRecord>(
+  snapshots: R[],
   when: string,
   now = new Date(),
   unreadable: { id: string; error: string }[] = [],
-): { record: SnapshotRecord; resolved?: ResolvedTime } {
+): { record: R; resolved?: ResolvedTime } {
   const record = selectSnapshot(snapshots, when, now, unreadable);
   const expr = when.trim();
   if (expr === "latest" || record.id.startsWith(expr.toLowerCase())) return { record };

@@ -161,6 +161,56 @@ describe("metadata cache", () => {
     expect(list.map((s) => s.id)).toEqual([s1.snapshotId, s2.snapshotId]);
   });
 
+  it("briefs: a tampered, garbage, malformed or lying brief is not trusted; restore <time> still chooses what the repository holds", async () => {
+    const s1 = await snapshot(sb);
+    appendFileSync(path.join(sb.sessionsDir, "--p--", "s1.jsonl"), "second line\n");
+    const s2 = await snapshot(sb);
+    const want = (JSON.parse((await truth()).snapshots) as { id: string; snapshot: { time: string } }[]).map((r) => [r.id, r.snapshot.time]);
+    expect(want.map(([id]) => id)).toEqual([s1.snapshotId, s2.snapshotId]);
+    const briefsOf = async (repo: Repository) => (await repo.listSnapshotBriefs()).map((r) => [r.id, r.snapshot.time]);
+    const first = await openCached();
+    expect(await briefsOf(first)).toEqual(want);
+    const file = path.join(cacheDirOf(first), "briefs.log");
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+
+    // Altered bytes: the HMAC fails, the briefs are rebuilt from the snapshots, one warning.
+    const raw = readFileSync(file);
+    const at = raw.indexOf(Buffer.from(want[1][1]));
+    expect(at).toBeGreaterThan(0);
+    raw[at + 3] ^= 0x01; // another year
+    writeFileSync(file, raw);
+    const warnings: string[] = [];
+    expect(await briefsOf(await openCached(warnings))).toEqual(want);
+    expect(warnings.length).toBe(1);
+    expect(await briefsOf(await openCached(warnings))).toEqual(want);
+    expect(warnings.length).toBe(1);
+
+    // Garbage: the same.
+    writeFileSync(file, Buffer.from("garbage, not a cache file at all"));
+    const w2: string[] = [];
+    expect(await briefsOf(await openCached(w2))).toEqual(want);
+    expect(w2.length).toBe(1);
+
+    // Authentic but malformed (a broken writer): not used, rebuilt.
+    const writer = await openCached();
+    await writer.cache!.put("briefs", [[s2.snapshotId, Buffer.from(JSON.stringify({ time: 5, host: "h", tags: [] }))]]);
+    expect(await briefsOf(await openCached())).toEqual(want);
+
+    // Authentic but lying: s1 claims to be the newest. The chosen snapshot is read in full from the
+    // repository, its time disagrees with its brief, and the choice is made again from the snapshots.
+    await writer.cache!.put("briefs", [[s1.snapshotId, Buffer.from(JSON.stringify({ time: "2999-01-01T00:00:00.000Z", host: "h", tags: [] }))]]);
+    const { chooseSnapshot } = await import("../../src/engine.js");
+    expect((await chooseSnapshot(await openCached(), "latest")).id).toBe(s2.snapshotId);
+    const restored = (await ok(sb, ["restore", "latest", "--target", sb.dir("r-latest"), "--json"])).json<{ snapshotId: string }>();
+    expect(restored.snapshotId).toBe(s2.snapshotId);
+
+    // A snapshot deleted from the repository (forget) is not chosen, though its brief is cached.
+    rmSync(path.join(sb.repo, "snapshots", s2.snapshotId));
+    expect((await briefsOf(await openCached())).map(([id]) => id)).toEqual([s1.snapshotId]);
+    const r1 = (await ok(sb, ["restore", "latest", "--target", sb.dir("r-after"), "--json"])).json<{ snapshotId: string }>();
+    expect(r1.snapshotId).toBe(s1.snapshotId);
+  });
+
   it("a snapshot finds its parent from the cache, and skips a parent that was deleted since", async () => {
     const s1 = await snapshot(sb);
     appendFileSync(path.join(sb.sessionsDir, "--p--", "s1.jsonl"), "two\n");
