@@ -165,9 +165,9 @@ Examples:
       const ctx = context(cmd);
       const repo = await ctx.open();
       const wanted = (s: { tags: string[]; host: string }) => (!opts.tag || s.tags.includes(opts.tag)) && (!opts.host || s.host === opts.host);
-      const all = (await repo.listSnapshots()).filter((r) => wanted(r.snapshot));
-      for (const bad of repo.unreadableSnapshots) warn(`skipped ${bad.error}; run \`pi-guard check\``);
       if (ctx.out.json) {
+        const all = (await repo.listSnapshots()).filter((r) => wanted(r.snapshot));
+        for (const bad of repo.unreadableSnapshots) warn(`skipped ${bad.error}; run \`pi-guard check\``);
         await printJsonArray(slices(all, 2000), ({ id, snapshot: s }) => ({
           id,
           shortId: id.slice(0, 8),
@@ -184,14 +184,18 @@ Examples:
         }));
         return;
       }
+      // The table needs only the briefs: 100,000 snapshots list without parsing each in full.
+      const all = (await repo.listSnapshotBriefs()).filter((r) => wanted(r.snapshot));
+      for (const bad of repo.unreadableSnapshots) warn(`skipped ${bad.error}; run \`pi-guard check\``);
       if (all.length === 0) {
         info(ctx.out, "no snapshots yet (run `pi-guard snapshot`)");
         return;
       }
       const rows = [["ID", "TIME (UTC)", "LOCAL TIME", "HOST", "FILES", "SIZE", "ADDED", "TAGS"]];
+      const size = (n: number | null) => (n === null ? "?" : formatBytes(n));
       for (const { id, snapshot: s } of all) {
         const local = formatLocalTime(new Date(s.time)).replace("T", " ");
-        rows.push([id.slice(0, 8), s.time.replace("T", " ").replace(/\.\d+Z$/, "Z"), local, s.host, String(s.summary.files), formatBytes(s.summary.bytesTotal), formatBytes(s.summary.bytesStored), s.tags.join(",")]);
+        rows.push([id.slice(0, 8), s.time.replace("T", " ").replace(/\.\d+Z$/, "Z"), local, s.host, s.files === null ? "?" : String(s.files), size(s.bytesTotal), size(s.bytesStored), s.tags.join(",")]);
       }
       info(ctx.out, table(rows));
     });

@@ -43,16 +43,26 @@ export interface SnapshotRecord {
   snapshot: Snapshot;
 }
 
-/** What choosing a snapshot by time, id or "latest" needs of it (docs/FORMAT.md §13, briefs.log). */
-export type SnapshotBrief = Pick<Snapshot, "time" | "host" | "tags" | "imported">;
+/**
+ * What choosing a snapshot by time, id or "latest" needs of it, and what the `snapshots` table
+ * shows (docs/FORMAT.md §13, briefs.log). The sizes are null for a snapshot without a summary.
+ */
+export type SnapshotBrief = Pick<Snapshot, "time" | "host" | "tags" | "imported"> & {
+  files: number | null;
+  bytesTotal: number | null;
+  bytesStored: number | null;
+};
 
 export interface SnapshotBriefRecord {
   id: string;
   snapshot: SnapshotBrief;
 }
 
+const countOrNull = (n: unknown): number | null => (typeof n === "number" && Number.isFinite(n) ? n : null);
+
 function briefOf(s: Snapshot): SnapshotBrief {
-  const brief: SnapshotBrief = { time: s.time, host: s.host, tags: s.tags };
+  const sum = s.summary as Partial<Snapshot["summary"]> | undefined;
+  const brief: SnapshotBrief = { time: s.time, host: s.host, tags: s.tags, files: countOrNull(sum?.files), bytesTotal: countOrNull(sum?.bytesTotal), bytesStored: countOrNull(sum?.bytesStored) };
   if (s.imported !== undefined) brief.imported = s.imported;
   return brief;
 }
@@ -64,6 +74,8 @@ function parseBrief(body: Buffer): SnapshotBrief | undefined {
     if (!b || typeof b !== "object" || typeof b.time !== "string" || typeof b.host !== "string") return undefined;
     if (!Array.isArray(b.tags) || !b.tags.every((t) => typeof t === "string")) return undefined;
     if (b.imported !== undefined && typeof b.imported !== "string") return undefined;
+    // A brief without the sizes was written by an earlier build: rebuilt, not shown as unknown.
+    for (const k of ["files", "bytesTotal", "bytesStored"] as const) if (b[k] !== null && (typeof b[k] !== "number" || !Number.isFinite(b[k]))) return undefined;
     return b as SnapshotBrief;
   } catch {
     return undefined;
@@ -502,7 +514,7 @@ export class Repository {
   }
 
   /**
-   * Like listSnapshots, but only what choosing a snapshot needs (time, host, tags, imported), from
+   * Like listSnapshots, but only what choosing and listing snapshots needs (SnapshotBrief), from
    * the cache's briefs: 100,000 of them parse in a fraction of the time of the full objects. Any
    * snapshot without a trusted brief makes this a full listing, which records the missing briefs.
    * Load the chosen one in full with `loadSnapshotFromTarget`.

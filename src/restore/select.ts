@@ -1,7 +1,10 @@
 import { createRequire } from "node:module";
 import { RepoError } from "../repo/errors.js";
 import { isImport, SUSPECT_LOSS_TAG } from "../repo/format.js";
-import type { SnapshotBriefRecord } from "../repo/repository.js";
+import type { Snapshot } from "../repo/format.js";
+
+/** What choosing needs of a snapshot: a full record or a cached brief both have it. */
+type Choosable = { id: string; snapshot: Pick<Snapshot, "time" | "host" | "tags" | "imported"> };
 
 export const WHEN_HELP = 'use "latest", a snapshot id, an ISO time such as 2026-11-30T14:00, or a phrase such as "2h ago" or "yesterday 14:00"';
 
@@ -89,7 +92,7 @@ export const PRE_RESTORE_TAG = "pre-restore";
  * suspect-loss snapshots (`watch` saw most files vanish at once): "latest" is the last whole state.
  * `unreadable` are ids of damaged snapshots, so that asking for one says so.
  */
-export function selectSnapshot<R extends SnapshotBriefRecord>(
+export function selectSnapshot<R extends Choosable>(
   snapshots: R[],
   when: string,
   now = new Date(),
@@ -135,7 +138,7 @@ export function selectSnapshot<R extends SnapshotBriefRecord>(
 }
 
 /** selectSnapshot, also saying which moment a time expression was taken as (none for latest or an id). */
-export function selectSnapshotAt<R extends SnapshotBriefRecord>(
+export function selectSnapshotAt<R extends Choosable>(
   snapshots: R[],
   when: string,
   now = new Date(),

@@ -195,10 +195,15 @@ describe("metadata cache", () => {
     const writer = await openCached();
     await writer.cache!.put("briefs", [[s2.snapshotId, Buffer.from(JSON.stringify({ time: 5, host: "h", tags: [] }))]]);
     expect(await briefsOf(await openCached())).toEqual(want);
+    // Written by an earlier build, without the sizes the snapshots table shows: rebuilt with them.
+    await writer.cache!.put("briefs", [[s2.snapshotId, Buffer.from(JSON.stringify({ time: want[1][1], host: "h", tags: [] }))]]);
+    const rebuilt = (await (await openCached()).listSnapshotBriefs()).find((r) => r.id === s2.snapshotId)!;
+    expect(rebuilt.snapshot).toMatchObject({ files: s2.files, bytesTotal: expect.any(Number), bytesStored: expect.any(Number) });
 
     // Authentic but lying: s1 claims to be the newest. The chosen snapshot is read in full from the
     // repository, its time disagrees with its brief, and the choice is made again from the snapshots.
-    await writer.cache!.put("briefs", [[s1.snapshotId, Buffer.from(JSON.stringify({ time: "2999-01-01T00:00:00.000Z", host: "h", tags: [] }))]]);
+    await writer.cache!.put("briefs", [[s1.snapshotId, Buffer.from(JSON.stringify({ time: "2999-01-01T00:00:00.000Z", host: "h", tags: [], files: 1, bytesTotal: 1, bytesStored: 1 }))]]);
+    expect((await (await openCached()).listSnapshotBriefs()).at(-1)).toMatchObject({ id: s1.snapshotId, snapshot: { time: "2999-01-01T00:00:00.000Z" } });
     const { chooseSnapshot } = await import("../../src/engine.js");
     expect((await chooseSnapshot(await openCached(), "latest")).id).toBe(s2.snapshotId);
     const restored = (await ok(sb, ["restore", "latest", "--target", sb.dir("r-latest"), "--json"])).json<{ snapshotId: string }>();
