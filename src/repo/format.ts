@@ -1,4 +1,5 @@
 import { RepoError } from "./errors.js";
+import { packCoverKey } from "./index-files.js";
 
 /** Object names inside a target. See docs/FORMAT.md, which must change with this file. */
 export const CONFIG_KEY = "config";
@@ -70,7 +71,7 @@ export interface FrameRef {
 const PACK_MAGIC = Buffer.from("PGPK");
 const INDEX_MAGIC = Buffer.from("PGIX");
 const HEADER_BLOB_BYTES = 1 + ID_BYTES + 4;
-const INDEX_BLOB_BYTES = 1 + ID_BYTES + 4 + 4 + 4 + 4;
+export const INDEX_BLOB_BYTES = 1 + ID_BYTES + 4 + 4 + 4 + 4;
 
 /** Pack header plaintext: the frames in file order, each with its blobs in frame order. */
 export function encodePackHeader(frames: FrameRef[]): Buffer {
@@ -143,7 +144,16 @@ export function encodeIndex(index: IndexFile): Buffer {
   return out;
 }
 
-export function decodeIndex(buf: Buffer, what: string): IndexFile {
+export interface EncodedIndexInfo {
+  supersedes: string[];
+  /** `packCoverKey` of each pack the file names (src/repo/index-files.ts). */
+  packs: string[];
+  blobs: number;
+  layout: { id: string; size: number; blobsAt: number; count: number }[];
+}
+
+/** The structure of a decoded index file, fully checked, without decoding its blobs. */
+export function walkEncodedIndex(buf: Buffer, what: string): EncodedIndexInfo {
   const bad = (why: string) => new RepoError(`${what}: ${why}`, "corrupt");
   const need = (o: number, n: number) => {
     if (o + n > buf.length) throw bad("index is truncated");
@@ -159,7 +169,8 @@ export function decodeIndex(buf: Buffer, what: string): IndexFile {
   need(o, 4);
   const packCount = buf.readUInt32LE(o);
   o += 4;
-  const packs: PackEntry[] = [];
+  const layout: EncodedIndexInfo["layout"] = [];
+  let blobs = 0;
   for (let p = 0; p < packCount; p++) {
     need(o, ID_BYTES + 8);
     const id = buf.toString("hex", o, o + ID_BYTES);
@@ -167,21 +178,31 @@ export function decodeIndex(buf: Buffer, what: string): IndexFile {
     const count = buf.readUInt32LE(o + ID_BYTES + 4);
     o += ID_BYTES + 8;
     need(o, count * INDEX_BLOB_BYTES);
-    const blobs: PackedBlob[] = new Array(count);
-    for (let i = 0; i < count; i++, o += INDEX_BLOB_BYTES) {
-      blobs[i] = {
-        type: buf[o] as BlobType,
-        id: buf.toString("hex", o + 1, o + 1 + ID_BYTES),
-        offset: buf.readUInt32LE(o + 1 + ID_BYTES),
-        length: buf.readUInt32LE(o + 5 + ID_BYTES),
-        inFrame: buf.readUInt32LE(o + 9 + ID_BYTES),
-        rawLength: buf.readUInt32LE(o + 13 + ID_BYTES),
-      };
-    }
-    packs.push({ id, size, blobs });
+    layout.push({ id, size, blobsAt: o, count });
+    blobs += count;
+    o += count * INDEX_BLOB_BYTES;
   }
   if (o !== buf.length) throw bad("index has trailing bytes");
-  return { supersedes, packs };
+  return { supersedes, packs: layout.map((l) => packCoverKey(l.id, l.count)), blobs, layout };
+}
+
+/** Blob `i` of a pack whose entries start at `blobsAt` in a decoded index file. */
+export function indexBlobAt(buf: Buffer, blobsAt: number, i: number): PackedBlob {
+  const o = blobsAt + i * INDEX_BLOB_BYTES;
+  return {
+    type: buf[o] as BlobType,
+    id: buf.toString("hex", o + 1, o + 1 + ID_BYTES),
+    offset: buf.readUInt32LE(o + 1 + ID_BYTES),
+    length: buf.readUInt32LE(o + 5 + ID_BYTES),
+    inFrame: buf.readUInt32LE(o + 9 + ID_BYTES),
+    rawLength: buf.readUInt32LE(o + 13 + ID_BYTES),
+  };
+}
+
+export function decodeIndex(buf: Buffer, what: string): IndexFile {
+  const info = walkEncodedIndex(buf, what);
+  const packs = info.layout.map(({ id, size, blobsAt, count }) => ({ id, size, blobs: Array.from({ length: count }, (_, i) => indexBlobAt(buf, blobsAt, i)) }));
+  return { supersedes: info.supersedes, packs };
 }
 
 /** The snapshot object: everything but the file list, which lives in tree blobs. */

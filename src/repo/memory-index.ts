@@ -1,7 +1,5 @@
 import type { BlobType, PackEntry } from "./format.js";
-import { FORMAT_VERSION, ID_BYTES } from "./format.js";
-import { RepoError } from "./errors.js";
-import { packCoverKey } from "./index-files.js";
+import { ID_BYTES, INDEX_BLOB_BYTES, walkEncodedIndex, type EncodedIndexInfo } from "./format.js";
 
 export interface BlobLocation {
   pack: string;
@@ -213,48 +211,4 @@ export class MemoryIndex {
     this.inFrame = grown(this.inFrame);
     this.rawLength = grown(this.rawLength);
   }
-}
-
-const INDEX_MAGIC = Buffer.from("PGIX");
-const INDEX_BLOB_BYTES = 1 + ID_BYTES + 4 + 4 + 4 + 4;
-
-export interface EncodedIndexInfo {
-  supersedes: string[];
-  packs: string[];
-  blobs: number;
-  layout: { id: string; size: number; blobsAt: number; count: number }[];
-}
-
-/** The structure of a decoded index file, checked as `decodeIndex` does, without decoding its blobs. */
-export function walkEncodedIndex(buf: Buffer, what: string): EncodedIndexInfo {
-  const bad = (why: string) => new RepoError(`${what}: ${why}`, "corrupt");
-  const need = (o: number, n: number) => {
-    if (o + n > buf.length) throw bad("index is truncated");
-  };
-  if (buf.length < 13 || !buf.subarray(0, 4).equals(INDEX_MAGIC)) throw bad("not an index");
-  if (buf[4] !== FORMAT_VERSION) throw bad(`unknown index version ${buf[4]}`);
-  let o = 5;
-  const supersededCount = buf.readUInt32LE(o);
-  o += 4;
-  need(o, supersededCount * ID_BYTES);
-  const supersedes: string[] = [];
-  for (let i = 0; i < supersededCount; i++, o += ID_BYTES) supersedes.push(buf.toString("hex", o, o + ID_BYTES));
-  need(o, 4);
-  const packCount = buf.readUInt32LE(o);
-  o += 4;
-  const layout: EncodedIndexInfo["layout"] = [];
-  let blobs = 0;
-  for (let p = 0; p < packCount; p++) {
-    need(o, ID_BYTES + 8);
-    const id = buf.toString("hex", o, o + ID_BYTES);
-    const size = buf.readUInt32LE(o + ID_BYTES);
-    const count = buf.readUInt32LE(o + ID_BYTES + 4);
-    o += ID_BYTES + 8;
-    need(o, count * INDEX_BLOB_BYTES);
-    layout.push({ id, size, blobsAt: o, count });
-    blobs += count;
-    o += count * INDEX_BLOB_BYTES;
-  }
-  if (o !== buf.length) throw bad("index has trailing bytes");
-  return { supersedes, packs: layout.map((l) => packCoverKey(l.id, l.count)), blobs, layout };
 }

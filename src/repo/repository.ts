@@ -16,6 +16,7 @@ import {
   FORMAT_VERSION,
   decodeIndex,
   encodeIndex,
+  walkEncodedIndex,
 
   indexKey,
   snapshotKey,
@@ -24,7 +25,7 @@ import {
   type Snapshot,
 } from "./format.js";
 import { addKey, newMasterKey, unlock, type Credentials, type MasterKey } from "./keys.js";
-import { MemoryIndex, walkEncodedIndex } from "./memory-index.js";
+import { MemoryIndex } from "./memory-index.js";
 import { scanUnindexedPacks } from "./pack-scan.js";
 import { CONFIG_BOUNDS, listSnapshotIds, readRepoConfig } from "./peek.js";
 

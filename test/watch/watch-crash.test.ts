@@ -1,44 +1,14 @@
 // `pi-guard watch` beside other writers: kill -9 in the middle of a snapshot, and a CLI snapshot
 // while the watcher runs (split from watch-process.test.ts so that each file stays short).
 import { randomBytes } from "node:crypto";
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { cli, initRepo, ok } from "../helpers/cli.js";
-import { makeSandbox, type Sandbox, sha256File, writePiConfigFiles } from "../helpers/tmp.js";
-import { files, readLog, readState, type RunningWatch, startWatch, stopWatch, waitFor, waitReady, watchEnv } from "./watch-helpers.js";
+import { describe, expect, it } from "vitest";
+import { cli, ok } from "../helpers/cli.js";
+import { sha256File } from "../helpers/tmp.js";
+import { files, readLog, readState, restoredBytes, stopWatch, waitFor, waitReady, watchEnv, watchScene } from "./watch-helpers.js";
 
-const sandboxes: Sandbox[] = [];
-const watchers: RunningWatch[] = [];
-
-afterEach(() => {
-  for (const w of watchers.splice(0)) if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill("SIGKILL");
-  for (const sb of sandboxes.splice(0)) sb.cleanup();
-});
-
-async function setup(label: string): Promise<Sandbox> {
-  const sb = makeSandbox(label);
-  sandboxes.push(sb);
-  writePiConfigFiles(sb.agentDir);
-  const dir = path.join(sb.sessionsDir, "--proj--");
-  mkdirSync(dir, { recursive: true });
-  for (let i = 0; i < 4; i++) writeFileSync(path.join(dir, `s${i}.jsonl`), `{"type":"session","version":3,"id":"s${i}"}\n`);
-  await initRepo(sb);
-  return sb;
-}
-
-function watch(sb: Sandbox, args: string[] = []): RunningWatch {
-  const w = startWatch(sb, args);
-  watchers.push(w);
-  return w;
-}
-
-/** Restore snapshot `id` into a fresh folder and return the bytes of `rel` (relative to the agent dir). */
-async function restoredBytes(sb: Sandbox, id: string, rel: string): Promise<Buffer> {
-  const target = sb.dir(`restore-${id.slice(0, 12)}-${Date.now()}`);
-  await ok(watchEnv(sb), ["restore", id, "--target", target, "--json"]);
-  return readFileSync(path.join(target, rel));
-}
+const { setup, watch } = watchScene();
 
 describe("pi-guard watch and other writers", () => {
   it("a CLI snapshot while watch runs and sessions change: both succeed and check --read-data passes", async () => {

@@ -1,10 +1,11 @@
 // Run the built `pi-guard watch` as a real process in a sandbox and read what it leaves behind:
 // the state file, the JSON-lines log, its stderr.
 import type { ChildProcess } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { spawnCli } from "../helpers/cli.js";
-import type { Sandbox } from "../helpers/tmp.js";
+import { afterEach } from "vitest";
+import { initRepo, ok, spawnCli } from "../helpers/cli.js";
+import { makeSandbox, type Sandbox, writePiConfigFiles } from "../helpers/tmp.js";
 import { watcherFiles, type WatcherState } from "../../src/watch/state.js";
 
 export interface RunningWatch {
@@ -92,4 +93,41 @@ export async function stopWatch(w: RunningWatch, signal: NodeJS.Signals = "SIGTE
   w.child.kill(signal);
   const code = await w.exited;
   return { code, ms: Date.now() - t0 };
+}
+
+/**
+ * Sandboxes (an agent dir with pi's config files and four sessions, an initialised repository) and
+ * watchers, each cleaned up (watchers killed) after every test of the file that calls this.
+ */
+export function watchScene(): { setup: (label: string) => Promise<Sandbox>; watch: (sb: Sandbox, args?: string[]) => RunningWatch } {
+  const sandboxes: Sandbox[] = [];
+  const watchers: RunningWatch[] = [];
+  afterEach(() => {
+    for (const w of watchers.splice(0)) if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill("SIGKILL");
+    for (const sb of sandboxes.splice(0)) sb.cleanup();
+  });
+  return {
+    async setup(label) {
+      const sb = makeSandbox(label);
+      sandboxes.push(sb);
+      writePiConfigFiles(sb.agentDir);
+      const dir = path.join(sb.sessionsDir, "--proj--");
+      mkdirSync(dir, { recursive: true });
+      for (let i = 0; i < 4; i++) writeFileSync(path.join(dir, `s${i}.jsonl`), `{"type":"session","version":3,"id":"s${i}"}\n`);
+      await initRepo(sb);
+      return sb;
+    },
+    watch(sb, args = []) {
+      const w = startWatch(sb, args);
+      watchers.push(w);
+      return w;
+    },
+  };
+}
+
+/** Restore snapshot `id` into a fresh folder and return the bytes of `rel` (relative to the agent dir). */
+export async function restoredBytes(sb: Sandbox, id: string, rel: string): Promise<Buffer> {
+  const target = sb.dir(`restore-${id.slice(0, 12)}-${Date.now()}`);
+  await ok(watchEnv(sb), ["restore", id, "--target", target, "--json"]);
+  return readFileSync(path.join(target, rel));
 }

@@ -2,42 +2,12 @@
 // are retried, moved and recreated roots are followed, a deliberate deletion can be accepted.
 import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { cli, expectOneLineError, initRepo, ok, snapshot } from "../helpers/cli.js";
-import { listFiles, makeSandbox, type Sandbox, writePiConfigFiles } from "../helpers/tmp.js";
-import { files, readLog, readState, type RunningWatch, startWatch, stopWatch, waitFor, waitReady, watchEnv } from "./watch-helpers.js";
+import { describe, expect, it } from "vitest";
+import { cli, expectOneLineError, ok, snapshot } from "../helpers/cli.js";
+import { listFiles, type Sandbox } from "../helpers/tmp.js";
+import { files, readLog, readState, restoredBytes, stopWatch, waitFor, waitReady, watchEnv, watchScene } from "./watch-helpers.js";
 
-const sandboxes: Sandbox[] = [];
-const watchers: RunningWatch[] = [];
-
-afterEach(() => {
-  for (const w of watchers.splice(0)) if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill("SIGKILL");
-  for (const sb of sandboxes.splice(0)) sb.cleanup();
-});
-
-async function setup(label: string): Promise<Sandbox> {
-  const sb = makeSandbox(label);
-  sandboxes.push(sb);
-  writePiConfigFiles(sb.agentDir);
-  const dir = path.join(sb.sessionsDir, "--proj--");
-  mkdirSync(dir, { recursive: true });
-  for (let i = 0; i < 4; i++) writeFileSync(path.join(dir, `s${i}.jsonl`), `{"type":"session","version":3,"id":"s${i}"}\n`);
-  await initRepo(sb);
-  return sb;
-}
-
-function watch(sb: Sandbox, args: string[] = []): RunningWatch {
-  const w = startWatch(sb, args);
-  watchers.push(w);
-  return w;
-}
-
-/** Restore snapshot `id` into a fresh folder and return the bytes of `rel` (relative to the agent dir). */
-async function restoredBytes(sb: Sandbox, id: string, rel: string): Promise<Buffer> {
-  const target = sb.dir(`restore-${id.slice(0, 12)}-${Date.now()}`);
-  await ok(watchEnv(sb), ["restore", id, "--target", target, "--json"]);
-  return readFileSync(path.join(target, rel));
-}
+const { setup, watch } = watchScene();
 
 describe("pi-guard watch as a process", () => {
   it("a second watcher of the same agent dir refuses to start, naming the running pid", async () => {
@@ -105,8 +75,7 @@ describe("pi-guard watch as a process", () => {
     const sb = await setup("watch-moved");
     const moved = path.join(sb.root, "elsewhere", "sessions");
     const env = { ...watchEnv(sb), PI_CODING_AGENT_SESSION_DIR: moved };
-    const w = startWatch({ ...sb, env } as Sandbox);
-    watchers.push(w);
+    const w = watch({ ...sb, env } as Sandbox);
     await waitReady(sb, w);
     const roots = readLog(sb).find((e) => e.event === "started")!.roots as { name: string; path: string }[];
     expect(roots.map((r) => r.name)).toContain("sessions");
