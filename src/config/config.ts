@@ -16,6 +16,7 @@ function configSchema(z: typeof Zod) {
   return z
   .object({
     repo: z.string().min(1).optional(),
+    mirrors: z.array(z.string().min(1)).optional(),
     keyFile: z.string().min(1).optional(),
     passwordFile: z.string().min(1).optional(),
     agentDir: z.string().min(1).optional(),
@@ -30,6 +31,7 @@ function configSchema(z: typeof Zod) {
       .object({
         debounceMs: z.number().int().min(0).max(600_000).optional(),
         maxDelayMs: z.number().int().min(0).max(3_600_000).optional(),
+        remoteBatchMs: z.number().int().min(0).max(86_400_000).optional(),
         suspectLoss: z.object({ minFiles: z.number().int().min(1).optional(), fraction: z.number().gt(0).lte(1).optional() }).strict().optional(),
         log: z.object({ maxBytes: z.number().int().min(4096).optional(), keep: z.number().int().min(1).max(100).optional() }).strict().optional(),
       })
@@ -94,6 +96,11 @@ export interface WatchSettings {
   suspectLoss: { minFiles: number; fraction: number };
   /** The JSON-lines log is rotated at maxBytes; `keep` old files are kept. */
   log: { maxBytes: number; keep: number };
+  /**
+   * Remote storage (an S3 repository, or a mirror) gets at most one batch of changes per this
+   * interval (default 30000), so requests per day stay bounded; a local repository is not batched.
+   */
+  remoteBatchMs: number;
 }
 
 // Together: no change waits more than about a second, and a burst of writes (one pi turn appends
@@ -103,6 +110,7 @@ export const DEFAULT_WATCH: WatchSettings = {
   maxDelayMs: 1000,
   suspectLoss: { minFiles: 3, fraction: 0.5 },
   log: { maxBytes: 10 * 1024 * 1024, keep: 3 },
+  remoteBatchMs: 30_000,
 };
 
 export type ConfigFileShape = Zod.infer<ReturnType<typeof configSchema>>;
@@ -116,6 +124,11 @@ export interface Config {
   configFile: string;
   /** An absolute local path, or s3://bucket/prefix (src/targets/location.ts). */
   repo: string;
+  /**
+   * Further copies of the same repository (same config and keys, so the same blob ids), in the
+   * form `repo` has; every snapshot made in `repo` is shipped to each. Empty when none.
+   */
+  mirrors: string[];
   keyFile: string;
   /** Where keyFile was named (flag, environment, config file); undefined for the default path. */
   keyFileSource?: string;
@@ -194,6 +207,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
     stateDir,
     configFile,
     repo: normalizeRepoLocation(repo),
+    mirrors: (file.mirrors ?? []).map(normalizeRepoLocation),
     keyFile: path.resolve(flags.keyFile ?? env.PI_GUARD_KEY_FILE ?? file.keyFile ?? path.join(configDir, "key")),
     keyFileSource: flags.keyFile ? "--key-file" : env.PI_GUARD_KEY_FILE ? "PI_GUARD_KEY_FILE" : file.keyFile ? `config file ${configFile}` : undefined,
     passwordFile,
