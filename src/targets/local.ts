@@ -162,7 +162,7 @@ export class LocalTarget implements Target {
     throwIfAborted(opts.signal);
     try {
       const st = await fs.stat(this.file(key));
-      return { key, size: st.size };
+      return { key, size: st.size, modified: st.mtimeMs };
     } catch (err) {
       if (notFound(err)) return undefined;
       throw err;
@@ -205,7 +205,7 @@ export class LocalTarget implements Target {
         yield* this.walk(path.join(dir, entry.name), key, signal);
       } else if (entry.isFile() && !entry.name.includes(TEMP_INFIX)) {
         const st = await fs.stat(path.join(dir, entry.name)).catch(() => undefined);
-        if (st) yield { key, size: st.size };
+        if (st) yield { key, size: st.size, modified: st.mtimeMs };
       }
     }
   }

@@ -7,6 +7,7 @@ import { abortReason, ObjectExists, ObjectNotFound, throwIfAborted, type ObjectI
  */
 export class MemoryTarget implements Target {
   private readonly objects = new Map<string, Buffer>();
+  private readonly times = new Map<string, number>();
 
   constructor(readonly location = "memory:") {}
 
@@ -28,6 +29,7 @@ export class MemoryTarget implements Target {
     throwIfAborted(opts.signal);
     if (opts.ifAbsent && this.objects.has(key)) throw new ObjectExists(key);
     this.objects.set(key, Buffer.from(data));
+    this.times.set(key, Date.now());
   }
 
   async putFile(key: string, file: string, opts: PutOptions = {}): Promise<void> {
@@ -41,7 +43,7 @@ export class MemoryTarget implements Target {
   async head(key: string, opts: OpOptions = {}): Promise<ObjectInfo | undefined> {
     throwIfAborted(opts.signal);
     const data = this.objects.get(key);
-    return data ? { key, size: data.length } : undefined;
+    return data ? { key, size: data.length, modified: this.times.get(key) } : undefined;
   }
 
   async *list(prefix: string, opts: OpOptions = {}): AsyncIterable<ObjectInfo> {
@@ -50,12 +52,13 @@ export class MemoryTarget implements Target {
     for (const key of keys) {
       throwIfAborted(opts.signal);
       const data = this.objects.get(key);
-      if (data) yield { key, size: data.length };
+      if (data) yield { key, size: data.length, modified: this.times.get(key) };
     }
   }
 
   async delete(key: string, opts: OpOptions = {}): Promise<void> {
     throwIfAborted(opts.signal);
     this.objects.delete(key);
+    this.times.delete(key);
   }
 }

@@ -222,7 +222,7 @@ export class S3Target implements Target {
     try {
       const res = await client.send(new sdk.HeadObjectCommand({ Bucket: this.bucket, Key: this.k(key) }), { abortSignal: opts.signal });
       this.bucketSeen = true;
-      return { key, size: Number(res.ContentLength ?? 0) };
+      return { key, size: Number(res.ContentLength ?? 0), modified: res.LastModified?.getTime() };
     } catch (err) {
       const described = await this.diagnose(err, "head", key, opts.signal);
       if (!(described instanceof ObjectNotFound)) throw described;
@@ -256,7 +256,7 @@ export class S3Target implements Target {
         if (!obj.Key || obj.Key.endsWith("/")) continue;
         const key = obj.Key.slice(this.root.length);
         if (key.includes(TEMP_INFIX)) continue;
-        yield { key, size: Number(obj.Size ?? 0) };
+        yield { key, size: Number(obj.Size ?? 0), modified: obj.LastModified?.getTime() };
       }
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (token);

@@ -12,6 +12,13 @@ import { RepoError, type RepoErrorKind } from "../repo/errors.js";
 export interface ObjectInfo {
   key: string;
   size: number;
+  /**
+   * When the object was last written, in ms since the epoch, by the *storage's* clock (S3's
+   * LastModified, a file's mtime). Lock staleness compares two such times of the same storage, so
+   * hosts whose clocks disagree still agree on a lock's age (docs/FORMAT.md §9). Undefined where
+   * the storage cannot say.
+   */
+  modified?: number;
 }
 
 export interface OpOptions {
