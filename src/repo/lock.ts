@@ -16,6 +16,10 @@ import { pidAlive } from "../pid.js";
  *
  * A lock is stale when its process is gone (same host, pid not alive) or when it has not been
  * refreshed for STALE_MS (another host that crashed); stale locks are removed by whoever finds them.
+ * The age is measured on the storage's clock alone (the lock object's last-modified time against
+ * that of a lock just written by the observer), never against the `time` the holder wrote: hosts'
+ * clocks need not agree. A holder, on its own monotonic clock, gives up a lock it has not managed
+ * to rewrite for half of STALE_MS, long before anyone else may take it for stale.
  */
 export type LockMode = "shared" | "append" | "exclusive";
 
@@ -57,10 +61,16 @@ const modeOf = (opts: LockOptions): LockMode => opts.mode ?? (opts.exclusive ? "
 export const STALE_MS = 30 * 60 * 1000;
 const REFRESH_MS = 5 * 60 * 1000;
 
+/** When a lock not rewritten counts as stale. PI_GUARD_TEST_LOCK_STALE_MS shortens it, for tests only. */
+export function lockStaleMs(env: NodeJS.ProcessEnv = process.env): number {
+  const ms = Number(env.PI_GUARD_TEST_LOCK_STALE_MS);
+  return Number.isFinite(ms) && ms > 0 ? ms : STALE_MS;
+}
+
 /** How often a held lock is rewritten. PI_GUARD_LOCK_REFRESH_MS overrides it, for tests. */
 export function lockRefreshMs(env: NodeJS.ProcessEnv = process.env): number {
   const ms = Number(env.PI_GUARD_LOCK_REFRESH_MS);
-  return Number.isFinite(ms) && ms > 0 ? ms : REFRESH_MS;
+  return Number.isFinite(ms) && ms > 0 ? ms : Math.min(REFRESH_MS, lockStaleMs(env) / 6);
 }
 
 export interface Lock {
@@ -83,24 +93,46 @@ export interface Lock {
 }
 
 
-export function isStale(info: LockInfo, now = Date.now()): boolean {
+/**
+ * `ageMs` is the lock's age by the storage's clock (see storageAges); undefined when the storage
+ * gives no times, and then only the holder's own `time` is left, which needs agreeing clocks.
+ */
+export function isStale(info: LockInfo, ageMs: number | undefined, staleMs = lockStaleMs()): boolean {
   if (info.host === os.hostname() && !pidAlive(info.pid)) return true;
-  return now - Date.parse(info.time) > STALE_MS;
+  if (ageMs !== undefined) return ageMs > staleMs;
+  return Date.now() - Date.parse(info.time) > staleMs;
 }
 
-async function readLocks(repo: Repository): Promise<{ id: string; info: LockInfo | undefined }[]> {
-  const out: { id: string; info: LockInfo | undefined }[] = [];
+interface ListedLock {
+  id: string;
+  info: LockInfo | undefined;
+  /** Last written, by the storage's clock. */
+  modified?: number;
+}
+
+/**
+ * Each lock's age on the storage's clock: `now` is the last-modified time of a lock the observer
+ * wrote just before listing, so it is at most the storage's real now (an age is never overstated).
+ */
+function storageAge(lock: ListedLock, now: number | undefined): number | undefined {
+  return now !== undefined && lock.modified !== undefined ? now - lock.modified : undefined;
+}
+
+const validTime = (t: number | undefined) => (t !== undefined && Number.isFinite(t) ? t : undefined);
+
+async function readLocks(repo: Repository): Promise<ListedLock[]> {
+  const out: ListedLock[] = [];
   for await (const obj of repo.target.list("locks")) {
     const id = obj.key.slice("locks/".length);
     try {
       const info = JSON.parse(repo.unseal(await repo.target.get(obj.key), "lock", AAD.lock(id)).toString("utf8")) as LockInfo;
       // Whatever does not look like a lock is taken as held, exclusively (see lockModeOf).
       const shaped = typeof info === "object" && info !== null && typeof info.host === "string" && Number.isInteger(info.pid) && typeof info.time === "string";
-      out.push({ id, info: shaped ? info : undefined });
+      out.push({ id, info: shaped ? info : undefined, modified: validTime(obj.modified) });
     } catch {
       // Vanished between list and get (released), or unreadable: a half-written lock cannot exist,
       // since puts are atomic, so an unreadable one is from another key; treat it as held.
-      out.push({ id, info: undefined });
+      out.push({ id, info: undefined, modified: validTime(obj.modified) });
     }
   }
   return out;
@@ -128,12 +160,17 @@ export async function acquireLock(repo: Repository, opts: LockOptions): Promise<
         AAD.lock(id),
       ),
     );
+  // When this process last began a rewrite of its lock that succeeded, on its own monotonic clock.
+  let writtenAt = performance.now();
   for (let attempt = 0; ; attempt++) {
+    writtenAt = performance.now();
     await write();
-    const others = (await readLocks(repo)).filter((l) => l.id !== id);
+    const listed = await readLocks(repo);
+    const now = await ownLockTime(repo, id, listed);
+    const others = listed.filter((l) => l.id !== id);
     const blocking = [];
     for (const other of others) {
-      if (other.info && isStale(other.info)) {
+      if (other.info && isStale(other.info, storageAge(other, now))) {
         await repo.target.delete(lockKey(other.id));
         continue;
       }
@@ -157,6 +194,16 @@ export async function acquireLock(repo: Repository, opts: LockOptions): Promise<
     if (!lost.signal.aborted) lost.abort(why);
   };
   const stillThere = async () => {
+    // Another host takes this lock for stale once the storage has not seen it rewritten for
+    // STALE_MS. A holder that was stopped (a laptop asleep, a hung request) and has not rewritten
+    // it for half that cannot know whether someone has: it must not go on, nor write it again.
+    const since = performance.now() - writtenAt;
+    if (since > lockStaleMs() / 2) {
+      throw new RepoError(
+        `the repository lock of this ${opts.command} was not refreshed for ${Math.round(since / 1000)} s (was the machine asleep?); another host may have taken it for stale; stopped`,
+        "locked",
+      );
+    }
     // Re-creating a lock that another process removed would hide that it no longer protects us.
     if (!(await repo.target.head(lockKey(id)))) {
       throw new RepoError(`the repository lock of this ${opts.command} was removed by another process; stopped`, "locked");
@@ -165,7 +212,9 @@ export async function acquireLock(repo: Repository, opts: LockOptions): Promise<
   const refresh = async () => {
     try {
       await stillThere();
+      const started = performance.now();
       await write();
+      writtenAt = started;
     } catch (err) {
       fail(err);
     }
@@ -217,14 +266,36 @@ export async function withLock<T>(
   }
 }
 
-/** Remove every stale lock; returns how many. Used by `check` and `unlock`. */
+/** The storage's time of this process's own lock, from the listing or, if it is not there, a head. */
+async function ownLockTime(repo: Repository, id: string, listed: ListedLock[]): Promise<number | undefined> {
+  const own = listed.find((l) => l.id === id);
+  if (own?.modified !== undefined) return own.modified;
+  return validTime((await repo.target.head(lockKey(id)))?.modified);
+}
+
+/**
+ * Remove every stale lock; returns how many. Used by `check` and `unlock`. Ages need the storage's
+ * "now": a short-lived shared lock of this process is written as the probe, and removed.
+ */
 export async function removeStaleLocks(repo: Repository, all = false): Promise<number> {
   let removed = 0;
-  for (const l of await readLocks(repo)) {
-    if (all || (l.info && isStale(l.info))) {
-      await repo.target.delete(lockKey(l.id));
-      removed++;
+  const probe = all ? undefined : randomBytes(16).toString("hex");
+  if (probe) {
+    const info: LockInfo = { host: os.hostname(), pid: process.pid, user: os.userInfo().username, exclusive: false, mode: "shared", time: new Date().toISOString(), command: "stale-lock check" };
+    await repo.target.put(lockKey(probe), repo.seal(Buffer.from(JSON.stringify(info)), AAD.lock(probe)));
+  }
+  try {
+    const listed = await readLocks(repo);
+    const now = probe ? await ownLockTime(repo, probe, listed) : undefined;
+    for (const l of listed) {
+      if (l.id === probe) continue;
+      if (all || (l.info && isStale(l.info, storageAge(l, now)))) {
+        await repo.target.delete(lockKey(l.id));
+        removed++;
+      }
     }
+  } finally {
+    if (probe) await repo.target.delete(lockKey(probe));
   }
   return removed;
 }

@@ -6,7 +6,6 @@
 
 import { createHash } from "node:crypto";
 import { promises as fs } from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import type { Config } from "../config/config.js";
 import { parseSessionFileName } from "../pi/writer.js";
@@ -19,6 +18,7 @@ import type { RepositorySource } from "./source.js";
 import type { SessionSummary } from "./summary.js";
 import { readTags } from "./tags.js";
 import { compareStrings } from "../compare.js";
+import { hostName } from "../host.js";
 
 export interface SnapshotRef {
   snapshotId: string;
@@ -121,7 +121,7 @@ export class SessionCatalog {
    */
   private async load(opts: CatalogOptions): Promise<void> {
     const catalogDir = path.join(opts.config.dataDir, "catalog");
-    const host = opts.host ?? os.hostname();
+    const host = opts.host ?? hostName();
     const liveFiles = listLiveFiles(liveSessionDirs(opts.config, opts.env));
     for (const f of liveFiles) this.liveFiles.set(f.path, f);
     this.snapshotIds = this.repo ? (await this.repo.snapshotIds()).sort(compareStrings) : [];

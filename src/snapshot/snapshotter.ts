@@ -14,6 +14,7 @@ import { ContentChunker } from "./content-chunker.js";
 import { isPathError, scanSources, type ScannedEntry, type SourceFilter, type SourceRoot } from "./scan.js";
 import { nodeKey, readTree, TreeWriter } from "./tree.js";
 import { PROGRAM } from "../version.js";
+import { hostName } from "../host.js";
 
 export interface SnapshotOptions {
   roots: SourceRoot[];
@@ -77,7 +78,7 @@ async function readAt(handle: fs.FileHandle, buf: Buffer, offset: number): Promi
 /** Take a snapshot of `opts.roots` into `repo`, holding an append lock throughout (docs/FORMAT.md §9). */
 export function createSnapshot(repo: Repository, opts: SnapshotOptions): Promise<SnapshotResult> {
   return withSnapshotBuilder(repo, { command: "snapshot", lockWaitMs: opts.lockWaitMs, onProgress: opts.onProgress, signal: opts.signal }, async (builder) => {
-    const host = opts.host ?? os.hostname();
+    const host = opts.host ?? hostName();
     let parent = await findParent(repo, opts.parent, host, opts.roots);
     if (parent) {
       try {

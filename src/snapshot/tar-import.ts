@@ -1,5 +1,4 @@
 import { createReadStream, promises as fs } from "node:fs";
-import os from "node:os";
 import { pipeline } from "node:stream/promises";
 import { createGunzip } from "node:zlib";
 import { Parser, type ReadEntry } from "tar";
@@ -8,6 +7,7 @@ import { IMPORT_TAG } from "../repo/format.js";
 import type { Repository } from "../repo/repository.js";
 import { normalizeTarPath as normalize, showName, TarEntryGuard } from "./tar-guard.js";
 import { withSnapshotBuilder, type SnapshotProgress, type SnapshotResult } from "./snapshotter.js";
+import { hostName } from "../host.js";
 
 export interface TarImportOptions {
   tags?: string[];
@@ -143,7 +143,7 @@ export async function importTar(repo: Repository, file: string, opts: TarImportO
     await runParser(file, gz, parser);
     await chain;
     return b.commit({
-      host: opts.host ?? os.hostname(),
+      host: opts.host ?? hostName(),
       roots: [{ name: "agent", path: `tar:${file}` }],
       tags: [...new Set([...(opts.tags ?? []), IMPORT_TAG])],
       time: time.toISOString(),

@@ -5,7 +5,6 @@
  * or when the last good snapshot is older than maxAgeMs. Everything read is treated as hostile.
  */
 import { promises as fs } from "node:fs";
-import os from "node:os";
 import type { Config } from "../config/config.js";
 import { isImport, SUSPECT_LOSS_TAG } from "../repo/format.js";
 import type { Repository, SnapshotRecord } from "../repo/repository.js";
@@ -13,6 +12,7 @@ import { PRE_RESTORE_TAG } from "../restore/select.js";
 import { readScheduleState, upcomingJobs, type JobRun } from "./schedule.js";
 import { watcherFiles, type WatcherState } from "./state.js";
 import { pidAlive } from "../pid.js";
+import { hostName } from "../host.js";
 
 /** The watcher rewrites its state file every few seconds; this much silence means it is not working. */
 export const STALE_STATE_MS = 5 * 60 * 1000;
@@ -134,7 +134,7 @@ export async function watcherStatus(config: Config, now: Date): Promise<WatcherS
   const upMs = Math.max(0, Date.parse(s.updatedAt) - Date.parse(s.startedAt));
   const cpuMs = s.cpu.userMs + s.cpu.systemMs;
   base.cpu = { userMs: s.cpu.userMs, systemMs: s.cpu.systemMs, percent: upMs > 0 ? Math.round((cpuMs / upMs) * 1000) / 10 : 0 };
-  if (s.host !== os.hostname()) return { ...base, state: "elsewhere", message: `the state file is from host ${base.host}, not this one` };
+  if (s.host !== hostName()) return { ...base, state: "elsewhere", message: `the state file is from host ${base.host}, not this one` };
   if (!pidAlive(s.pid)) return { ...base, state: "stopped", message: `not running (pid ${s.pid} is gone; it stopped or crashed after ${s.updatedAt})` };
   const silentMs = now.getTime() - Date.parse(s.updatedAt);
   if (silentMs > STALE_STATE_MS) {

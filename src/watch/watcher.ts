@@ -24,6 +24,7 @@ import type { WatchLog } from "./log.js";
 import { judgeLoss, type LossVerdict } from "./suspect.js";
 import type { WatcherState } from "./state.js";
 import { writeWatcherState } from "./state-file.js";
+import { hostName } from "../host.js";
 
 /** What the watcher needs of slice E's scheduler (src/watch/schedule.ts), started and stopped with it. */
 export interface WatchScheduler {
@@ -106,7 +107,7 @@ export class Watcher {
     this.state = {
       version: 1,
       pid: process.pid,
-      host: opts.host ?? os.hostname(),
+      host: opts.host ?? hostName(),
       agentDir: this.config.agentDir,
       repo: this.config.repo,
       startedAt: now,
