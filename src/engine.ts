@@ -10,7 +10,7 @@ import { isInside } from "./config/config.js";
 import { createKeyFile, noCredentialsError, resolveCredentials } from "./config/credentials.js";
 import { RepoError } from "./repo/errors.js";
 import type { Credentials } from "./repo/keys.js";
-import { Repository, type SnapshotRecord } from "./repo/repository.js";
+import { Repository, type SnapshotBriefRecord, type SnapshotRecord } from "./repo/repository.js";
 import { ObjectNotFound } from "./targets/target.js";
 import { openTarget } from "./targets/open.js";
 import { isLocalLocation } from "./targets/location.js";
@@ -30,7 +30,8 @@ import {
 import { isSafeRootName } from "./restore/safe-path.js";
 import { SnapshotReader } from "./restore/snapshot-reader.js";
 import { parseSessionFileName } from "./pi/writer.js";
-import { PRE_RESTORE_TAG, type ResolvedTime, selectSnapshotAt } from "./restore/select.js";
+import { PRE_RESTORE_TAG, type ResolvedTime, selectSnapshotAt, snapshotsOfHost } from "./restore/select.js";
+import { hostName } from "./host.js";
 
 export { openTarget };
 
@@ -104,6 +105,8 @@ export interface SafeRestoreOptions extends Omit<RestoreOptions, "destinations" 
   lockWaitMs?: number;
   /** Restore into this folder instead of in place. */
   targetDir?: string;
+  /** Choose among this host's snapshots (see HostChoice). */
+  host?: string;
 }
 
 export interface SafeRestoreResult {
@@ -124,7 +127,7 @@ export async function restore(config: Config, repo: Repository, when: string, op
   // One shared lock from choosing the snapshot to the last byte written, so nothing that deletes
   // (forget, prune) runs in between; the pre-restore snapshot's append lock goes beside it.
   return withLock(repo, sharedRestoreLock(opts), async (signal) => {
-    const { record: snapshot, resolved } = await chooseSnapshotAt(repo, when);
+    const { record: snapshot, resolved } = await chooseSnapshotAt(repo, when, { host: opts.host });
     const { destinations, refused } = restoreDestinations(config, snapshot, opts.targetDir);
     if (opts.targetDir) await ensureWritableDir(path.resolve(opts.targetDir));
     const plan = await planRestore(repo, snapshot, { ...opts, destinations, durable: !opts.targetDir, scope: pathInScope(config.filter) });
@@ -236,8 +239,9 @@ export async function chooseSnapshot(repo: Repository, when: string): Promise<Sn
  * chooseSnapshot, also saying which moment a time expression was read as. It chooses among the
  * snapshots' briefs (time, host, tags) and reads only the chosen one in full, from the repository.
  */
-export async function chooseSnapshotAt(repo: Repository, when: string): Promise<{ record: SnapshotRecord; resolved?: ResolvedTime }> {
-  const briefs = await repo.listSnapshotBriefs();
+export async function chooseSnapshotAt(repo: Repository, when: string, hosts?: HostChoice): Promise<{ record: SnapshotRecord; resolved?: ResolvedTime }> {
+  const ofHost = <R extends SnapshotBriefRecord | SnapshotRecord>(all: R[]): R[] => (hosts ? snapshotsOfHost(all, when, hosts.host, hostName()) : all);
+  const briefs = ofHost(await repo.listSnapshotBriefs());
   const { record: brief, resolved } = selectSnapshotAt(briefs, when, new Date(), repo.unreadableSnapshots);
   try {
     const snapshot = await repo.loadSnapshotFromTarget(brief.id);
@@ -246,6 +250,14 @@ export async function chooseSnapshotAt(repo: Repository, when: string): Promise<
     // Forgotten since it was listed: choose again from a full listing, which no longer has it.
     if (!(err instanceof ObjectNotFound)) throw err;
   }
-  const snapshots = await repo.listSnapshots();
+  const snapshots = ofHost(await repo.listSnapshots());
   return selectSnapshotAt(snapshots, when, new Date(), repo.unreadableSnapshots);
+}
+
+/**
+ * Choose among the snapshots of one host (snapshotsOfHost): `host` names it; undefined means this
+ * host's when several hosts share the repository.
+ */
+export interface HostChoice {
+  host?: string;
 }

@@ -10,6 +10,7 @@ interface RestoreFlags {
   session?: string;
   dryRun?: boolean;
   delete?: boolean;
+  host?: string;
 }
 
 /** A path from a snapshot can hold control characters (a terminal escape, say): show them escaped. */
@@ -28,6 +29,7 @@ export function registerRestoreCommands(program: Command): void {
     .option("-s, --session <id>", "only the session with this id (or id prefix)")
     .option("-n, --dry-run", "show what would change, change nothing")
     .option("--delete", "also delete files that the snapshot does not have (within the restored scope)")
+    .option("--host <host>", "choose among this host's snapshots (default: this host's, when several hosts share the repository)")
     .addHelpText(
       "after",
       `
@@ -41,12 +43,18 @@ cannot write is named, and the exit status is non-zero (3 when the data is damag
 ${LOCAL_TIME_NOTE}
 A moment in the future is an error. The moment <when> was read as is printed in UTC and local time.
 
+Several hosts in one repository: <when> is chosen among the snapshots of --host, or, without it,
+of this host (PI_GUARD_HOST, else the machine's name); a repository whose snapshots are all of one
+host needs no --host. If there are several hosts and none is this one, restore refuses and lists
+them. A snapshot id is taken whatever its host.
+
 Examples:
   $ pi-guard restore latest
   $ pi-guard restore "2h ago" --dry-run
   $ pi-guard restore 2026-11-30T09:00 --target /tmp/pi-then
   $ pi-guard restore latest --session 0b9c5c3e
-  $ pi-guard restore latest --path 'sessions/**' --path auth.json`,
+  $ pi-guard restore latest --path 'sessions/**' --path auth.json
+  $ pi-guard restore latest --repo s3://bucket/pi --key-file ./key --host laptop --target ~/restored`,
     )
     .action(async (when: string, opts: RestoreFlags, cmd: Command) => {
       const ctx = context(cmd);
@@ -59,6 +67,7 @@ Examples:
         session: opts.session,
         dryRun: opts.dryRun,
         deleteExtra: opts.delete,
+        host: opts.host,
         lockWaitMs: ctx.lockWaitMs,
         onProgress: (p) => progress.update(`${p.files} files, ${formatBytes(p.bytes)}  ${p.current}`),
       });
@@ -70,6 +79,7 @@ Examples:
         printJson({
           snapshotId: result.snapshot.id,
           snapshotTime: result.snapshot.snapshot.time,
+          host: result.snapshot.snapshot.host,
           resolved: result.resolved ?? null,
           dryRun: !!opts.dryRun,
           undoSnapshot: result.undoSnapshot ?? null,
@@ -87,7 +97,7 @@ Examples:
           ctx.out,
           table([
             ...(result.resolved ? [["time", `"${result.resolved.input}" = ${result.resolved.utc} UTC = ${result.resolved.local} local`]] : []),
-            ["snapshot", `${result.snapshot.id.slice(0, 8)}  ${result.snapshot.snapshot.time} (${formatLocalTime(new Date(result.snapshot.snapshot.time))} local)`],
+            ["snapshot", `${result.snapshot.id.slice(0, 8)}  ${result.snapshot.snapshot.time} (${formatLocalTime(new Date(result.snapshot.snapshot.time))} local), host ${result.snapshot.snapshot.host}`],
             [opts.dryRun ? "would" : "files", `${counts.create} created, ${counts.replace} replaced, ${counts.unchanged} unchanged${counts.delete ? `, ${counts.delete} deleted` : ""}`],
             ["written", `${formatBytes(report.bytesWritten)} in ${formatDuration(report.durationMs)}`],
           ]),
@@ -108,18 +118,19 @@ Examples:
     .argument("<when>", 'latest, a snapshot id, an ISO time, or e.g. "2h ago"')
     .requiredOption("-o, --output <file>", "the .tar.gz to write (- for stdout)")
     .option("-p, --path <glob...>", "only files matching these globs")
+    .option("--host <host>", "choose among this host's snapshots (as restore does)")
     .addHelpText(
       "after",
       `\nA node the archive cannot hold safely (a ".." or absolute name, a name that is not UTF-8, anything\nbelow a symlink) is left out and named, and the exit code is 1.\n${LOCAL_TIME_NOTE}\n\nExamples:\n  $ pi-guard archive latest -o pi-agent.tar.gz\n  $ pi-guard archive "yesterday 18:00" -o - | tar tz`,
     )
-    .action(async (when: string, opts: { output: string; path?: string[] }, cmd: Command) => {
+    .action(async (when: string, opts: { output: string; path?: string[]; host?: string }, cmd: Command) => {
       const ctx = context(cmd);
       const repo = await ctx.open();
       const { chooseSnapshotAt } = await import("../engine.js");
       const { writeArchive } = await import("../restore/archive.js");
       const { withLock } = await import("../repo/lock.js");
       const { record, resolved, result } = await withLock(repo, { exclusive: false, command: "archive", waitMs: ctx.lockWaitMs }, async () => {
-        const { record, resolved } = await chooseSnapshotAt(repo, when);
+        const { record, resolved } = await chooseSnapshotAt(repo, when, { host: opts.host });
         return { record, resolved, result: await writeArchive(repo, record, opts.output, { paths: opts.path }) };
       });
       for (const f of result.skipped) warn(`not archived: ${printable(f.path)}: ${printable(f.error)}`);

@@ -153,3 +153,36 @@ export function selectSnapshotAt<R extends Choosable>(
     return { record }; // chosen some other way than by time
   }
 }
+
+/**
+ * Which host's snapshots a restore chooses among (docs/TARGETS.md, "Several hosts"). With `host`,
+ * only that host's. Without it, when the repository holds snapshots of several hosts: this host's
+ * if it has any (a machine restores its own history by default), else a refusal that lists the
+ * hosts, since "latest" of someone else's machine is rarely what is meant. A snapshot id names one
+ * snapshot whatever its host; with `host` as well, the two must agree.
+ */
+export function snapshotsOfHost<R extends Choosable>(snapshots: R[], when: string, host: string | undefined, thisHost: string): R[] {
+  const hosts = new Map<string, number>();
+  for (const s of snapshots) hosts.set(s.snapshot.host, (hosts.get(s.snapshot.host) ?? 0) + 1);
+  const listing = () =>
+    [...hosts.entries()]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([h, n]) => `${h} (${n})`)
+      .join(", ");
+  const expr = when.trim().toLowerCase();
+  if (/^[0-9a-f]{4,64}$/.test(expr) && !/^\d+$/.test(expr)) {
+    const hits = snapshots.filter((s) => s.id.startsWith(expr));
+    if (host !== undefined && hits.length === 1 && hits[0].snapshot.host !== host) {
+      throw new RepoError(`snapshot ${hits[0].id.slice(0, 8)} is from host ${hits[0].snapshot.host}, not ${host}`, "usage");
+    }
+    return snapshots;
+  }
+  if (host !== undefined) {
+    const own = snapshots.filter((s) => s.snapshot.host === host);
+    if (own.length === 0) throw new RepoError(`no snapshot is from host ${JSON.stringify(host)}; hosts here: ${listing() || "none"}`, "not-found");
+    return own;
+  }
+  if (hosts.size <= 1) return snapshots;
+  if (hosts.has(thisHost)) return snapshots.filter((s) => s.snapshot.host === thisHost);
+  throw new RepoError(`this repository holds snapshots of several hosts and none of this one (${thisHost}): choose one with --host: ${listing()}`, "usage");
+}
