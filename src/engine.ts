@@ -12,7 +12,7 @@ import { RepoError } from "./repo/errors.js";
 import type { Credentials } from "./repo/keys.js";
 import { Repository, type SnapshotBriefRecord, type SnapshotRecord } from "./repo/repository.js";
 import { ObjectNotFound } from "./targets/target.js";
-import { openTarget } from "./targets/open.js";
+import { openTarget, type OpenTargetOptions } from "./targets/open.js";
 import { isLocalLocation } from "./targets/location.js";
 import { withLock } from "./repo/lock.js";
 import { createSnapshot, type SnapshotOptions, type SnapshotResult } from "./snapshot/snapshotter.js";
@@ -72,8 +72,8 @@ export async function initRepository(config: Config, opts: { password?: string; 
   return { repo, keyFile, credential: cred.kind };
 }
 
-export async function openRepository(config: Config, promptPassword?: () => Promise<string>): Promise<Repository> {
-  const target = openTarget(config);
+export async function openRepository(config: Config, promptPassword?: () => Promise<string>, opts: OpenTargetOptions = {}): Promise<Repository> {
+  const target = openTarget(config, process.env, opts);
   if (!(await target.head("config"))) {
     throw new RepoError(`no repository at ${config.repo} (run \`pi-guard init\` first, or set PI_GUARD_REPO)`, "not-found");
   }

@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { loadConfig, type Config } from "../config/config.js";
 import type { Repository } from "../repo/repository.js";
+import type { OpenTargetOptions } from "../targets/open.js";
 import { RepoError } from "../repo/errors.js";
 import type { GlobalOptions } from "./main.js";
 import { warn, type Output } from "./output.js";
@@ -11,7 +12,7 @@ export interface Context {
   out: Output;
   globals: GlobalOptions;
   lockWaitMs: number;
-  open(): Promise<Repository>;
+  open(opts?: OpenTargetOptions): Promise<Repository>;
 }
 
 /** Resolve global flags into a Config and an output mode; repositories open lazily. */
@@ -31,10 +32,10 @@ export function context(cmd: Command): Context {
     globals,
     out: { json: !!globals.json, quiet: !!globals.quiet },
     lockWaitMs: lockWait * 1000,
-    async open() {
+    async open(opts?: OpenTargetOptions) {
       const { openRepository } = await import("../engine.js");
       const prompt = process.stdin.isTTY && process.stderr.isTTY ? () => promptHidden("repository password: ") : undefined;
-      const repo = await openRepository(config, prompt);
+      const repo = await openRepository(config, prompt, opts);
       repo.onWarning = warn;
       return repo;
     },

@@ -76,6 +76,11 @@ Examples:
         rows.push(["watcher snapshots", `${w.snapshots?.made ?? 0} made, ${w.snapshots?.failed ?? 0} failed`]);
       } else rows.push(["watcher", w.message]);
       if (w.lastError) rows.push(["watcher last error", `${w.lastError.time}: ${w.lastError.message}`]);
+      if (w.requests) {
+        const q = w.requests;
+        const rate = q.putsPerDay === null ? "" : `; about ${q.putsPerDay} PUTs/day (extrapolated from this run)`;
+        rows.push(["watcher requests", `${q.puts} PUT, ${q.gets} GET, ${q.lists} LIST in ${formatAge(q.overMs)}${rate}`]);
+      }
       const o = r.repository.objects;
       rows.push(["repository", r.repository.location]);
       rows.push(["snapshots", String(r.repository.snapshots)]);

@@ -56,7 +56,9 @@ Examples:
       const lock = await acquireWatcherLock(files.lock, config.agentDir);
       let exitCode: number = EXIT.failure;
       try {
-        const repo = await ctx.open();
+        const { CountingTarget } = await import("../targets/counting.js");
+        let counting: InstanceType<typeof CountingTarget> | undefined;
+        const repo = await ctx.open({ wrapStorage: (t, { multipartPartSize }) => (counting = new CountingTarget(t, multipartPartSize)) });
         const human = (line: string) => {
           if (!ctx.out.quiet) warn(line);
         };
@@ -97,6 +99,7 @@ Examples:
           scheduler,
           stateFile: files.state,
           debounceMs,
+          requestCounts: () => counting!.counts,
           onReport: (r) => {
             if (r.kind === "snapshot" && r.suspect) {
               // Loud even with --quiet: this is the accident pi-guard exists for.

@@ -13,8 +13,20 @@ export const REMOTE_CONCURRENCY = 8;
  * The storage a config's repository location names. Remote targets are wrapped: retries with
  * back-off outside (a retry waiting does not hold a slot), the concurrency limit inside.
  */
-export function openTarget(config: Pick<Config, "repo">, env: NodeJS.ProcessEnv = process.env): Target {
+export function openTarget(config: Pick<Config, "repo">, env: NodeJS.ProcessEnv = process.env, opts: OpenTargetOptions = {}): Target {
   const loc = parseRepoLocation(config.repo);
-  if (loc.kind === "s3") return new RetryTarget(new LimitTarget(new S3Target({ bucket: loc.bucket, prefix: loc.prefix, env }), REMOTE_CONCURRENCY));
-  return new LocalTarget(loc.path);
+  const wrap = opts.wrapStorage ?? ((t: Target) => t);
+  if (loc.kind === "s3") return new RetryTarget(new LimitTarget(wrap(new S3Target({ bucket: loc.bucket, prefix: loc.prefix, env }), { multipartPartSize: S3_PART_SIZE }), REMOTE_CONCURRENCY));
+  return wrap(new LocalTarget(loc.path), {});
 }
+
+export interface OpenTargetOptions {
+  /**
+   * Wraps the bare storage, inside the retry and limit wrappers (a CountingTarget sees every
+   * request sent, retries included). `multipartPartSize` is set for storage that splits big uploads.
+   */
+  wrapStorage?: (storage: Target, info: { multipartPartSize?: number }) => Target;
+}
+
+/** S3Target's default multipart part size. */
+const S3_PART_SIZE = 5 * 1024 * 1024;

@@ -23,6 +23,11 @@ export interface WatcherState {
   /** Set while the newest snapshot is a suspected loss and the files have not come back. */
   suspectLoss?: { since: string; snapshot: string; filesBefore: number; filesNow: number };
   nextJobs: { job: string; cron: string; next: string }[];
+  /**
+   * Requests this watcher sent to the repository's storage since startedAt, as of updatedAt
+   * (src/targets/counting.ts); absent in files of older versions.
+   */
+  requests?: { puts: number; gets: number; lists: number };
 }
 
 /** `<stateDir>/watch-<first 16 hex of sha256(agentDir)>.{json,log,lock}` */

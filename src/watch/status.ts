@@ -54,6 +54,11 @@ export interface WatcherStatus {
   snapshots?: { made: number; failed: number };
   lastError?: { time: string; message: string };
   suspectLoss?: { since: string; snapshot: string; filesBefore: number; filesNow: number };
+  /**
+   * Requests the watcher sent to the repository's storage from startedAt to updatedAt (`overMs`),
+   * and the PUT-like ones per day extrapolated from them (null before any time has passed).
+   */
+  requests?: { puts: number; gets: number; lists: number; overMs: number; putsPerDay: number | null; extrapolated: true };
 }
 
 export interface StatusReport {
@@ -97,6 +102,10 @@ function validState(v: unknown): { state?: WatcherState; problem?: string } {
   if (sl !== undefined && sl !== null && (!isObj(sl) || !isTime(sl.since) || typeof sl.snapshot !== "string" || !isNum(sl.filesBefore) || !isNum(sl.filesNow))) {
     return { problem: "invalid suspectLoss" };
   }
+  const rq = v.requests;
+  if (rq !== undefined && (!isObj(rq) || !Number.isSafeInteger(rq.puts) || !Number.isSafeInteger(rq.gets) || !Number.isSafeInteger(rq.lists) || !isNum(rq.puts) || !isNum(rq.gets) || !isNum(rq.lists))) {
+    return { problem: "invalid requests" };
+  }
   return { state: v as unknown as WatcherState };
 }
 
@@ -134,6 +143,10 @@ export async function watcherStatus(config: Config, now: Date): Promise<WatcherS
   const upMs = Math.max(0, Date.parse(s.updatedAt) - Date.parse(s.startedAt));
   const cpuMs = s.cpu.userMs + s.cpu.systemMs;
   base.cpu = { userMs: s.cpu.userMs, systemMs: s.cpu.systemMs, percent: upMs > 0 ? Math.round((cpuMs / upMs) * 1000) / 10 : 0 };
+  if (s.requests) {
+    const { puts, gets, lists } = s.requests;
+    base.requests = { puts, gets, lists, overMs: upMs, putsPerDay: upMs > 0 ? Math.round((puts * 86_400_000) / upMs) : null, extrapolated: true };
+  }
   if (s.host !== hostName()) return { ...base, state: "elsewhere", message: `the state file is from host ${base.host}, not this one` };
   if (!pidAlive(s.pid)) return { ...base, state: "stopped", message: `not running (pid ${s.pid} is gone; it stopped or crashed after ${s.updatedAt})` };
   const silentMs = now.getTime() - Date.parse(s.updatedAt);

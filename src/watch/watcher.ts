@@ -25,6 +25,7 @@ import { judgeLoss, type LossVerdict } from "./suspect.js";
 import type { WatcherState } from "./state.js";
 import { writeWatcherState } from "./state-file.js";
 import { hostName } from "../host.js";
+import type { RequestCounts } from "../targets/counting.js";
 
 /** What the watcher needs of slice E's scheduler (src/watch/schedule.ts), started and stopped with it. */
 export interface WatchScheduler {
@@ -49,6 +50,8 @@ export interface WatcherOptions {
   /** Told about every snapshot, failure and suspected loss (the CLI's human lines on stderr). */
   onReport?: (report: WatchReport) => void;
   scheduler?: WatchScheduler;
+  /** Requests sent to the repository's storage so far by this process (a CountingTarget's), for the state file. */
+  requestCounts?: () => RequestCounts;
 }
 
 export type WatchReport =
@@ -93,6 +96,8 @@ export class Watcher {
   private current: Promise<void> | undefined;
   private failures = 0;
   private retryAt = 0;
+  /** When the last snapshot began: a remote repository gets one batch per remoteBatchMs. */
+  private lastSnapshotAt = 0;
   /** Since when snapshots have been put off because files were still being deleted (see snapshotOnce). */
   private settlingSince = 0;
   private stopping = false;
@@ -298,7 +303,9 @@ export class Watcher {
     // While a deletion settles, wait until no file has vanished for a debounce: maxDelay would
     // cut the loss into pieces. Appends alone do not hold it up.
     const settled = this.settlingSince ? this.lastUnlinkAt + this.debounceMs : 0;
-    const due = Math.max(this.retryAt, settled, Math.min(this.lastChangeAt + this.debounceMs, this.firstPendingAt + this.config.watch.maxDelayMs));
+    // Remote storage bills by request: changes gather for remoteBatchMs (a stop still flushes them).
+    const batch = this.opts.repo.target.localPath ? 0 : this.lastSnapshotAt + this.config.watch.remoteBatchMs;
+    const due = Math.max(this.retryAt, settled, batch, Math.min(this.lastChangeAt + this.debounceMs, this.firstPendingAt + this.config.watch.maxDelayMs));
     clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.timer = undefined;
@@ -316,6 +323,7 @@ export class Watcher {
     this.pending = false;
     this.batchPaths = new Set();
     this.batchCount = 0;
+    this.lastSnapshotAt = Date.now();
     if (count > 0) this.opts.log.write("info", "change", { changes: count, sample });
     let verdict: LossVerdict | undefined;
     const isSession = this.sessionFileTest();
@@ -439,6 +447,8 @@ export class Watcher {
     this.state.cpu = { userMs: Math.round(cpu.user / 1000), systemMs: Math.round(cpu.system / 1000) };
     this.state.rssBytes = process.memoryUsage.rss();
     this.state.nextJobs = this.opts.scheduler?.nextJobs?.() ?? [];
+    const counts = this.opts.requestCounts?.();
+    if (counts) this.state.requests = { puts: counts.puts, gets: counts.gets, lists: counts.lists };
     return this.state;
   }
 

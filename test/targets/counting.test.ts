@@ -1,0 +1,43 @@
+// CountingTarget: the requests that reach the storage, by billing class, counted exactly.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { CountingTarget } from "../../src/targets/counting.js";
+import { MemoryTarget } from "../../src/targets/memory.js";
+import { ObjectNotFound } from "../../src/targets/target.js";
+import { targetConformance } from "./conformance.js";
+
+targetConformance("counting(memory)", { make: async () => new CountingTarget(new MemoryTarget(), 5 * 1024 * 1024) });
+
+describe("CountingTarget", () => {
+  const scratch = mkdtempSync(path.join(os.tmpdir(), "pi-guard-counting-"));
+  afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+  it("counts puts, deletes and multipart parts as PUTs, gets/ranges/heads as GETs, listings by page; failures count too", async () => {
+    const t = new CountingTarget(new MemoryTarget(), 1000);
+    await t.put("index/a", Buffer.from("a"));
+    await t.put("index/b", Buffer.from("b"));
+    await t.get("index/a");
+    await t.getRange("index/a", 0, 1);
+    await t.head("index/b");
+    await t.head("index/none");
+    await expect(t.get("index/none")).rejects.toBeInstanceOf(ObjectNotFound);
+    await t.delete("index/b");
+    const small = path.join(scratch, "small");
+    writeFileSync(small, Buffer.alloc(1000));
+    await t.putFile("data/00/small", small);
+    const big = path.join(scratch, "big");
+    writeFileSync(big, Buffer.alloc(3500));
+    await t.putFile("data/00/big", big);
+    expect(t.counts).toEqual({ puts: 2 + 1 + 1 + (4 + 2), gets: 5, lists: 0 });
+    for (let i = 0; i < 2500; i++) await t.put(`snapshots/${String(i).padStart(4, "0")}`, Buffer.from("s"));
+    const before = t.counts.lists;
+    let n = 0;
+    for await (const _ of t.list("snapshots")) n++;
+    expect(n).toBe(2500);
+    expect(t.counts.lists - before).toBe(3);
+    for await (const _ of t.list("locks")) n++;
+    expect(t.counts.lists - before).toBe(4);
+  });
+});
