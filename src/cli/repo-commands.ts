@@ -160,7 +160,7 @@ Examples:
     .description("list snapshots")
     .option("--tag <tag>", "only snapshots with this tag")
     .option("--host <host>", "only snapshots from this host")
-    .addHelpText("after", `\nTimes are shown in UTC and in local time (set by TZ); a time you type without a zone is local.\n\nExamples:\n  $ pi-guard snapshots\n  $ pi-guard snapshots --json | jq '.[-1].id'`)
+    .addHelpText("after", `\nTimes are shown in UTC and in local time (set by TZ); a time you type without a zone is local.\nEvery host that backs up into the repository is listed (HOST column); --host keeps one.\n\nExamples:\n  $ pi-guard snapshots\n  $ pi-guard snapshots --host laptop\n  $ pi-guard snapshots --json | jq '.[-1].id'`)
     .action(async (opts: { tag?: string; host?: string }, cmd: Command) => {
       const ctx = context(cmd);
       const repo = await ctx.open();
