@@ -139,8 +139,12 @@ Examples:
         }
         warn(`snapshot ${result.id.slice(0, 8)} is incomplete: ${skipped.length} path(s) could not be read (tagged "incomplete")`);
       }
+      // Each mirror gets the snapshot after the primary has it; a mirror that fails is retried next time.
+      const shipments = ctx.config.mirrors.length ? await (await import("../repo/ship.js")).shipToMirrors(ctx.config, repo) : [];
+      const { reportShipments, shipmentJson } = await import("./copy-commands.js");
       if (ctx.out.json) {
-        printJson({ snapshotId: result.id, time: result.snapshot.time, parent: result.snapshot.parent ?? null, tags: result.snapshot.tags, skipped, ...s });
+        printJson({ snapshotId: result.id, time: result.snapshot.time, parent: result.snapshot.parent ?? null, tags: result.snapshot.tags, skipped, ...s, ...(shipments.length ? { mirrors: shipments.map(shipmentJson) } : {}) });
+        reportShipments(ctx, shipments, result.id);
         return;
       }
       info(
@@ -153,6 +157,7 @@ Examples:
           ["duration", formatDuration(s.durationMs)],
         ]),
       );
+      reportShipments(ctx, shipments, result.id);
     });
 
   program
