@@ -4,11 +4,12 @@
 // copy killed with SIGKILL leaves the destination valid with nothing half-visible.
 
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { cli, expectOneLineError, ok, spawnCli, collect } from "../helpers/cli.js";
 import { copyFixtures, fingerprint, makeSandbox, treeState, type Sandbox } from "../helpers/tmp.js";
+import { writeConfig } from "./mirror-helpers.js";
 
 const sandboxes: Sandbox[] = [];
 afterEach(() => {
@@ -23,10 +24,6 @@ function setup(label: string, mirrors: string[] = []): Sandbox {
   return sb;
 }
 
-export function writeConfig(sb: Sandbox, config: unknown): void {
-  mkdirSync(path.join(sb.configHome, "pi-guard"), { recursive: true });
-  writeFileSync(path.join(sb.configHome, "pi-guard", "config.json"), JSON.stringify(config));
-}
 
 const ids = async (sb: Sandbox, repo: string) => (await ok(sb, ["snapshots", "--json", "--repo", repo])).json<{ id: string }[]>().map((s) => s.id);
 
