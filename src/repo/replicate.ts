@@ -42,7 +42,7 @@ async function getOrUndefined(target: Target, key: string): Promise<Buffer | und
  * verbatim and conditional. A destination holding another repository is refused, naming both ids.
  * Key objects the destination lacks are copied every time, so a key added later opens every replica.
  */
-export async function createReplica(source: Repository, dest: Target): Promise<ReplicaSetup> {
+export async function createReplica(source: Repository, dest: Target, opts: { verifyOnly?: boolean } = {}): Promise<ReplicaSetup> {
   const sourceConfig = await source.target.get(CONFIG_KEY);
   const destConfig = await getOrUndefined(dest, CONFIG_KEY);
   if (destConfig) {
@@ -71,6 +71,7 @@ export async function createReplica(source: Repository, dest: Target): Promise<R
       if (there && !there.equals(raw)) throw new RepoError(`${dest.location}: key ${name.slice(0, 12)} differs from the one in ${source.target.location}: refusing to mix them`, "corrupt");
       continue;
     }
+    if (opts.verifyOnly) continue;
     try {
       await dest.put(keyKey(name), raw, { ifAbsent: true });
       keysCopied++;
@@ -79,6 +80,7 @@ export async function createReplica(source: Repository, dest: Target): Promise<R
     }
   }
   if (destConfig) return { created: false, keysCopied };
+  if (opts.verifyOnly) throw new RepoError(`no repository at ${dest.location}`, "not-found");
   try {
     await dest.put(CONFIG_KEY, sourceConfig, { ifAbsent: true });
   } catch (err) {
@@ -89,10 +91,13 @@ export async function createReplica(source: Repository, dest: Target): Promise<R
   return { created: true, keysCopied };
 }
 
-/** `source`'s repository at `dest`: made a replica first if `create` and it is empty, else it must already be one. */
+/**
+ * `source`'s repository at `dest`. With `create`, an empty destination is made a replica first and
+ * missing keys are copied; without, it must already be one and nothing is written to it.
+ */
 export async function openReplica(source: Repository, dest: Target, opts: { create?: boolean; dataDir?: string } = {}): Promise<{ repo: Repository; setup: ReplicaSetup }> {
   if (!opts.create && !(await dest.head(CONFIG_KEY))) throw new RepoError(`no repository at ${dest.location} (copy one there with \`pi-guard copy --to ${dest.location}\`)`, "not-found");
-  const setup = await createReplica(source, dest);
+  const setup = await createReplica(source, dest, { verifyOnly: !opts.create });
   return { repo: source.atTarget(dest, { dataDir: opts.dataDir }), setup };
 }
 
