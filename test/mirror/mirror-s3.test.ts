@@ -2,8 +2,11 @@
 // shipped; a fresh machine with only the key restores from the bucket alone, byte-identical and
 // under the same snapshot id; with the server down a snapshot is still saved locally, says so in
 // one clear line and exits 1; after a restart the next snapshot catches the mirror up; `check --all`
-// reports per target.
+// reports per target; a pack deleted from the bucket is healed by `repair` from the local copy.
+// About 25 s: with the server stopped, two commands wait out the S3 retries (back-off up to 4 s).
+import { execFile } from "node:child_process";
 import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
+import { promisify } from "node:util";
 import { randomBytes } from "node:crypto";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -81,6 +84,27 @@ describe("a mirror in S3", () => {
     const b = sb.dir("down-from-mirror");
     await ok(sb, ["restore", saved.snapshotId, "--target", a], { env: server.env });
     await ok(sb, ["restore", saved.snapshotId, "--target", b, "--repo", MIRROR], { env: server.env });
+    expect(fingerprint(treeState(b))).toEqual(fingerprint(treeState(a)));
+  });
+
+  it("a pack deleted from the bucket by another client: check names it, repair heals it from the local copy", { timeout: 60_000 }, async () => {
+    const awsEnv = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: sb.home, AWS_ACCESS_KEY_ID: "S3RVER", AWS_SECRET_ACCESS_KEY: "S3RVER", AWS_DEFAULT_REGION: "us-east-1" };
+    const aws = (...args: string[]) => promisify(execFile)("aws", ["--endpoint-url", server.endpoint, "s3", ...args], { env: awsEnv });
+    const listing = (await aws("ls", "--recursive", `s3://${BUCKET}/laptop/data/`)).stdout;
+    const keys = listing.split("\n").map((l) => l.trim().split(/\s+/)).filter((f) => f.length === 4).sort((a, b) => Number(b[2]) - Number(a[2]));
+    const victim = keys[0][3];
+    await aws("rm", `s3://${BUCKET}/${victim}`);
+    const check = await cli(sb, ["check", "--json", "--repo", MIRROR], { env: server.env });
+    expect(check.code).toBe(3);
+    expect(JSON.stringify(check.json().problems)).toContain(`pack ${path.basename(victim).slice(0, 12)} is in the index but missing`);
+    const r = (await ok(sb, ["repair", "--from", sb.repo, "--to", MIRROR, "--json"], { env: server.env })).json();
+    expect(r.packs.missing).toEqual([path.basename(victim)]);
+    expect(r.unhealed).toEqual({ blobs: [], snapshots: [] });
+    expect((await ok(sb, ["check", "--read-data", "--json", "--repo", MIRROR], { env: server.env })).json().ok).toBe(true);
+    const a = sb.dir("healed-from-primary");
+    const b = sb.dir("healed-from-mirror");
+    await ok(sb, ["restore", "latest", "--target", a], { env: server.env });
+    await ok(sb, ["restore", "latest", "--target", b, "--repo", MIRROR], { env: server.env });
     expect(fingerprint(treeState(b))).toEqual(fingerprint(treeState(a)));
   });
 });
