@@ -99,7 +99,8 @@ Examples:
           if (!ctx.out.json) info(ctx.out, `${s.mirror}: ${s.created ? "created, " : ""}${copyLine(s.report)}`);
           for (const f of s.report.failed) warn(f.error);
           for (const u of s.report.unreadable) warn(`skipped unreadable snapshot in the source: ${u.error}`);
-          if (s.report.failed.length) code = Math.max(code, EXIT.damaged);
+          // An unreadable snapshot of the source may be one that was asked for: the copy is not whole.
+          if (s.report.failed.length || s.report.unreadable.length) code = Math.max(code, EXIT.damaged);
           if (s.report.selected === 0 && !ctx.out.json) info(ctx.out, `${s.mirror}: no snapshot matched; nothing to copy`);
         } else {
           warn(`${s.mirror}: ${s.error}`);
