@@ -121,28 +121,33 @@ describe("repair --from A --to B", () => {
   it("what the source lacks too is named exactly, exit 3, and nothing good is deleted", { timeout: 120_000 }, async () => {
     const { sb, mirror, snaps } = await primaryAndMirror("repair-lost");
     const packs = dataPacks(mirror);
-    rmSync(packs[1]); // f2's data on the mirror
-    flipBit(packs[2]); // f3's data: healable from the primary
     const primaryPacks = dataPacks(sb.repo);
     expect(primaryPacks).toHaveLength(3);
-    rmSync(primaryPacks[1]); // f2's data on the primary too
+    rmSync(packs[1]); // f2's data, gone from the mirror...
+    rmSync(primaryPacks[1]); // ...and from the primary
+    flipBit(packs[2]); // f3's data, damaged on the mirror...
+    flipBit(primaryPacks[2]); // ...and on the primary
+    flipBit(path.join(mirror, "snapshots", snaps[0]), 20); // healable: the primary's copy is sound
     const goodBefore = objects(path.join(mirror, "data")).filter((f) => f !== packs[1] && f !== packs[2]).map(idOf);
 
     const r = await cli(sb, ["repair", "--from", sb.repo, "--to", mirror, "--json"]);
     expect(r.code).toBe(3);
     const report = r.json();
+    expect(report.packs).toMatchObject({ missing: [idOf(packs[1])], damaged: [idOf(packs[2])] });
+    expect(report.snapshots.replaced).toEqual([snaps[0]]);
     expect(report.unhealed.blobs.length).toBeGreaterThan(0);
     expect(report.unhealed.snapshots).toEqual([]);
     expect(r.stderr).toContain(`${report.unhealed.blobs.length} object(s) could not be healed`);
-    // f3's pack is healed (and gone); every good pack is still there.
-    expect(report.deleted.packs).toEqual([idOf(packs[2])]);
+    for (const id of report.unhealed.blobs) expect(r.stderr).toContain(`cannot heal blob ${id.slice(0, 12)}`);
+    // The damaged pack still holds what nothing else has: kept, like every good pack.
+    expect(report.deleted.packs).toEqual([]);
     const now = objects(path.join(mirror, "data")).map(idOf);
-    for (const id of goodBefore) expect(now).toContain(id);
-    // The first snapshot does not use f2 and restores from the mirror; the others name f2 as damaged.
+    for (const id of [...goodBefore, idOf(packs[2])]) expect(now).toContain(id);
+    // The first snapshot uses neither file and restores from the mirror; the others name exactly the lost files.
     await restoresAlike(sb, mirror, [snaps[0]]);
     const check = await cli(sb, ["check", "--read-data", "--json", "--repo", mirror]);
     expect(check.code).toBe(3);
     const damaged = check.json().damagedFiles.map((f: { snapshot: string; path: string }) => `${f.snapshot.slice(0, 8)} ${f.path}`);
-    expect(damaged.sort()).toEqual([`${snaps[1].slice(0, 8)} f2.bin`, `${snaps[2].slice(0, 8)} f2.bin`].sort());
+    expect(damaged.sort()).toEqual([`${snaps[1].slice(0, 8)} f2.bin`, `${snaps[2].slice(0, 8)} f2.bin`, `${snaps[2].slice(0, 8)} f3.bin`].sort());
   });
 });
