@@ -4,6 +4,7 @@ import { VERSION } from "../version.js";
 import { EXIT, reportError } from "./output.js";
 import { registerDoctorCommand, registerKeyCommands, registerRepoCommands } from "./repo-commands.js";
 import { registerPruneCommands } from "./prune-commands.js";
+import { registerCopyCommands } from "./copy-commands.js";
 import { registerRestoreCommands } from "./restore-commands.js";
 import { registerSalvageCommands } from "./salvage-commands.js";
 import { registerSessionsCommands } from "./sessions-commands.js";
@@ -68,6 +69,7 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 3 damaged repository data or an inco
   registerOpsCommands(program);
   registerPruneCommands(program);
   registerWatchCommands(program);
+  registerCopyCommands(program);
   pointUnknownCommandsToHelp(program);
   return program;
 }

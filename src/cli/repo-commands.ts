@@ -139,8 +139,12 @@ Examples:
         }
         warn(`snapshot ${result.id.slice(0, 8)} is incomplete: ${skipped.length} path(s) could not be read (tagged "incomplete")`);
       }
+      // Each mirror gets the snapshot after the primary has it; a mirror that fails is retried next time.
+      const shipments = ctx.config.mirrors.length ? await (await import("../repo/ship.js")).shipToMirrors(ctx.config, repo) : [];
+      const { reportShipments, shipmentJson } = await import("./copy-commands.js");
       if (ctx.out.json) {
-        printJson({ snapshotId: result.id, time: result.snapshot.time, parent: result.snapshot.parent ?? null, tags: result.snapshot.tags, skipped, ...s });
+        printJson({ snapshotId: result.id, time: result.snapshot.time, parent: result.snapshot.parent ?? null, tags: result.snapshot.tags, skipped, ...s, ...(shipments.length ? { mirrors: shipments.map(shipmentJson) } : {}) });
+        reportShipments(ctx, shipments, result.id);
         return;
       }
       info(
@@ -153,6 +157,7 @@ Examples:
           ["duration", formatDuration(s.durationMs)],
         ]),
       );
+      reportShipments(ctx, shipments, result.id);
     });
 
   program
@@ -204,31 +209,53 @@ Examples:
     .command("check")
     .description("verify the repository's structure, and with --read-data every byte")
     .option("--read-data", "read every pack and verify every blob")
-    .addHelpText("after", `\nExit code 3 when damage is found.\n\nExamples:\n  $ pi-guard check\n  $ pi-guard check --read-data --json`)
-    .action(async (opts: { readData?: boolean }, cmd: Command) => {
+    .option("--all", "check the repository and each mirror of the config file, one after another")
+    .addHelpText(
+      "after",
+      `\nExit code 3 when damage is found. With --all, each target is reported on its own and the exit\ncode is the worst of them (3 damage, 1 a target that cannot be opened or reached).\n\nExamples:\n  $ pi-guard check\n  $ pi-guard check --read-data --json\n  $ pi-guard check --all --read-data    # the repository and every mirror`,
+    )
+    .action(async (opts: { readData?: boolean; all?: boolean }, cmd: Command) => {
       const ctx = context(cmd);
-      const repo = await ctx.open();
-      const { acquireLock, removeStaleLocks } = await import("../repo/lock.js");
-      const { checkRepository } = await import("../repo/check.js");
-      await removeStaleLocks(repo);
-      const lock = await acquireLock(repo, { exclusive: false, command: "check", waitMs: ctx.lockWaitMs });
-      const progress = new Progress(!ctx.out.json && !ctx.out.quiet);
-      let report;
-      try {
-        // Temp files older than an hour can only be leftovers of a killed process.
-        await repo.target.cleanTemp?.(60 * 60 * 1000);
-        report = await checkRepository(repo, { readData: opts.readData, onProgress: (p) => progress.update(`reading packs ${p.packs}/${p.total}`) });
-        lock.assertHeld();
-      } finally {
-        progress.done();
-        await lock.release();
+      const { runCheck } = await import("../repo/check-run.js");
+      const check = async (repo: Awaited<ReturnType<typeof ctx.open>>) => {
+        const progress = new Progress(!ctx.out.json && !ctx.out.quiet);
+        try {
+          return await runCheck(repo, { readData: opts.readData, lockWaitMs: ctx.lockWaitMs, onProgress: (p) => progress.update(`reading packs ${p.packs}/${p.total}`) });
+        } finally {
+          progress.done();
+        }
+      };
+      const print = (report: Awaited<ReturnType<typeof check>>, prefix: string) => {
+        for (const p of report.problems) (p.severity === "error" ? warn : (l: string) => info(ctx.out, l))(`${prefix}${p.severity}: ${p.message}`);
+        info(ctx.out, `${prefix}${report.snapshots} snapshots, ${report.packs} packs, ${report.blobs} blobs${opts.readData ? `, ${formatBytes(report.bytesRead)} read` : ""}: ${report.ok ? "no errors" : "DAMAGED"}`);
+      };
+      if (!opts.all) {
+        const report = await check(await ctx.open());
+        if (ctx.out.json) printJson(report);
+        else print(report, "");
+        if (!report.ok) process.exitCode = EXIT.damaged;
+        return;
       }
-      if (ctx.out.json) printJson(report);
-      else {
-        for (const p of report.problems) (p.severity === "error" ? warn : (l: string) => info(ctx.out, l))(`${p.severity}: ${p.message}`);
-        info(ctx.out, `${report.snapshots} snapshots, ${report.packs} packs, ${report.blobs} blobs${opts.readData ? `, ${formatBytes(report.bytesRead)} read` : ""}: ${report.ok ? "no errors" : "DAMAGED"}`);
+      const { openAt } = await import("./copy-commands.js");
+      const { reportError } = await import("./output.js");
+      const results: { target: string; ok: boolean; error: string | null; report: unknown }[] = [];
+      let code: number = EXIT.ok;
+      for (const target of [ctx.config.repo, ...ctx.config.mirrors]) {
+        try {
+          const report = await check(await openAt(ctx, target));
+          results.push({ target, ok: report.ok, error: null, report });
+          if (!ctx.out.json) print(report, `${target}: `);
+          if (!report.ok) code = Math.max(code, EXIT.damaged);
+        } catch (err) {
+          const message = err instanceof Error ? err.message.split("\n")[0] : String(err);
+          results.push({ target, ok: false, error: message, report: null });
+          // A target that cannot be read is as bad as a damaged one when it holds damaged data.
+          const exit = err instanceof RepoError ? reportError(new RepoError(`${target}: ${message}`, err.kind)) : (warn(`${target}: ${message}`), EXIT.failure);
+          code = Math.max(code, exit === EXIT.usage ? EXIT.failure : exit);
+        }
       }
-      if (!report.ok) process.exitCode = EXIT.damaged;
+      if (ctx.out.json) printJson(results);
+      process.exitCode = code;
     });
 }
 

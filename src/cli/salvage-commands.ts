@@ -28,10 +28,13 @@ export function registerSalvageCommands(program: Command): void {
   const repair = program
     .command("repair")
     .description("fix a damaged session file (torn or glued lines, lost header) into a copy pi can load; `repair index` rebuilds the repository index")
-    .argument("<file>", "the session .jsonl file (a file named index: ./index)")
+    .argument("[file]", "the session .jsonl file (a file named index: ./index)")
     .option("--in-place", "replace the file itself, after saving a backup beside it")
     .option("--out <file>", "write the repaired session here (never overwritten)")
     .option("--cwd <path>", "project dir for a header that has to be rebuilt")
+    .option("--from <location>", "with --to: heal the repository at --to from this copy of it (see below)")
+    .option("--to <location>", "the repository location to heal (a mirror, or the primary)")
+    .option("--dry-run", "with --from/--to: only report what is damaged and what would be healed")
     .addHelpText(
       "after",
       `
@@ -42,10 +45,24 @@ FILE.<time>.bak and the repaired file is swapped in atomically.
 Examples:
   $ pi-guard repair ~/.pi/agent/sessions/--home-me-proj--/2026-01-01T10-00-00-000Z_<id>.jsonl
   $ pi-guard repair broken.jsonl --in-place --json
-  $ pi-guard repair index              # rebuild a damaged repository index (see \`pi-guard repair index --help\`)`,
+  $ pi-guard repair index              # rebuild a damaged repository index (see \`pi-guard repair index --help\`)
+  $ pi-guard repair --from /srv/pi-guard --to s3://my-backups/pi/laptop --dry-run
+
+repair --from A --to B heals B, a copy of the same repository (a mirror), from A. It reads every
+pack of B in full; blobs in missing or damaged packs are written again into new packs (from the
+damaged pack itself where they still verify, otherwise from A), damaged snapshot objects are
+replaced by A's, and one new index replaces B's index files; only then are the damaged objects
+deleted. Takes B's exclusive lock. What A cannot supply either is named and kept (exit 3).
+Afterwards \`pi-guard check --read-data --repo B\` passes.`,
     )
-    .action(async (file: string, opts: { inPlace?: boolean; out?: string; cwd?: string }, cmd: Command) => {
+    .action(async (file: string | undefined, opts: { inPlace?: boolean; out?: string; cwd?: string; from?: string; to?: string; dryRun?: boolean }, cmd: Command) => {
       const ctx = context(cmd);
+      if (opts.from || opts.to) {
+        if (!opts.from || !opts.to || file !== undefined) throw new RepoError("repair of a repository takes both --from <location> and --to <location>, and no file", "usage");
+        const { runRepairFrom } = await import("./repair-from-command.js");
+        return runRepairFrom(ctx, opts.from, opts.to, !!opts.dryRun);
+      }
+      if (file === undefined) throw new RepoError("missing the session file to repair (or --from/--to to heal a repository)", "usage");
       const { repairFile } = await import("../salvage/repair-file.js");
       const result = await repairFile(file, { inPlace: opts.inPlace, out: opts.out, fallbackCwd: opts.cwd });
       const r = result.report;

@@ -193,6 +193,23 @@ export class Repository {
     return repo;
   }
 
+  /**
+   * This repository at another target that holds a byte-identical copy of its `config` and key
+   * objects (a mirror, docs/FORMAT.md §14): the same master key, but its own index, packs, locks and
+   * metadata cache. The caller checks that `target` is such a copy (src/repo/replicate.ts).
+   */
+  atTarget(target: Target, opts: { dataDir?: string } = {}): Repository {
+    const repo = new Repository(target, this.config, this.key, this.keyId);
+    if (opts.dataDir) {
+      const where = createHash("sha256").update(target.location).digest("hex").slice(0, 16);
+      repo.cache = new MetaCache(path.join(opts.dataDir, "cache", this.config.id, where), this.key.encryption, this.config.id, (m) => repo.onWarning(m));
+      if (!target.localPath) repo.stagingDir = path.join(opts.dataDir, "staging", this.config.id);
+    }
+    repo.heads = new ParentHeads(repo.cache);
+    repo.onWarning = this.onWarning;
+    return repo;
+  }
+
   /** Metadata objects (index, snapshots, locks): zstd, then AES-GCM with the object's type as associated data. */
   seal(plain: Buffer, aad: Buffer): Buffer {
     return encrypt(this.key.encryption, encode(plain), aad);

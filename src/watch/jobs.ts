@@ -39,19 +39,8 @@ async function snapshotJob(ctx: JobContext): Promise<JobResult> {
 
 function checkJob(readData: boolean): JobFn {
   return async (ctx) => {
-    const repo = await ctx.repo();
-    const { acquireLock, removeStaleLocks } = await import("../repo/lock.js");
-    const { checkRepository } = await import("../repo/check.js");
-    await removeStaleLocks(repo);
-    const lock = await acquireLock(repo, { exclusive: false, command: readData ? "check --read-data" : "check", waitMs: ctx.lockWaitMs });
-    let report;
-    try {
-      await repo.target.cleanTemp?.(60 * 60 * 1000);
-      report = await checkRepository(repo, { readData });
-      lock.assertHeld();
-    } finally {
-      await lock.release();
-    }
+    const { runCheck } = await import("../repo/check-run.js");
+    const report = await runCheck(await ctx.repo(), { readData, lockWaitMs: ctx.lockWaitMs });
     const errors = report.problems.filter((p) => p.severity === "error");
     const counts = `${report.snapshots} snapshots, ${report.packs} packs, ${report.blobs} blobs${readData ? `, ${report.packsRead} packs read` : ""}`;
     return report.ok

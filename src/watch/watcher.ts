@@ -26,6 +26,7 @@ import type { WatcherState } from "./state.js";
 import { writeWatcherState } from "./state-file.js";
 import { hostName } from "../host.js";
 import type { RequestCounts } from "../targets/counting.js";
+import { MirrorShipper } from "./mirror-ship.js";
 
 /** What the watcher needs of slice E's scheduler (src/watch/schedule.ts), started and stopped with it. */
 export interface WatchScheduler {
@@ -104,9 +105,12 @@ export class Watcher {
   private lastFailure: string | undefined;
   /** Aborted when a stop's budget runs out during a snapshot. */
   private readonly abandon = new AbortController();
+  /** Ships snapshots to config.mirrors, batched by watch.remoteBatchMs. */
+  private readonly shipper: MirrorShipper;
 
   constructor(private readonly opts: WatcherOptions) {
     this.config = opts.config;
+    this.shipper = new MirrorShipper(() => this.config, opts.repo, opts.log, (message, retryInMs) => this.opts.onReport?.({ kind: "error", message, retryInMs }));
     this.accept = compileFilter(this.config.filter);
     const now = new Date().toISOString();
     this.state = {
@@ -225,6 +229,7 @@ export class Watcher {
       await withDeadline(this.current ?? Promise.resolve(), ABANDON_MS, undefined);
       result = { flushed: false, error: why };
     }
+    await this.shipper.flush(deadline - Date.now() - 100);
     this.opts.log.write(result.flushed ? "info" : "error", "stopped", { ...result });
     await this.writeState();
     return result;
@@ -366,6 +371,7 @@ export class Watcher {
       this.state.lastSnapshot = { id: result.id, time: result.snapshot.time, durationMs: ms, files: s.files };
       this.opts.log.write("info", "snapshot", { id: result.id, ms, files: s.files, bytesNew: s.bytesNew, bytesStored: s.bytesStored, tags: result.snapshot.tags, parent: result.snapshot.parent ?? null });
       this.opts.onReport?.({ kind: "snapshot", id: result.id, ms, files: s.files, bytesNew: s.bytesNew, suspect: verdict });
+      this.shipper.noteSnapshot();
       if (verdict) this.markSuspect(result.id, verdict);
       else {
         if (this.state.suspectLoss) {
