@@ -5,6 +5,7 @@ import { EXIT, reportError } from "./output.js";
 import { registerDoctorCommand, registerKeyCommands, registerRepoCommands } from "./repo-commands.js";
 import { registerPruneCommands } from "./prune-commands.js";
 import { registerRestoreCommands } from "./restore-commands.js";
+import { routeResticRepositories } from "./restic-commands.js";
 import { registerSalvageCommands } from "./salvage-commands.js";
 import { registerSessionsCommands } from "./sessions-commands.js";
 import { registerOpsCommands } from "./service-commands.js";
@@ -32,7 +33,7 @@ export function buildProgram(): Command {
   const program = new Command("pi-guard")
     .version(VERSION)
     .description("Continuous, encrypted, deduplicated backups of the pi coding agent's sessions, and their recovery.")
-    .option("-r, --repo <location>", "repository: a folder or s3://bucket/prefix (env PI_GUARD_REPO; default $XDG_DATA_HOME/pi-guard/repo)")
+    .option("-r, --repo <location>", "repository: a folder, s3://bucket/prefix or restic:<restic repository> (env PI_GUARD_REPO; default $XDG_DATA_HOME/pi-guard/repo)")
     .option("--password-file <file>", "read the repository password from a file (env PI_GUARD_PASSWORD_FILE)")
     .option("--key-file <file>", "key file for unattended use (env PI_GUARD_KEY_FILE; default $XDG_CONFIG_HOME/pi-guard/key)")
     .option("--agent-dir <dir>", "pi agent dir to back up (env PI_CODING_AGENT_DIR; default ~/.pi/agent)")
@@ -68,6 +69,7 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 3 damaged repository data or an inco
   registerOpsCommands(program);
   registerPruneCommands(program);
   registerWatchCommands(program);
+  routeResticRepositories(program);
   pointUnknownCommandsToHelp(program);
   return program;
 }
