@@ -50,12 +50,12 @@ const ROUTES: Record<string, Route> = {
     const { resticForget } = await import("../restic/repository.js");
     const r = await resticForget(await session(), policy, { dryRun: flags.dryRun, prune: flags.prune, host: flags.host, includeSpecial: flags.includeSpecial, maxUnused: flags.maxUnused });
     if (ctx.out.json) return printJson(r);
-    const row = (k: { id: string; time: string; host: string; tags: string[] }) => ["  " + k.id.slice(0, 8), k.time, k.host, k.tags.join(",")];
+    const row = (k: { id: string; time: string; host: string; tags: string[]; reasons: string[] }) => ["  " + k.id.slice(0, 8), k.time, k.host, k.reasons.length ? k.reasons.join(", ") : k.tags.join(",")];
     if (r.keep.length) info(ctx.out, `keep ${r.keep.length} snapshot(s):\n${table(r.keep.map(row))}`);
     if (r.remove.length) info(ctx.out, `${r.dryRun ? "would remove" : "remove"} ${r.remove.length} snapshot(s):\n${table(r.remove.map(row))}`);
     if (!r.remove.length) info(ctx.out, `nothing to forget: the policy keeps all ${r.keep.length} snapshot(s)`);
     else if (r.dryRun) info(ctx.out, `dry run: would forget ${r.remove.length} and keep ${r.keep.length} snapshot(s); nothing was changed`);
-    else info(ctx.out, `forgot ${r.remove.length} snapshot(s), kept ${r.keep.length}${r.pruned ? "; restic prune freed their data" : "; `pi-guard forget --prune` (or restic prune) frees their data"}`);
+    else info(ctx.out, `forgot ${r.removed} snapshot(s), kept ${r.keep.length}${r.pruned ? "; restic prune freed their data" : "; `pi-guard forget --prune` (or restic prune) frees their data"}`);
   },
   check: async (ctx, session, _args, opts) => {
     const { resticCheck } = await import("../restic/repository.js");

@@ -3,12 +3,13 @@
 import type { Config, RetentionPolicy } from "../config/config.js";
 import { isInside } from "../config/config.js";
 import { RepoError } from "../repo/errors.js";
-import { parseKeepWithin } from "../repo/retention.js";
-import { PRE_RESTORE_TAG } from "../restore/select.js";
+import type { Snapshot } from "../repo/format.js";
+import type { SnapshotRecord } from "../repo/repository.js";
+import { applyPolicy } from "../repo/retention.js";
 import { parseRepoLocation } from "../targets/location.js";
 import { findRestic } from "./binary.js";
 import { resticError, runRestic, type ResticSession, unexpectedOutput } from "./run.js";
-import { PI_GUARD_TAG, readSnapshot } from "./snapshots.js";
+import { listResticSnapshots } from "./snapshots.js";
 
 /** The restic repository string a config names, or undefined when it is not a restic location. */
 export function resticRepositoryOf(config: Pick<Config, "repo">): string | undefined {
@@ -54,78 +55,59 @@ export async function resticInit(s: ResticSession): Promise<{ id: string }> {
   return { id };
 }
 
-/** restic's --keep-within takes y, m, d and h; pi-guard's also takes w (7 days). */
-function resticDuration(text: string): string {
-  const d = parseKeepWithin(text);
-  const days = d.d + 7 * d.w;
-  const out = `${d.y ? `${d.y}y` : ""}${d.m ? `${d.m}m` : ""}${days ? `${days}d` : ""}${d.h ? `${d.h}h` : ""}`;
-  return out || "0h";
-}
-
-export function policyArgs(p: RetentionPolicy): string[] {
-  const args: string[] = [];
-  const n = (flag: string, v: number | undefined) => (v === undefined ? undefined : args.push(flag, String(v)));
-  n("--keep-last", p.keepLast);
-  n("--keep-hourly", p.keepHourly);
-  n("--keep-daily", p.keepDaily);
-  n("--keep-weekly", p.keepWeekly);
-  n("--keep-monthly", p.keepMonthly);
-  n("--keep-yearly", p.keepYearly);
-  if (p.keepWithin !== undefined) args.push("--keep-within", resticDuration(p.keepWithin));
-  for (const t of p.keepTags ?? []) {
-    if (t.includes(",")) throw new RepoError(`--keep-tag "${t}": restic tags cannot hold a comma`, "usage");
-    args.push("--keep-tag", t);
-  }
-  return args;
+export interface ResticForgetEntry {
+  id: string;
+  time: string;
+  host: string;
+  tags: string[];
+  /** Why the policy keeps it (empty for one it removes). */
+  reasons: string[];
 }
 
 export interface ResticForgetReport {
   dryRun: boolean;
-  keep: { id: string; time: string; host: string; tags: string[] }[];
-  remove: { id: string; time: string; host: string; tags: string[] }[];
+  keep: ResticForgetEntry[];
+  remove: ResticForgetEntry[];
+  /** Snapshots restic forgot (0 in a dry run). */
+  removed: number;
   pruned: boolean;
 }
 
 /**
- * restic forget over pi-guard's snapshots only (tag pi-guard), grouped by host as pi-guard's own
- * policy is; with `prune`, restic prune afterwards (a separate run: its output is not JSON).
+ * Forget by pi-guard's own policy (retention.ts), then `restic forget <ids>`. Deciding here rather
+ * than passing --keep-* to restic keeps both engines' decisions the same: pre-restore snapshots
+ * are kept and do not use up a period (restic would count the pre-restore snapshot as the
+ * "last" one and drop the real one), and the groups are host and roots. Only pi-guard's
+ * snapshots (tag pi-guard) are considered; with `prune`, restic prune follows.
  */
 export async function resticForget(
   s: ResticSession,
   policy: RetentionPolicy,
-  opts: { dryRun?: boolean; prune?: boolean; host?: string; includeSpecial?: boolean; maxUnused?: string } = {},
+  opts: { dryRun?: boolean; prune?: boolean; host?: string; includeSpecial?: boolean; maxUnused?: string; now?: Date } = {},
 ): Promise<ResticForgetReport> {
-  const args = ["forget", "--json", "--tag", PI_GUARD_TAG, "--group-by", "host", ...policyArgs(policy)];
-  // As pi-guard's own forget does, the snapshots an in-place restore took to be undone are kept
-  // (restic cannot also keep them from using up a period of the policy).
-  if (!opts.includeSpecial) args.push("--keep-tag", PRE_RESTORE_TAG);
-  if (opts.host) args.push("--host", opts.host);
-  if (opts.dryRun) args.push("--dry-run");
-  let groups: unknown;
-  let lines = 0;
-  await runRestic(s, args, {
-    onJson: (v) => {
-      lines++;
-      groups = v;
-    },
-  });
-  // restic prints nothing at all when no snapshot matched the tag.
-  if (lines === 0) groups = [];
-  if (!Array.isArray(groups)) throw unexpectedOutput("forget", JSON.stringify(groups)?.slice(0, 60) ?? "");
-  const report: ResticForgetReport = { dryRun: !!opts.dryRun, keep: [], remove: [], pruned: false };
-  for (const g of groups as unknown[]) {
-    const o = g as Record<string, unknown>;
-    if (!o || typeof o !== "object") throw unexpectedOutput("forget", JSON.stringify(g)?.slice(0, 60) ?? "");
-    for (const [list, into] of [[o.keep, report.keep], [o.remove, report.remove]] as const) {
-      if (list === null || list === undefined) continue;
-      if (!Array.isArray(list)) throw unexpectedOutput("forget", JSON.stringify(list).slice(0, 60));
-      for (const raw of list) {
-        const r = readSnapshot(raw);
-        if (r) into.push({ id: r.id, time: r.time, host: r.host, tags: r.tags });
-      }
-    }
-  }
-  if (opts.prune && !opts.dryRun && report.remove.length) {
+  const snapshots = (await listResticSnapshots(s)).filter((r) => !opts.host || r.host === opts.host);
+  // applyPolicy reads time, host, tags and roots: the fields a restic snapshot record has.
+  const records = snapshots.map((r) => ({ id: r.id, snapshot: { time: r.time, host: r.host, tags: r.tags, roots: r.roots } as unknown as Snapshot, r }));
+  const decided = applyPolicy(records, policy, opts.now ?? new Date(), { includeSpecial: opts.includeSpecial });
+  const entry = (rec: SnapshotRecord, reasons: string[]): ResticForgetEntry => {
+    const r = (rec as (typeof records)[number]).r;
+    return { id: r.id, time: r.time, host: r.host, tags: r.tags, reasons };
+  };
+  const report: ResticForgetReport = {
+    dryRun: !!opts.dryRun,
+    keep: decided.keep.map((k) => entry(k.record, k.reasons)),
+    remove: decided.remove.map((k) => entry(k.record, [])),
+    removed: 0,
+    pruned: false,
+  };
+  if (opts.dryRun || report.remove.length === 0) return report;
+  await runRestic(s, ["forget", ...report.remove.map((r) => r.id)]);
+  // Verified: none of them is listed any more.
+  const left = new Set((await listResticSnapshots(s)).map((r) => r.id));
+  const still = report.remove.filter((r) => left.has(r.id));
+  if (still.length) throw new RepoError(`restic forget left ${still.length} snapshot(s) in place (${still[0].id.slice(0, 8)}…)`, "io");
+  report.removed = report.remove.length;
+  if (opts.prune) {
     await runRestic(s, ["prune", ...(opts.maxUnused ? ["--max-unused", opts.maxUnused] : [])]);
     report.pruned = true;
   }

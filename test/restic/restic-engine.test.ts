@@ -1,0 +1,246 @@
+// The restic engine against the real restic binary and real pi sessions: pi-guard drives restic,
+// and the repository stays one that plain restic reads and checks.
+import { execFileSync } from "node:child_process";
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cli, expectOneLineError, ok, type RestoreJson } from "../helpers/cli.js";
+import { fauxText, makePiSession } from "../helpers/pi-factory.js";
+import { makeSandbox, type Sandbox, writePiConfigFiles } from "../helpers/tmp.js";
+
+const PASSWORD = "correct horse battery staple";
+let sb: Sandbox;
+let resticRepo: string;
+let env: Record<string, string>;
+/** Session A as of the first and the second snapshot (pi appended a turn in between). */
+let aV1: Buffer;
+let aV2: Buffer;
+let aFile: string;
+let aId: string;
+let bFile: string;
+let bId: string;
+let snap1: { snapshotId: string; time: string };
+let snap2: { snapshotId: string; time: string };
+/** The pre-restore snapshot the in-place restore took. */
+let undoId: string;
+
+/** Plain restic, with the password through its own environment. */
+function restic(args: string[]): string {
+  return execFileSync("restic", args, { env: { PATH: process.env.PATH!, HOME: sb.home, RESTIC_REPOSITORY: resticRepo, RESTIC_PASSWORD: PASSWORD }, encoding: "utf8" });
+}
+
+beforeAll(async () => {
+  sb = makeSandbox("restic");
+  resticRepo = path.join(sb.root, "restic-repo");
+  env = { ...sb.env, PI_GUARD_REPO: `restic:${resticRepo}`, PI_GUARD_PASSWORD: PASSWORD };
+  writePiConfigFiles(sb.agentDir);
+  await ok(env, ["init"]);
+  const made = await makePiSession({
+    agentDir: sb.agentDir,
+    cwd: path.join(sb.root, "project-a"),
+    turns: [
+      { user: "first question", assistant: [fauxText("first answer")] },
+      { user: "second question", assistant: [fauxText("second answer")] },
+    ],
+    afterTurn: async (index, file) => {
+      if (index === 0) {
+        snap1 = (await ok(env, ["snapshot", "--json"])).json();
+        aV1 = readFileSync(file!);
+        // Restic snapshot times are what pi-guard chooses by: the next one must be later.
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    },
+  });
+  aFile = made.file;
+  aId = made.sessionId;
+  aV2 = readFileSync(aFile);
+  const b = await makePiSession({ agentDir: sb.agentDir, cwd: path.join(sb.root, "project-b"), turns: [{ user: "other project", assistant: [fauxText("ok")] }] });
+  bFile = b.file;
+  bId = b.sessionId;
+  snap2 = (await ok(env, ["snapshot", "--json", "--tag", "mine"])).json();
+}, 120_000);
+
+afterAll(() => sb?.cleanup());
+
+describe("restic engine", () => {
+  it("snapshots into a normal restic repository that plain restic lists and checks", () => {
+    expect(aV2.length).toBeGreaterThan(aV1.length);
+    const listed = JSON.parse(restic(["snapshots", "--json"])) as { id: string; tags: string[]; paths: string[] }[];
+    expect(listed.map((s) => s.id)).toEqual([snap1.snapshotId, snap2.snapshotId]);
+    for (const s of listed) {
+      expect(s.tags).toContain("pi-guard");
+      expect(s.tags.some((t) => t.startsWith("pi-guard-root:agent:"))).toBe(true);
+      expect(s.paths).toContain(sb.agentDir);
+    }
+    expect(listed[1].tags).toContain("mine");
+    expect(restic(["check", "--read-data"])).toMatch(/no errors were found/);
+    // The default excludes are restic excludes anchored at the root: nothing under bin/ goes in.
+    expect(restic(["ls", snap2.snapshotId])).toContain(path.join(sb.agentDir, "auth.json"));
+  });
+
+  it("lists pi-guard's snapshots with their roots, and ignores restic snapshots that are not pi-guard's", async () => {
+    const other = path.join(sb.root, "unrelated");
+    mkdirSync(other, { recursive: true });
+    writeFileSync(path.join(other, "x"), "x");
+    restic(["backup", "-q", other]);
+    const list = (await ok(env, ["snapshots", "--json"])).json<{ id: string; tags: string[]; roots: { name: string; path: string }[] }[]>();
+    expect(list.map((s) => s.id)).toEqual([snap1.snapshotId, snap2.snapshotId]);
+    expect(list[1].tags).toEqual(["mine"]);
+    expect(list[0].roots).toContainEqual({ name: "agent", path: sb.agentDir });
+  });
+
+  it("restores by time: a moment between the two snapshots gives the older bytes", async () => {
+    const t1 = Date.parse(snap1.time);
+    const t2 = Date.parse(snap2.time);
+    expect(t2).toBeGreaterThan(t1);
+    const between = new Date(t1 + Math.floor((t2 - t1) / 2)).toISOString();
+    const out = sb.dir("restore-between");
+    const r = (await ok(env, ["restore", between, "--target", out, "--json"])).json<RestoreJson>();
+    expect(r.snapshotId).toBe(snap1.snapshotId);
+    const rel = path.relative(sb.agentDir, aFile);
+    expect(readFileSync(path.join(out, rel)).equals(aV1)).toBe(true);
+    expect(existsSync(path.join(out, path.relative(sb.agentDir, bFile)))).toBe(false);
+    // auth.json keeps its 0600.
+    expect(statSync(path.join(out, "auth.json")).mode & 0o777).toBe(0o600);
+
+    const latest = sb.dir("restore-latest");
+    await ok(env, ["restore", "latest", "--target", latest]);
+    expect(readFileSync(path.join(latest, rel)).equals(aV2)).toBe(true);
+  });
+
+  it("restores one session by id prefix, and says so when no snapshot has it", async () => {
+    const out = sb.dir("restore-session");
+    // pi's ids are UUIDv7: sessions made in the same second share their first 8 characters.
+    const prefix = bId.slice(0, 24);
+    const r = (await ok(env, ["restore", "latest", "--session", prefix, "--target", out, "--json"])).json<RestoreJson>();
+    expect(r.files.map((f) => f.path)).toEqual([path.relative(sb.agentDir, bFile)]);
+    expect(readFileSync(path.join(out, path.relative(sb.agentDir, bFile)))).toEqual(readFileSync(bFile));
+    const missing = await cli(env, ["restore", "latest", "--session", "ffffffff", "--target", sb.dir("none")]);
+    expect(expectOneLineError(missing, 1)).toMatch(/holds no session whose id starts with "ffffffff"/);
+  });
+
+  it("restores in place without destroying: what it replaces is snapshotted first, files it does not know stay", async () => {
+    const auth = path.join(sb.agentDir, "auth.json");
+    const original = readFileSync(auth);
+    writeFileSync(auth, '{"changed": true}');
+    const extra = path.join(sb.agentDir, "notes.txt");
+    writeFileSync(extra, "mine");
+    const dry = (await ok(env, ["restore", "latest", "--dry-run", "--json"])).json<RestoreJson>();
+    expect(dry.files.map((f) => [f.path, f.action])).toEqual([["auth.json", "replace"]]);
+    expect(readFileSync(auth, "utf8")).toBe('{"changed": true}');
+
+    const r = (await ok(env, ["restore", "latest", "--json"])).json<RestoreJson>();
+    expect(r.replace).toBe(1);
+    expect(r.undoSnapshot).toMatch(/^[0-9a-f]{64}$/);
+    undoId = r.undoSnapshot!;
+    expect(readFileSync(auth).equals(original)).toBe(true);
+    expect(readFileSync(extra, "utf8")).toBe("mine");
+    expect(readFileSync(aFile).equals(aV2)).toBe(true);
+    // The pre-restore snapshot holds the replaced bytes; "latest" still means the real snapshot.
+    const undo = sb.dir("undo");
+    await ok(env, ["restore", r.undoSnapshot!.slice(0, 8), "--target", undo]);
+    expect(readFileSync(path.join(undo, "auth.json"), "utf8")).toBe('{"changed": true}');
+    const again = (await ok(env, ["restore", "latest", "--json"])).json<RestoreJson>();
+    expect(again.snapshotId).toBe(snap2.snapshotId);
+    expect(again.undoSnapshot).toBeNull();
+    expect(again.replace + again.create).toBe(0);
+    rmSync(extra);
+  });
+
+  it("sessions list --deleted shows a session deleted after the snapshot, read from restic", async () => {
+    const saved = readFileSync(bFile);
+    rmSync(bFile);
+    try {
+      const deleted = (await ok(env, ["sessions", "list", "--deleted", "--json"])).json<{ id: string; deleted: boolean; project: string; lastSnapshot: { snapshotId: string } }[]>();
+      expect(deleted.map((s) => s.id)).toEqual([bId]);
+      expect(deleted[0].project).toBe(path.join(sb.root, "project-b"));
+      // The newest snapshot holding it is the pre-restore one, taken after snap2.
+      expect(deleted[0].lastSnapshot.snapshotId).toBe(undoId);
+      const all = (await ok(env, ["sessions", "list", "--json"])).json<{ id: string; deleted: boolean }[]>();
+      expect(all.find((s) => s.id === aId)?.deleted).toBe(false);
+      const text = await ok(env, ["sessions", "list", "--deleted"]);
+      expect(text.stdout).toMatch(/DELETED, in 2 snapshots/);
+    } finally {
+      writeFileSync(bFile, saved);
+    }
+  });
+
+  it("forget decides by pi-guard's policy (pre-restore snapshots kept, not counted), restic forgets and prunes; check runs restic check", async () => {
+    const dry = (await ok(env, ["forget", "--keep-last", "1", "--dry-run", "--json"])).json<{ keep: { id: string }[]; remove: { id: string }[] }>();
+    expect(dry.remove.map((s) => s.id)).toEqual([snap1.snapshotId]);
+    // The pre-restore snapshot is kept by --keep-tag pre-restore, as pi-guard's own forget keeps it.
+    expect(dry.keep.map((s) => s.id).sort()).toEqual([snap2.snapshotId, undoId].sort());
+    expect(JSON.parse(restic(["snapshots", "--json"]))).toHaveLength(4);
+    const done = (await ok(env, ["forget", "--keep-last", "1", "--prune", "--json"])).json<{ removed: number; pruned: boolean }>();
+    expect(done).toMatchObject({ removed: 1, pruned: true });
+    expect((JSON.parse(restic(["snapshots", "--json"])) as { id: string }[]).map((s) => s.id)).not.toContain(snap1.snapshotId);
+    const check = (await ok(env, ["check", "--json"])).json<{ ok: boolean }>();
+    expect(check.ok).toBe(true);
+  });
+
+  it("commands that make no sense on restic, and --delete, are one-line usage errors", async () => {
+    expect(expectOneLineError(await cli(env, ["prune"]), 2)).toMatch(/is a restic repository/);
+    expect(expectOneLineError(await cli(env, ["restore", "latest", "--delete"]), 2)).toMatch(/--delete is not available/);
+  });
+});
+
+describe("restic engine errors", () => {
+  it("an empty restic: location is a usage error", async () => {
+    const r = await cli(sb.env, ["snapshots"], { env: { PI_GUARD_REPO: "restic:" } });
+    expect(expectOneLineError(r, 2)).toMatch(/name the restic repository after "restic:"/);
+  });
+
+  it("restic missing from PATH is one line naming how to install it", async () => {
+    const r = await cli(env, ["snapshots"], { env: { PATH: sb.dir("empty-path") } });
+    expect(expectOneLineError(r, 2)).toMatch(/restic is not installed.*apt-get install restic/);
+  });
+
+  it("a wrong password is one line", async () => {
+    const r = await cli(env, ["snapshots"], { env: { PI_GUARD_PASSWORD: "wrong" } });
+    expect(expectOneLineError(r, 1)).toMatch(/wrong password/);
+  });
+
+  it("only a key file: restic needs a password, and says how to give one", async () => {
+    const r = await cli(env, ["snapshots"], { env: { PI_GUARD_PASSWORD: undefined } });
+    expect(expectOneLineError(r, 1)).toMatch(/restic repository needs a password: set PI_GUARD_PASSWORD/);
+  });
+
+  it("a missing repository is one line", async () => {
+    const r = await cli(env, ["snapshots"], { env: { PI_GUARD_REPO: `restic:${path.join(sb.root, "nowhere")}` } });
+    expect(expectOneLineError(r, 1)).toMatch(/no restic repository there/);
+  });
+
+  /** A fake restic: `version` answers as `version` says, every other command prints `output`. */
+  function fakeRestic(name: string, version: string, output: string, exit = 0): string {
+    const dir = sb.dir(`fake-${name}`);
+    const file = path.join(dir, "restic");
+    writeFileSync(file, `#!/bin/sh\nif [ "$1" = version ]; then echo '${version}'; exit 0; fi\ncat <<'EOF'\n${output}\nEOF\nexit ${exit}\n`);
+    chmodSync(file, 0o755);
+    return dir;
+  }
+
+  it("hostile output from a fake restic is one clear error, never a crash", async () => {
+    const v = "restic 0.14.0 compiled with go1.19.8 on linux/amd64";
+    const cases: [string, string, string[]][] = [
+      ["garbage", "\x1b[31mnot json at all", ["snapshots"]],
+      ["object", '{"snapshots": 1}', ["snapshots"]],
+      ["bad-id", '[{"id":"../../etc","time":"2026-01-01T00:00:00Z","tags":["pi-guard"],"paths":["/x"]}]', ["snapshots"]],
+      ["bad-time", `[{"id":"${"a".repeat(64)}","time":"yesterday-ish","tags":["pi-guard"],"paths":["/x"]}]`, ["restore", "latest", "--target", "/tmp/never-written"]],
+      ["no-summary", '{"message_type":"status","files_done":1,"bytes_done":2}', ["snapshot"]],
+      ["two-docs", "[]\n[]", ["snapshots"]],
+    ];
+    for (const [name, output, args] of cases) {
+      const dir = fakeRestic(name, v, output);
+      const r = await cli(env, args, { env: { PATH: `${dir}:${process.env.PATH}` } });
+      expect(expectOneLineError(r, 1), name).toMatch(/restic \w+ printed output pi-guard cannot read/);
+    }
+    expect(existsSync("/tmp/never-written")).toBe(false);
+  });
+
+  it("a restic older than 0.14.0, or something that is not restic, is refused in one line", async () => {
+    const old = fakeRestic("old", "restic 0.9.6 compiled with go1.13 on linux/amd64", "[]");
+    expect(expectOneLineError(await cli(env, ["snapshots"], { env: { PATH: `${old}:${process.env.PATH}` } }), 2)).toMatch(/restic 0\.9\.6 is too old: pi-guard needs restic 0\.14\.0/);
+    const impostor = fakeRestic("impostor", "hello", "[]");
+    expect(expectOneLineError(await cli(env, ["snapshots"], { env: { PATH: `${impostor}:${process.env.PATH}` } }), 2)).toMatch(/not a restic version/);
+  });
+});
