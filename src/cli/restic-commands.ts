@@ -27,7 +27,7 @@ const ROUTES: Record<string, Route> = {
   snapshots: async (ctx, session, _args, opts) => snapshots(ctx, session, opts as { tag?: string; host?: string }),
   restore: async (ctx, session, [when], opts) => {
     const flags = opts as RestoreFlags;
-    if (flags.delete) throw new RepoError("--delete is not available on a restic repository: pi-guard restores and replaces files there, never deletes (docs/RESTIC.md)", "usage");
+    if (flags.delete) throw new RepoError("--delete is not available on a restic repository: a restore there creates and replaces files, never deletes (docs/RESTIC.md)", "usage");
     const { resticRestore } = await import("../restic/restore.js");
     const progress = new Progress(!ctx.out.json && !ctx.out.quiet);
     const result = await resticRestore(ctx.config, await session(), String(when), {

@@ -56,7 +56,7 @@ async function probe(bin: string, env: NodeJS.ProcessEnv): Promise<ResticBinary>
   const version = parseResticVersion(stdout);
   if (!version) throw new RepoError(`\`${bin} version\` printed ${JSON.stringify(stdout.slice(0, 80))}, not a restic version; ${INSTALL_HINT}`, "usage");
   if (compareVersions(version, MIN_RESTIC_VERSION) < 0) {
-    throw new RepoError(`restic ${version} is too old: pi-guard needs restic ${MIN_RESTIC_VERSION} or newer (restic self-update, or ${INSTALL_HINT})`, "usage");
+    throw new RepoError(`restic ${version} is too old: the restic engine needs restic ${MIN_RESTIC_VERSION} or newer (restic self-update, or ${INSTALL_HINT})`, "usage");
   }
   return { path: bin, version };
 }

@@ -81,7 +81,7 @@ export async function resticRestore(config: Config, s: ResticSession, when: stri
     if (!where || !destinations.has(where.root) || node.type === "dir") return;
     if (!wantPath(where.rel) || !wantSession(where.rel)) return;
     if (node.type !== "file") {
-      failed.push({ path: where.rel, root: where.root, error: `a ${node.type === "symlink" ? "symbolic link" : "special file"}: pi-guard restores only files from restic (use restic restore)`, kind: "refused" });
+      failed.push({ path: where.rel, root: where.root, error: `a ${node.type === "symlink" ? "symbolic link" : "special file"}: only files are restored from restic (use restic restore)`, kind: "refused" });
       return;
     }
     if (opts.session) sessionIds.add(parseSessionFileName(where.rel)!.id);

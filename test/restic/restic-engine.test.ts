@@ -239,7 +239,7 @@ describe("restic engine errors", () => {
 
   it("a restic older than 0.14.0, or something that is not restic, is refused in one line", async () => {
     const old = fakeRestic("old", "restic 0.9.6 compiled with go1.13 on linux/amd64", "[]");
-    expect(expectOneLineError(await cli(env, ["snapshots"], { env: { PATH: `${old}:${process.env.PATH}` } }), 2)).toMatch(/restic 0\.9\.6 is too old: pi-guard needs restic 0\.14\.0/);
+    expect(expectOneLineError(await cli(env, ["snapshots"], { env: { PATH: `${old}:${process.env.PATH}` } }), 2)).toMatch(/restic 0\.9\.6 is too old: the restic engine needs restic 0\.14\.0/);
     const impostor = fakeRestic("impostor", "hello", "[]");
     expect(expectOneLineError(await cli(env, ["snapshots"], { env: { PATH: `${impostor}:${process.env.PATH}` } }), 2)).toMatch(/not a restic version/);
   });
