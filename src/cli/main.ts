@@ -57,7 +57,8 @@ Examples:
 
 Environment: PI_GUARD_REPO, PI_GUARD_PASSWORD, PI_GUARD_PASSWORD_FILE, PI_GUARD_KEY_FILE,
 PI_CODING_AGENT_DIR, XDG_CONFIG_HOME, XDG_DATA_HOME, NO_COLOR; for s3:// repositories the AWS SDK's
-AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_PROFILE, AWS_REGION, AWS_ENDPOINT_URL(_S3) (docs/TARGETS.md).
+AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_PROFILE, AWS_REGION, AWS_ENDPOINT_URL(_S3) (docs/TARGETS.md);
+for restic: repositories PI_GUARD_RESTIC (the restic binary) and restic's backend variables (docs/RESTIC.md).
 Exit codes: 0 ok, 1 failure, 2 usage error, 3 damaged repository data or an incomplete snapshot.`,
   );
   registerRepoCommands(program);

@@ -13,13 +13,14 @@ import { promptHidden } from "./prompt.js";
 import { printRestoreResult, type RestoreFlags } from "./restore-commands.js";
 import { printSessionList, type ListFlags } from "./sessions-commands.js";
 
-type Route = (ctx: Context, session: () => Promise<ResticSession>, args: unknown[], opts: Record<string, unknown>) => Promise<void>;
+/** `session(true)`: a new repository, whose prompted password is asked twice. */
+type Route = (ctx: Context, session: (isNew?: boolean) => Promise<ResticSession>, args: unknown[], opts: Record<string, unknown>) => Promise<void>;
 
 /** `pi-guard <path>` → what it does on a restic repository. */
 const ROUTES: Record<string, Route> = {
   init: async (ctx, session) => {
     const { resticInit } = await import("../restic/repository.js");
-    const made = await resticInit(await session());
+    const made = await resticInit(await session(true));
     if (ctx.out.json) printJson({ repo: ctx.config.repo, id: made.id, credential: "password", keyFile: null, engine: "restic" });
     else info(ctx.out, `created restic repository ${made.id.slice(0, 8)} at ${ctx.config.repo.slice("restic:".length)}`);
   },
@@ -84,7 +85,7 @@ interface SnapshotFlags {
   allowEmpty?: boolean;
 }
 
-async function snapshot(ctx: Context, session: () => Promise<ResticSession>, opts: SnapshotFlags): Promise<void> {
+async function snapshot(ctx: Context, session: (isNew?: boolean) => Promise<ResticSession>, opts: SnapshotFlags): Promise<void> {
   if (opts.fromTar || opts.time) throw new RepoError("--from-tar is not available on a restic repository (import the tarball into a pi-guard repository, or use restic backup --stdin)", "usage");
   const { PRE_RESTORE_TAG } = await import("../restore/select.js");
   const { INCOMPLETE_TAG, IMPORT_TAG } = await import("../repo/format.js");
@@ -174,7 +175,7 @@ export function routeResticRepositories(program: Command): void {
     const { resticRepositoryOf, resticSession } = await import("../restic/repository.js");
     if (resticRepositoryOf(ctx.config) === undefined) return;
     const prompt = process.stdin.isTTY && process.stderr.isTTY ? () => promptHidden("restic repository password: ") : undefined;
-    const session = () => resticSession(ctx.config, prompt);
+    const session = (isNew = false) => resticSession(ctx.config, prompt, { confirm: isNew });
     action.action(async (...args: unknown[]) => {
       const n = action.registeredArguments.length;
       await route(ctx, session, args.slice(0, n), args[n] as Record<string, unknown>);

@@ -21,7 +21,7 @@ export function resticRepositoryOf(config: Pick<Config, "repo">): string | undef
  * How restic will unlock the repository. restic knows passwords only: pi-guard's key files are its
  * own format, so a config with only a key file gets a clear way out instead of a restic prompt.
  */
-export async function resticSession(config: Config, promptPassword?: () => Promise<string>): Promise<ResticSession> {
+export async function resticSession(config: Config, promptPassword?: () => Promise<string>, opts: { confirm?: boolean } = {}): Promise<ResticSession> {
   const repository = resticRepositoryOf(config);
   if (repository === undefined) throw new RepoError(`${config.repo} is not a restic: location`, "usage");
   // A local restic repository inside the agent dir would go with it, exactly like a pi-guard one.
@@ -37,6 +37,8 @@ export async function resticSession(config: Config, promptPassword?: () => Promi
   }
   if (promptPassword) {
     const password = await promptPassword();
+    // A new repository's password is typed twice: a typo would lock the user out of it.
+    if (password && opts.confirm && (await promptPassword()) !== password) throw new RepoError("the passwords do not match", "usage");
     if (password) return { repository, password };
   }
   throw new RepoError(

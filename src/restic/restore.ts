@@ -100,6 +100,14 @@ export async function resticRestore(config: Config, s: ResticSession, when: stri
   try {
     if (nodes.length) await stage(s, snap, nodes, staging, opts.paths?.length || opts.session ? "files" : "roots");
     for (const n of nodes) {
+      let comps: FsPath[];
+      try {
+        // Before the path is used anywhere, even inside the staging folder: no "..", no empty part.
+        comps = nodeComponents({ path: n.rel });
+      } catch (err) {
+        failed.push(failureOf(n.rel, n.root, err));
+        continue;
+      }
       const staged = path.join(staging, n.node.path);
       const st = await fs.lstat(staged).catch(() => undefined);
       if (!st?.isFile() || st.size !== n.node.size) {
@@ -107,7 +115,6 @@ export async function resticRestore(config: Config, s: ResticSession, when: stri
         continue;
       }
       try {
-        const comps = nodeComponents({ path: n.rel });
         const rootDir = rootDirs.get(n.root)!;
         const action = await plannedAction(rootDir, comps, staged);
         items.push({ ...n, rootDir, comps, action });

@@ -237,6 +237,44 @@ describe("restic engine errors", () => {
     expect(existsSync("/tmp/never-written")).toBe(false);
   });
 
+  it("a snapshot listing with paths outside the roots or with .. restores only the safe files, into the target", async () => {
+    const id = "c".repeat(64);
+    const tag = `pi-guard-root:agent:${Buffer.from("/r/agent").toString("base64url")}`;
+    const dir = sb.dir("fake-hostile-ls");
+    const file = path.join(dir, "restic");
+    const snapshots = JSON.stringify([{ id, time: "2026-01-01T00:00:00Z", hostname: "h", tags: ["pi-guard", tag], paths: ["/r/agent"] }]);
+    const ls = [
+      { struct_type: "snapshot", id },
+      { struct_type: "node", type: "file", path: "/r/agent/ok.txt", size: 3, mode: 420 },
+      { struct_type: "node", type: "file", path: "/r/agent/../escape", size: 3, mode: 420 },
+      { struct_type: "node", type: "file", path: "/etc/passwd", size: 3, mode: 420 },
+    ].map((l) => JSON.stringify(l)).join("\n");
+    writeFileSync(
+      file,
+      `#!/bin/sh
+case "$1" in
+  version) echo 'restic 0.14.0 compiled with go1.19.8 on linux/amd64' ;;
+  snapshots) echo '${snapshots}' ;;
+  ls) cat <<'LISTING'
+${ls}
+LISTING
+  ;;
+  restore) while [ "$1" != "--target" ]; do shift; done; mkdir -p "$2/r/agent" && printf abc > "$2/r/agent/ok.txt" ;;
+  *) exit 1 ;;
+esac
+`,
+    );
+    chmodSync(file, 0o755);
+    const out = path.join(sb.dir("hostile-target"), "into");
+    const r = await cli(env, ["restore", "latest", "--target", out, "--json"], { env: { PATH: `${dir}:${process.env.PATH}` } });
+    expect(r.code, r.stderr).toBe(1);
+    const report = r.json<RestoreJson>();
+    expect(report.files.map((f) => f.path)).toEqual(["ok.txt"]);
+    expect(readFileSync(path.join(out, "ok.txt"), "utf8")).toBe("abc");
+    expect(report.failed).toEqual([expect.objectContaining({ path: "../escape", kind: "refused" })]);
+    expect(existsSync(path.join(out, "..", "escape"))).toBe(false);
+  });
+
   it("a restic older than 0.14.0, or something that is not restic, is refused in one line", async () => {
     const old = fakeRestic("old", "restic 0.9.6 compiled with go1.13 on linux/amd64", "[]");
     expect(expectOneLineError(await cli(env, ["snapshots"], { env: { PATH: `${old}:${process.env.PATH}` } }), 2)).toMatch(/restic 0\.9\.6 is too old: the restic engine needs restic 0\.14\.0/);
