@@ -1,7 +1,7 @@
 // The restic engine against the real restic binary and real pi sessions: pi-guard drives restic,
 // and the repository stays one that plain restic reads and checks.
-import { execFileSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cli, expectOneLineError, ok, type RestoreJson } from "../helpers/cli.js";
@@ -176,6 +176,25 @@ describe("restic engine", () => {
     expect((JSON.parse(restic(["snapshots", "--json"])) as { id: string }[]).map((s) => s.id)).not.toContain(snap1.snapshotId);
     const check = (await ok(env, ["check", "--json"])).json<{ ok: boolean }>();
     expect(check.ok).toBe(true);
+  });
+
+  it("a repository another restic holds locked is one line naming restic unlock", async () => {
+    // A backup reading stdin holds its (shared) lock until stdin closes; restic check wants an exclusive one.
+    const holder = spawn("restic", ["backup", "--stdin", "--stdin-filename", "held"], {
+      env: { PATH: process.env.PATH!, HOME: sb.home, RESTIC_REPOSITORY: resticRepo, RESTIC_PASSWORD: PASSWORD },
+      stdio: ["pipe", "ignore", "ignore"],
+    });
+    try {
+      const locks = path.join(resticRepo, "locks");
+      for (let i = 0; i < 200 && readdirSync(locks).length === 0; i++) await new Promise((r) => setTimeout(r, 50));
+      expect(readdirSync(locks).length).toBeGreaterThan(0);
+      const r = await cli(env, ["check"]);
+      expect(expectOneLineError(r, 1)).toMatch(/restic repository is locked by another process .*restic unlock/);
+    } finally {
+      holder.kill("SIGKILL");
+      await new Promise((r) => holder.once("close", r));
+      restic(["unlock"]);
+    }
   });
 
   it("commands that make no sense on restic, and --delete, are one-line usage errors", async () => {
