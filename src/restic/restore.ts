@@ -89,7 +89,7 @@ export async function resticRestore(config: Config, s: ResticSession, when: stri
   });
   if (opts.session) {
     if (sessionIds.size > 1) throw new RepoError(`session id "${opts.session}" is ambiguous: ${sessionIds.size} sessions match (${[...sessionIds].slice(0, 4).join(", ")}); type more characters`, "usage");
-    if (sessionIds.size === 0) throw new RepoError(`snapshot ${snap.id.slice(0, 8)} (${snap.time}) holds no session whose id starts with "${opts.session}"`, "not-found");
+    if (sessionIds.size === 0) throw await sessionElsewhere(s, snap, opts.session);
   }
 
   const items: Item[] = [];
@@ -158,6 +158,31 @@ export async function resticRestore(config: Config, s: ResticSession, when: stri
   } finally {
     await fs.rm(staging, { recursive: true, force: true });
   }
+}
+
+/**
+ * `--session` names a session the chosen snapshot lacks: name the newest other snapshot that has
+ * it (one `restic ls` per snapshot, newest first), as a native restore does.
+ */
+async function sessionElsewhere(s: ResticSession, chosen: ResticSnapshotRecord, session: string): Promise<RepoError> {
+  const matches = sessionMatcher(session);
+  const others = (await listResticSnapshots(s)).filter((r) => r.id !== chosen.id).reverse();
+  for (const other of others) {
+    const found = new Set<string>();
+    await listResticNodes(s, other.id, (node) => {
+      const where = nodeRoot(other, node.path);
+      if (where && node.type === "file" && matches(where.rel)) found.add(parseSessionFileName(where.rel)!.id);
+    });
+    if (found.size > 1) return new RepoError(`session id "${session}" is ambiguous: ${found.size} sessions match (${[...found].slice(0, 4).join(", ")}); type more characters`, "usage");
+    if (found.size === 1) {
+      const id = [...found][0];
+      return new RepoError(
+        `snapshot ${chosen.id.slice(0, 8)} (${chosen.time}) does not hold session ${id}; the last snapshot that does is ${other.id.slice(0, 8)} (${other.time}): pi-guard restore ${other.id.slice(0, 8)} --session ${id}`,
+        "not-found",
+      );
+    }
+  }
+  return new RepoError(`no pi-guard snapshot in the restic repository holds a session whose id starts with "${session}"`, "not-found");
 }
 
 /**

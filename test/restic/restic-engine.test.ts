@@ -108,7 +108,7 @@ describe("restic engine", () => {
     expect(readFileSync(path.join(latest, rel)).equals(aV2)).toBe(true);
   });
 
-  it("restores one session by id prefix, and says so when no snapshot has it", async () => {
+  it("restores one session by id prefix, and names the snapshot that has it when the chosen one does not", async () => {
     const out = sb.dir("restore-session");
     // pi's ids are UUIDv7: sessions made in the same second share their first 8 characters.
     const prefix = bId.slice(0, 24);
@@ -116,7 +116,10 @@ describe("restic engine", () => {
     expect(r.files.map((f) => f.path)).toEqual([path.relative(sb.agentDir, bFile)]);
     expect(readFileSync(path.join(out, path.relative(sb.agentDir, bFile)))).toEqual(readFileSync(bFile));
     const missing = await cli(env, ["restore", "latest", "--session", "ffffffff", "--target", sb.dir("none")]);
-    expect(expectOneLineError(missing, 1)).toMatch(/holds no session whose id starts with "ffffffff"/);
+    expect(expectOneLineError(missing, 1)).toMatch(/no pi-guard snapshot in the restic repository holds a session whose id starts with "ffffffff"/);
+    // Session B came after the first snapshot: asking that one for it names the snapshot that has it.
+    const older = await cli(env, ["restore", snap1.snapshotId.slice(0, 8), "--session", bId, "--target", sb.dir("none")]);
+    expect(expectOneLineError(older, 1)).toContain(`the last snapshot that does is ${snap2.snapshotId.slice(0, 8)}`);
   });
 
   it("restores in place without destroying: what it replaces is snapshotted first, files it does not know stay", async () => {
