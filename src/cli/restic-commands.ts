@@ -11,7 +11,7 @@ import { policyFrom, type ForgetFlags } from "./prune-commands.js";
 import { Progress } from "./progress.js";
 import { promptHidden } from "./prompt.js";
 import { printRestoreResult, type RestoreFlags } from "./restore-commands.js";
-import { printSessionList, type ListFlags } from "./sessions-commands.js";
+import { printSessionList, printSessionView, type ListFlags } from "./sessions-commands.js";
 
 /** `session(true)`: a new repository, whose prompted password is asked twice. */
 type Route = (ctx: Context, session: (isNew?: boolean) => Promise<ResticSession>, args: unknown[], opts: Record<string, unknown>) => Promise<void>;
@@ -74,6 +74,14 @@ const ROUTES: Record<string, Route> = {
     const range = timeRange(flags);
     const all = await resticSessions(ctx.config, await session());
     await printSessionList(ctx, filterSessions(all, { project: flags.project, tag: flags.tag, deleted: flags.deleted, host: flags.host, ...range }));
+  },
+  "sessions show": async (ctx, session, [id], opts) => {
+    const [{ resticSessions, readResticSession }, sessions] = await Promise.all([import("../restic/sessions.js"), import("../sessions/index.js")]);
+    const s = await session();
+    const record = sessions.resolveSession(await resticSessions(ctx.config, s), String(id));
+    const { bytes, source } = await readResticSession(s, record);
+    const view = sessions.sessionView(sessions.loadSessionBytes(bytes, record.id), opts.branch as string | undefined);
+    printSessionView(ctx, record, view, source, opts, sessions.renderSession);
   },
 };
 

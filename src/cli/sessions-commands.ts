@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { context, type Context } from "./context.js";
 import { formatBytes, info, printJson, table } from "./output.js";
 import { RepoError } from "../repo/errors.js";
-import type { SessionCatalog, SessionRecord } from "../sessions/index.js";
+import type { renderSession as RenderSession, SessionCatalog, SessionRecord, SessionView } from "../sessions/index.js";
 import type { Lock } from "../repo/lock.js";
 
 export interface ListFlags {
@@ -110,6 +110,25 @@ export async function printSessionList(ctx: Context, list: SessionRecord[]): Pro
   info(ctx.out, table(fitListRows(rows, terminalWidth(), [3, 8, 7, 6])));
 }
 
+/** `sessions show`'s output; shared with the restic engine. */
+export function printSessionView(ctx: Context, record: SessionRecord, view: SessionView, source: string, opts: { full?: boolean }, render: typeof RenderSession): void {
+  if (ctx.out.json) {
+    printJson({
+      session: listRow(record),
+      source,
+      header: view.header,
+      leafId: view.leafId,
+      leaves: view.leaves.map((e) => e.id),
+      branchPoints: view.branchPoints.map((e) => ({ id: e.id, children: (view.tree.children.get(e.id) ?? []).map((c) => c.id) })),
+      labels: Object.fromEntries(view.labels),
+      compactions: view.compactions.map((e) => e.id),
+      path: view.path,
+    });
+    return;
+  }
+  info(ctx.out, render(view, { toolLines: opts.full ? 0 : 8, source }));
+}
+
 /** The filters `sessions list` and `sessions search` share. */
 function withListFilters(cmd: Command): Command {
   return cmd
@@ -178,21 +197,7 @@ Examples:
       await withCatalog(ctx, false, async (catalog) => {
         const record = resolveSession(catalog.sessions, id);
         const view = sessionView(await loadSession(catalog, record), opts.branch);
-        if (ctx.out.json) {
-          printJson({
-            session: listRow(record),
-            source: catalog.describeSource(record.id),
-            header: view.header,
-            leafId: view.leafId,
-            leaves: view.leaves.map((e) => e.id),
-            branchPoints: view.branchPoints.map((e) => ({ id: e.id, children: (view.tree.children.get(e.id) ?? []).map((c) => c.id) })),
-            labels: Object.fromEntries(view.labels),
-            compactions: view.compactions.map((e) => e.id),
-            path: view.path,
-          });
-          return;
-        }
-        info(ctx.out, renderSession(view, { toolLines: opts.full ? 0 : 8, source: catalog.describeSource(record.id) }));
+        printSessionView(ctx, record, view, catalog.describeSource(record.id), opts, renderSession);
       });
     });
 

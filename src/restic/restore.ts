@@ -21,7 +21,7 @@ import { PRE_RESTORE_TAG, type ResolvedTime, selectSnapshotAt } from "../restore
 import { resticBackup } from "./backup.js";
 import { escapePattern } from "./backup.js";
 import { runRestic, type ResticSession } from "./run.js";
-import { listResticNodes, listResticSnapshots, nodeRoot, type ResticNode, type ResticSnapshotRecord } from "./snapshots.js";
+import { findInResticSnapshots, listResticNodes, listResticSnapshots, nodeRoot, type ResticNode, type ResticSnapshotRecord } from "./snapshots.js";
 
 export interface ResticRestoreOptions {
   targetDir?: string;
@@ -162,17 +162,18 @@ export async function resticRestore(config: Config, s: ResticSession, when: stri
 
 /**
  * `--session` names a session the chosen snapshot lacks: name the newest other snapshot that has
- * it (one `restic ls` per snapshot, newest first), as a native restore does.
+ * it (one `restic find` over all snapshots), as a native restore does.
  */
 async function sessionElsewhere(s: ResticSession, chosen: ResticSnapshotRecord, session: string): Promise<RepoError> {
   const matches = sessionMatcher(session);
+  const hits = await findInResticSnapshots(s, `*_${escapePattern(session)}*.jsonl`);
   const others = (await listResticSnapshots(s)).filter((r) => r.id !== chosen.id).reverse();
   for (const other of others) {
     const found = new Set<string>();
-    await listResticNodes(s, other.id, (node) => {
+    for (const node of hits.get(other.id) ?? []) {
       const where = nodeRoot(other, node.path);
       if (where && node.type === "file" && matches(where.rel)) found.add(parseSessionFileName(where.rel)!.id);
-    });
+    }
     if (found.size > 1) return new RepoError(`session id "${session}" is ambiguous: ${found.size} sessions match (${[...found].slice(0, 4).join(", ")}); type more characters`, "usage");
     if (found.size === 1) {
       const id = [...found][0];

@@ -1,7 +1,9 @@
 // `pi-guard sessions list` over a restic repository: the live session files, plus every session
-// file in pi-guard's restic snapshots (`restic ls --json`), a deleted one summarised from its
+// file in pi-guard's restic snapshots (one `restic find --json` over all of them), a deleted one summarised from its
 // newest copy (`restic dump`, streamed). No catalog cache: each run asks restic again.
+import { promises as fs } from "node:fs";
 import path from "node:path";
+import { RepoError } from "../repo/errors.js";
 import type { Config } from "../config/config.js";
 import { compareStrings } from "../compare.js";
 import { parseSessionFileName } from "../pi/writer.js";
@@ -12,7 +14,7 @@ import { readTags } from "../sessions/tags.js";
 import os from "node:os";
 import { findRestic } from "./binary.js";
 import { resticError, spawnRestic, type ResticSession } from "./run.js";
-import { listResticNodes, listResticSnapshots, nodeRoot, type ResticNode, type ResticSnapshotRecord } from "./snapshots.js";
+import { findInResticSnapshots, listResticSnapshots, nodeRoot, type ResticNode, type ResticSnapshotRecord } from "./snapshots.js";
 
 interface Copy {
   snap: ResticSnapshotRecord;
@@ -27,17 +29,19 @@ function sessionIdOf(root: string, rel: string): string | undefined {
 
 export async function resticSessions(config: Config, s: ResticSession): Promise<SessionRecord[]> {
   const copies = new Map<string, Copy[]>();
+  const found = await findInResticSnapshots(s, "*.jsonl");
+  // Oldest first, and only snapshots the listing knows as pi-guard's (with their roots).
   for (const snap of await listResticSnapshots(s)) {
-    await listResticNodes(s, snap.id, (node) => {
-      if (node.type !== "file") return;
+    for (const node of found.get(snap.id) ?? []) {
+      if (node.type !== "file") continue;
       const where = nodeRoot(snap, node.path);
       const id = where && sessionIdOf(where.root, where.rel);
-      if (!id) return;
+      if (!id) continue;
       const list = copies.get(id) ?? [];
       // One copy per snapshot: a session is in a snapshot once.
       if (list[list.length - 1]?.snap.id !== snap.id) list.push({ snap, node });
       copies.set(id, list);
-    });
+    }
   }
   const live = new Map<string, { path: string; size: number }>();
   for (const f of listLiveFiles(liveSessionDirs(config))) {
@@ -95,4 +99,29 @@ async function summarizeDumped(s: ResticSession, copy: Copy, id: string): Promis
   const r = await child;
   if (r.exitCode !== 0) throw resticError("dump", r.exitCode ?? -1, r.stderr ? Buffer.from(r.stderr as Uint8Array).toString("utf8") : "", r.signal);
   return summary;
+}
+
+/**
+ * A session's bytes: the live file, else its newest copy in a restic snapshot (`restic dump`),
+ * checked against the size the snapshot lists. Also says where they came from.
+ */
+export async function readResticSession(s: ResticSession, record: SessionRecord): Promise<{ bytes: Buffer; source: string }> {
+  if (record.live) return { bytes: await fs.readFile(record.live), source: `live ${record.live}` };
+  const version = record.versions[record.versions.length - 1];
+  if (!version) throw new RepoError(`session ${record.id} is neither live nor in a snapshot`, "not-found");
+  const snapshotId = version.last.snapshotId;
+  const child = spawnRestic(await findRestic(s.env ?? process.env), s, ["dump", snapshotId, version.path], { binary: true });
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of child.iterable({ binary: true }) as AsyncIterable<Uint8Array>) {
+    size += chunk.length;
+    // A dump longer than the listed size is not this file: stop reading rather than fill memory.
+    if (size > version.size) break;
+    chunks.push(Buffer.from(chunk));
+  }
+  if (size > version.size) child.kill();
+  const r = await child;
+  if (size !== version.size) throw new RepoError(`restic dump of session ${record.id} gave ${size > version.size ? "more than" : size} bytes, the snapshot lists ${version.size}`, "corrupt");
+  if (r.exitCode !== 0) throw resticError("dump", r.exitCode ?? -1, r.stderr ? Buffer.from(r.stderr as Uint8Array).toString("utf8") : "", r.signal);
+  return { bytes: Buffer.concat(chunks), source: `restic snapshot ${snapshotId.slice(0, 8)} ${version.path}` };
 }

@@ -120,6 +120,38 @@ export async function listResticNodes(s: ResticSession, id: string, onNode: (nod
   if (!sawSnapshot) throw unexpectedOutput("ls", "(no snapshot line)");
 }
 
+/**
+ * Files whose name matches `pattern` in every pi-guard snapshot, from one `restic find --json`
+ * (one restic process, however many snapshots: `ls` would be one each). Keyed by snapshot id.
+ */
+export async function findInResticSnapshots(s: ResticSession, pattern: string): Promise<Map<string, ResticNode[]>> {
+  let parsed: unknown;
+  let lines = 0;
+  await runRestic(s, ["find", "--json", "--tag", PI_GUARD_TAG, "--", pattern], {
+    onJson: (v) => {
+      lines++;
+      parsed = v;
+    },
+  });
+  if (lines === 0) return new Map();
+  if (lines !== 1 || !Array.isArray(parsed)) throw unexpectedOutput("find", JSON.stringify(parsed)?.slice(0, 60) ?? "");
+  const out = new Map<string, ResticNode[]>();
+  for (const group of parsed as unknown[]) {
+    const g = group as Record<string, unknown>;
+    if (!g || typeof g !== "object" || typeof g.snapshot !== "string" || !/^[0-9a-f]{64}$/.test(g.snapshot) || !Array.isArray(g.matches)) {
+      throw unexpectedOutput("find", JSON.stringify(group)?.slice(0, 60) ?? "");
+    }
+    const nodes: ResticNode[] = [];
+    for (const m of g.matches as unknown[]) {
+      const node = m && typeof m === "object" && !Array.isArray(m) ? readNode(m as Record<string, unknown>) : undefined;
+      if (!node) throw unexpectedOutput("find", JSON.stringify(m)?.slice(0, 60) ?? "");
+      nodes.push(node);
+    }
+    out.set(g.snapshot, nodes);
+  }
+  return out;
+}
+
 function readNode(o: Record<string, unknown>): ResticNode | undefined {
   if (typeof o.path !== "string" || !o.path.startsWith("/") || o.path.includes("\0")) return undefined;
   const size = o.size === undefined ? 0 : o.size;

@@ -150,7 +150,7 @@ describe("restic engine", () => {
     rmSync(extra);
   });
 
-  it("sessions list --deleted shows a session deleted after the snapshot, read from restic", async () => {
+  it("sessions list --deleted shows a session deleted after the snapshot, and sessions show reads it from restic", async () => {
     const saved = readFileSync(bFile);
     rmSync(bFile);
     try {
@@ -163,6 +163,12 @@ describe("restic engine", () => {
       expect(all.find((s) => s.id === aId)?.deleted).toBe(false);
       const text = await ok(env, ["sessions", "list", "--deleted"]);
       expect(text.stdout).toMatch(/DELETED, in 2 snapshots/);
+      // Its conversation is read back from restic (dump of the newest copy, length checked).
+      const shown = (await ok(env, ["sessions", "show", bId, "--json"])).json<{ source: string; header: { id: string }; path: unknown[] }>();
+      expect(shown.source).toBe(`restic snapshot ${undoId.slice(0, 8)} ${bFile}`);
+      expect(shown.header.id).toBe(bId);
+      expect(shown.path.length).toBeGreaterThan(0);
+      expect((await ok(env, ["sessions", "show", bId])).stdout).toContain("other project");
     } finally {
       writeFileSync(bFile, saved);
     }
@@ -250,6 +256,8 @@ describe("restic engine errors", () => {
       ["bad-time", `[{"id":"${"a".repeat(64)}","time":"yesterday-ish","tags":["pi-guard"],"paths":["/x"]}]`, ["restore", "latest", "--target", "/tmp/never-written"]],
       ["no-summary", '{"message_type":"status","files_done":1,"bytes_done":2}', ["snapshot"]],
       ["two-docs", "[]\n[]", ["snapshots"]],
+      ["find", '[{"snapshot":"../x","matches":[]}]', ["sessions", "list"]],
+      ["find-node", `[{"snapshot":"${"b".repeat(64)}","matches":[{"path":"relative","size":-1}]}]`, ["sessions", "list"]],
     ];
     for (const [name, output, args] of cases) {
       const dir = fakeRestic(name, v, output);
