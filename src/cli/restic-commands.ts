@@ -18,7 +18,8 @@ type Route = (ctx: Context, session: (isNew?: boolean) => Promise<ResticSession>
 
 /** `pi-guard <path>` → what it does on a restic repository. */
 const ROUTES: Record<string, Route> = {
-  init: async (ctx, session) => {
+  init: async (ctx, session, _args, opts) => {
+    if (opts.keyFileOnly) throw new RepoError("--key-file-only: restic has no key files; a restic repository is opened by a password (PI_GUARD_PASSWORD or PI_GUARD_PASSWORD_FILE)", "usage");
     const { resticInit } = await import("../restic/repository.js");
     const made = await resticInit(await session(true));
     if (ctx.out.json) printJson({ repo: ctx.config.repo, id: made.id, credential: "password", keyFile: null, engine: "restic" });

@@ -57,6 +57,12 @@ beforeAll(async () => {
   const b = await makePiSession({ agentDir: sb.agentDir, cwd: path.join(sb.root, "project-b"), turns: [{ user: "other project", assistant: [fauxText("ok")] }] });
   bFile = b.file;
   bId = b.sessionId;
+  // What pi-guard's default excludes leave out (bin/, any node_modules) must stay out of restic too.
+  for (const f of ["bin/pi", "extensions/x/node_modules/dep/index.js", "node_modules/top.js"]) {
+    mkdirSync(path.dirname(path.join(sb.agentDir, f)), { recursive: true });
+    writeFileSync(path.join(sb.agentDir, f), "excluded");
+  }
+  writeFileSync(path.join(sb.agentDir, "extensions/x/kept.js"), "kept");
   snap2 = (await ok(env, ["snapshot", "--json", "--tag", "mine"])).json();
 }, 120_000);
 
@@ -75,7 +81,10 @@ describe("restic engine", () => {
     expect(listed[1].tags).toContain("mine");
     expect(restic(["check", "--read-data"])).toMatch(/no errors were found/);
     // The default excludes are restic excludes anchored at the root: nothing under bin/ goes in.
-    expect(restic(["ls", snap2.snapshotId])).toContain(path.join(sb.agentDir, "auth.json"));
+    const files = restic(["ls", snap2.snapshotId]).split("\n");
+    expect(files).toContain(path.join(sb.agentDir, "auth.json"));
+    expect(files).toContain(path.join(sb.agentDir, "extensions/x/kept.js"));
+    expect(files.filter((f) => f.includes("/bin/") || f.includes("node_modules"))).toEqual([]);
   });
 
   it("lists pi-guard's snapshots with their roots, and ignores restic snapshots that are not pi-guard's", async () => {
@@ -209,6 +218,8 @@ describe("restic engine", () => {
   it("commands that make no sense on restic, and --delete, are one-line usage errors", async () => {
     expect(expectOneLineError(await cli(env, ["prune"]), 2)).toMatch(/is a restic repository/);
     expect(expectOneLineError(await cli(env, ["restore", "latest", "--delete"]), 2)).toMatch(/--delete is not available/);
+    expect(expectOneLineError(await cli(env, ["init", "--key-file-only"]), 2)).toMatch(/restic has no key files/);
+    expect(expectOneLineError(await cli(env, ["init"]), 1)).toMatch(/a restic repository already exists there/);
   });
 });
 
