@@ -44,7 +44,8 @@ export function findRestic(env: NodeJS.ProcessEnv = process.env): Promise<Restic
 async function probe(bin: string, env: NodeJS.ProcessEnv): Promise<ResticBinary> {
   let stdout: string;
   try {
-    const r = await execa(bin, ["version"], { env, extendEnv: false, reject: false, timeout: 30_000, stdin: "ignore", maxBuffer: 64 * 1024 });
+    // Only what finding and starting it needs: none of restic's repository or password variables.
+    const r = await execa(bin, ["version"], { env: { PATH: env.PATH, HOME: env.HOME }, extendEnv: false, reject: false, timeout: 30_000, stdin: "ignore", maxBuffer: 64 * 1024 });
     if (r.failed && (r.code === "ENOENT" || (r as { errno?: number }).errno === -2)) throw notInstalled(bin);
     if (r.failed && r.code === "EACCES") throw new RepoError(`restic at ${bin} cannot be run (permission denied); ${INSTALL_HINT}`, "usage");
     if (r.exitCode !== 0) throw new RepoError(`\`${bin} version\` failed (exit ${r.exitCode ?? r.signal}): is ${bin} really restic? ${INSTALL_HINT}`, "usage");

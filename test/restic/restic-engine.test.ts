@@ -316,6 +316,49 @@ esac
     expect(existsSync(path.join(out, "..", "escape"))).toBe(false);
   });
 
+  /** A fake restic that answers per subcommand and records its argv and RESTIC_* environment. */
+  function scriptedRestic(name: string, answers: Record<string, { out?: string; err?: string; exit?: number }>): { dir: string; log: string } {
+    const dir = sb.dir(`scripted-${name}`);
+    const log = path.join(dir, "log");
+    const cases = Object.entries(answers)
+      .map(([cmd, a]) => `  ${cmd}) cat <<'OUT'\n${a.out ?? ""}\nOUT\n${a.err ? `    echo '${a.err}' >&2\n` : ""}    exit ${a.exit ?? 0} ;;`)
+      .join("\n");
+    writeFileSync(
+      path.join(dir, "restic"),
+      `#!/bin/sh\nprintf '%s\\n' "ARGV $*" >> '${log}'\nenv | grep '^RESTIC_' >> '${log}'\ncase "$1" in\n  version) echo 'restic 0.14.0 compiled with go1.19.8 on linux/amd64' ;;\n${cases}\n  *) exit 1 ;;\nesac\n`,
+    );
+    chmodSync(path.join(dir, "restic"), 0o755);
+    return { dir, log };
+  }
+
+  it("the password reaches restic only through its environment, never its arguments", async () => {
+    const { dir, log } = scriptedRestic("argv", { snapshots: { out: "[]" } });
+    await ok(env, ["snapshots"], { env: { PATH: `${dir}:${process.env.PATH}`, RESTIC_PASSWORD_COMMAND: "echo other" } });
+    const text = readFileSync(log, "utf8");
+    expect(text).toContain(`RESTIC_PASSWORD=${PASSWORD}`);
+    expect(text).toContain(`RESTIC_REPOSITORY=${resticRepo}`);
+    expect(text).not.toContain("RESTIC_PASSWORD_COMMAND");
+    for (const line of text.split("\n").filter((l) => l.startsWith("ARGV"))) expect(line).not.toContain(PASSWORD);
+  });
+
+  it("a backup restic could not read completely names the path and exits 3", async () => {
+    const id = "d".repeat(64);
+    const tag = `pi-guard-root:agent:${Buffer.from(sb.agentDir).toString("base64url")}`;
+    const { dir } = scriptedRestic("partial", {
+      backup: {
+        out: '{"message_type":"summary","files_new":1,"files_changed":0,"files_unmodified":0,"data_added":10,"total_bytes_processed":10,"snapshot_id":"dddddddd"}',
+        err: `{"message_type":"error","error":{"Op":"open","Path":"x","Err":13},"during":"archival","item":"${sb.agentDir}/locked.json"}`,
+        exit: 3,
+      },
+      snapshots: { out: JSON.stringify([{ id, time: new Date().toISOString(), hostname: "h", tags: ["pi-guard", tag], paths: [sb.agentDir] }]) },
+    });
+    const r = await cli(env, ["snapshot", "--json"], { env: { PATH: `${dir}:${process.env.PATH}` } });
+    expect(r.code, r.stderr).toBe(3);
+    expect(r.json<{ snapshotId: string; skipped: { path: string }[] }>()).toMatchObject({ snapshotId: id, skipped: [{ path: `${sb.agentDir}/locked.json` }] });
+    expect(r.stderr).toContain("locked.json");
+    expect(r.stderr).toMatch(/restic snapshot dddddddd is incomplete: 1 path/);
+  });
+
   it("a restic older than 0.14.0, or something that is not restic, is refused in one line", async () => {
     const old = fakeRestic("old", "restic 0.9.6 compiled with go1.13 on linux/amd64", "[]");
     expect(expectOneLineError(await cli(env, ["snapshots"], { env: { PATH: `${old}:${process.env.PATH}` } }), 2)).toMatch(/restic 0\.9\.6 is too old: the restic engine needs restic 0\.14\.0/);
