@@ -115,6 +115,9 @@ describe("restic engine", () => {
     const latest = sb.dir("restore-latest");
     await ok(env, ["restore", "latest", "--target", latest]);
     expect(readFileSync(path.join(latest, rel)).equals(aV2)).toBe(true);
+
+    const only = (await ok(env, ["restore", "latest", "--path", "*.json", "--target", sb.dir("restore-path"), "--json"])).json<RestoreJson>();
+    expect(only.files.map((f) => f.path).sort()).toEqual(["auth.json", "models.json", "settings.json"]);
   });
 
   it("restores one session by id prefix, and names the snapshot that has it when the chosen one does not", async () => {
@@ -242,6 +245,12 @@ describe("restic engine errors", () => {
   it("only a key file: restic needs a password, and says how to give one", async () => {
     const r = await cli(env, ["snapshots"], { env: { PI_GUARD_PASSWORD: undefined } });
     expect(expectOneLineError(r, 1)).toMatch(/restic repository needs a password: set PI_GUARD_PASSWORD/);
+  });
+
+  it("a local restic repository inside the agent dir is refused, as a native one is", async () => {
+    const r = await cli(env, ["init"], { env: { PI_GUARD_REPO: `restic:local:${path.join(sb.agentDir, "restic")}` } });
+    expect(expectOneLineError(r, 2)).toMatch(/inside the agent dir/);
+    expect(existsSync(path.join(sb.agentDir, "restic"))).toBe(false);
   });
 
   it("a missing repository is one line", async () => {
