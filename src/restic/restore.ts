@@ -122,7 +122,6 @@ export async function resticRestore(config: Config, s: ResticSession, when: stri
         failed.push(failureOf(n.rel, n.root, err));
       }
     }
-    const changes = items.filter((i) => i.action !== "unchanged").length;
     const report: RestoreReport = { snapshotId: snap.id, files: [], failed, bytesWritten: 0, durationMs: 0 };
     const entry = (i: Item) => ({ path: i.rel, root: i.root, action: i.action, size: i.node.size, dest: path.join(i.rootDir, i.rel) });
     if (opts.dryRun) {
@@ -132,7 +131,9 @@ export async function resticRestore(config: Config, s: ResticSession, when: stri
     }
     if (opts.targetDir) await makeDirs(path.resolve(opts.targetDir));
     let undoSnapshot: string | undefined;
-    if (!opts.targetDir && changes > 0) {
+    // Only a replaced file needs saving first: with no --delete, a created one is undone by hand,
+    // and on a new machine (no agent dir yet) there is nothing to save at all.
+    if (!opts.targetDir && items.some((i) => i.action === "replace")) {
       const pre = await resticBackup(config, s, { tags: [PRE_RESTORE_TAG] });
       undoSnapshot = pre.id;
       if (pre.skipped.length) {

@@ -162,6 +162,18 @@ describe("restic engine", () => {
     rmSync(extra);
   });
 
+  it("restores in place on a new machine: roots go where this machine's config puts them, nothing to save first", async () => {
+    const home = sb.dir("new-machine-home");
+    const agentDir = path.join(home, "elsewhere", "agent");
+    const fresh = { PI_CODING_AGENT_DIR: agentDir, HOME: home, XDG_DATA_HOME: path.join(home, "data"), XDG_CONFIG_HOME: path.join(home, "config") };
+    const r = (await ok(env, ["restore", "latest", "--json"], { env: fresh })).json<RestoreJson>();
+    expect(r.snapshotId).toBe(snap2.snapshotId);
+    expect(r.undoSnapshot).toBeNull();
+    expect(r.replace).toBe(0);
+    expect(readFileSync(path.join(agentDir, path.relative(sb.agentDir, aFile))).equals(aV2)).toBe(true);
+    expect(statSync(path.join(agentDir, "auth.json")).mode & 0o777).toBe(0o600);
+  });
+
   it("sessions list --deleted shows a session deleted after the snapshot, and sessions show reads it from restic", async () => {
     const saved = readFileSync(bFile);
     rmSync(bFile);
