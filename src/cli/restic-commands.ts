@@ -4,6 +4,7 @@
 import type { Command } from "commander";
 import { META_ROOT_NAME } from "../config/config.js";
 import { RepoError } from "../repo/errors.js";
+import { parseRepoLocation } from "../targets/location.js";
 import type { ResticSession } from "../restic/run.js";
 import { context, type Context } from "./context.js";
 import { EXIT, formatBytes, formatDuration, info, printJson, table, warn } from "./output.js";
@@ -181,8 +182,9 @@ export function routeResticRepositories(program: Command): void {
     // `sessions list --live` reads no repository: its own action does that.
     if (commandPath(action) === "sessions list" && action.opts().live) return;
     const ctx = context(action);
-    const { resticRepositoryOf, resticSession } = await import("../restic/repository.js");
-    if (resticRepositoryOf(ctx.config) === undefined) return;
+    // Decided without loading the restic engine (and execa): native repositories pay nothing.
+    if (parseRepoLocation(ctx.config.repo).kind !== "restic") return;
+    const { resticSession } = await import("../restic/repository.js");
     const prompt = process.stdin.isTTY && process.stderr.isTTY ? () => promptHidden("restic repository password: ") : undefined;
     const session = (isNew = false) => resticSession(ctx.config, prompt, { confirm: isNew });
     action.action(async (...args: unknown[]) => {
