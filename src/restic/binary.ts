@@ -3,8 +3,10 @@ import { execa } from "execa";
 import { RepoError } from "../repo/errors.js";
 
 /**
- * The oldest restic pi-guard drives: 0.14.0 is the first with `--files-from-verbatim`, `ls --json`
- * node paths and the JSON backup summary as we parse them, and the version Debian bookworm ships.
+ * The oldest restic pi-guard drives: 0.14.0, the version Debian bookworm ships and the one the
+ * tests run. The JSON shapes parsed here (`backup --json` summary with a short snapshot id,
+ * `ls --json` nodes with full paths, `find --json` groups) are checked against it; older
+ * versions are refused rather than guessed at.
  */
 export const MIN_RESTIC_VERSION = "0.14.0";
 
