@@ -9,7 +9,7 @@ import { isInside } from "./config/config.js";
 import { resolveCredentials } from "./config/credentials.js";
 import { openRepository, openTarget } from "./engine.js";
 import { isImport } from "./repo/format.js";
-import { isLocalLocation } from "./targets/location.js";
+import { isLocalLocation, parseRepoLocation } from "./targets/location.js";
 import { findHazards, protectionCheck } from "./doctor-hazards.js";
 
 export type CheckStatus = "ok" | "warn" | "error";
@@ -63,10 +63,30 @@ export async function runDoctor(config: Config, now = Date.now()): Promise<Docto
   return checks;
 }
 
+/** The same check through restic, for a restic: repository (docs/RESTIC.md). */
+async function resticLastSnapshotCheck(config: Config, add: Add, now: number): Promise<number | undefined> {
+  try {
+    const [{ resticSession }, { listResticSnapshots }] = await Promise.all([import("./restic/repository.js"), import("./restic/snapshots.js")]);
+    const last = (await listResticSnapshots(await resticSession(config))).at(-1);
+    if (!last) {
+      add("last snapshot", "warn", "the restic repository has no pi-guard snapshots yet", "pi-guard snapshot");
+      return undefined;
+    }
+    const age = now - Date.parse(last.time);
+    const when = `${last.id.slice(0, 8)} at ${last.time} (restic)`;
+    add("last snapshot", age > DAY ? "warn" : "ok", age > DAY ? `${when}, more than a day ago` : when, "pi-guard snapshot now");
+    return Date.parse(last.time);
+  } catch (err) {
+    add("repository", "error", (err as Error).message, "fix what is named, then run pi-guard doctor again");
+    return undefined;
+  }
+}
+
 type Add = (name: string, status: CheckStatus, message: string, fix?: string, paths?: string[]) => void;
 
 /** The last own snapshot's time (ms), or undefined when there is none or the repository cannot be read. */
 async function lastSnapshotCheck(config: Config, cred: unknown, add: Add, now: number): Promise<number | undefined> {
+  if (parseRepoLocation(config.repo).kind === "restic") return resticLastSnapshotCheck(config, add, now);
   const head = await openTarget(config)
     .head("config")
     .catch((err: Error) => err);

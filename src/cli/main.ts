@@ -6,6 +6,7 @@ import { registerDoctorCommand, registerKeyCommands, registerRepoCommands } from
 import { registerPruneCommands } from "./prune-commands.js";
 import { registerCopyCommands } from "./copy-commands.js";
 import { registerRestoreCommands } from "./restore-commands.js";
+import { routeResticRepositories } from "./restic-commands.js";
 import { registerSalvageCommands } from "./salvage-commands.js";
 import { registerSessionsCommands } from "./sessions-commands.js";
 import { registerOpsCommands } from "./service-commands.js";
@@ -33,7 +34,7 @@ export function buildProgram(): Command {
   const program = new Command("pi-guard")
     .version(VERSION)
     .description("Continuous, encrypted, deduplicated backups of the pi coding agent's sessions, and their recovery.")
-    .option("-r, --repo <location>", "repository: a folder or s3://bucket/prefix (env PI_GUARD_REPO; default $XDG_DATA_HOME/pi-guard/repo)")
+    .option("-r, --repo <location>", "repository: a folder, s3://bucket/prefix or restic:<restic repository> (env PI_GUARD_REPO; default $XDG_DATA_HOME/pi-guard/repo)")
     .option("--password-file <file>", "read the repository password from a file (env PI_GUARD_PASSWORD_FILE)")
     .option("--key-file <file>", "key file for unattended use (env PI_GUARD_KEY_FILE; default $XDG_CONFIG_HOME/pi-guard/key)")
     .option("--agent-dir <dir>", "pi agent dir to back up (env PI_CODING_AGENT_DIR; default ~/.pi/agent)")
@@ -57,7 +58,8 @@ Examples:
 
 Environment: PI_GUARD_REPO, PI_GUARD_PASSWORD, PI_GUARD_PASSWORD_FILE, PI_GUARD_KEY_FILE,
 PI_CODING_AGENT_DIR, XDG_CONFIG_HOME, XDG_DATA_HOME, NO_COLOR; for s3:// repositories the AWS SDK's
-AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_PROFILE, AWS_REGION, AWS_ENDPOINT_URL(_S3) (docs/TARGETS.md).
+AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_PROFILE, AWS_REGION, AWS_ENDPOINT_URL(_S3) (docs/TARGETS.md);
+for restic: repositories PI_GUARD_RESTIC (the restic binary) and restic's backend variables (docs/RESTIC.md).
 Exit codes: 0 ok, 1 failure, 2 usage error, 3 damaged repository data or an incomplete snapshot.`,
   );
   registerRepoCommands(program);
@@ -70,6 +72,7 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 3 damaged repository data or an inco
   registerPruneCommands(program);
   registerWatchCommands(program);
   registerCopyCommands(program);
+  routeResticRepositories(program);
   pointUnknownCommandsToHelp(program);
   return program;
 }

@@ -7,7 +7,7 @@ import { context, type Context } from "./context.js";
 import { EXIT, formatBytes, info, printJson, table } from "./output.js";
 import { Progress } from "./progress.js";
 
-interface ForgetFlags {
+export interface ForgetFlags {
   keepLast?: string;
   keepWithin?: string;
   keepHourly?: string;
@@ -40,7 +40,7 @@ function unusedShare(value: string | undefined): number {
   return pct / 100;
 }
 
-function policyFrom(flags: ForgetFlags, ctx: Context): RetentionPolicy | undefined {
+export function policyFrom(flags: ForgetFlags, ctx: Context): RetentionPolicy | undefined {
   const given: RetentionPolicy = {
     keepLast: count("keep-last", flags.keepLast),
     keepWithin: flags.keepWithin,

@@ -1,10 +1,11 @@
 import type { Command } from "commander";
-import { context } from "./context.js";
+import { context, type Context } from "./context.js";
+import type { RestoreReport } from "../restore/restorer.js";
 import { EXIT, formatBytes, formatDuration, info, printJson, table, warn } from "./output.js";
 import { Progress } from "./progress.js";
-import { formatLocalTime, LOCAL_TIME_NOTE } from "../restore/select.js";
+import { formatLocalTime, LOCAL_TIME_NOTE, type ResolvedTime } from "../restore/select.js";
 
-interface RestoreFlags {
+export interface RestoreFlags {
   target?: string;
   path?: string[];
   session?: string;
@@ -17,6 +18,54 @@ interface RestoreFlags {
 function printable(text: string): string {
   // eslint-disable-next-line no-control-regex
   return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
+}
+
+/** What a restore did (or, dry, would do), and a non-zero exit for what it could not do. Shared with the restic engine. */
+export function printRestoreResult(
+  ctx: Context,
+  opts: RestoreFlags,
+  result: { snapshot: { id: string; snapshot: { time: string; host: string } }; report: RestoreReport; undoSnapshot?: string; resolved?: ResolvedTime },
+  /** The flags that undo it: --delete removes the files the restore created (the restic engine has no --delete). */
+  undoFlags = " --delete",
+): void {
+  const { report } = result;
+  const counts = { create: 0, replace: 0, unchanged: 0, delete: 0 };
+  for (const f of report.files) counts[f.action]++;
+  if (ctx.out.json) {
+    printJson({
+      snapshotId: result.snapshot.id,
+      snapshotTime: result.snapshot.snapshot.time,
+      host: result.snapshot.snapshot.host,
+      resolved: result.resolved ?? null,
+      dryRun: !!opts.dryRun,
+      undoSnapshot: result.undoSnapshot ?? null,
+      ...counts,
+      bytesWritten: report.bytesWritten,
+      durationMs: report.durationMs,
+      failed: report.failed,
+      files: report.files.filter((f) => f.action !== "unchanged").map(({ root, path, action, size }) => ({ root, path, action, size })),
+    });
+  } else {
+    if (opts.dryRun) {
+      for (const f of report.files) if (f.action !== "unchanged") info(ctx.out, `${f.action.padEnd(8)} ${printable(f.path)}`);
+    }
+    info(
+      ctx.out,
+      table([
+        ...(result.resolved ? [["time", `"${result.resolved.input}" = ${result.resolved.utc} UTC = ${result.resolved.local} local`]] : []),
+        ["snapshot", `${result.snapshot.id.slice(0, 8)}  ${result.snapshot.snapshot.time} (${formatLocalTime(new Date(result.snapshot.snapshot.time))} local), host ${result.snapshot.snapshot.host}`],
+        [opts.dryRun ? "would" : "files", `${counts.create} created, ${counts.replace} replaced, ${counts.unchanged} unchanged${counts.delete ? `, ${counts.delete} deleted` : ""}`],
+        ["written", `${formatBytes(report.bytesWritten)} in ${formatDuration(report.durationMs)}`],
+      ]),
+    );
+    if (result.undoSnapshot) info(ctx.out, `undo with: pi-guard restore ${result.undoSnapshot.slice(0, 8)}${undoFlags}`);
+  }
+  if (report.failed.length) {
+    for (const f of report.failed) warn(`not restored: ${printable(f.path)}: ${printable(f.error)}`);
+    const damaged = report.failed.some((f) => f.kind === "damaged");
+    warn(`${report.failed.length} path(s) were not restored${damaged ? "; for damaged data run `pi-guard check --read-data`" : ""}`);
+    process.exitCode = damaged ? EXIT.damaged : EXIT.failure;
+  }
 }
 
 export function registerRestoreCommands(program: Command): void {
@@ -72,44 +121,7 @@ Examples:
         onProgress: (p) => progress.update(`${p.files} files, ${formatBytes(p.bytes)}  ${p.current}`),
       });
       progress.done();
-      const { report } = result;
-      const counts = { create: 0, replace: 0, unchanged: 0, delete: 0 };
-      for (const f of report.files) counts[f.action]++;
-      if (ctx.out.json) {
-        printJson({
-          snapshotId: result.snapshot.id,
-          snapshotTime: result.snapshot.snapshot.time,
-          host: result.snapshot.snapshot.host,
-          resolved: result.resolved ?? null,
-          dryRun: !!opts.dryRun,
-          undoSnapshot: result.undoSnapshot ?? null,
-          ...counts,
-          bytesWritten: report.bytesWritten,
-          durationMs: report.durationMs,
-          failed: report.failed,
-          files: report.files.filter((f) => f.action !== "unchanged").map(({ root, path, action, size }) => ({ root, path, action, size })),
-        });
-      } else {
-        if (opts.dryRun) {
-          for (const f of report.files) if (f.action !== "unchanged") info(ctx.out, `${f.action.padEnd(8)} ${printable(f.path)}`);
-        }
-        info(
-          ctx.out,
-          table([
-            ...(result.resolved ? [["time", `"${result.resolved.input}" = ${result.resolved.utc} UTC = ${result.resolved.local} local`]] : []),
-            ["snapshot", `${result.snapshot.id.slice(0, 8)}  ${result.snapshot.snapshot.time} (${formatLocalTime(new Date(result.snapshot.snapshot.time))} local), host ${result.snapshot.snapshot.host}`],
-            [opts.dryRun ? "would" : "files", `${counts.create} created, ${counts.replace} replaced, ${counts.unchanged} unchanged${counts.delete ? `, ${counts.delete} deleted` : ""}`],
-            ["written", `${formatBytes(report.bytesWritten)} in ${formatDuration(report.durationMs)}`],
-          ]),
-        );
-        if (result.undoSnapshot) info(ctx.out, `undo with: pi-guard restore ${result.undoSnapshot.slice(0, 8)} --delete`);
-      }
-      if (report.failed.length) {
-        for (const f of report.failed) warn(`not restored: ${printable(f.path)}: ${printable(f.error)}`);
-        const damaged = report.failed.some((f) => f.kind === "damaged");
-        warn(`${report.failed.length} path(s) were not restored${damaged ? "; for damaged data run `pi-guard check --read-data`" : ""}`);
-        process.exitCode = damaged ? EXIT.damaged : EXIT.failure;
-      }
+      printRestoreResult(ctx, opts, result);
     });
 
   program

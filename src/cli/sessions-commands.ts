@@ -2,10 +2,10 @@ import type { Command } from "commander";
 import { context, type Context } from "./context.js";
 import { formatBytes, info, printJson, table } from "./output.js";
 import { RepoError } from "../repo/errors.js";
-import type { SessionCatalog, SessionRecord } from "../sessions/index.js";
+import type { renderSession as RenderSession, SessionCatalog, SessionRecord, SessionView } from "../sessions/index.js";
 import type { Lock } from "../repo/lock.js";
 
-interface ListFlags {
+export interface ListFlags {
   project?: string;
   tag?: string;
   since?: string;
@@ -90,6 +90,45 @@ async function gatherStats(ctx: Context, gap: string) {
   });
 }
 
+/** `sessions list`'s output; shared with the restic engine's listing. */
+export async function printSessionList(ctx: Context, list: SessionRecord[]): Promise<void> {
+  if (ctx.out.json) {
+    printJson(list.map(listRow));
+    return;
+  }
+  if (list.length === 0) {
+    info(ctx.out, "no sessions match");
+    return;
+  }
+  const { formatCost, formatTokens } = await import("../sessions/describe.js");
+  const { fitListRows, terminalWidth } = await import("../sessions/list-layout.js");
+  const rows = [["ID", "NAME", "PROJECT", "STARTED", "LAST ACTIVITY", "TURNS", "TOKENS", "COST", "SIZE", "WHERE"]];
+  for (const s of list) {
+    rows.push([s.id.slice(0, 8), s.name ?? "", s.project, day(s.started), day(s.lastActivity), String(s.turns), formatTokens(s.tokens), formatCost(s.cost), formatBytes(s.size), where(s) + (s.tags.length ? `  #${s.tags.join(" #")}` : "")]);
+  }
+  // Narrow terminals leave out STARTED, SIZE, COST and TOKENS (in that order) before the name gets short.
+  info(ctx.out, table(fitListRows(rows, terminalWidth(), [3, 8, 7, 6])));
+}
+
+/** `sessions show`'s output; shared with the restic engine. */
+export function printSessionView(ctx: Context, record: SessionRecord, view: SessionView, source: string, opts: { full?: boolean }, render: typeof RenderSession): void {
+  if (ctx.out.json) {
+    printJson({
+      session: listRow(record),
+      source,
+      header: view.header,
+      leafId: view.leafId,
+      leaves: view.leaves.map((e) => e.id),
+      branchPoints: view.branchPoints.map((e) => ({ id: e.id, children: (view.tree.children.get(e.id) ?? []).map((c) => c.id) })),
+      labels: Object.fromEntries(view.labels),
+      compactions: view.compactions.map((e) => e.id),
+      path: view.path,
+    });
+    return;
+  }
+  info(ctx.out, render(view, { toolLines: opts.full ? 0 : 8, source }));
+}
+
 /** The filters `sessions list` and `sessions search` share. */
 function withListFilters(cmd: Command): Command {
   return cmd
@@ -132,22 +171,7 @@ Examples:
       const list = await withCatalog(ctx, !!opts.live, async (c) =>
         filterSessions(c.sessions, { project: opts.project, tag: opts.tag, deleted: opts.deleted, host: opts.host, ...range }),
       );
-      if (ctx.out.json) {
-        printJson(list.map(listRow));
-        return;
-      }
-      if (list.length === 0) {
-        info(ctx.out, "no sessions match");
-        return;
-      }
-      const { formatCost, formatTokens } = await import("../sessions/describe.js");
-      const { fitListRows, terminalWidth } = await import("../sessions/list-layout.js");
-      const rows = [["ID", "NAME", "PROJECT", "STARTED", "LAST ACTIVITY", "TURNS", "TOKENS", "COST", "SIZE", "WHERE"]];
-      for (const s of list) {
-        rows.push([s.id.slice(0, 8), s.name ?? "", s.project, day(s.started), day(s.lastActivity), String(s.turns), formatTokens(s.tokens), formatCost(s.cost), formatBytes(s.size), where(s) + (s.tags.length ? `  #${s.tags.join(" #")}` : "")]);
-      }
-      // Narrow terminals leave out STARTED, SIZE, COST and TOKENS (in that order) before the name gets short.
-      info(ctx.out, table(fitListRows(rows, terminalWidth(), [3, 8, 7, 6])));
+      await printSessionList(ctx, list);
     });
 
   sessions
@@ -173,21 +197,7 @@ Examples:
       await withCatalog(ctx, false, async (catalog) => {
         const record = resolveSession(catalog.sessions, id);
         const view = sessionView(await loadSession(catalog, record), opts.branch);
-        if (ctx.out.json) {
-          printJson({
-            session: listRow(record),
-            source: catalog.describeSource(record.id),
-            header: view.header,
-            leafId: view.leafId,
-            leaves: view.leaves.map((e) => e.id),
-            branchPoints: view.branchPoints.map((e) => ({ id: e.id, children: (view.tree.children.get(e.id) ?? []).map((c) => c.id) })),
-            labels: Object.fromEntries(view.labels),
-            compactions: view.compactions.map((e) => e.id),
-            path: view.path,
-          });
-          return;
-        }
-        info(ctx.out, renderSession(view, { toolLines: opts.full ? 0 : 8, source: catalog.describeSource(record.id) }));
+        printSessionView(ctx, record, view, catalog.describeSource(record.id), opts, renderSession);
       });
     });
 

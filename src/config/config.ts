@@ -4,7 +4,7 @@ import path from "node:path";
 import { createRequire } from "node:module";
 import type { z as Zod } from "zod";
 import { RepoError } from "../repo/errors.js";
-import { normalizeRepoLocation } from "../targets/location.js";
+import { normalizeRepoLocation, parseRepoLocation } from "../targets/location.js";
 import { agentDir as piAgentDir, sessionsDir as piSessionsDir } from "../pi/paths.js";
 import { DEFAULT_EXCLUDES, type SourceFilter, type SourceRoot } from "../snapshot/sources.js";
 import { scheduleProblems } from "../watch/schedule.js";
@@ -207,7 +207,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
     stateDir,
     configFile,
     repo: normalizeRepoLocation(repo),
-    mirrors: (file.mirrors ?? []).map(normalizeRepoLocation),
+    mirrors: (file.mirrors ?? []).map((m) => mirrorLocation(m, configFile)),
     keyFile: path.resolve(flags.keyFile ?? env.PI_GUARD_KEY_FILE ?? file.keyFile ?? path.join(configDir, "key")),
     keyFileSource: flags.keyFile ? "--key-file" : env.PI_GUARD_KEY_FILE ? "PI_GUARD_KEY_FILE" : file.keyFile ? `config file ${configFile}` : undefined,
     passwordFile,
@@ -225,6 +225,14 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
     retention: file.retention ? definedOnly(file.retention) : { ...DEFAULT_RETENTION },
     schedules: file.schedules ?? DEFAULT_SCHEDULES.map((s) => ({ ...s })),
   };
+}
+
+/** A mirror holds a copy of pi-guard's own repository (docs/FORMAT.md §14), which a restic repository cannot. */
+function mirrorLocation(mirror: string, configFile: string): string {
+  if (parseRepoLocation(mirror).kind === "restic") {
+    throw new RepoError(`config file ${configFile}: mirrors: "${mirror}" is a restic repository; a mirror is a copy of pi-guard's own repository (s3://bucket/prefix or a local path)`, "usage");
+  }
+  return normalizeRepoLocation(mirror);
 }
 
 function definedOnly<T extends object>(o: T): { [K in keyof T]: Exclude<T[K], undefined> } {

@@ -2,10 +2,14 @@ import path from "node:path";
 import { RepoError } from "../repo/errors.js";
 
 /** What a repository location string (PI_GUARD_REPO, --repo, "repo" in the config file) names. */
-export type RepoLocation = { kind: "local"; path: string } | { kind: "s3"; bucket: string; prefix: string };
+export type RepoLocation =
+  | { kind: "local"; path: string }
+  | { kind: "s3"; bucket: string; prefix: string }
+  /** A restic repository, driven through the restic binary (src/restic/); `repository` is restic's own string. */
+  | { kind: "restic"; repository: string };
 
 /** The schemes pi-guard knows, as shown in messages. */
-export const KNOWN_LOCATIONS = "s3://bucket/prefix or a local path";
+export const KNOWN_LOCATIONS = "s3://bucket/prefix, restic:<restic repository> or a local path";
 
 // S3's bucket naming rules (3-63 characters, lowercase letters, digits, dots, hyphens).
 const BUCKET = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
@@ -28,6 +32,11 @@ export function parseRepoLocation(repo: string): RepoLocation {
       throw new RepoError(`"${repo}": the prefix must be plain names separated by single slashes`, "usage");
     }
     return { kind: "s3", bucket, prefix };
+  }
+  if (scheme === "restic") {
+    const repository = repo.slice("restic:".length);
+    if (repository.trim() === "") throw new RepoError(`"${repo}": name the restic repository after "restic:" (for example restic:/srv/backup or restic:s3:host/bucket)`, "usage");
+    return { kind: "restic", repository };
   }
   throw new RepoError(
     `"${repo}": unknown repository scheme "${scheme}:"; a repository is ${KNOWN_LOCATIONS} (for a local folder whose name has a colon, write ./${repo})`,

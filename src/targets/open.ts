@@ -1,3 +1,4 @@
+import { RepoError } from "../repo/errors.js";
 import type { Config } from "../config/config.js";
 import { LimitTarget } from "./limit.js";
 import { LocalTarget } from "./local.js";
@@ -15,6 +16,8 @@ export const REMOTE_CONCURRENCY = 8;
  */
 export function openTarget(config: Pick<Config, "repo">, env: NodeJS.ProcessEnv = process.env, opts: OpenTargetOptions = {}): Target {
   const loc = parseRepoLocation(config.repo);
+  // A restic repository is read and written only by restic (src/restic/), never as pi-guard objects.
+  if (loc.kind === "restic") throw new RepoError(`${config.repo} is a restic repository: this command works only on pi-guard's own repositories (docs/RESTIC.md)`, "usage");
   const wrap = opts.wrapStorage ?? ((t: Target) => t);
   if (loc.kind === "s3") return new RetryTarget(new LimitTarget(wrap(new S3Target({ bucket: loc.bucket, prefix: loc.prefix, env }), { multipartPartSize: S3_PART_SIZE }), REMOTE_CONCURRENCY));
   return wrap(new LocalTarget(loc.path), {});

@@ -15,8 +15,18 @@ describe("repository locations", () => {
   });
 
   it("a scheme pi-guard does not know is a usage error naming the ones it knows", () => {
-    for (const repo of ["restic:/srv/backup", "sftp:host:/x", "gs://bucket/x", "S3:/x", "rclone:remote:path"]) {
-      expect(() => parseRepoLocation(repo), repo).toThrow(expect.objectContaining({ kind: "usage", message: expect.stringContaining("s3://bucket/prefix or a local path") }));
+    for (const repo of ["sftp:host:/x", "gs://bucket/x", "S3:/x", "rclone:remote:path", "Restic:/x"]) {
+      expect(() => parseRepoLocation(repo), repo).toThrow(expect.objectContaining({ kind: "usage", message: expect.stringContaining("s3://bucket/prefix, restic:<restic repository> or a local path") }));
+    }
+  });
+
+  it("restic:<anything restic takes> is a restic repository; restic: alone is a usage error", () => {
+    expect(parseRepoLocation("restic:/srv/backup")).toEqual({ kind: "restic", repository: "/srv/backup" });
+    expect(parseRepoLocation("restic:s3:http://127.0.0.1:9000/bucket/prefix")).toEqual({ kind: "restic", repository: "s3:http://127.0.0.1:9000/bucket/prefix" });
+    expect(parseRepoLocation("restic:sftp:user@host:/srv/restic")).toEqual({ kind: "restic", repository: "sftp:user@host:/srv/restic" });
+    expect(normalizeRepoLocation("restic:rel/path")).toBe("restic:rel/path");
+    for (const repo of ["restic:", "restic:  "]) {
+      expect(() => parseRepoLocation(repo), repo).toThrow(expect.objectContaining({ kind: "usage", message: expect.stringContaining('name the restic repository after "restic:"') }));
     }
   });
 

@@ -156,9 +156,10 @@ describe("pi-guard against S3 (s3rver)", () => {
     const down = await cli(sb, ["snapshots"], { env: { ...env, AWS_ENDPOINT_URL: "http://127.0.0.1:9" } });
     expect(expectOneLineError(down, 1)).toMatch(/cannot reach S3 at 127\.0\.0\.1:9: ECONNREFUSED/);
 
-    for (const repo of ["restic:/srv/backup", "gs://bucket/x", "sftp:host:/x"]) {
+    // restic: is known now (test/restic/); other schemes stay usage errors.
+    for (const repo of ["gs://bucket/x", "sftp:host:/x"]) {
       const unknown = await cli(sb, ["snapshots"], { env: { ...env, PI_GUARD_REPO: repo } });
-      expect(expectOneLineError(unknown, 2), repo).toContain("s3://bucket/prefix or a local path");
+      expect(expectOneLineError(unknown, 2), repo).toContain("s3://bucket/prefix, restic:<restic repository> or a local path");
     }
   });
 });

@@ -1,0 +1,196 @@
+// The one place where a `restic:` repository location changes what a command does. Commands the
+// restic engine (src/restic/) supports get its action instead of their own, before they run;
+// every other command that opens a repository is refused by openTarget in one line (exit 2).
+import type { Command } from "commander";
+import { META_ROOT_NAME } from "../config/config.js";
+import { RepoError } from "../repo/errors.js";
+import { parseRepoLocation } from "../targets/location.js";
+import type { ResticSession } from "../restic/run.js";
+import { context, type Context } from "./context.js";
+import { EXIT, formatBytes, formatDuration, info, printJson, table, warn } from "./output.js";
+import { policyFrom, type ForgetFlags } from "./prune-commands.js";
+import { Progress } from "./progress.js";
+import { promptHidden } from "./prompt.js";
+import { printRestoreResult, type RestoreFlags } from "./restore-commands.js";
+import { printSessionList, printSessionView, type ListFlags } from "./sessions-commands.js";
+
+/** `session(true)`: a new repository, whose prompted password is asked twice. */
+type Route = (ctx: Context, session: (isNew?: boolean) => Promise<ResticSession>, args: unknown[], opts: Record<string, unknown>) => Promise<void>;
+
+/** `pi-guard <path>` → what it does on a restic repository. */
+const ROUTES: Record<string, Route> = {
+  init: async (ctx, session, _args, opts) => {
+    if (opts.keyFileOnly) throw new RepoError("--key-file-only: restic has no key files; a restic repository is opened by a password (PI_GUARD_PASSWORD or PI_GUARD_PASSWORD_FILE)", "usage");
+    const { resticInit } = await import("../restic/repository.js");
+    const made = await resticInit(await session(true));
+    if (ctx.out.json) printJson({ repo: ctx.config.repo, id: made.id, credential: "password", keyFile: null, engine: "restic" });
+    else info(ctx.out, `created restic repository ${made.id.slice(0, 8)} at ${ctx.config.repo.slice("restic:".length)}`);
+  },
+  snapshot: async (ctx, session, _args, opts) => snapshot(ctx, session, opts as SnapshotFlags),
+  snapshots: async (ctx, session, _args, opts) => snapshots(ctx, session, opts as { tag?: string; host?: string }),
+  restore: async (ctx, session, [when], opts) => {
+    const flags = opts as RestoreFlags;
+    if (flags.delete) throw new RepoError("--delete is not available on a restic repository: a restore there creates and replaces files, never deletes (docs/RESTIC.md)", "usage");
+    const { resticRestore } = await import("../restic/restore.js");
+    const progress = new Progress(!ctx.out.json && !ctx.out.quiet);
+    const result = await resticRestore(ctx.config, await session(), String(when), {
+      targetDir: flags.target,
+      paths: flags.path,
+      session: flags.session,
+      dryRun: flags.dryRun,
+      host: flags.host,
+      onProgress: (p) => progress.update(`${p.files} files, ${formatBytes(p.bytes)}  ${p.current}`),
+    });
+    progress.done();
+    printRestoreResult(ctx, flags, { ...result, snapshot: { id: result.snapshot.id, snapshot: { time: result.snapshot.time, host: result.snapshot.host } } }, "");
+  },
+  forget: async (ctx, session, [ids], opts) => {
+    const flags = opts as ForgetFlags;
+    if (Array.isArray(ids) && ids.length) throw new RepoError("on a restic repository pi-guard forgets by policy only; forget single snapshots with `restic forget <id>`", "usage");
+    if (flags.allowDamaged) throw new RepoError("--allow-damaged is not available on a restic repository (restic prune refuses a damaged repository; see restic repair)", "usage");
+    const policy = policyFrom(flags, ctx);
+    if (!policy) throw new RepoError("nothing to forget by: give --keep-* options or --policy (forgetting every snapshot is never allowed)", "usage");
+    if (flags.dryRun && flags.prune) throw new RepoError("--prune after a --dry-run would prune nothing; run them without --dry-run", "usage");
+    const { resticForget } = await import("../restic/repository.js");
+    const r = await resticForget(await session(), policy, { dryRun: flags.dryRun, prune: flags.prune, host: flags.host, includeSpecial: flags.includeSpecial, maxUnused: flags.maxUnused });
+    if (ctx.out.json) return printJson(r);
+    const row = (k: { id: string; time: string; host: string; tags: string[]; reasons: string[] }) => ["  " + k.id.slice(0, 8), k.time, k.host, k.reasons.length ? k.reasons.join(", ") : k.tags.join(",")];
+    if (r.keep.length) info(ctx.out, `keep ${r.keep.length} snapshot(s):\n${table(r.keep.map(row))}`);
+    if (r.remove.length) info(ctx.out, `${r.dryRun ? "would remove" : "remove"} ${r.remove.length} snapshot(s):\n${table(r.remove.map(row))}`);
+    if (!r.remove.length) info(ctx.out, `nothing to forget: the policy keeps all ${r.keep.length} snapshot(s)`);
+    else if (r.dryRun) info(ctx.out, `dry run: would forget ${r.remove.length} and keep ${r.keep.length} snapshot(s); nothing was changed`);
+    else info(ctx.out, `forgot ${r.removed} snapshot(s), kept ${r.keep.length}${r.pruned ? "; restic prune freed their data" : "; `pi-guard forget --prune` (or restic prune) frees their data"}`);
+  },
+  check: async (ctx, session, _args, opts) => {
+    const { resticCheck } = await import("../restic/repository.js");
+    const r = await resticCheck(await session(), { readData: !!opts.readData });
+    if (ctx.out.json) printJson(r);
+    else {
+      for (const p of r.problems) warn(`error: ${p}`);
+      info(ctx.out, `restic check${r.readData ? " --read-data" : ""}: ${r.ok ? "no errors" : "DAMAGED"}`);
+    }
+    if (!r.ok) process.exitCode = EXIT.damaged;
+  },
+  "sessions list": async (ctx, session, _args, opts) => {
+    const flags = opts as ListFlags;
+    const [{ resticSessions }, { filterSessions }, { timeRange }] = await Promise.all([import("../restic/sessions.js"), import("../sessions/query.js"), import("../sessions/time-filter.js")]);
+    const range = timeRange(flags);
+    const all = await resticSessions(ctx.config, await session());
+    await printSessionList(ctx, filterSessions(all, { project: flags.project, tag: flags.tag, deleted: flags.deleted, host: flags.host, ...range }));
+  },
+  "sessions show": async (ctx, session, [id], opts) => {
+    const [{ resticSessions, readResticSession }, sessions] = await Promise.all([import("../restic/sessions.js"), import("../sessions/index.js")]);
+    const s = await session();
+    const record = sessions.resolveSession(await resticSessions(ctx.config, s), String(id));
+    const { bytes, source } = await readResticSession(s, record);
+    const view = sessions.sessionView(sessions.loadSessionBytes(bytes, record.id), opts.branch as string | undefined);
+    printSessionView(ctx, record, view, source, opts, sessions.renderSession);
+  },
+};
+
+interface SnapshotFlags {
+  tag?: string[];
+  fromTar?: string;
+  time?: string;
+  init?: boolean;
+  allowEmpty?: boolean;
+}
+
+async function snapshot(ctx: Context, session: (isNew?: boolean) => Promise<ResticSession>, opts: SnapshotFlags): Promise<void> {
+  if (opts.fromTar || opts.time) throw new RepoError("--from-tar is not available on a restic repository (import the tarball into a pi-guard repository, or use restic backup --stdin)", "usage");
+  const { PRE_RESTORE_TAG } = await import("../restore/select.js");
+  const { INCOMPLETE_TAG, IMPORT_TAG } = await import("../repo/format.js");
+  const { PI_GUARD_TAG, ROOT_TAG_PREFIX } = await import("../restic/snapshots.js");
+  const borrowed = (opts.tag ?? []).filter((t) => [PRE_RESTORE_TAG, INCOMPLETE_TAG, IMPORT_TAG, PI_GUARD_TAG].includes(t) || t.startsWith(ROOT_TAG_PREFIX));
+  if (borrowed.length) throw new RepoError(`--tag ${borrowed[0]} is reserved for the tags that pi-guard sets itself`, "usage");
+  const { promises: fs } = await import("node:fs");
+  const sources = ctx.config.roots.filter((r) => r.name !== META_ROOT_NAME);
+  let present = false;
+  for (const r of sources) if (await fs.stat(r.path).then((s) => s.isDirectory(), () => false)) present = true;
+  if (!present) {
+    if (!opts.allowEmpty) throw new RepoError(`nothing to back up: ${ctx.config.agentDir} does not exist; set PI_CODING_AGENT_DIR or --agent-dir (or pass --allow-empty)`, "not-found");
+    warn(`nothing to back up: ${ctx.config.agentDir} does not exist (set PI_CODING_AGENT_DIR or --agent-dir)`);
+    if (ctx.out.json) printJson({ snapshotId: null, reason: "agent dir missing", agentDir: ctx.config.agentDir });
+    return;
+  }
+  const s = await session();
+  if (opts.init) {
+    const { listResticSnapshots } = await import("../restic/snapshots.js");
+    const { resticInit } = await import("../restic/repository.js");
+    const exists = await listResticSnapshots(s).then(
+      () => true,
+      (err: unknown) => {
+        if (err instanceof RepoError && err.kind === "not-found") return false;
+        throw err;
+      },
+    );
+    if (!exists) {
+      await resticInit(s);
+      info(ctx.out, `created restic repository at ${ctx.config.repo.slice("restic:".length)}`);
+    }
+  }
+  const { resticBackup } = await import("../restic/backup.js");
+  const progress = new Progress(!ctx.out.json && !ctx.out.quiet);
+  const result = await resticBackup(ctx.config, s, { tags: opts.tag, onProgress: (p) => progress.update(`${p.files} files, ${formatBytes(p.bytes)}  ${p.current}`) });
+  progress.done();
+  if (result.skipped.length) {
+    process.exitCode = EXIT.damaged;
+    for (const k of result.skipped) warn(`skipped ${JSON.stringify(k.path)}: ${k.error}`);
+    warn(`restic snapshot ${result.id.slice(0, 8)} is incomplete: ${result.skipped.length} path(s) could not be read`);
+  }
+  const sum = result.summary;
+  if (ctx.out.json) return printJson({ snapshotId: result.id, time: result.snapshot.time, parent: null, tags: result.snapshot.tags, skipped: result.skipped, engine: "restic", ...sum });
+  info(
+    ctx.out,
+    table([
+      ["snapshot", `${result.id.slice(0, 8)}  ${result.snapshot.time}  (restic)`],
+      ["files", `${sum.files} (${sum.filesNew} new, ${sum.filesChanged} changed, ${sum.filesUnchanged} unchanged)`],
+      ["total", formatBytes(sum.bytesTotal)],
+      ["new data", formatBytes(sum.bytesNew)],
+      ["duration", formatDuration(sum.durationMs)],
+    ]),
+  );
+}
+
+async function snapshots(ctx: Context, session: () => Promise<ResticSession>, opts: { tag?: string; host?: string }): Promise<void> {
+  const { listResticSnapshots } = await import("../restic/snapshots.js");
+  const { formatLocalTime } = await import("../restore/select.js");
+  const all = (await listResticSnapshots(await session())).filter((s) => (!opts.tag || s.tags.includes(opts.tag)) && (!opts.host || s.host === opts.host));
+  if (ctx.out.json) {
+    return printJson(all.map((s) => ({ id: s.id, shortId: s.id.slice(0, 8), time: s.time, localTime: formatLocalTime(new Date(s.time)), host: s.host, user: s.user, tags: s.tags, roots: s.roots, paths: s.paths })));
+  }
+  if (!all.length) return info(ctx.out, "no pi-guard snapshots in this restic repository yet (run `pi-guard snapshot`)");
+  const rows = [["ID", "TIME (UTC)", "LOCAL TIME", "HOST", "TAGS"]];
+  for (const s of all) rows.push([s.id.slice(0, 8), s.time.replace("T", " ").replace(/\.\d+Z$/, "Z"), formatLocalTime(new Date(s.time)).replace("T", " "), s.host, s.tags.join(",")]);
+  info(ctx.out, table(rows));
+}
+
+function commandPath(cmd: Command): string {
+  const names: string[] = [];
+  for (let c: Command | null = cmd; c?.parent; c = c.parent) names.unshift(c.name());
+  return names.join(" ");
+}
+
+/**
+ * Before an action runs, a command with a restic route gets the restic action instead when the
+ * repository is a `restic:` location. (Commander reads the action handler only after the
+ * preAction hooks, so setting it here takes effect for this run.)
+ */
+export function routeResticRepositories(program: Command): void {
+  program.hook("preAction", async (_program, action) => {
+    const route = ROUTES[commandPath(action)];
+    if (!route) return;
+    // `sessions list --live` reads no repository: its own action does that.
+    if (commandPath(action) === "sessions list" && action.opts().live) return;
+    const ctx = context(action);
+    // Decided without loading the restic engine (and execa): native repositories pay nothing.
+    if (parseRepoLocation(ctx.config.repo).kind !== "restic") return;
+    const { resticSession } = await import("../restic/repository.js");
+    const prompt = process.stdin.isTTY && process.stderr.isTTY ? () => promptHidden("restic repository password: ") : undefined;
+    const session = (isNew = false) => resticSession(ctx.config, prompt, { confirm: isNew });
+    action.action(async (...args: unknown[]) => {
+      const n = action.registeredArguments.length;
+      await route(ctx, session, args.slice(0, n), args[n] as Record<string, unknown>);
+    });
+  });
+}

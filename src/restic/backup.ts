@@ -1,0 +1,126 @@
+// `pi-guard snapshot` on a restic repository: restic backs up the same roots, minus the same
+// excludes, as pi-guard's own snapshot would take, tagged so that pi-guard finds its way back.
+import { hostName } from "../host.js";
+import { promises as fs } from "node:fs";
+import type { Config } from "../config/config.js";
+import { RepoError } from "../repo/errors.js";
+import type { SourceRoot } from "../snapshot/sources.js";
+import { runRestic, type ResticSession, unexpectedOutput } from "./run.js";
+import { listResticSnapshots, PI_GUARD_TAG, type ResticSnapshotRecord, rootTag } from "./snapshots.js";
+
+export interface ResticBackupOptions {
+  tags?: string[];
+  onProgress?: (p: { files: number; bytes: number; current: string }) => void;
+  signal?: AbortSignal;
+}
+
+export interface ResticBackupResult {
+  id: string;
+  snapshot: ResticSnapshotRecord;
+  summary: { files: number; filesNew: number; filesChanged: number; filesUnchanged: number; bytesTotal: number; bytesNew: number; durationMs: number };
+  /** restic exit code 3: these could not be read, the snapshot holds everything else. */
+  skipped: { path: string; error: string }[];
+}
+
+/** restic patterns treat * ? [ and \ specially; a root path is meant literally. */
+export function escapePattern(p: string): string {
+  return p.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
+}
+
+/**
+ * pi-guard's excludes are globs relative to a root ("bin", "**\/node_modules"); restic's are
+ * matched against absolute paths, so each is anchored at each root. Includes have no restic
+ * equivalent for a backup, so a config with `sources.include` is refused rather than widened.
+ */
+export function excludeArgs(roots: SourceRoot[], filter: Config["filter"]): string[] {
+  if (filter.include.length) {
+    throw new RepoError("sources.include in the config has no restic equivalent: a restic repository backs up whole roots minus sources.exclude (docs/RESTIC.md)", "usage");
+  }
+  const args: string[] = [];
+  for (const root of roots) for (const glob of filter.exclude) args.push("--exclude", `${escapePattern(root.path)}/${glob.replace(/^\/+/, "")}`);
+  return args;
+}
+
+/** The roots that exist now; restic fails a backup over a path that is not there. */
+async function presentRoots(roots: SourceRoot[]): Promise<SourceRoot[]> {
+  const out: SourceRoot[] = [];
+  for (const r of roots) if (await fs.stat(r.path).then((s) => s.isDirectory(), () => false)) out.push(r);
+  return out;
+}
+
+const SNAPSHOT_ID = /^[0-9a-f]{8,64}$/;
+const count = (v: unknown): number => (typeof v === "number" && Number.isSafeInteger(v) && v >= 0 ? v : NaN);
+
+export async function resticBackup(config: Config, s: ResticSession, opts: ResticBackupOptions = {}): Promise<ResticBackupResult> {
+  const roots = await presentRoots(config.roots);
+  if (!roots.length) throw new RepoError(`nothing to back up: ${config.agentDir} does not exist`, "not-found");
+  for (const t of opts.tags ?? []) if (t.includes(",") || t.trim() === "") throw new RepoError(`--tag "${t}": restic tags cannot be empty or hold a comma`, "usage");
+  const tags = [PI_GUARD_TAG, ...roots.map(rootTag), ...(opts.tags ?? [])];
+  const args = ["backup", "--json", "--host", hostName(), ...tags.flatMap((t) => ["--tag", t]), ...excludeArgs(roots, config.filter), "--", ...roots.map((r) => r.path)];
+  let summary: Record<string, unknown> | undefined;
+  let bad: string | undefined;
+  const skipped: { path: string; error: string }[] = [];
+  const started = Date.now();
+  const r = await runRestic(s, args, {
+    okExitCodes: [3],
+    signal: opts.signal,
+    onJson: (v) => {
+      const o = v as Record<string, unknown>;
+      if (!o || typeof o !== "object" || Array.isArray(o)) return void (bad ??= JSON.stringify(v));
+      if (o.message_type === "status") {
+        const files = count(o.files_done);
+        const bytes = count(o.bytes_done);
+        const current = Array.isArray(o.current_files) && typeof o.current_files[0] === "string" ? o.current_files[0] : "";
+        if (Number.isFinite(files) && Number.isFinite(bytes)) opts.onProgress?.({ files, bytes, current });
+      } else if (o.message_type === "summary") summary = o;
+      else if (o.message_type === "error") skipped.push(errorItem(o));
+    },
+  });
+  if (bad) throw unexpectedOutput("backup", bad);
+  if (r.exitCode === 3) skipped.push(...stderrErrors(r.stderr).filter((e) => !skipped.some((k) => k.path === e.path)));
+  // restic 0.14 prints the short id (8 hex digits); later versions the full one.
+  const shortId = summary?.snapshot_id;
+  if (typeof shortId !== "string" || !SNAPSHOT_ID.test(shortId)) throw unexpectedOutput("backup", summary ? `summary without a snapshot id: ${JSON.stringify(summary).slice(0, 60)}` : "(no summary line)");
+  const numbers = {
+    filesNew: count(summary!.files_new),
+    filesChanged: count(summary!.files_changed),
+    filesUnchanged: count(summary!.files_unmodified),
+    bytesTotal: count(summary!.total_bytes_processed),
+    bytesNew: count(summary!.data_added),
+  };
+  if (Object.values(numbers).some((n) => Number.isNaN(n))) throw unexpectedOutput("backup", `summary ${JSON.stringify(summary).slice(0, 60)}`);
+  // Success is what the repository holds, not what restic said: the snapshot must list, with our tags.
+  const matches = (await listResticSnapshots(s, { signal: opts.signal })).filter((x) => x.id.startsWith(shortId));
+  if (matches.length !== 1) throw new RepoError(`restic reported snapshot ${shortId.slice(0, 8)}, but the repository ${matches.length ? "lists several such ids" : "does not list it as pi-guard's"}`, "io");
+  const made = matches[0];
+  const id = made.id;
+  if (r.exitCode === 3 && skipped.length === 0) skipped.push({ path: "", error: "restic could not read some files (exit 3)" });
+  const summaryOut = { files: numbers.filesNew + numbers.filesChanged + numbers.filesUnchanged, ...numbers, durationMs: Date.now() - started };
+  return { id, snapshot: made, summary: summaryOut, skipped };
+}
+
+function errorItem(o: Record<string, unknown>): { path: string; error: string } {
+  const err = o.error as Record<string, unknown> | undefined;
+  const message = typeof err?.message === "string" ? err.message : typeof o.error === "string" ? o.error : "unreadable";
+  return { path: typeof o.item === "string" ? o.item : "", error: message.slice(0, 200) };
+}
+
+/** restic 0.14 prints read errors on stderr: one JSON object, or "error: open /x: permission denied". */
+function stderrErrors(stderr: string): { path: string; error: string }[] {
+  const out: { path: string; error: string }[] = [];
+  for (const line of stderr.split("\n")) {
+    const t = line.trim();
+    if (t.startsWith("{")) {
+      try {
+        const o = JSON.parse(t) as Record<string, unknown>;
+        if (o && o.message_type === "error") out.push(errorItem(o));
+      } catch {
+        // not JSON after all: fall through to the text form
+      }
+      continue;
+    }
+    const m = /^error: (?:\w+ )?(\/.*?): (.+)$/.exec(t);
+    if (m) out.push({ path: m[1], error: m[2] });
+  }
+  return out;
+}

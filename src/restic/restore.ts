@@ -1,0 +1,274 @@
+// `pi-guard restore` from a restic repository, with pi-guard's guarantees: restic restores the
+// chosen files into a private staging folder first; pi-guard checks each staged file against
+// the size the snapshot lists, compares it with what is on disk, snapshots what it is about to
+// replace (tag pre-restore), and only then swaps each file in (temp file, fsync, rename), walking
+// every parent folder with lstat so that no symlink leads a write elsewhere.
+//
+// Why staging rather than `restic dump` per file: one restic process restores every file (dump
+// is one process per file and cannot be verified before anything is touched), and nothing in
+// the user's folders changes until all the bytes are here and checked.
+import { randomBytes } from "node:crypto";
+import { constants, promises as fs } from "node:fs";
+import path from "node:path";
+import picomatch from "picomatch";
+import type { Config } from "../config/config.js";
+import { makeDirs, syncDir, writeFully } from "../fs-safe.js";
+import { parseSessionFileName } from "../pi/writer.js";
+import { RepoError } from "../repo/errors.js";
+import { describeFsError, type FileAction, type RestoreFailure, type RestoreReport, sessionMatcher } from "../restore/restorer.js";
+import { type FsPath, isSafeRootName, joinPath, nodeComponents, RefusedPath, resolveDestRoot, walkDirs } from "../restore/safe-path.js";
+import { PRE_RESTORE_TAG, type ResolvedTime, selectSnapshotAt, snapshotsOfHost } from "../restore/select.js";
+import { hostName } from "../host.js";
+import { resticBackup } from "./backup.js";
+import { escapePattern } from "./backup.js";
+import { runRestic, type ResticSession } from "./run.js";
+import { findInResticSnapshots, listResticNodes, listResticSnapshots, nodeRoot, type ResticNode, type ResticSnapshotRecord } from "./snapshots.js";
+
+export interface ResticRestoreOptions {
+  targetDir?: string;
+  paths?: string[];
+  session?: string;
+  dryRun?: boolean;
+  /** Choose among this host's snapshots (select.ts snapshotsOfHost: the default when several hosts share the repository is this one's). */
+  host?: string;
+  onProgress?: (p: { files: number; bytes: number; current: string }) => void;
+}
+
+export interface ResticRestoreResult {
+  snapshot: ResticSnapshotRecord;
+  report: RestoreReport;
+  undoSnapshot?: string;
+  resolved?: ResolvedTime;
+}
+
+interface Item {
+  node: ResticNode;
+  root: string;
+  rel: string;
+  rootDir: string;
+  comps: FsPath[];
+  action: FileAction;
+}
+
+/** `<when>` among pi-guard's snapshots in the repository, by pi-guard's rules (select.ts). */
+export async function chooseResticSnapshot(s: ResticSession, when: string, host?: string): Promise<{ record: ResticSnapshotRecord; resolved?: ResolvedTime }> {
+  const all = await listResticSnapshots(s);
+  const choosable = all.map((r) => ({ id: r.id, snapshot: { time: r.time, host: r.host, tags: r.tags }, record: r }));
+  const { record, resolved } = selectSnapshotAt(snapshotsOfHost(choosable, when, host, hostName()), when);
+  return { record: record.record, resolved };
+}
+
+export async function resticRestore(config: Config, s: ResticSession, when: string, opts: ResticRestoreOptions = {}): Promise<ResticRestoreResult> {
+  const started = Date.now();
+  const { record: snap, resolved } = await chooseResticSnapshot(s, when, opts.host);
+  const failed: RestoreFailure[] = [];
+  const destinations = new Map<string, string>();
+  for (const root of snap.roots) {
+    if (opts.targetDir) {
+      if (root.name === "agent") destinations.set(root.name, path.resolve(opts.targetDir));
+      else if (isSafeRootName(root.name)) destinations.set(root.name, path.resolve(opts.targetDir, `.${root.name}`));
+      continue;
+    }
+    const current = config.roots.find((r) => r.name === root.name);
+    if (current) destinations.set(root.name, current.path);
+    else failed.push({ path: `${root.name}/`, root: root.name, error: `root ${JSON.stringify(root.name)} (${root.path}) is not configured now: restore it with --target`, kind: "refused" });
+  }
+  if (snap.roots.length === 0) throw new RepoError(`restic snapshot ${snap.id.slice(0, 8)} has no pi-guard root tags: restore it with plain restic`, "corrupt");
+
+  const wantPath = opts.paths?.length ? picomatch(opts.paths, { dot: true }) : () => true;
+  const wantSession = opts.session ? sessionMatcher(opts.session) : () => true;
+  const nodes: { node: ResticNode; root: string; rel: string }[] = [];
+  const sessionIds = new Set<string>();
+  await listResticNodes(s, snap.id, (node) => {
+    const where = nodeRoot(snap, node.path);
+    if (!where || !destinations.has(where.root) || node.type === "dir") return;
+    if (!wantPath(where.rel) || !wantSession(where.rel)) return;
+    if (node.type !== "file") {
+      failed.push({ path: where.rel, root: where.root, error: `a ${node.type === "symlink" ? "symbolic link" : "special file"}: only files are restored from restic (use restic restore)`, kind: "refused" });
+      return;
+    }
+    if (opts.session) sessionIds.add(parseSessionFileName(where.rel)!.id);
+    nodes.push({ node, ...where });
+  });
+  if (opts.session) {
+    if (sessionIds.size > 1) throw new RepoError(`session id "${opts.session}" is ambiguous: ${sessionIds.size} sessions match (${[...sessionIds].slice(0, 4).join(", ")}); type more characters`, "usage");
+    if (sessionIds.size === 0) throw await sessionElsewhere(s, snap, opts.session);
+  }
+
+  const items: Item[] = [];
+  const rootDirs = new Map<string, string>();
+  for (const [name, dir] of destinations) rootDirs.set(name, await resolveDestRoot(dir));
+  const staging = path.join(config.dataDir, "restic-staging", `${process.pid}-${randomBytes(6).toString("hex")}`);
+  await makeDirs(staging, 0o700);
+  try {
+    if (nodes.length) await stage(s, snap, nodes, staging, opts.paths?.length || opts.session ? "files" : "roots");
+    for (const n of nodes) {
+      let comps: FsPath[];
+      try {
+        // Before the path is used anywhere, even inside the staging folder: no "..", no empty part.
+        comps = nodeComponents({ path: n.rel });
+      } catch (err) {
+        failed.push(failureOf(n.rel, n.root, err));
+        continue;
+      }
+      const staged = path.join(staging, n.node.path);
+      const st = await fs.lstat(staged).catch(() => undefined);
+      if (!st?.isFile() || st.size !== n.node.size) {
+        failed.push({ path: n.rel, root: n.root, error: st?.isFile() ? `restic restored ${st.size} bytes, the snapshot lists ${n.node.size}` : "restic did not restore it", kind: "damaged" });
+        continue;
+      }
+      try {
+        const rootDir = rootDirs.get(n.root)!;
+        const action = await plannedAction(rootDir, comps, staged);
+        items.push({ ...n, rootDir, comps, action });
+      } catch (err) {
+        failed.push(failureOf(n.rel, n.root, err));
+      }
+    }
+    const report: RestoreReport = { snapshotId: snap.id, files: [], failed, bytesWritten: 0, durationMs: 0 };
+    const entry = (i: Item) => ({ path: i.rel, root: i.root, action: i.action, size: i.node.size, dest: path.join(i.rootDir, i.rel) });
+    if (opts.dryRun) {
+      report.files = items.map(entry);
+      report.durationMs = Date.now() - started;
+      return { snapshot: snap, report, resolved };
+    }
+    if (opts.targetDir) await makeDirs(path.resolve(opts.targetDir));
+    let undoSnapshot: string | undefined;
+    // Only a replaced file needs saving first: with no --delete, a created one is undone by hand,
+    // and on a new machine (no agent dir yet) there is nothing to save at all.
+    if (!opts.targetDir && items.some((i) => i.action === "replace")) {
+      const pre = await resticBackup(config, s, { tags: [PRE_RESTORE_TAG] });
+      undoSnapshot = pre.id;
+      if (pre.skipped.length) {
+        const first = pre.skipped[0];
+        throw new RepoError(`cannot save ${first.path || "a file"} (${first.error}) before restoring over it; nothing was restored`, "io");
+      }
+    }
+    for (const item of items) {
+      if (item.action !== "unchanged") {
+        try {
+          await swapIn(item, path.join(staging, item.node.path), !opts.targetDir);
+          report.bytesWritten += item.node.size;
+        } catch (err) {
+          failed.push(failureOf(item.rel, item.root, err));
+          continue;
+        }
+      }
+      report.files.push(entry(item));
+      opts.onProgress?.({ files: report.files.length, bytes: report.bytesWritten, current: item.rel });
+    }
+    report.durationMs = Date.now() - started;
+    return { snapshot: snap, report, undoSnapshot, resolved };
+  } finally {
+    await fs.rm(staging, { recursive: true, force: true });
+  }
+}
+
+/**
+ * `--session` names a session the chosen snapshot lacks: name the newest other snapshot that has
+ * it (one `restic find` over all snapshots), as a native restore does.
+ */
+async function sessionElsewhere(s: ResticSession, chosen: ResticSnapshotRecord, session: string): Promise<RepoError> {
+  const matches = sessionMatcher(session);
+  const hits = await findInResticSnapshots(s, `*_${escapePattern(session)}*.jsonl`);
+  const others = (await listResticSnapshots(s)).filter((r) => r.id !== chosen.id).reverse();
+  for (const other of others) {
+    const found = new Set<string>();
+    for (const node of hits.get(other.id) ?? []) {
+      const where = nodeRoot(other, node.path);
+      if (where && node.type === "file" && matches(where.rel)) found.add(parseSessionFileName(where.rel)!.id);
+    }
+    if (found.size > 1) return new RepoError(`session id "${session}" is ambiguous: ${found.size} sessions match (${[...found].slice(0, 4).join(", ")}); type more characters`, "usage");
+    if (found.size === 1) {
+      const id = [...found][0];
+      return new RepoError(
+        `snapshot ${chosen.id.slice(0, 8)} (${chosen.time}) does not hold session ${id}; the last snapshot that does is ${other.id.slice(0, 8)} (${other.time}): pi-guard restore ${other.id.slice(0, 8)} --session ${id}`,
+        "not-found",
+      );
+    }
+  }
+  return new RepoError(`no pi-guard snapshot in the restic repository holds a session whose id starts with "${session}"`, "not-found");
+}
+
+/**
+ * restic restores into the staging folder: whole roots, or the chosen files only. restic takes
+ * --include patterns, so the paths are escaped to mean themselves.
+ */
+async function stage(s: ResticSession, snap: ResticSnapshotRecord, nodes: { node: ResticNode }[], staging: string, what: "roots" | "files"): Promise<void> {
+  const paths = what === "roots" ? snap.roots.map((r) => r.path) : nodes.map((n) => n.node.path);
+  await runRestic(s, ["restore", snap.id, "--target", staging, ...paths.flatMap((p) => ["--include", escapePattern(p)])]);
+}
+
+async function plannedAction(rootDir: string, comps: FsPath[], staged: string): Promise<FileAction> {
+  const parent = await walkDirs(rootDir, comps.slice(0, -1), false);
+  if (!parent) return "create";
+  const dest = joinPath(parent, comps[comps.length - 1]);
+  const st = await fs.lstat(dest).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === "ENOENT") return undefined;
+    throw err;
+  });
+  if (!st) return "create";
+  if (st.isDirectory()) throw new RefusedPath("a folder is in the way: not replaced");
+  if (!st.isFile()) return "replace";
+  return (await sameBytes(staged, dest, st.size)) ? "unchanged" : "replace";
+}
+
+async function sameBytes(a: string, b: FsPath, size: number): Promise<boolean> {
+  if ((await fs.stat(a)).size !== size) return false;
+  const [ha, hb] = await Promise.all([fs.open(a, "r"), fs.open(b, constants.O_RDONLY | constants.O_NOFOLLOW)]);
+  try {
+    const ba = Buffer.alloc(1 << 20);
+    const bb = Buffer.alloc(1 << 20);
+    for (let pos = 0; pos < size; ) {
+      const [ra, rb] = await Promise.all([ha.read(ba, 0, ba.length, pos), hb.read(bb, 0, bb.length, pos)]);
+      if (ra.bytesRead !== rb.bytesRead || ra.bytesRead === 0 || !ba.subarray(0, ra.bytesRead).equals(bb.subarray(0, rb.bytesRead))) return false;
+      pos += ra.bytesRead;
+    }
+    return true;
+  } finally {
+    await Promise.all([ha.close(), hb.close()]);
+  }
+}
+
+/** Copy the staged file to a temp name beside its destination, check its length, rename it in. */
+async function swapIn(item: Item, staged: string, durable: boolean): Promise<void> {
+  const parent = await walkDirs(item.rootDir, item.comps.slice(0, -1), true);
+  const dest = joinPath(parent!, item.comps[item.comps.length - 1]);
+  const tmp = joinPath(parent!, `.pi-guard-restore-${randomBytes(6).toString("hex")}`);
+  const src = await fs.open(staged, "r");
+  let out: fs.FileHandle | undefined;
+  try {
+    out = await fs.open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, item.node.mode & 0o777 || 0o600);
+    const buf = Buffer.alloc(1 << 20);
+    let pos = 0;
+    for (;;) {
+      const { bytesRead } = await src.read(buf, 0, buf.length, pos);
+      if (bytesRead === 0) break;
+      await writeFully(out, buf.subarray(0, bytesRead), pos);
+      pos += bytesRead;
+    }
+    if (pos !== item.node.size) throw new RepoError(`${item.rel}: staged copy has ${pos} bytes, the snapshot lists ${item.node.size}`, "corrupt");
+    await out.chmod(item.node.mode & 0o7777 || 0o600);
+    if (durable) await out.sync();
+    await out.close();
+    out = undefined;
+    if (item.node.mtime && !Number.isNaN(Date.parse(item.node.mtime))) await fs.utimes(tmp, new Date(), new Date(Date.parse(item.node.mtime)));
+    // The parent was checked when the walk made it; check the final name once more right before the rename.
+    const st = await fs.lstat(dest).catch(() => undefined);
+    if (st?.isDirectory()) throw new RefusedPath("a folder is in the way: not replaced");
+    await fs.rename(tmp, dest);
+    if (durable) await syncDir(parent!);
+  } catch (err) {
+    await out?.close().catch(() => undefined);
+    await fs.unlink(tmp).catch(() => undefined);
+    throw err;
+  } finally {
+    await src.close();
+  }
+}
+
+function failureOf(rel: string, root: string, err: unknown): RestoreFailure {
+  if (err instanceof RefusedPath) return { path: rel, root, error: err.message, kind: "refused" };
+  if (err instanceof RepoError) return { path: rel, root, error: err.message, kind: err.kind === "corrupt" ? "damaged" : "io" };
+  return { path: rel, root, error: describeFsError(err, rel).message, kind: "io" };
+}

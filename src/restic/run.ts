@@ -1,0 +1,128 @@
+// Running restic: the repository and the password go through restic's environment (never argv,
+// where `ps` shows them), its output is parsed as hostile input, and its failures become one line.
+import { execa, type ResultPromise } from "execa";
+import { RepoError } from "../repo/errors.js";
+import { findRestic, type ResticBinary } from "./binary.js";
+
+/** Where restic should work and how it unlocks the repository. */
+export interface ResticSession {
+  /** restic's repository string (the text after `restic:`). */
+  repository: string;
+  /** Exactly one of these: a file restic reads the password from, or the password itself. */
+  passwordFile?: string;
+  password?: string;
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface ResticRunOptions {
+  /** Called with each stdout line parsed as JSON (the caller validates its shape). */
+  onJson?: (value: unknown) => void;
+  /** Exit codes that are not failures (backup's 3: some files unreadable, snapshot made). */
+  okExitCodes?: number[];
+  signal?: AbortSignal;
+}
+
+export interface ResticResult {
+  exitCode: number;
+  /** stdout when no onJson was given (bounded), else "". */
+  stdout: string;
+  stderr: string;
+}
+
+// restic's own variables that would make it read another repository or password than ours.
+const OVERRIDDEN = ["RESTIC_REPOSITORY", "RESTIC_REPOSITORY_FILE", "RESTIC_PASSWORD", "RESTIC_PASSWORD_FILE", "RESTIC_PASSWORD_COMMAND", "RESTIC_KEY_HINT"];
+
+/** The environment restic runs with: the caller's (backend credentials such as AWS_*), ours on top. */
+export function resticEnv(s: ResticSession): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...(s.env ?? process.env) };
+  for (const k of OVERRIDDEN) delete env[k];
+  env.RESTIC_REPOSITORY = s.repository;
+  if (s.passwordFile !== undefined) env.RESTIC_PASSWORD_FILE = s.passwordFile;
+  else if (s.password !== undefined) env.RESTIC_PASSWORD = s.password;
+  // restic asks on a terminal when it has no password: it must fail instead, we said why already.
+  return env;
+}
+
+const MAX_TEXT = 4 * 1024 * 1024;
+
+/**
+ * Start restic; the caller iterates or awaits. Never a shell, never the password in argv. Not
+ * async: a subprocess is a thenable, which an async function would wait for.
+ */
+export function spawnRestic(bin: ResticBinary, s: ResticSession, args: string[], opts: { signal?: AbortSignal; binary?: boolean } = {}): ResultPromise {
+  return execa(bin.path, args, {
+    env: resticEnv(s),
+    extendEnv: false,
+    reject: false,
+    stdin: "ignore",
+    cancelSignal: opts.signal,
+    maxBuffer: MAX_TEXT,
+    buffer: { stdout: false, stderr: true },
+    encoding: opts.binary ? "buffer" : "utf8",
+  });
+}
+
+/** Run restic to the end; with onJson, each stdout line must be JSON. Fails with one RepoError line. */
+export async function runRestic(s: ResticSession, args: string[], opts: ResticRunOptions = {}): Promise<ResticResult> {
+  const child = spawnRestic(await findRestic(s.env ?? process.env), s, args, { signal: opts.signal });
+  let stdout = "";
+  let badLine: string | undefined;
+  for await (const line of child.iterable({ from: "stdout" })) {
+    const text = String(line);
+    if (!opts.onJson) {
+      if (stdout.length < MAX_TEXT) stdout += `${text}\n`;
+      continue;
+    }
+    if (text.trim() === "" || badLine !== undefined) continue;
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      badLine = text;
+      continue;
+    }
+    opts.onJson(value);
+  }
+  const r = await child;
+  const stderr = typeof r.stderr === "string" ? r.stderr : "";
+  const exitCode = typeof r.exitCode === "number" ? r.exitCode : -1;
+  if (r.isCanceled) throw new RepoError("cancelled while restic was running", "io");
+  if (exitCode !== 0 && !(opts.okExitCodes ?? []).includes(exitCode)) throw resticError(args[0], exitCode, stderr, r.signal);
+  if (badLine !== undefined) throw unexpectedOutput(args[0], badLine);
+  return { exitCode, stdout, stderr };
+}
+
+/** restic printed something pi-guard cannot read: name the command and show the start of it. */
+export function unexpectedOutput(command: string, what: string): RepoError {
+  const shown = JSON.stringify(what.length > 80 ? `${what.slice(0, 80)}…` : what);
+  return new RepoError(`restic ${command} printed output pi-guard cannot read (${shown}); is it really restic ${"≥"} 0.14?`, "io");
+}
+
+/** One line from restic's stderr and exit code, for the mistakes a user can fix. */
+export function resticError(command: string, exitCode: number, stderr: string, signal?: string): RepoError {
+  const text = stderr.replace(/\r/g, "");
+  const has = (re: RegExp) => re.test(text);
+  if (has(/wrong password or no key found/i)) return new RepoError("wrong password for the restic repository (restic: wrong password or no key found)", "wrong-password");
+  if (has(/unable to open config file|Is there a repository at the following location|repository does not exist/i)) {
+    return new RepoError("no restic repository there (run `pi-guard init` first, or check the restic: location)", "not-found");
+  }
+  if (has(/config file already exists|repository master key and config already initialized/i)) return new RepoError("a restic repository already exists there", "exists");
+  if (has(/repository is already locked|unable to create lock/i)) {
+    return new RepoError(`the restic repository is locked by another process (${firstLine(text, /locked/i)}); if that process is gone, run \`restic unlock\``, "locked");
+  }
+  if (has(/no matching ID found|no snapshot found|invalid id/i)) return new RepoError(`restic ${command}: ${firstLine(text, /ID|snapshot/)}`, "not-found");
+  if (has(/Please specify repository location|password is empty|Fatal: an empty password is not a password/i)) {
+    return new RepoError(`restic ${command}: ${firstLine(text, /Fatal/)}`, "no-password");
+  }
+  const why = firstLine(text, /Fatal|error/i) || (signal ? `killed by ${signal}` : `exit code ${exitCode}`);
+  return new RepoError(`restic ${command} failed: ${why}`, exitCode === 3 ? "corrupt" : "io");
+}
+
+/** The most telling line of restic's stderr, short and without control characters. */
+function firstLine(text: string, prefer: RegExp): string {
+  const lines = text.split("\n").map((l) => l.trim()).filter(Boolean);
+  const line = lines.find((l) => prefer.test(l)) ?? lines[0] ?? "";
+  // eslint-disable-next-line no-control-regex
+  const clean = line.replace(/^Fatal:\s*/, "").replace(/[\u0000-\u001f\u007f]/g, "?");
+  return clean.length > 200 ? `${clean.slice(0, 200)}…` : clean;
+}
