@@ -76,11 +76,10 @@ Examples:
         rows.push(["watcher snapshots", `${w.snapshots?.made ?? 0} made, ${w.snapshots?.failed ?? 0} failed`]);
       } else rows.push(["watcher", w.message]);
       if (w.lastError) rows.push(["watcher last error", `${w.lastError.time}: ${w.lastError.message}`]);
-      if (w.requests) {
-        const q = w.requests;
-        const rate = q.putsPerDay === null ? "" : `; about ${q.putsPerDay} PUTs/day (extrapolated from this run)`;
-        rows.push(["watcher requests", `${q.puts} PUT, ${q.gets} GET, ${q.lists} LIST in ${formatAge(q.overMs)}${rate}`]);
-      }
+      const requests = (q: NonNullable<typeof w.requests>) =>
+        `${q.puts} PUT, ${q.gets} GET, ${q.lists} LIST in ${formatAge(q.overMs)}${q.putsPerDay === null ? "" : `; about ${q.putsPerDay} PUTs/day (extrapolated from this run)`}`;
+      if (w.requests) rows.push(["watcher requests", requests(w.requests)]);
+      for (const m of w.mirrorRequests ?? []) rows.push([`mirror requests`, `${m.mirror}: ${requests(m)}`]);
       const o = r.repository.objects;
       rows.push(["repository", r.repository.location]);
       rows.push(["snapshots", String(r.repository.snapshots)]);

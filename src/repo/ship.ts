@@ -4,7 +4,7 @@
  * the next ship catches up, because what to send is found by comparing listings, not from a queue.
  */
 import type { Config } from "../config/config.js";
-import { openTarget } from "../targets/open.js";
+import { openTarget, type OpenTargetOptions } from "../targets/open.js";
 import { TargetError } from "../targets/target.js";
 import { copySnapshots, openReplica, shipSelection, type CopyOptions, type CopyReport } from "./replicate.js";
 import type { Repository } from "./repository.js";
@@ -28,11 +28,17 @@ export const shipped = (s: MirrorShipment): boolean => !s.error && !!s.report &&
  * Ship to every mirror: by default what the ship policy chooses (`shipSelection`); pass `select`
  * or the other CopyOptions to choose otherwise. Mirrors are done one after another.
  */
-export async function shipToMirrors(config: Pick<Config, "mirrors" | "dataDir">, repo: Repository, opts: CopyOptions = {}): Promise<MirrorShipment[]> {
+export async function shipToMirrors(
+  config: Pick<Config, "mirrors" | "dataDir">,
+  repo: Repository,
+  opts: CopyOptions = {},
+  /** How each mirror's storage is opened (the watcher counts its requests). */
+  open: (mirror: string) => OpenTargetOptions = () => ({}),
+): Promise<MirrorShipment[]> {
   const out: MirrorShipment[] = [];
   for (const mirror of config.mirrors) {
     try {
-      const { repo: dest, setup } = await openReplica(repo, openTarget({ repo: mirror }), { create: true, dataDir: config.dataDir });
+      const { repo: dest, setup } = await openReplica(repo, openTarget({ repo: mirror }, process.env, open(mirror)), { create: true, dataDir: config.dataDir });
       const hasChoice = opts.select || opts.ids?.length || opts.host || opts.latestOnly;
       const report = await copySnapshots(repo, dest, hasChoice ? opts : { ...opts, select: shipSelection });
       const failed = report.failed.length ? `${report.failed.length} snapshot(s) not copied: ${report.failed[0].error}` : undefined;

@@ -24,11 +24,11 @@ const LIST_PAGE = 1000;
  * size check after a multipart upload) are not seen here.
  */
 export class CountingTarget extends TargetWrapper {
-  readonly counts: RequestCounts = { puts: 0, gets: 0, lists: 0 };
-
   constructor(
     inner: Target,
     private readonly multipartPartSize?: number,
+    /** Where to add the counts: pass one object to count across several opened targets. */
+    readonly counts: RequestCounts = { puts: 0, gets: 0, lists: 0 },
   ) {
     super(inner);
     const names = inner.listNames?.bind(inner);

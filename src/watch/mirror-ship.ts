@@ -7,6 +7,8 @@
  */
 import type { Config } from "../config/config.js";
 import type { Repository } from "../repo/repository.js";
+import { CountingTarget, type RequestCounts } from "../targets/counting.js";
+import type { OpenTargetOptions } from "../targets/open.js";
 import type { WatchLog } from "./log.js";
 
 export class MirrorShipper {
@@ -17,6 +19,8 @@ export class MirrorShipper {
   private due = false;
   private stopped = false;
   private readonly controller = new AbortController();
+  /** Requests sent to each mirror's storage since the watcher started, for PUTs per day in `status`. */
+  private readonly counts = new Map<string, RequestCounts>();
 
   constructor(
     private readonly config: () => Config,
@@ -49,7 +53,12 @@ export class MirrorShipper {
     this.running = (async () => {
       const { shipToMirrors } = await import("../repo/ship.js");
       const source = this.repo.atTarget(this.repo.target, { dataDir: config.dataDir });
-      const results = await shipToMirrors(config, source, { signal: this.controller.signal }).catch((err: unknown) => [{ mirror: "*", error: err instanceof Error ? err.message : String(err), transient: true }]);
+      const counting = (mirror: string): OpenTargetOptions => {
+        const counts = this.counts.get(mirror) ?? { puts: 0, gets: 0, lists: 0 };
+        this.counts.set(mirror, counts);
+        return { wrapStorage: (t, { multipartPartSize }) => new CountingTarget(t, multipartPartSize, counts) };
+      };
+      const results = await shipToMirrors(config, source, { signal: this.controller.signal }, counting).catch((err: unknown) => [{ mirror: "*", error: err instanceof Error ? err.message : String(err), transient: true }]);
       for (const r of results) {
         if ("report" in r && r.report && !r.error) {
           const c = r.report;
@@ -66,6 +75,10 @@ export class MirrorShipper {
       if (this.due) this.arm();
     });
     return this.running;
+  }
+
+  requestCounts(): ({ mirror: string } & RequestCounts)[] {
+    return [...this.counts].map(([mirror, c]) => ({ mirror, ...c }));
   }
 
   /** At a stop: ship once more if a snapshot is unshipped, giving up (safely: copies are atomic) after `budgetMs`. */

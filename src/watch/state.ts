@@ -28,6 +28,8 @@ export interface WatcherState {
    * (src/targets/counting.ts); absent in files of older versions.
    */
   requests?: { puts: number; gets: number; lists: number };
+  /** The same for each mirror the watcher shipped to (or tried to); absent in older files. */
+  mirrorRequests?: { mirror: string; puts: number; gets: number; lists: number }[];
 }
 
 /** `<stateDir>/watch-<first 16 hex of sha256(agentDir)>.{json,log,lock}` */

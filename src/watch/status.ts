@@ -58,8 +58,12 @@ export interface WatcherStatus {
    * Requests the watcher sent to the repository's storage from startedAt to updatedAt (`overMs`),
    * and the PUT-like ones per day extrapolated from them (null before any time has passed).
    */
-  requests?: { puts: number; gets: number; lists: number; overMs: number; putsPerDay: number | null; extrapolated: true };
+  requests?: RequestRate;
+  /** The same for each mirror the watcher ships to. */
+  mirrorRequests?: ({ mirror: string } & RequestRate)[];
 }
+
+type RequestRate = { puts: number; gets: number; lists: number; overMs: number; putsPerDay: number | null; extrapolated: true };
 
 export interface StatusReport {
   healthy: boolean;
@@ -102,9 +106,11 @@ function validState(v: unknown): { state?: WatcherState; problem?: string } {
   if (sl !== undefined && sl !== null && (!isObj(sl) || !isTime(sl.since) || typeof sl.snapshot !== "string" || !isNum(sl.filesBefore) || !isNum(sl.filesNow))) {
     return { problem: "invalid suspectLoss" };
   }
-  const rq = v.requests;
-  if (rq !== undefined && (!isObj(rq) || !Number.isSafeInteger(rq.puts) || !Number.isSafeInteger(rq.gets) || !Number.isSafeInteger(rq.lists) || !isNum(rq.puts) || !isNum(rq.gets) || !isNum(rq.lists))) {
-    return { problem: "invalid requests" };
+  const counts = (rq: unknown) => isObj(rq) && [rq.puts, rq.gets, rq.lists].every((n) => Number.isSafeInteger(n) && isNum(n));
+  if (v.requests !== undefined && !counts(v.requests)) return { problem: "invalid requests" };
+  const mr = v.mirrorRequests;
+  if (mr !== undefined && (!Array.isArray(mr) || !mr.every((m) => counts(m) && typeof (m as { mirror?: unknown }).mirror === "string"))) {
+    return { problem: "invalid mirrorRequests" };
   }
   return { state: v as unknown as WatcherState };
 }
@@ -143,10 +149,16 @@ export async function watcherStatus(config: Config, now: Date): Promise<WatcherS
   const upMs = Math.max(0, Date.parse(s.updatedAt) - Date.parse(s.startedAt));
   const cpuMs = s.cpu.userMs + s.cpu.systemMs;
   base.cpu = { userMs: s.cpu.userMs, systemMs: s.cpu.systemMs, percent: upMs > 0 ? Math.round((cpuMs / upMs) * 1000) / 10 : 0 };
-  if (s.requests) {
-    const { puts, gets, lists } = s.requests;
-    base.requests = { puts, gets, lists, overMs: upMs, putsPerDay: upMs > 0 ? Math.round((puts * 86_400_000) / upMs) : null, extrapolated: true };
-  }
+  const rate = ({ puts, gets, lists }: { puts: number; gets: number; lists: number }): RequestRate => ({
+    puts,
+    gets,
+    lists,
+    overMs: upMs,
+    putsPerDay: upMs > 0 ? Math.round((puts * 86_400_000) / upMs) : null,
+    extrapolated: true,
+  });
+  if (s.requests) base.requests = rate(s.requests);
+  if (s.mirrorRequests) base.mirrorRequests = s.mirrorRequests.map((m) => ({ mirror: oneLine(m.mirror, 1024), ...rate(m) }));
   if (s.host !== hostName()) return { ...base, state: "elsewhere", message: `the state file is from host ${base.host}, not this one` };
   if (!pidAlive(s.pid)) return { ...base, state: "stopped", message: `not running (pid ${s.pid} is gone; it stopped or crashed after ${s.updatedAt})` };
   const silentMs = now.getTime() - Date.parse(s.updatedAt);

@@ -455,6 +455,8 @@ export class Watcher {
     this.state.nextJobs = this.opts.scheduler?.nextJobs?.() ?? [];
     const counts = this.opts.requestCounts?.();
     if (counts) this.state.requests = { puts: counts.puts, gets: counts.gets, lists: counts.lists };
+    const mirrors = this.shipper.requestCounts();
+    if (mirrors.length) this.state.mirrorRequests = mirrors;
     return this.state;
   }
 

@@ -4,7 +4,8 @@
 import { appendFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { ok } from "../helpers/cli.js";
+import { readdirSync } from "node:fs";
+import { cli, ok } from "../helpers/cli.js";
 import { readLog, stopWatch, waitFor, waitReady, watchEnv, watchScene } from "../watch/watch-helpers.js";
 import { writeConfig } from "./mirror-helpers.js";
 
@@ -36,5 +37,11 @@ describe("watch ships to mirrors", () => {
     expect(onMirror).toContain(primary.at(-1));
     expect(readLog(sb).filter((e) => e.event === "mirror")).toHaveLength(2);
     expect((await ok(env, ["check", "--read-data", "--json", "--repo", mirror])).json().ok).toBe(true);
+    // status counts the requests the watcher sent to the mirror: each object there took a PUT.
+    const objects = readdirSync(mirror, { recursive: true, withFileTypes: true }).filter((d) => d.isFile()).length;
+    const status = (await cli(env, ["status", "--json"])).json<{ watcher: { mirrorRequests?: { mirror: string; puts: number; putsPerDay: number | null }[] } }>();
+    const counted = status.watcher.mirrorRequests?.find((m) => m.mirror === mirror);
+    expect(counted?.puts).toBeGreaterThanOrEqual(objects);
+    expect(counted?.putsPerDay).toBeGreaterThan(0);
   });
 });
