@@ -387,3 +387,20 @@ esac
     expect(expectOneLineError(await cli(env, ["snapshots"], { env: { PATH: `${impostor}:${process.env.PATH}` } }), 2)).toMatch(/not a restic version/);
   });
 });
+
+describe("restic engine: hosts", () => {
+  it("files backups under pi-guard's host name, and restore chooses by host as on a native repository", async () => {
+    const alpha = { ...env, PI_GUARD_HOST: "alpha-host" };
+    const made = (await ok(alpha, ["snapshot", "--json"])).json<{ snapshotId: string }>();
+    const listed = JSON.parse(restic(["snapshots", "--json"])) as { id: string; hostname: string }[];
+    expect(listed.find((s) => s.id === made.snapshotId)?.hostname).toBe("alpha-host");
+    const target = path.join(sb.root, "by-host");
+    const restored = (await ok(env, ["restore", "latest", "--host", "alpha-host", "--target", target, "--json"])).json<RestoreJson & { host: string }>();
+    expect(restored).toMatchObject({ snapshotId: made.snapshotId, host: "alpha-host" });
+    expect(readFileSync(path.join(target, path.relative(sb.agentDir, aFile)))).toEqual(readFileSync(aFile));
+    // Several hosts now, none of them this one: a one-line refusal listing them.
+    const elsewhere = await cli({ ...env, PI_GUARD_HOST: "gamma-host" }, ["restore", "latest", "--target", path.join(sb.root, "refused")]);
+    expect(expectOneLineError(elsewhere, 2)).toMatch(/several hosts and none of this one \(gamma-host\): choose one with --host: .*alpha-host \(1\)/);
+    expect(existsSync(path.join(sb.root, "refused"))).toBe(false);
+  });
+});
