@@ -105,6 +105,7 @@ export class SealPool {
 
 function split(reply: BatchReply): Buffer[] {
   const all = Buffer.from(reply.buffer);
+  if (reply.offsets) return reply.lengths.map((len, i) => all.subarray(reply.offsets![i], reply.offsets![i] + len));
   const out: Buffer[] = [];
   let o = 0;
   for (const len of reply.lengths) {

@@ -5,6 +5,7 @@ import os from "node:os";
 import { randomBytes } from "node:crypto";
 import picomatch from "picomatch";
 import { BlobReader } from "../repo/blob-reader.js";
+import { ReadPipeline } from "../repo/read-pipeline.js";
 import { RepoError } from "../repo/errors.js";
 import type { TreeNode } from "../repo/format.js";
 import type { Repository, SnapshotRecord } from "../repo/repository.js";
@@ -79,7 +80,6 @@ export interface RestorePlan {
   started: number;
 }
 
-const BATCH_BYTES = 2 * 1024 * 1024;
 /** Files restored at once: overlaps one file's disk writes with the next one's decryption. */
 const PARALLEL_FILES = 2;
 
@@ -192,7 +192,7 @@ export async function applyRestore(repo: Repository, plan: RestorePlan): Promise
   await repo.loadIndex();
   // Restore is decryption-bound and the main thread mostly waits, so it decrypts too.
   const pool = new SealPool(Math.max(1, Math.min(3, os.availableParallelism() - 1)), true);
-  const reader = new BlobReader(repo, pool);
+  const reader = new ReadPipeline(repo, pool, { signal: opts.signal });
   const report = emptyReport(plan);
   const done = (item: PlanItem) => {
     report.files.push(fileEntry(item));
@@ -379,7 +379,7 @@ async function recheck(item: PlanItem): Promise<FsPath> {
   return dest;
 }
 
-async function writeFileAtomically(reader: BlobReader, item: PlanItem, parent: Promise<FsPath | undefined>, durable: boolean): Promise<void> {
+async function writeFileAtomically(reader: ReadPipeline, item: PlanItem, parent: Promise<FsPath | undefined>, durable: boolean): Promise<void> {
   const node = item.node!;
   const dir = (await parent)!;
   const tmp = joinPath(dir, tempName(item.comps[item.comps.length - 1]));
@@ -389,7 +389,7 @@ async function writeFileAtomically(reader: BlobReader, item: PlanItem, parent: P
   try {
     try {
       let pos = 0;
-      for await (const parts of reader.batches(node.content ?? [], BATCH_BYTES)) pos = await writeFully(handle, parts, pos);
+      for await (const parts of reader.file(node.content ?? [])) pos = await writeFully(handle, parts, pos);
       const size = (await handle.stat()).size;
       if (pos !== (node.size ?? 0)) {
         throw new RepoError(`its data holds ${pos} bytes where the snapshot's file list says ${node.size}`, "corrupt");

@@ -1,0 +1,285 @@
+import { packKey } from "./format.js";
+import { RepoError } from "./errors.js";
+import type { Repository } from "./repository.js";
+import type { SealPool } from "./seal-pool.js";
+import type { Target } from "../targets/target.js";
+import { LimitTarget } from "../targets/limit.js";
+import { TargetWrapper } from "../targets/wrap.js";
+
+/** Frames this close in one pack are fetched by one ranged read (the gap is read and dropped). */
+const MERGE_GAP = 64 * 1024;
+/** One read covers at most this many sealed bytes, and its frames at most this many decoded ones. */
+const MAX_READ = 8 * 1024 * 1024;
+const MAX_GROUP_RAW = 2 * 1024 * 1024;
+/** Reads at once from a target without a concurrency limit (a local disk): libuv's thread pool size. */
+const LOCAL_READS = 4;
+/** Reads this big decode into recycled buffers of SLAB bytes (frames reach a little past a read's blobs). */
+const SLAB_FROM = 1024 * 1024;
+const SLAB = MAX_GROUP_RAW + 2 * 1024 * 1024;
+const MAX_FREE_SLABS = 2;
+/** Bytes in flight by default: sealed bytes being read plus decoded bytes not yet written. */
+export const DEFAULT_BUDGET = 12 * 1024 * 1024;
+
+interface WantedBlob {
+  id: string;
+  inFrame: number;
+  rawLength: number;
+}
+
+/** Consecutive blobs of a file that lie in one frame: the frame is opened once for all of them. */
+interface Unit {
+  offset: number;
+  length: number;
+  blobs: WantedBlob[];
+}
+
+/** One ranged read of a pack and one decode job. */
+interface Group {
+  pack: string;
+  start: number;
+  end: number;
+  units: Unit[];
+  raw: number;
+  cost: number;
+}
+
+/** Concurrent readers share one byte budget; a waiter is served first come, first served. */
+export class ByteBudget {
+  private used = 0;
+  private readonly waiting: { bytes: number; grant: () => void }[] = [];
+
+  constructor(readonly limit: number) {
+    if (!(limit > 0)) throw new RangeError(`byte budget must be positive, not ${limit}`);
+  }
+
+  get inUse(): number {
+    return this.used;
+  }
+
+  /** Take `bytes` now if they fit and nobody waits; a request larger than the budget fits an idle one. */
+  tryAcquire(bytes: number): boolean {
+    if (this.waiting.length > 0 || !this.fits(bytes)) return false;
+    this.used += bytes;
+    return true;
+  }
+
+  acquire(bytes: number, signal?: AbortSignal): Promise<void> {
+    signal?.throwIfAborted();
+    if (this.tryAcquire(bytes)) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const entry = {
+        bytes,
+        grant: () => {
+          signal?.removeEventListener("abort", onAbort);
+          resolve();
+        },
+      };
+      const onAbort = () => {
+        const i = this.waiting.indexOf(entry);
+        if (i >= 0) this.waiting.splice(i, 1);
+        reject(signal!.reason);
+        this.wake();
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.waiting.push(entry);
+    });
+  }
+
+  release(bytes: number): void {
+    this.used -= bytes;
+    this.wake();
+  }
+
+  private fits(bytes: number): boolean {
+    return this.used === 0 || this.used + bytes <= this.limit;
+  }
+
+  private wake(): void {
+    while (this.waiting.length > 0 && this.fits(this.waiting[0].bytes)) {
+      const next = this.waiting.shift()!;
+      this.used += next.bytes;
+      next.grant();
+    }
+  }
+}
+
+/** The concurrency limit of a target (a LimitTarget anywhere in its wrappers), or a local disk's. */
+export function readConcurrency(target: Target): number {
+  for (let t: Target | undefined = target; t; t = t instanceof TargetWrapper ? t.inner : undefined) {
+    if (t instanceof LimitTarget) return t.limit;
+  }
+  return LOCAL_READS;
+}
+
+export interface ReadPipelineOptions {
+  /** Sealed plus decoded bytes in flight, shared by every file read through this pipeline. */
+  budgetBytes?: number;
+  /** Ranged reads at once; by default the target's concurrency limit. */
+  concurrency?: number;
+  signal?: AbortSignal;
+}
+
+/**
+ * Reads files' blobs for a restore: ranged reads of whole frames (adjacent frames of one pack in
+ * one read) run in parallel up to the target's concurrency limit and are opened on the worker
+ * pool, and each file gets its bytes back in order. Memory is bounded by a byte budget for
+ * everything in flight, not by a count. Every blob is checked against its id (in `openBatch`)
+ * before it is handed out; a frame is opened once per run of a file's blobs in it.
+ */
+export class ReadPipeline {
+  readonly budget: ByteBudget;
+  private readonly concurrency: number;
+  private active = 0;
+  /** Decode buffers already written out, for the next reads. */
+  private readonly free: ArrayBuffer[] = [];
+
+  constructor(
+    private readonly repo: Repository,
+    private readonly pool: SealPool,
+    private readonly opts: ReadPipelineOptions = {},
+  ) {
+    this.budget = new ByteBudget(opts.budgetBytes ?? DEFAULT_BUDGET);
+    this.concurrency = Math.max(1, opts.concurrency ?? readConcurrency(repo.target));
+  }
+
+  /**
+   * The plaintexts of `ids` in order, a read's worth at a time. The buffers of a batch are valid
+   * until the next one is asked for (they are reused). Stop early by leaving the loop.
+   */
+  async *file(ids: readonly string[]): AsyncGenerator<Buffer[]> {
+    const signal = this.opts.signal;
+    const groups = this.plan(ids);
+    const issued: { group: Group; result: Promise<Buffer[]> }[] = [];
+    let next = 0;
+    const start = (group: Group) => {
+      this.active++;
+      const result = this.fetch(group).finally(() => {
+        this.active--;
+        topUp();
+      });
+      result.catch(() => undefined); // observed when its turn comes; a file that stops early never awaits it
+      issued.push({ group, result });
+    };
+    let stopped = false;
+    // Start further reads while the budget and the concurrency limit allow, never waiting.
+    const topUp = () => {
+      while (!stopped && next < groups.length && this.active < this.concurrency && this.budget.tryAcquire(groups[next].cost)) start(groups[next++]);
+    };
+    let taken = 0;
+    try {
+      for (let i = 0; i < groups.length; i++) {
+        signal?.throwIfAborted();
+        topUp();
+        if (next === i) {
+          // Nothing of this file is in flight: wait for room for its next read.
+          await this.budget.acquire(groups[i].cost, signal);
+          start(groups[next++]);
+          topUp();
+        }
+        const { group, result } = issued[i - taken];
+        const parts = await abortable(result, signal);
+        yield parts;
+        // Written by the caller: its bytes leave the budget.
+        issued.shift();
+        taken++;
+        this.budget.release(group.cost);
+        this.recycle(parts);
+      }
+    } finally {
+      stopped = true;
+      // Reads still running keep their memory until they settle.
+      for (const { group, result } of issued) void result.then(() => this.budget.release(group.cost), () => this.budget.release(group.cost));
+    }
+  }
+
+  private plan(ids: readonly string[]): Group[] {
+    const index = this.repo.index;
+    const groups: Group[] = [];
+    let unit: Unit | undefined;
+    let group: Group | undefined;
+    for (const id of ids) {
+      const loc = index.get(id);
+      if (!loc) throw new RepoError(`blob ${id.slice(0, 12)} is missing from the index`, "corrupt");
+      const blob = { id, inFrame: loc.inFrame, rawLength: loc.rawLength };
+      if (group && unit && group.pack === loc.pack && unit.offset === loc.offset && unit.length === loc.length) {
+        unit.blobs.push(blob);
+        group.raw += loc.rawLength;
+        continue;
+      }
+      unit = { offset: loc.offset, length: loc.length, blobs: [blob] };
+      const joins =
+        group &&
+        group.pack === loc.pack &&
+        loc.offset >= group.end &&
+        loc.offset <= group.end + MERGE_GAP &&
+        loc.offset + loc.length - group.start <= MAX_READ &&
+        group.raw + loc.rawLength <= MAX_GROUP_RAW;
+      if (!joins) {
+        group = { pack: loc.pack, start: loc.offset, end: loc.offset, units: [], raw: 0, cost: 0 };
+        groups.push(group);
+      }
+      group!.units.push(unit);
+      group!.end = loc.offset + loc.length;
+      group!.raw += loc.rawLength;
+    }
+    // Held until written: the sealed bytes (until opened) and the decoded ones. A frame decodes
+    // whole, but openBatch copies the wanted blobs out of frames that are mostly unwanted.
+    for (const g of groups) g.cost = g.end - g.start + g.raw;
+    return groups;
+  }
+
+  private async fetch(group: Group): Promise<Buffer[]> {
+    const length = group.end - group.start;
+    let raw: Buffer;
+    try {
+      raw = await this.repo.target.getRange(packKey(group.pack), group.start, length, { signal: this.opts.signal });
+    } catch (err) {
+      if (this.opts.signal?.aborted) throw this.opts.signal.reason;
+      if (err instanceof RepoError) throw err;
+      throw new RepoError(`pack ${group.pack.slice(0, 12)} cannot be read: ${(err as Error).message}`, "corrupt");
+    }
+    if (raw.length < length) throw new RepoError(`pack ${group.pack.slice(0, 12)} is truncated`, "corrupt");
+    // A large read owns its ArrayBuffer; only a pooled small one needs copying out before transfer.
+    const owns = raw.byteOffset === 0 && raw.buffer.byteLength === raw.length;
+    const buffer = (owns ? raw.buffer : raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.length)) as ArrayBuffer;
+    const out = group.raw >= SLAB_FROM ? (this.free.pop() ?? new ArrayBuffer(SLAB)) : undefined;
+    return this.pool.run(
+      {
+        op: "open",
+        key: this.repo.key.encryption,
+        idKey: this.repo.key.id,
+        buffer,
+        frames: group.units.flatMap((u) => [u.offset - group.start, u.offset - group.start + u.length]),
+        blobs: group.units.flatMap((u, frame) => u.blobs.map((b) => ({ frame, ...b }))),
+        out,
+      },
+      out ? [buffer, out] : [buffer],
+    );
+  }
+
+  /** A written read's buffer goes back to the free list when it is one of ours. */
+  private recycle(parts: Buffer[]): void {
+    const ab = parts[0]?.buffer;
+    if (ab instanceof ArrayBuffer && ab.byteLength === SLAB && this.free.length < MAX_FREE_SLABS && !this.free.includes(ab)) this.free.push(ab);
+  }
+}
+
+/** Rejects with the signal's reason as soon as it fires, without waiting for `p`. */
+function abortable<T>(p: Promise<T>, signal?: AbortSignal): Promise<T> {
+  if (!signal) return p;
+  signal.throwIfAborted();
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(e);
+      },
+    );
+  });
+}
