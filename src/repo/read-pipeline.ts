@@ -235,8 +235,10 @@ export class ReadPipeline {
       raw = await this.repo.target.getRange(packKey(group.pack), group.start, length, { signal: this.opts.signal });
     } catch (err) {
       if (this.opts.signal?.aborted) throw this.opts.signal.reason;
-      if (err instanceof RepoError) throw err;
-      throw new RepoError(`pack ${group.pack.slice(0, 12)} cannot be read: ${(err as Error).message}`, "corrupt");
+      // A storage failure keeps its kind (a network failure is not damage); anything else, such as
+      // a missing pack, is damage to the repository.
+      const kind = err instanceof RepoError ? err.kind : "corrupt";
+      throw new RepoError(`pack ${group.pack.slice(0, 12)} cannot be read: ${(err as Error).message}`, kind);
     }
     if (raw.length < length) throw new RepoError(`pack ${group.pack.slice(0, 12)} is truncated`, "corrupt");
     // A large read owns its ArrayBuffer; only a pooled small one needs copying out before transfer.

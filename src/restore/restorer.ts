@@ -1,7 +1,6 @@
 import { syncDir, writeFully } from "../fs-safe.js";
 import { parseSessionFileName } from "../pi/writer.js";
 import { constants, promises as fs, type Stats } from "node:fs";
-import os from "node:os";
 import { randomBytes } from "node:crypto";
 import picomatch from "picomatch";
 import { BlobReader } from "../repo/blob-reader.js";
@@ -9,7 +8,7 @@ import { ReadPipeline } from "../repo/read-pipeline.js";
 import { RepoError } from "../repo/errors.js";
 import type { TreeNode } from "../repo/format.js";
 import type { Repository, SnapshotRecord } from "../repo/repository.js";
-import { SealPool } from "../repo/seal-pool.js";
+import { defaultPoolSize, SealPool } from "../repo/seal-pool.js";
 import { readTree } from "../snapshot/tree.js";
 import { type FsPath, joinPath, nodeComponents, RefusedPath, resolveDestRoot, showPath, walkDirs } from "./safe-path.js";
 
@@ -191,7 +190,7 @@ export async function applyRestore(repo: Repository, plan: RestorePlan): Promise
   const { opts } = plan;
   await repo.loadIndex();
   // Restore is decryption-bound and the main thread mostly waits, so it decrypts too.
-  const pool = new SealPool(Math.max(1, Math.min(3, os.availableParallelism() - 1)), true);
+  const pool = new SealPool(defaultPoolSize(3), true);
   const reader = new ReadPipeline(repo, pool, { signal: opts.signal });
   const report = emptyReport(plan);
   const done = (item: PlanItem) => {
