@@ -17,6 +17,12 @@ const LOCAL_READS = 4;
 const SLAB_FROM = 1024 * 1024;
 const SLAB = MAX_GROUP_RAW + 2 * 1024 * 1024;
 const MAX_FREE_SLABS = 2;
+/**
+ * For a remote target, requests cost more than bytes (restic reads each pack once): the groups of
+ * consecutive files merge into shared reads of up to this many sealed bytes.
+ */
+const SHARED_READ = 8 * 1024 * 1024;
+const SHARED_FILES = 8;
 /** Bytes in flight by default: sealed bytes being read plus decoded bytes not yet written. */
 export const DEFAULT_BUDGET = 12 * 1024 * 1024;
 
@@ -33,7 +39,7 @@ interface Unit {
   blobs: WantedBlob[];
 }
 
-/** One ranged read of a pack and one decode job. */
+/** One decode job: a run of one file's frames, adjacent in one pack. */
 interface Group {
   pack: string;
   start: number;
@@ -41,6 +47,20 @@ interface Group {
   units: Unit[];
   raw: number;
   cost: number;
+  /** The shared ranged read it is cut from (remote targets), or none: it is read on its own. */
+  read?: SharedRead;
+  /** Issued, or given up: either way it no longer holds its shared read. */
+  settled?: boolean;
+}
+
+/** One ranged read serving the groups of several files (consecutive small files share packs). */
+interface SharedRead {
+  pack: string;
+  start: number;
+  end: number;
+  /** Groups not yet cut from it; at 0 its buffer is dropped. */
+  pending: number;
+  data?: Promise<Buffer>;
 }
 
 /** Concurrent readers share one byte budget; a waiter is served first come, first served. */
@@ -132,6 +152,8 @@ export class ReadPipeline {
   private active = 0;
   /** Decode buffers already written out, for the next reads. */
   private readonly free: ArrayBuffer[] = [];
+  /** Each prepared file's groups, by its id list. */
+  private readonly prepared = new WeakMap<readonly string[], Group[]>();
 
   constructor(
     private readonly repo: Repository,
@@ -148,7 +170,7 @@ export class ReadPipeline {
    */
   async *file(ids: readonly string[]): AsyncGenerator<Buffer[]> {
     const signal = this.opts.signal;
-    const groups = this.plan(ids);
+    const groups = this.prepared.get(ids) ?? this.plan(ids);
     const issued: { group: Group; result: Promise<Buffer[]> }[] = [];
     let next = 0;
     const start = (group: Group) => {
@@ -189,7 +211,58 @@ export class ReadPipeline {
       stopped = true;
       // Reads still running keep their memory until they settle.
       for (const { group, result } of issued) void result.then(() => this.budget.release(group.cost), () => this.budget.release(group.cost));
+      this.forget(ids);
     }
+  }
+
+  /**
+   * Plan the files a restore will read, in the order it reads them, so that a remote target is
+   * asked for long ranges that serve several files. Without it each file is read on its own.
+   */
+  prepare(files: readonly (readonly string[])[]): void {
+    if (this.repo.target.localPath !== undefined) return; // a local read costs nothing per request
+    // The read each pack is being cut into now. Files are mostly in pack order, but deduplicated
+    // chunks point back into earlier packs: such a group gets a read of its own and the run goes on.
+    const current = new Map<string, SharedRead & { firstFile: number }>();
+    files.forEach((ids, fileNo) => {
+      let groups: Group[];
+      try {
+        groups = this.plan(ids);
+      } catch {
+        return; // file() reports it
+      }
+      this.prepared.set(ids, groups);
+      for (const g of groups) {
+        let read = current.get(g.pack);
+        const joins =
+          read &&
+          g.start >= read.start &&
+          g.start <= read.end + MERGE_GAP &&
+          Math.max(read.end, g.end) - read.start <= SHARED_READ &&
+          // A read waits in memory for its last group: not for files far ahead.
+          fileNo - read.firstFile <= SHARED_FILES;
+        if (!joins) {
+          const fresh = { pack: g.pack, start: g.start, end: g.end, pending: 0, firstFile: fileNo };
+          if (!read || g.start >= read.start) current.set(g.pack, fresh);
+          read = fresh;
+        }
+        read!.end = Math.max(read!.end, g.end);
+        read!.pending++;
+        g.read = read;
+      }
+    });
+  }
+
+  /** A file that will not be read (any more): its shared reads stop waiting for it. */
+  forget(ids: readonly string[]): void {
+    for (const g of this.prepared.get(ids) ?? []) this.settle(g);
+    this.prepared.delete(ids);
+  }
+
+  private settle(g: Group): void {
+    if (g.settled) return;
+    g.settled = true;
+    if (g.read && --g.read.pending === 0) g.read.data = undefined;
   }
 
   private plan(ids: readonly string[]): Group[] {
@@ -232,7 +305,15 @@ export class ReadPipeline {
     const length = group.end - group.start;
     let raw: Buffer;
     try {
-      raw = await this.repo.target.getRange(packKey(group.pack), group.start, length, { signal: this.opts.signal });
+      const read = group.read;
+      if (read) {
+        read.data ??= this.repo.target.getRange(packKey(read.pack), read.start, read.end - read.start, { signal: this.opts.signal });
+        const whole = read.data;
+        this.settle(group);
+        const all = await whole;
+        // Its own copy: the decode job takes the buffer to a worker, and the others need theirs.
+        raw = Buffer.from(all.subarray(group.start - read.start, group.end - read.start));
+      } else raw = await this.repo.target.getRange(packKey(group.pack), group.start, length, { signal: this.opts.signal });
     } catch (err) {
       if (this.opts.signal?.aborted) throw this.opts.signal.reason;
       // A storage failure keeps its kind (a network failure is not damage); anything else, such as

@@ -202,6 +202,8 @@ export async function applyRestore(repo: Repository, plan: RestorePlan): Promise
   // A folder made or checked once in this run is not walked again before writing into it; the
   // check right before each rename is never cached.
   const makeParent = cached((rootDir: string, comps: FsPath[]) => walkDirs(rootDir, comps.slice(0, -1), true));
+  const fetched = (item: PlanItem) => item.type === "file" && item.action !== "unchanged" && !!item.node!.content;
+  reader.prepare(plan.items.filter(fetched).map((item) => item.node!.content!));
   try {
     for (const item of plan.items) {
       opts.signal?.throwIfAborted();
@@ -219,7 +221,10 @@ export async function applyRestore(repo: Repository, plan: RestorePlan): Promise
           (err: unknown) => void failed(item, err),
         );
         running.add(job);
-        void job.finally(() => running.delete(job));
+        void job.finally(() => {
+          running.delete(job);
+          if (item.node!.content) reader.forget(item.node!.content);
+        });
         if (running.size >= PARALLEL_FILES) await Promise.race(running);
         continue;
       }
