@@ -19,6 +19,7 @@ import { BlobReader } from "../../src/repo/blob-reader.js";
 import { LocalTarget } from "../../src/targets/local.js";
 import { RetryTarget } from "../../src/targets/retry.js";
 import { TargetError, type OpOptions, type Target } from "../../src/targets/target.js";
+import { TargetWrapper } from "../../src/targets/wrap.js";
 import { cpSync } from "node:fs";
 import { initRepo, restoreJson, snapshot } from "../helpers/cli.js";
 import { listFiles, makeSandbox, writeFileExact, type Sandbox } from "../helpers/tmp.js";
@@ -267,6 +268,40 @@ describe("restore through the pipeline", () => {
     await expect(applyRestore(repo, plan)).rejects.toThrow("lock lost (test)");
     expect(tempLeft(dest)).toEqual([]);
     expect(listFiles(dest).filter((f) => f.endsWith("big.jsonl"))).toEqual([]);
+  });
+});
+
+/** The same folder, seen as remote storage: restore plans shared reads for it. */
+class RemoteLike extends TargetWrapper {
+  override get localPath(): string | undefined {
+    return undefined;
+  }
+}
+
+describe("restore from a remote target (shared reads across files)", () => {
+  it("is byte-identical, and a failed shared read fails only the files cut from it, cleanly", async () => {
+    const probe = new ProbeTarget(sb.repo);
+    const repo = await open(new RemoteLike(probe));
+    const dest = path.join(sb.root, "dest-remote");
+    mkdirSync(dest);
+    const report = await restoreSnapshot(repo, record, { destinations: { agent: dest } });
+    expect(report.failed).toEqual([]);
+    for (const [rel, data] of source) expect(readFileSync(path.join(dest, rel)).equals(data), rel).toBe(true);
+    const sharedReads = probe.reads;
+
+    const dest2 = path.join(sb.root, "dest-remote-fail");
+    mkdirSync(dest2);
+    const repo2 = await open(new RemoteLike(probe));
+    probe.failAt = middleOfBig(repo2);
+    const failed = await restoreSnapshot(repo2, record, { destinations: { agent: dest2 } });
+    expect(failed.failed.map((f) => f.path)).toContain("sessions/--p--/big.jsonl");
+    for (const f of failed.failed) expect(f).toMatchObject({ kind: "io", error: expect.stringMatching(/cannot be read: connection reset by the test$/) });
+    for (const f of failed.files) expect(readFileSync(path.join(dest2, f.path)).equals(source.get(f.path)!), f.path).toBe(true);
+    for (const f of failed.failed) expect(listFiles(dest2).map((x) => path.relative(dest2, x))).not.toContain(f.path);
+    expect(tempLeft(dest2)).toEqual([]);
+    // Fewer requests than frames: consecutive frames of several files come in one read.
+    const frames = new Set([...nodes.values()].flatMap((n) => (n.content ?? []).map((id) => `${repo.index.get(id)!.pack}:${repo.index.get(id)!.offset}`)));
+    expect(sharedReads).toBeLessThan(frames.size);
   });
 });
 
