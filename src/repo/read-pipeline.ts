@@ -221,9 +221,10 @@ export class ReadPipeline {
    */
   prepare(files: readonly (readonly string[])[]): void {
     if (this.repo.target.localPath !== undefined) return; // a local read costs nothing per request
-    // The read each pack is being cut into now. Files are mostly in pack order, but deduplicated
-    // chunks point back into earlier packs: such a group gets a read of its own and the run goes on.
-    const current = new Map<string, SharedRead & { firstFile: number }>();
+    // The reads of each pack opened for recent files. Files are mostly in pack order, but
+    // deduplicated chunks point back into earlier packs: such a group joins a recent read that
+    // covers it, or gets a read of its own.
+    const recent = new Map<string, (SharedRead & { firstFile: number })[]>();
     files.forEach((ids, fileNo) => {
       let groups: Group[];
       try {
@@ -233,21 +234,16 @@ export class ReadPipeline {
       }
       this.prepared.set(ids, groups);
       for (const g of groups) {
-        let read = current.get(g.pack);
-        const joins =
-          read &&
-          g.start >= read.start &&
-          g.start <= read.end + MERGE_GAP &&
-          Math.max(read.end, g.end) - read.start <= SHARED_READ &&
-          // A read waits in memory for its last group: not for files far ahead.
-          fileNo - read.firstFile <= SHARED_FILES;
-        if (!joins) {
-          const fresh = { pack: g.pack, start: g.start, end: g.end, pending: 0, firstFile: fileNo };
-          if (!read || g.start >= read.start) current.set(g.pack, fresh);
-          read = fresh;
+        // A read waits in memory for its last group: not for files far ahead.
+        const open = (recent.get(g.pack) ?? []).filter((r) => fileNo - r.firstFile <= SHARED_FILES);
+        let read = open.find((r) => g.start >= r.start && g.start <= r.end + MERGE_GAP && Math.max(r.end, g.end) - r.start <= SHARED_READ);
+        if (!read) {
+          read = { pack: g.pack, start: g.start, end: g.end, pending: 0, firstFile: fileNo };
+          open.push(read);
         }
-        read!.end = Math.max(read!.end, g.end);
-        read!.pending++;
+        recent.set(g.pack, open);
+        read.end = Math.max(read.end, g.end);
+        read.pending++;
         g.read = read;
       }
     });
