@@ -1,4 +1,4 @@
-import { blobId, decrypt, encrypt } from "./crypto.js";
+import { blobId, decryptInto, encrypt } from "./crypto.js";
 import { decodedSize, decodeInto, decodeTransient, encode } from "./compress.js";
 import { RepoError } from "./errors.js";
 import { AAD } from "./format.js";
@@ -42,6 +42,9 @@ export interface BatchReply {
   offsets?: number[];
 }
 
+/** Where openBatch decrypts frames: grown to the largest batch, reused by the next. */
+let plainScratch = Buffer.alloc(0);
+
 /** Buffers openBatch allocated for its own output: never a shared pool slab, so safe to transfer. */
 const ownBuffers = new WeakSet<ArrayBufferLike>();
 
@@ -62,10 +65,16 @@ export function openBatch(req: OpenRequest): Buffer[] {
   // Every frame is decrypted first, so that its decoded size is known; then all of them are
   // decoded straight into one buffer (one allocation per batch, no copy of the wanted bytes, and a
   // worker transfers it as is). The wanted blobs are slices of it.
+  // The plaintexts go into one scratch buffer of this thread, reused by every batch.
+  const sealedBytes = req.frames.reduce((n, x, i) => (i % 2 ? n + x - req.frames[i - 1] : n), 0);
+  if (plainScratch.length < sealedBytes) plainScratch = Buffer.allocUnsafeSlow(Math.max(sealedBytes, 1024 * 1024));
   const sealed: Buffer[] = [];
+  let at = 0;
   for (let f = 0; f < req.frames.length / 2; f++) {
     const what = `frame at ${req.frames[2 * f]}`;
-    sealed.push(decrypt(key, src.subarray(req.frames[2 * f], req.frames[2 * f + 1]), what, AAD.frame));
+    const plain = decryptInto(key, src.subarray(req.frames[2 * f], req.frames[2 * f + 1]), plainScratch.subarray(at), what, AAD.frame);
+    sealed.push(plain);
+    at += plain.length;
   }
   const sizes = sealed.map((plain, f) => decodedSize(plain, `frame at ${req.frames[2 * f]}`));
   const total = sizes.reduce<number>((a, b) => a + (b ?? 0), 0);
