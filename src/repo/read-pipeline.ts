@@ -1,3 +1,4 @@
+import path from "node:path";
 import { packKey } from "./format.js";
 import { RepoError } from "./errors.js";
 import type { Repository } from "./repository.js";
@@ -299,6 +300,13 @@ export class ReadPipeline {
 
   private async fetch(group: Group): Promise<Buffer[]> {
     const length = group.end - group.start;
+    const local = this.repo.target.localPath;
+    if (local !== undefined && !group.read) {
+      // A pack on this machine: the decoding thread reads it itself, into a buffer it reuses.
+      this.opts.signal?.throwIfAborted();
+      const file = { path: path.join(local, ...packKey(group.pack).split("/")), position: group.start, length };
+      return this.open(group, new ArrayBuffer(0), file);
+    }
     let raw: Buffer;
     try {
       const read = group.read;
@@ -321,6 +329,10 @@ export class ReadPipeline {
     // A large read owns its ArrayBuffer; only a pooled small one needs copying out before transfer.
     const owns = raw.byteOffset === 0 && raw.buffer.byteLength === raw.length;
     const buffer = (owns ? raw.buffer : raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.length)) as ArrayBuffer;
+    return this.open(group, buffer);
+  }
+
+  private open(group: Group, buffer: ArrayBuffer, file?: { path: string; position: number; length: number }): Promise<Buffer[]> {
     const out = group.raw >= SLAB_FROM ? (this.free.pop() ?? new ArrayBuffer(SLAB)) : undefined;
     return this.pool.run(
       {
@@ -328,6 +340,7 @@ export class ReadPipeline {
         key: this.repo.key.encryption,
         idKey: this.repo.key.id,
         buffer,
+        file,
         frames: group.units.flatMap((u) => [u.offset - group.start, u.offset - group.start + u.length]),
         blobs: group.units.flatMap((u, frame) => u.blobs.map((b) => ({ frame, ...b }))),
         out,

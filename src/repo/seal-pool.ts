@@ -66,7 +66,7 @@ export class SealPool {
     const job = this.nextJob++;
     const full = { ...req, job } as SealRequest | OpenRequest;
     const inline =
-      this.size === 0 || (this.workers.length === 0 && req.buffer.byteLength < INLINE_BELOW) || (this.mainHelps && job % 2 === 1);
+      this.size === 0 || (this.workers.length === 0 && workBytes(req) < INLINE_BELOW) || (this.mainHelps && job % 2 === 1);
     if (inline) {
       try {
         return Promise.resolve(full.op === "seal" ? sealBatch(full) : openBatch(full));
@@ -102,6 +102,8 @@ export class SealPool {
     this.workers.length = 0;
   }
 }
+
+const workBytes = (req: Request): number => ("file" in req && req.file ? req.file.length : req.buffer.byteLength);
 
 function split(reply: BatchReply): Buffer[] {
   const all = Buffer.from(reply.buffer);

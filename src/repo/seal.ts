@@ -1,3 +1,5 @@
+import { closeSync, openSync, readSync } from "node:fs";
+import path from "node:path";
 import { blobId, decryptInto, encrypt } from "./crypto.js";
 import { decodedSize, decodeInto, decodeTransient, encode } from "./compress.js";
 import { RepoError } from "./errors.js";
@@ -27,7 +29,13 @@ export interface OpenRequest {
   job: number;
   key: Uint8Array;
   idKey: Uint8Array;
+  /** The sealed bytes; empty when `file` says where to read them. */
   buffer: ArrayBuffer;
+  /**
+   * A pack in a local repository: the thread reads `length` bytes at `position` itself, into a
+   * buffer it reuses (no allocation, no transfer, no page faults on fresh memory per batch).
+   */
+  file?: { path: string; position: number; length: number };
   frames: number[];
   blobs: WantedBlob[];
   /** A buffer to decode into when it is big enough (restore hands written buffers back for reuse). */
@@ -40,6 +48,34 @@ export interface BatchReply {
   lengths: number[];
   /** Where each part starts in `buffer`; without it the parts lie back to back. */
   offsets?: number[];
+}
+
+/** Where openBatch reads a local pack's bytes: grown to the largest read, reused by the next. */
+let sealedScratch = Buffer.alloc(0);
+
+function readSealed(file: { path: string; position: number; length: number }): Buffer {
+  if (sealedScratch.length < file.length) sealedScratch = Buffer.allocUnsafeSlow(Math.max(file.length, 1024 * 1024));
+  const pack = path.basename(file.path).slice(0, 12);
+  let fd: number;
+  try {
+    fd = openSync(file.path, "r");
+  } catch (err) {
+    throw new RepoError(`pack ${pack} cannot be read: ${(err as NodeJS.ErrnoException).code === "ENOENT" ? "it does not exist" : (err as Error).message}`, "corrupt");
+  }
+  try {
+    let got = 0;
+    while (got < file.length) {
+      const n = readSync(fd, sealedScratch, got, file.length - got, file.position + got);
+      if (n === 0) throw new RepoError(`pack ${pack} is truncated`, "corrupt");
+      got += n;
+    }
+  } catch (err) {
+    if (err instanceof RepoError) throw err;
+    throw new RepoError(`pack ${pack} cannot be read: ${(err as Error).message}`, "corrupt");
+  } finally {
+    closeSync(fd);
+  }
+  return sealedScratch.subarray(0, file.length);
 }
 
 /** Where openBatch decrypts frames: grown to the largest batch, reused by the next. */
@@ -61,7 +97,7 @@ export function sealBatch(req: SealRequest): Buffer[] {
 export function openBatch(req: OpenRequest): Buffer[] {
   const key = asBuffer(req.key);
   const idKey = asBuffer(req.idKey);
-  const src = Buffer.from(req.buffer);
+  const src = req.file ? readSealed(req.file) : Buffer.from(req.buffer);
   // Every frame is decrypted first, so that its decoded size is known; then all of them are
   // decoded straight into one buffer (one allocation per batch, no copy of the wanted bytes, and a
   // worker transfers it as is). The wanted blobs are slices of it.

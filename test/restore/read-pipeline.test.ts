@@ -131,6 +131,16 @@ class ProbeTarget extends LocalTarget {
   }
 }
 
+/**
+ * The same folder seen as remote storage: every read goes through getRange (a local repository's
+ * packs are read by the decoding thread itself), and restore plans shared reads for it.
+ */
+class RemoteLike extends TargetWrapper {
+  override get localPath(): string | undefined {
+    return undefined;
+  }
+}
+
 describe("ReadPipeline", () => {
   it("the big file spans many packs and frames", async () => {
     const repo = await open(new LocalTarget(sb.repo));
@@ -144,7 +154,7 @@ describe("ReadPipeline", () => {
   it("gives every file back byte-identical, with a budget smaller than one read (one read at a time) and with room for many", async () => {
     for (const budgetBytes of [1, 64 * 1024 * 1024]) {
       const target = new ProbeTarget(sb.repo);
-      const repo = await open(target);
+      const repo = await open(new RemoteLike(target));
       const pool = new SealPool(0);
       try {
         const pipeline = new ReadPipeline(repo, pool, { budgetBytes, concurrency: 3 });
@@ -231,7 +241,7 @@ describe("restore through the pipeline", () => {
 
   it("a ranged read that fails part-way through the big file: that file fails cleanly (no file, no temp file); the others are restored", async () => {
     const target = new ProbeTarget(sb.repo);
-    const repo = await open(target);
+    const repo = await open(new RemoteLike(target));
     // The planning reads the tree first; count from the restore's own reads.
     const dest = path.join(sb.root, "dest-fail");
     mkdirSync(dest);
@@ -243,9 +253,23 @@ describe("restore through the pipeline", () => {
     expect(tempLeft(dest)).toEqual([]);
   });
 
+  it("a local pack cut short under the big file (read by the decoding thread itself): that file is damaged, nothing of it written", async () => {
+    const dir = copyRepo("truncated");
+    const repo = await open(new LocalTarget(dir));
+    const { key, offset } = middleOfBig(repo);
+    const file = path.join(dir, key);
+    writeFileSync(file, readFileSync(file).subarray(0, offset + 10));
+    const dest = path.join(sb.root, "dest-truncated");
+    mkdirSync(dest);
+    const report = await restoreSnapshot(repo, record, { destinations: { agent: dest } });
+    expect(report.failed).toEqual([expect.objectContaining({ path: "sessions/--p--/big.jsonl", kind: "damaged", error: expect.stringMatching(/^pack [0-9a-f]{12} is truncated$/) })]);
+    expect(listFiles(dest).filter((f) => f.endsWith("big.jsonl"))).toEqual([]);
+    expect(tempLeft(dest)).toEqual([]);
+  });
+
   it("the same failure once behind RetryTarget is retried, and the restore is complete and exact", async () => {
     const probe = new ProbeTarget(sb.repo);
-    const repo = await open(new RetryTarget(probe, { baseDelayMs: 1, maxDelayMs: 2 }));
+    const repo = await open(new RetryTarget(new RemoteLike(probe), { baseDelayMs: 1, maxDelayMs: 2 }));
     const dest = path.join(sb.root, "dest-retry");
     mkdirSync(dest);
     probe.failAt = middleOfBig(repo);
@@ -257,7 +281,7 @@ describe("restore through the pipeline", () => {
 
   it("abort while a ranged read hangs (and ignores the signal): the restore stops with the signal's reason and leaves no temp file", async () => {
     const target = new ProbeTarget(sb.repo);
-    const repo = await open(target);
+    const repo = await open(new RemoteLike(target));
     const dest = path.join(sb.root, "dest-abort");
     mkdirSync(dest);
     const ac = new AbortController();
@@ -270,13 +294,6 @@ describe("restore through the pipeline", () => {
     expect(listFiles(dest).filter((f) => f.endsWith("big.jsonl"))).toEqual([]);
   });
 });
-
-/** The same folder, seen as remote storage: restore plans shared reads for it. */
-class RemoteLike extends TargetWrapper {
-  override get localPath(): string | undefined {
-    return undefined;
-  }
-}
 
 describe("restore from a remote target (shared reads across files)", () => {
   it("is byte-identical, and a failed shared read fails only the files cut from it, cleanly", async () => {
