@@ -22,7 +22,7 @@ const MAX_FREE_SLABS = 2;
  * For a remote target, requests cost more than bytes (restic reads each pack once): the groups of
  * consecutive files merge into shared reads of up to this many sealed bytes.
  */
-const SHARED_READ = 8 * 1024 * 1024;
+const SHARED_READ = 4 * 1024 * 1024;
 const SHARED_FILES = 8;
 /** Bytes in flight by default: sealed bytes being read plus decoded bytes not yet written. */
 export const DEFAULT_BUDGET = 12 * 1024 * 1024;
@@ -226,6 +226,7 @@ export class ReadPipeline {
     // deduplicated chunks point back into earlier packs: such a group joins a recent read that
     // covers it, or gets a read of its own.
     const recent = new Map<string, (SharedRead & { firstFile: number })[]>();
+    const firstOf = new Map<SharedRead, Group>();
     files.forEach((ids, fileNo) => {
       let groups: Group[];
       try {
@@ -246,8 +247,12 @@ export class ReadPipeline {
         read.end = Math.max(read.end, g.end);
         read.pending++;
         g.read = read;
+        if (!firstOf.has(read)) firstOf.set(read, g);
       }
     });
+    // A shared read is in memory while it is fetched (and, for the SDK, twice while it is joined
+    // up): the group that starts it carries its bytes in the budget.
+    for (const [read, g] of firstOf) g.cost += read.end - read.start - (g.end - g.start);
   }
 
   /** A file that will not be read (any more): its shared reads stop waiting for it. */
