@@ -201,7 +201,7 @@ export class ReadPipeline {
         }
         const { group, result } = issued[i - taken];
         const parts = await abortable(result, signal);
-        yield parts;
+        yield joinAdjacent(parts);
         // Written by the caller: its bytes leave the budget.
         issued.shift();
         taken++;
@@ -359,6 +359,17 @@ export class ReadPipeline {
     const ab = parts[0]?.buffer;
     if (ab instanceof ArrayBuffer && ab.byteLength === SLAB && this.free.length < MAX_FREE_SLABS && !this.free.includes(ab)) this.free.push(ab);
   }
+}
+
+/** Blobs that lie back to back in one decoded buffer become one view: one write instead of dozens. */
+function joinAdjacent(parts: Buffer[]): Buffer[] {
+  const out: Buffer[] = [];
+  for (const p of parts) {
+    const last = out[out.length - 1];
+    if (last && last.buffer === p.buffer && last.byteOffset + last.length === p.byteOffset) out[out.length - 1] = Buffer.from(p.buffer, last.byteOffset, last.length + p.length);
+    else out.push(p);
+  }
+  return out;
 }
 
 /** Rejects with the signal's reason as soon as it fires, without waiting for `p`. */
