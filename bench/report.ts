@@ -3,7 +3,7 @@ import { formatBytes } from "./size.js";
 
 export type Cell = { value: number } | { text: string } | { error: string };
 export type Target = { kind: "ratio"; max: number } | { kind: "piGuardMax"; max: number } | { kind: "identical" } | { kind: "none" };
-export type Unit = "ms" | "MB" | "bytes" | "text";
+export type Unit = "ms" | "MB" | "bytes" | "text" | "count";
 
 export interface Row {
   metric: string;

@@ -67,10 +67,25 @@ function step(m: Measurement, check?: (json: Record<string, unknown> | null) => 
   return problem ? { ok: false, error: problem, m } : { ok: true, m, info: json ?? {} };
 }
 
-export function resticTool(workDir: string, agentDir: string): BackupTool {
+/** Where a tool keeps its repository when not in a local folder of the work dir (bench/s3.ts). */
+export interface RemoteRepo {
+  /** The tool's own name for it (`s3:http://…` for restic, `s3://…` for pi-guard). */
+  repository: string;
+  /** A name for this repository's files in the work dir (restic's cache, pi-guard's XDG dirs, key). */
+  tag: string;
+  env: Record<string, string>;
+}
+
+export function resticTool(workDir: string, agentDir: string, remote?: RemoteRepo): BackupTool {
   const repoDir = join(workDir, "restic-repo");
+  const tag = remote ? `-${remote.tag}` : "";
   // A real cache dir, as restic uses by default; kept in the temp area so it is cleaned up.
-  const env = cleanEnv({ RESTIC_REPOSITORY: repoDir, RESTIC_PASSWORD: "bench-password", RESTIC_CACHE_DIR: join(workDir, "restic-cache") });
+  const env = cleanEnv({
+    RESTIC_REPOSITORY: remote?.repository ?? repoDir,
+    RESTIC_PASSWORD: "bench-password",
+    RESTIC_CACHE_DIR: join(workDir, `restic-cache${tag}`),
+    ...remote?.env,
+  });
   const restic = (args: string[], cwd?: string): Promise<Measurement> => measure("restic", args, { env, cwd, timeoutMs: STEP_TIMEOUT_MS });
   return {
     name: "restic",
@@ -86,16 +101,17 @@ export function resticTool(workDir: string, agentDir: string): BackupTool {
   };
 }
 
-export function piGuardTool(workDir: string, agentDir: string, projectRoot: string): BackupTool {
+export function piGuardTool(workDir: string, agentDir: string, projectRoot: string, remote?: RemoteRepo): BackupTool {
   const repoDir = join(workDir, "pi-guard-repo");
+  const tag = remote ? `-${remote.tag}` : "";
   const mainJs = join(projectRoot, "dist/cli/main.js"); // what bin/pi-guard.js runs
   const bin = join(projectRoot, "bin/pi-guard.js");
-  const xdgConfig = join(workDir, "xdg-config");
-  const xdgData = join(workDir, "xdg-data");
+  const xdgConfig = join(workDir, `xdg-config${tag}`);
+  const xdgData = join(workDir, `xdg-data${tag}`);
   // The repository is made with a password, like restic's; then a key file is added, and the steps
   // run the way pi-guard runs unattended (snapshot --init, watch): with the key file.
-  const keyFile = join(workDir, "pi-guard.key");
-  const base = { PI_GUARD_REPO: repoDir, PI_CODING_AGENT_DIR: agentDir, XDG_CONFIG_HOME: xdgConfig, XDG_DATA_HOME: xdgData };
+  const keyFile = join(workDir, `pi-guard${tag}.key`);
+  const base = { PI_GUARD_REPO: remote?.repository ?? repoDir, PI_CODING_AGENT_DIR: agentDir, XDG_CONFIG_HOME: xdgConfig, XDG_DATA_HOME: xdgData, ...remote?.env };
   const passwordEnv = cleanEnv({ ...base, PI_GUARD_PASSWORD: "bench-password" });
   const keyFileEnv = cleanEnv({ ...base, PI_GUARD_KEY_FILE: keyFile });
   const run = async (args: string[], check?: (j: Record<string, unknown> | null) => string | null, env = keyFileEnv): Promise<Step> => {

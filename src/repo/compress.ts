@@ -87,3 +87,36 @@ export function decodeTransient(plain: Buffer, what: string): Buffer {
     throw new RepoError(`${what} does not decompress`, "corrupt");
   }
 }
+
+/** The decoded size of a frame's plaintext, or null when its zstd header does not say (or says too much). */
+export function decodedSize(plain: Buffer, what: string): number | null {
+  const tag = plain[0];
+  if (plain.length === 0) throw new RepoError(`${what} is empty`, "corrupt");
+  if (tag === Encoding.Raw) return plain.length - 1;
+  if (tag !== Encoding.Zstd) throw new RepoError(`${what} has unknown encoding ${tag}`, "corrupt");
+  let size: number | null;
+  try {
+    size = raw().getFrameContentSize(plain.subarray(1));
+  } catch {
+    throw new RepoError(`${what} does not decompress`, "corrupt");
+  }
+  return size === null || size > 64 * 1024 * 1024 ? null : size;
+}
+
+/** Decode into `dest`, which is exactly `decodedSize` long; anything else is damage. */
+export function decodeInto(plain: Buffer, dest: Buffer, what: string): Buffer {
+  const body = plain.subarray(1);
+  if (plain[0] === Encoding.Raw) {
+    body.copy(dest);
+    return dest;
+  }
+  dctx ??= new (raw().DCtx)();
+  let n: number;
+  try {
+    n = dctx.decompress(dest, body);
+  } catch {
+    throw new RepoError(`${what} does not decompress`, "corrupt");
+  }
+  if (n !== dest.length) throw new RepoError(`${what} decodes to ${n} bytes, not the ${dest.length} its header declares`, "corrupt");
+  return dest;
+}

@@ -5,12 +5,12 @@ import { fileURLToPath } from "node:url";
 import { RepoError } from "./errors.js";
 import { openBatch, sealBatch, type BatchReply, type OpenRequest, type SealRequest } from "./seal.js";
 
-/** One worker per spare core, at least 1 and at most 4; PI_GUARD_WORKERS overrides (0 = all work on the main thread). */
-function defaultPoolSize(): number {
+/** One worker per spare core, at least 1 and at most `max`; PI_GUARD_WORKERS overrides (0 = all work on the main thread). */
+export function defaultPoolSize(max = 4): number {
   const env = Number(process.env.PI_GUARD_WORKERS);
   if (process.env.PI_GUARD_WORKERS && Number.isInteger(env) && env >= 0) return env;
   // The main thread chunks and hashes; leave it a core.
-  return Math.max(1, Math.min(4, os.availableParallelism() - 1));
+  return Math.max(1, Math.min(max, os.availableParallelism() - 1));
 }
 
 type Request = Omit<SealRequest, "job"> | Omit<OpenRequest, "job">;
@@ -40,7 +40,7 @@ export class SealPool {
    * the main thread would otherwise only wait, and cheaper in memory than another worker.
    */
   constructor(
-    private readonly size = defaultPoolSize(),
+    private readonly size = defaultPoolSize(4),
     private readonly mainHelps = false,
   ) {}
 
@@ -66,7 +66,7 @@ export class SealPool {
     const job = this.nextJob++;
     const full = { ...req, job } as SealRequest | OpenRequest;
     const inline =
-      this.size === 0 || (this.workers.length === 0 && req.buffer.byteLength < INLINE_BELOW) || (this.mainHelps && job % 2 === 1);
+      this.size === 0 || (this.workers.length === 0 && workBytes(req) < INLINE_BELOW) || (this.mainHelps && job % 2 === 1);
     if (inline) {
       try {
         return Promise.resolve(full.op === "seal" ? sealBatch(full) : openBatch(full));
@@ -103,8 +103,11 @@ export class SealPool {
   }
 }
 
+const workBytes = (req: Request): number => ("file" in req && req.file ? req.file.length : req.buffer.byteLength);
+
 function split(reply: BatchReply): Buffer[] {
   const all = Buffer.from(reply.buffer);
+  if (reply.offsets) return reply.lengths.map((len, i) => all.subarray(reply.offsets![i], reply.offsets![i] + len));
   const out: Buffer[] = [];
   let o = 0;
   for (const len of reply.lengths) {

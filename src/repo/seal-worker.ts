@@ -1,4 +1,5 @@
 import { parentPort } from "node:worker_threads";
+import { collectYoung } from "./collect.js";
 import { sealBatch, openBatch, packReply, type SealRequest, type OpenRequest } from "./seal.js";
 
 // Runs compression + encryption (or the reverse) off the main thread, which stays busy chunking
@@ -10,4 +11,7 @@ parentPort!.on("message", (msg: SealRequest | OpenRequest) => {
   } catch (err) {
     parentPort!.postMessage({ job: msg.job, error: (err as Error).message, kind: (err as { kind?: string }).kind });
   }
+  // Each job leaves off-heap garbage (the buffer sent in, the decrypted or compressed frames) that
+  // the worker's small heap would keep for tens of MB before collecting.
+  collectYoung();
 });

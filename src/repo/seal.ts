@@ -1,5 +1,7 @@
-import { blobId, decrypt, encrypt } from "./crypto.js";
-import { decodeTransient, encode } from "./compress.js";
+import { closeSync, openSync, readSync } from "node:fs";
+import path from "node:path";
+import { blobId, decryptInto, encrypt } from "./crypto.js";
+import { decodedSize, decodeInto, decodeTransient, encode } from "./compress.js";
 import { RepoError } from "./errors.js";
 import { AAD } from "./format.js";
 
@@ -27,16 +29,60 @@ export interface OpenRequest {
   job: number;
   key: Uint8Array;
   idKey: Uint8Array;
+  /** The sealed bytes; empty when `file` says where to read them. */
   buffer: ArrayBuffer;
+  /**
+   * A pack in a local repository: the thread reads `length` bytes at `position` itself, into a
+   * buffer it reuses (no allocation, no transfer, no page faults on fresh memory per batch).
+   */
+  file?: { path: string; position: number; length: number };
   frames: number[];
   blobs: WantedBlob[];
+  /** A buffer to decode into when it is big enough (restore hands written buffers back for reuse). */
+  out?: ArrayBuffer;
 }
 
 export interface BatchReply {
   job: number;
   buffer: ArrayBuffer;
   lengths: number[];
+  /** Where each part starts in `buffer`; without it the parts lie back to back. */
+  offsets?: number[];
 }
+
+/** Where openBatch reads a local pack's bytes: grown to the largest read, reused by the next. */
+let sealedScratch = Buffer.alloc(0);
+
+function readSealed(file: { path: string; position: number; length: number }): Buffer {
+  if (sealedScratch.length < file.length) sealedScratch = Buffer.allocUnsafeSlow(Math.max(file.length, 1024 * 1024));
+  const pack = path.basename(file.path).slice(0, 12);
+  let fd: number;
+  try {
+    fd = openSync(file.path, "r");
+  } catch (err) {
+    throw new RepoError(`pack ${pack} cannot be read: ${(err as NodeJS.ErrnoException).code === "ENOENT" ? "it does not exist" : (err as Error).message}`, "corrupt");
+  }
+  try {
+    let got = 0;
+    while (got < file.length) {
+      const n = readSync(fd, sealedScratch, got, file.length - got, file.position + got);
+      if (n === 0) throw new RepoError(`pack ${pack} is truncated`, "corrupt");
+      got += n;
+    }
+  } catch (err) {
+    if (err instanceof RepoError) throw err;
+    throw new RepoError(`pack ${pack} cannot be read: ${(err as Error).message}`, "corrupt");
+  } finally {
+    closeSync(fd);
+  }
+  return sealedScratch.subarray(0, file.length);
+}
+
+/** Where openBatch decrypts frames: grown to the largest batch, reused by the next. */
+let plainScratch = Buffer.alloc(0);
+
+/** Buffers openBatch allocated for its own output: never a shared pool slab, so safe to transfer. */
+const ownBuffers = new WeakSet<ArrayBufferLike>();
 
 const asBuffer = (u: Uint8Array) => Buffer.from(u.buffer, u.byteOffset, u.byteLength);
 
@@ -51,25 +97,59 @@ export function sealBatch(req: SealRequest): Buffer[] {
 export function openBatch(req: OpenRequest): Buffer[] {
   const key = asBuffer(req.key);
   const idKey = asBuffer(req.idKey);
-  const src = Buffer.from(req.buffer);
-  // All wanted blobs land in one buffer: one allocation per batch, and a worker can transfer it as is.
-  const out = Buffer.allocUnsafeSlow(req.blobs.reduce((n, b) => n + b.rawLength, 0));
+  const src = req.file ? readSealed(req.file) : Buffer.from(req.buffer);
+  // Every frame is decrypted first, so that its decoded size is known; then all of them are
+  // decoded straight into one buffer (one allocation per batch, no copy of the wanted bytes, and a
+  // worker transfers it as is). The wanted blobs are slices of it.
+  // The plaintexts go into one scratch buffer of this thread, reused by every batch.
+  const sealedBytes = req.frames.reduce((n, x, i) => (i % 2 ? n + x - req.frames[i - 1] : n), 0);
+  if (plainScratch.length < sealedBytes) plainScratch = Buffer.allocUnsafeSlow(Math.max(sealedBytes, 1024 * 1024));
+  const sealed: Buffer[] = [];
+  let at = 0;
+  for (let f = 0; f < req.frames.length / 2; f++) {
+    const what = `frame at ${req.frames[2 * f]}`;
+    const plain = decryptInto(key, src.subarray(req.frames[2 * f], req.frames[2 * f + 1]), plainScratch.subarray(at), what, AAD.frame);
+    sealed.push(plain);
+    at += plain.length;
+  }
+  const sizes = sealed.map((plain, f) => decodedSize(plain, `frame at ${req.frames[2 * f]}`));
+  const total = sizes.reduce<number>((a, b) => a + (b ?? 0), 0);
+  const wanted = req.blobs.reduce((n, b) => n + b.rawLength, 0);
+  // Frames mostly hold what is asked for; when most of their bytes are not wanted (small files
+  // sharing a frame), the wanted blobs are copied out instead of keeping whole frames alive. A
+  // frame that does not declare its size is decoded the slow way, and copied out too.
+  const compact = wanted * 2 < total || sizes.includes(null);
+  // Fresh memory costs a page fault per 4 KiB on first touch; a reused buffer is already mapped.
+  const reuse = !compact && req.out && req.out.byteLength >= total;
+  const decoded = compact ? undefined : reuse ? Buffer.from(req.out!, 0, total) : Buffer.allocUnsafeSlow(total);
+  if (decoded) ownBuffers.add(decoded.buffer);
+  const out = compact ? Buffer.allocUnsafeSlow(wanted) : undefined;
+  const starts: number[] = [];
   let o = 0;
+  for (const size of sizes) {
+    starts.push(o);
+    o += size ?? 0;
+  }
   let frameIndex = -1;
-  let frame: Buffer = out;
+  let frame: Buffer = Buffer.alloc(0);
+  let w = 0;
   return req.blobs.map((b) => {
     if (b.frame !== frameIndex) {
       frameIndex = b.frame;
       const what = `frame at ${req.frames[2 * b.frame]}`;
-      frame = decodeTransient(decrypt(key, src.subarray(req.frames[2 * b.frame], req.frames[2 * b.frame + 1]), what, AAD.frame), what);
+      const plain = sealed[b.frame];
+      frame = decoded
+        ? decodeInto(plain, decoded.subarray(starts[b.frame], starts[b.frame] + sizes[b.frame]!), what)
+        : decodeTransient(plain, what);
     }
     const what = `blob ${b.id.slice(0, 12)}`;
     if (b.inFrame + b.rawLength > frame.length) throw new RepoError(`${what} lies outside its frame (damaged index)`, "corrupt");
     const data = frame.subarray(b.inFrame, b.inFrame + b.rawLength);
     if (!blobId(idKey, data).equals(Buffer.from(b.id, "hex"))) throw new RepoError(`${what} does not match its id (damaged)`, "corrupt");
-    data.copy(out, o);
-    o += b.rawLength;
-    return out.subarray(o - b.rawLength, o);
+    if (!out) return data;
+    data.copy(out, w);
+    w += b.rawLength;
+    return out.subarray(w - b.rawLength, w);
   });
 }
 
@@ -81,6 +161,10 @@ export function packReply(job: number, parts: Buffer[]): BatchReply {
   const total = lengths.reduce((a, b) => a + b, 0);
   if (first && first.byteOffset === 0 && first.buffer.byteLength === total && parts.every((p) => p.buffer === first.buffer)) {
     return { job, buffer: first.buffer as ArrayBuffer, lengths };
+  }
+  // Slices of the frames openBatch decoded in place: send the frames, and where each part starts.
+  if (first && ownBuffers.has(first.buffer as ArrayBuffer) && parts.every((p) => p.buffer === first.buffer)) {
+    return { job, buffer: first.buffer as ArrayBuffer, lengths, offsets: parts.map((p) => p.byteOffset) };
   }
   const all = Buffer.concat(parts);
   // A standalone ArrayBuffer, so it can be transferred without dragging a pool slab along.

@@ -1,14 +1,14 @@
 import { syncDir, writeFully } from "../fs-safe.js";
 import { parseSessionFileName } from "../pi/writer.js";
 import { constants, promises as fs, type Stats } from "node:fs";
-import os from "node:os";
 import { randomBytes } from "node:crypto";
 import picomatch from "picomatch";
 import { BlobReader } from "../repo/blob-reader.js";
+import { ReadPipeline } from "../repo/read-pipeline.js";
 import { RepoError } from "../repo/errors.js";
 import type { TreeNode } from "../repo/format.js";
 import type { Repository, SnapshotRecord } from "../repo/repository.js";
-import { SealPool } from "../repo/seal-pool.js";
+import { defaultPoolSize, SealPool } from "../repo/seal-pool.js";
 import { readTree } from "../snapshot/tree.js";
 import { type FsPath, joinPath, nodeComponents, RefusedPath, resolveDestRoot, showPath, walkDirs } from "./safe-path.js";
 
@@ -79,7 +79,6 @@ export interface RestorePlan {
   started: number;
 }
 
-const BATCH_BYTES = 2 * 1024 * 1024;
 /** Files restored at once: overlaps one file's disk writes with the next one's decryption. */
 const PARALLEL_FILES = 2;
 
@@ -191,8 +190,8 @@ export async function applyRestore(repo: Repository, plan: RestorePlan): Promise
   const { opts } = plan;
   await repo.loadIndex();
   // Restore is decryption-bound and the main thread mostly waits, so it decrypts too.
-  const pool = new SealPool(Math.max(1, Math.min(3, os.availableParallelism() - 1)), true);
-  const reader = new BlobReader(repo, pool);
+  const pool = new SealPool(defaultPoolSize(3), true);
+  const reader = new ReadPipeline(repo, pool, { signal: opts.signal });
   const report = emptyReport(plan);
   const done = (item: PlanItem) => {
     report.files.push(fileEntry(item));
@@ -203,6 +202,8 @@ export async function applyRestore(repo: Repository, plan: RestorePlan): Promise
   // A folder made or checked once in this run is not walked again before writing into it; the
   // check right before each rename is never cached.
   const makeParent = cached((rootDir: string, comps: FsPath[]) => walkDirs(rootDir, comps.slice(0, -1), true));
+  const fetched = (item: PlanItem) => item.type === "file" && item.action !== "unchanged" && !!item.node!.content;
+  reader.prepare(plan.items.filter(fetched).map((item) => item.node!.content!));
   try {
     for (const item of plan.items) {
       opts.signal?.throwIfAborted();
@@ -220,7 +221,10 @@ export async function applyRestore(repo: Repository, plan: RestorePlan): Promise
           (err: unknown) => void failed(item, err),
         );
         running.add(job);
-        void job.finally(() => running.delete(job));
+        void job.finally(() => {
+          running.delete(job);
+          if (item.node!.content) reader.forget(item.node!.content);
+        });
         if (running.size >= PARALLEL_FILES) await Promise.race(running);
         continue;
       }
@@ -379,7 +383,7 @@ async function recheck(item: PlanItem): Promise<FsPath> {
   return dest;
 }
 
-async function writeFileAtomically(reader: BlobReader, item: PlanItem, parent: Promise<FsPath | undefined>, durable: boolean): Promise<void> {
+async function writeFileAtomically(reader: ReadPipeline, item: PlanItem, parent: Promise<FsPath | undefined>, durable: boolean): Promise<void> {
   const node = item.node!;
   const dir = (await parent)!;
   const tmp = joinPath(dir, tempName(item.comps[item.comps.length - 1]));
@@ -389,7 +393,7 @@ async function writeFileAtomically(reader: BlobReader, item: PlanItem, parent: P
   try {
     try {
       let pos = 0;
-      for await (const parts of reader.batches(node.content ?? [], BATCH_BYTES)) pos = await writeFully(handle, parts, pos);
+      for await (const parts of reader.file(node.content ?? [])) pos = await writeFully(handle, parts, pos);
       const size = (await handle.stat()).size;
       if (pos !== (node.size ?? 0)) {
         throw new RepoError(`its data holds ${pos} bytes where the snapshot's file list says ${node.size}`, "corrupt");

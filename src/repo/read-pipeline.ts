@@ -1,0 +1,398 @@
+import path from "node:path";
+import { packKey } from "./format.js";
+import { RepoError } from "./errors.js";
+import type { Repository } from "./repository.js";
+import type { SealPool } from "./seal-pool.js";
+import type { Target } from "../targets/target.js";
+import { LimitTarget } from "../targets/limit.js";
+import { TargetWrapper } from "../targets/wrap.js";
+
+/** Frames this close in one pack are fetched by one ranged read (the gap is read and dropped). */
+const MERGE_GAP = 64 * 1024;
+/** One read covers at most this many sealed bytes, and its frames at most this many decoded ones. */
+const MAX_READ = 8 * 1024 * 1024;
+const MAX_GROUP_RAW = 2 * 1024 * 1024;
+/** Reads at once from a target without a concurrency limit (a local disk): libuv's thread pool size. */
+const LOCAL_READS = 4;
+/** Reads this big decode into recycled buffers of SLAB bytes (frames reach a little past a read's blobs). */
+const SLAB_FROM = 1024 * 1024;
+const SLAB = MAX_GROUP_RAW + 2 * 1024 * 1024;
+const MAX_FREE_SLABS = 2;
+/**
+ * For a remote target, requests cost more than bytes (restic reads each pack once): the groups of
+ * consecutive files merge into shared reads of up to this many sealed bytes.
+ */
+const SHARED_READ = 4 * 1024 * 1024;
+const SHARED_FILES = 8;
+/**
+ * Bytes in flight by default: sealed bytes being read plus decoded bytes not yet written. More is
+ * slower on a local disk, not faster: decoded bytes written soon are still in the CPU's cache.
+ */
+export const DEFAULT_BUDGET = 8 * 1024 * 1024;
+/** A remote target's reads wait on the network: more of them are in flight. */
+export const REMOTE_BUDGET = 16 * 1024 * 1024;
+
+interface WantedBlob {
+  id: string;
+  inFrame: number;
+  rawLength: number;
+}
+
+/** Consecutive blobs of a file that lie in one frame: the frame is opened once for all of them. */
+interface Unit {
+  offset: number;
+  length: number;
+  blobs: WantedBlob[];
+}
+
+/** One decode job: a run of one file's frames, adjacent in one pack. */
+interface Group {
+  pack: string;
+  start: number;
+  end: number;
+  units: Unit[];
+  raw: number;
+  cost: number;
+  /** The shared ranged read it is cut from (remote targets), or none: it is read on its own. */
+  read?: SharedRead;
+  /** Issued, or given up: either way it no longer holds its shared read. */
+  settled?: boolean;
+}
+
+/** One ranged read serving the groups of several files (consecutive small files share packs). */
+interface SharedRead {
+  pack: string;
+  start: number;
+  end: number;
+  /** Groups not yet cut from it; at 0 its buffer is dropped. */
+  pending: number;
+  data?: Promise<Buffer>;
+}
+
+/** Concurrent readers share one byte budget; a waiter is served first come, first served. */
+export class ByteBudget {
+  private used = 0;
+  private readonly waiting: { bytes: number; grant: () => void }[] = [];
+
+  constructor(readonly limit: number) {
+    if (!(limit > 0)) throw new RangeError(`byte budget must be positive, not ${limit}`);
+  }
+
+  get inUse(): number {
+    return this.used;
+  }
+
+  /** Take `bytes` now if they fit and nobody waits; a request larger than the budget fits an idle one. */
+  tryAcquire(bytes: number): boolean {
+    if (this.waiting.length > 0 || !this.fits(bytes)) return false;
+    this.used += bytes;
+    return true;
+  }
+
+  acquire(bytes: number, signal?: AbortSignal): Promise<void> {
+    signal?.throwIfAborted();
+    if (this.tryAcquire(bytes)) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const entry = {
+        bytes,
+        grant: () => {
+          signal?.removeEventListener("abort", onAbort);
+          resolve();
+        },
+      };
+      const onAbort = () => {
+        const i = this.waiting.indexOf(entry);
+        if (i >= 0) this.waiting.splice(i, 1);
+        reject(signal!.reason);
+        this.wake();
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.waiting.push(entry);
+    });
+  }
+
+  release(bytes: number): void {
+    this.used -= bytes;
+    this.wake();
+  }
+
+  private fits(bytes: number): boolean {
+    return this.used === 0 || this.used + bytes <= this.limit;
+  }
+
+  private wake(): void {
+    while (this.waiting.length > 0 && this.fits(this.waiting[0].bytes)) {
+      const next = this.waiting.shift()!;
+      this.used += next.bytes;
+      next.grant();
+    }
+  }
+}
+
+/** The concurrency limit of a target (a LimitTarget anywhere in its wrappers), or a local disk's. */
+export function readConcurrency(target: Target): number {
+  for (let t: Target | undefined = target; t; t = t instanceof TargetWrapper ? t.inner : undefined) {
+    if (t instanceof LimitTarget) return t.limit;
+  }
+  return LOCAL_READS;
+}
+
+export interface ReadPipelineOptions {
+  /** Sealed plus decoded bytes in flight, shared by every file read through this pipeline. */
+  budgetBytes?: number;
+  /** Ranged reads at once; by default the target's concurrency limit. */
+  concurrency?: number;
+  signal?: AbortSignal;
+}
+
+/**
+ * Reads files' blobs for a restore: ranged reads of whole frames (adjacent frames of one pack in
+ * one read) run in parallel up to the target's concurrency limit and are opened on the worker
+ * pool, and each file gets its bytes back in order. Memory is bounded by a byte budget for
+ * everything in flight, not by a count. Every blob is checked against its id (in `openBatch`)
+ * before it is handed out; a frame is opened once per run of a file's blobs in it.
+ */
+export class ReadPipeline {
+  readonly budget: ByteBudget;
+  private readonly concurrency: number;
+  private active = 0;
+  /** Decode buffers already written out, for the next reads. */
+  private readonly free: ArrayBuffer[] = [];
+  /** Each prepared file's groups, by its id list. */
+  private readonly prepared = new WeakMap<readonly string[], Group[]>();
+
+  constructor(
+    private readonly repo: Repository,
+    private readonly pool: SealPool,
+    private readonly opts: ReadPipelineOptions = {},
+  ) {
+    this.budget = new ByteBudget(opts.budgetBytes ?? (repo.target.localPath === undefined ? REMOTE_BUDGET : DEFAULT_BUDGET));
+    this.concurrency = Math.max(1, opts.concurrency ?? readConcurrency(repo.target));
+  }
+
+  /**
+   * The plaintexts of `ids` in order, a read's worth at a time. The buffers of a batch are valid
+   * until the next one is asked for (they are reused). Stop early by leaving the loop.
+   */
+  async *file(ids: readonly string[]): AsyncGenerator<Buffer[]> {
+    const signal = this.opts.signal;
+    const groups = this.prepared.get(ids) ?? this.plan(ids);
+    const issued: { group: Group; result: Promise<Buffer[]> }[] = [];
+    let next = 0;
+    const start = (group: Group) => {
+      this.active++;
+      const result = this.fetch(group).finally(() => {
+        this.active--;
+        topUp();
+      });
+      result.catch(() => undefined); // observed when its turn comes; a file that stops early never awaits it
+      issued.push({ group, result });
+    };
+    let stopped = false;
+    // Start further reads while the budget and the concurrency limit allow, never waiting.
+    const topUp = () => {
+      while (!stopped && next < groups.length && this.active < this.concurrency && this.budget.tryAcquire(groups[next].cost)) start(groups[next++]);
+    };
+    let taken = 0;
+    try {
+      for (let i = 0; i < groups.length; i++) {
+        signal?.throwIfAborted();
+        topUp();
+        if (next === i) {
+          // Nothing of this file is in flight: wait for room for its next read.
+          await this.budget.acquire(groups[i].cost, signal);
+          start(groups[next++]);
+          topUp();
+        }
+        const { group, result } = issued[i - taken];
+        const parts = await abortable(result, signal);
+        yield joinAdjacent(parts);
+        // Written by the caller: its bytes leave the budget.
+        issued.shift();
+        taken++;
+        this.budget.release(group.cost);
+        this.recycle(parts);
+      }
+    } finally {
+      stopped = true;
+      // Reads still running keep their memory until they settle.
+      for (const { group, result } of issued) void result.then(() => this.budget.release(group.cost), () => this.budget.release(group.cost));
+      this.forget(ids);
+    }
+  }
+
+  /**
+   * Plan the files a restore will read, in the order it reads them, so that a remote target is
+   * asked for long ranges that serve several files. Without it each file is read on its own.
+   */
+  prepare(files: readonly (readonly string[])[]): void {
+    if (this.repo.target.localPath !== undefined) return; // a local read costs nothing per request
+    // The reads of each pack opened for recent files. Files are mostly in pack order, but
+    // deduplicated chunks point back into earlier packs: such a group joins a recent read that
+    // covers it, or gets a read of its own.
+    const recent = new Map<string, (SharedRead & { firstFile: number })[]>();
+    const firstOf = new Map<SharedRead, Group>();
+    files.forEach((ids, fileNo) => {
+      let groups: Group[];
+      try {
+        groups = this.plan(ids);
+      } catch {
+        return; // file() reports it
+      }
+      this.prepared.set(ids, groups);
+      for (const g of groups) {
+        // A read waits in memory for its last group: not for files far ahead.
+        const open = (recent.get(g.pack) ?? []).filter((r) => fileNo - r.firstFile <= SHARED_FILES);
+        let read = open.find((r) => g.start >= r.start && g.start <= r.end + MERGE_GAP && Math.max(r.end, g.end) - r.start <= SHARED_READ);
+        if (!read) {
+          read = { pack: g.pack, start: g.start, end: g.end, pending: 0, firstFile: fileNo };
+          open.push(read);
+        }
+        recent.set(g.pack, open);
+        read.end = Math.max(read.end, g.end);
+        read.pending++;
+        g.read = read;
+        if (!firstOf.has(read)) firstOf.set(read, g);
+      }
+    });
+    // A shared read is in memory while it is fetched (and, for the SDK, twice while it is joined
+    // up): the group that starts it carries its bytes in the budget.
+    for (const [read, g] of firstOf) g.cost += read.end - read.start - (g.end - g.start);
+  }
+
+  /** A file that will not be read (any more): its shared reads stop waiting for it. */
+  forget(ids: readonly string[]): void {
+    for (const g of this.prepared.get(ids) ?? []) this.settle(g);
+    this.prepared.delete(ids);
+  }
+
+  private settle(g: Group): void {
+    if (g.settled) return;
+    g.settled = true;
+    if (g.read && --g.read.pending === 0) g.read.data = undefined;
+  }
+
+  private plan(ids: readonly string[]): Group[] {
+    const index = this.repo.index;
+    const groups: Group[] = [];
+    let unit: Unit | undefined;
+    let group: Group | undefined;
+    for (const id of ids) {
+      const loc = index.get(id);
+      if (!loc) throw new RepoError(`blob ${id.slice(0, 12)} is missing from the index`, "corrupt");
+      const blob = { id, inFrame: loc.inFrame, rawLength: loc.rawLength };
+      if (group && unit && group.pack === loc.pack && unit.offset === loc.offset && unit.length === loc.length) {
+        unit.blobs.push(blob);
+        group.raw += loc.rawLength;
+        continue;
+      }
+      unit = { offset: loc.offset, length: loc.length, blobs: [blob] };
+      const joins =
+        group &&
+        group.pack === loc.pack &&
+        loc.offset >= group.end &&
+        loc.offset <= group.end + MERGE_GAP &&
+        loc.offset + loc.length - group.start <= MAX_READ &&
+        group.raw + loc.rawLength <= MAX_GROUP_RAW;
+      if (!joins) {
+        group = { pack: loc.pack, start: loc.offset, end: loc.offset, units: [], raw: 0, cost: 0 };
+        groups.push(group);
+      }
+      group!.units.push(unit);
+      group!.end = loc.offset + loc.length;
+      group!.raw += loc.rawLength;
+    }
+    // Held until written: the sealed bytes (until opened) and the decoded ones. A frame decodes
+    // whole, but openBatch copies the wanted blobs out of frames that are mostly unwanted.
+    for (const g of groups) g.cost = g.end - g.start + g.raw;
+    return groups;
+  }
+
+  private async fetch(group: Group): Promise<Buffer[]> {
+    const length = group.end - group.start;
+    const local = this.repo.target.localPath;
+    if (local !== undefined && !group.read) {
+      // A pack on this machine: the decoding thread reads it itself, into a buffer it reuses.
+      this.opts.signal?.throwIfAborted();
+      const file = { path: path.join(local, ...packKey(group.pack).split("/")), position: group.start, length };
+      return this.open(group, new ArrayBuffer(0), file);
+    }
+    let raw: Buffer;
+    try {
+      const read = group.read;
+      if (read) {
+        read.data ??= this.repo.target.getRange(packKey(read.pack), read.start, read.end - read.start, { signal: this.opts.signal });
+        const whole = read.data;
+        this.settle(group);
+        const all = await whole;
+        // Its own copy: the decode job takes the buffer to a worker, and the others need theirs.
+        raw = Buffer.from(all.subarray(group.start - read.start, group.end - read.start));
+      } else raw = await this.repo.target.getRange(packKey(group.pack), group.start, length, { signal: this.opts.signal });
+    } catch (err) {
+      if (this.opts.signal?.aborted) throw this.opts.signal.reason;
+      // A storage failure keeps its kind (a network failure is not damage); anything else, such as
+      // a missing pack, is damage to the repository.
+      const kind = err instanceof RepoError ? err.kind : "corrupt";
+      throw new RepoError(`pack ${group.pack.slice(0, 12)} cannot be read: ${(err as Error).message}`, kind);
+    }
+    if (raw.length < length) throw new RepoError(`pack ${group.pack.slice(0, 12)} is truncated`, "corrupt");
+    // A large read owns its ArrayBuffer; only a pooled small one needs copying out before transfer.
+    const owns = raw.byteOffset === 0 && raw.buffer.byteLength === raw.length;
+    const buffer = (owns ? raw.buffer : raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.length)) as ArrayBuffer;
+    return this.open(group, buffer);
+  }
+
+  private open(group: Group, buffer: ArrayBuffer, file?: { path: string; position: number; length: number }): Promise<Buffer[]> {
+    const out = group.raw >= SLAB_FROM ? (this.free.pop() ?? new ArrayBuffer(SLAB)) : undefined;
+    return this.pool.run(
+      {
+        op: "open",
+        key: this.repo.key.encryption,
+        idKey: this.repo.key.id,
+        buffer,
+        file,
+        frames: group.units.flatMap((u) => [u.offset - group.start, u.offset - group.start + u.length]),
+        blobs: group.units.flatMap((u, frame) => u.blobs.map((b) => ({ frame, ...b }))),
+        out,
+      },
+      out ? [buffer, out] : [buffer],
+    );
+  }
+
+  /** A written read's buffer goes back to the free list when it is one of ours. */
+  private recycle(parts: Buffer[]): void {
+    const ab = parts[0]?.buffer;
+    if (ab instanceof ArrayBuffer && ab.byteLength === SLAB && this.free.length < MAX_FREE_SLABS && !this.free.includes(ab)) this.free.push(ab);
+  }
+}
+
+/** Blobs that lie back to back in one decoded buffer become one view: one write instead of dozens. */
+function joinAdjacent(parts: Buffer[]): Buffer[] {
+  const out: Buffer[] = [];
+  for (const p of parts) {
+    const last = out[out.length - 1];
+    if (last && last.buffer === p.buffer && last.byteOffset + last.length === p.byteOffset) out[out.length - 1] = Buffer.from(p.buffer, last.byteOffset, last.length + p.length);
+    else out.push(p);
+  }
+  return out;
+}
+
+/** Rejects with the signal's reason as soon as it fires, without waiting for `p`. */
+function abortable<T>(p: Promise<T>, signal?: AbortSignal): Promise<T> {
+  if (!signal) return p;
+  signal.throwIfAborted();
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(e);
+      },
+    );
+  });
+}
