@@ -1,4 +1,6 @@
 // Turns per-tool measurements into the comparison table and its JSON form.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { formatBytes } from "./size.js";
 
 export type Cell = { value: number } | { text: string } | { error: string };
@@ -77,4 +79,34 @@ export function formatTable(rows: Row[]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
   const line = (cells: string[]): string => cells.map((c, i) => c.padEnd(widths[i])).join(" | ").trimEnd();
   return [line(header), widths.map((w) => "-".repeat(w)).join("-|-"), ...body.map(line)].join("\n");
+}
+
+/** Write a bench's result as `<outDir>/<prefix>-<date>.json` and say where. */
+export function writeResultFile(outDir: string, prefix: string, result: { date: string }): string {
+  mkdirSync(outDir, { recursive: true });
+  const file = join(outDir, `${prefix}-${result.date.replace(/[:.]/g, "-")}.json`);
+  writeFileSync(file, JSON.stringify(result, null, 2) + "\n");
+  console.log(`\nwrote ${file}`);
+  return file;
+}
+
+/**
+ * Run `fn` in a fresh folder under /tmp (never in the checkout: a 1 GiB tree plus repositories),
+ * removed afterwards, on Ctrl-C too, unless `keep`.
+ */
+export async function withWorkDir(prefix: string, keep: boolean, log: (msg: string) => void, fn: (workDir: string) => Promise<void>): Promise<void> {
+  const workDir = mkdtempSync(`/tmp/${prefix}`);
+  const cleanup = (): void => {
+    if (keep) log(`kept ${workDir}`);
+    else rmSync(workDir, { recursive: true, force: true });
+  };
+  process.once("SIGINT", () => {
+    cleanup();
+    process.exit(130);
+  });
+  try {
+    await fn(workDir);
+  } finally {
+    cleanup();
+  }
 }

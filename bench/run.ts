@@ -2,14 +2,14 @@
 //   npm run bench -- [--size 1GiB] [--out bench/out] [--seed 1] [--keep] [--pi-guard-root DIR]
 import { spawnSync } from "node:child_process";
 import { cpus, totalmem } from "node:os";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, rmSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { appendToLargest } from "./append.js";
 import { sampleCompression } from "./compression.js";
 import { DEFAULT_POOL_ROOT, generateAgentDir } from "./generate.js";
-import { formatTable, listErrors, makeRow, type Cell, type Row } from "./report.js";
+import { formatTable, listErrors, makeRow, withWorkDir, writeResultFile, type Cell, type Row } from "./report.js";
 import { formatBytes, parseSize } from "./size.js";
 import { loadTextPool } from "./textPool.js";
 import { compareTrees, duBytes, hashTree, type TreeManifest } from "./treeHash.js";
@@ -151,10 +151,7 @@ async function bench(opts: { sizeBytes: number; seed: string; outDir: string; wo
     rows,
     steps: Object.fromEntries(runs.map((r) => [r.tool.name, r.steps])),
   };
-  mkdirSync(opts.outDir, { recursive: true });
-  const file = join(opts.outDir, `results-${date.replace(/[:.]/g, "-")}.json`);
-  writeFileSync(file, JSON.stringify(result, null, 2) + "\n");
-  console.log(`\nwrote ${file}`);
+  writeResultFile(opts.outDir, "results", result);
 }
 
 async function main(): Promise<void> {
@@ -168,21 +165,9 @@ async function main(): Promise<void> {
       "pi-guard-root": { type: "string", default: PROJECT_ROOT },
     },
   });
-  // Data goes to /tmp, never into the checkout: a 1 GiB tree plus two repositories.
-  const workDir = mkdtempSync("/tmp/pi-guard-bench-");
-  const cleanup = (): void => {
-    if (values.keep) log(`kept ${workDir}`);
-    else rmSync(workDir, { recursive: true, force: true });
-  };
-  process.once("SIGINT", () => {
-    cleanup();
-    process.exit(130);
-  });
-  try {
-    await bench({ sizeBytes: parseSize(values.size), seed: values.seed, outDir: resolve(values.out), workDir, piGuardRoot: resolve(values["pi-guard-root"]) });
-  } finally {
-    cleanup();
-  }
+  await withWorkDir("pi-guard-bench-", values.keep, log, (workDir) =>
+    bench({ sizeBytes: parseSize(values.size), seed: values.seed, outDir: resolve(values.out), workDir, piGuardRoot: resolve(values["pi-guard-root"]) }),
+  );
 }
 
 main().catch((err: unknown) => {

@@ -3,13 +3,13 @@
 //   npm run bench:s3 -- [--size 1GiB] [--seed 1] [--out bench/out] [--keep] [--no-local] [--pi-guard-root DIR]
 import { spawn, type ChildProcess } from "node:child_process";
 import { cpus } from "node:os";
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { appendToLargest } from "./append.js";
 import { DEFAULT_POOL_ROOT, generateAgentDir } from "./generate.js";
-import { formatTable, listErrors, makeRow, type Cell, type Row } from "./report.js";
+import { formatTable, listErrors, makeRow, withWorkDir, writeResultFile, type Cell, type Row } from "./report.js";
 import { type Counts, diffCounts, startCountingProxy, type CountingProxy } from "./s3-proxy.js";
 import { formatBytes, parseSize } from "./size.js";
 import { loadTextPool } from "./textPool.js";
@@ -177,10 +177,7 @@ async function bench(opts: { sizeBytes: number; seed: string; outDir: string; wo
     rows,
     steps: Object.fromEntries([...s3Runs.map((r) => [`${r.tool.name} s3`, r.steps]), ...localRuns.map((r) => [`${r.tool.name} local`, r.steps])]),
   };
-  mkdirSync(opts.outDir, { recursive: true });
-  const file = join(opts.outDir, `s3-${date.replace(/[:.]/g, "-")}.json`);
-  writeFileSync(file, JSON.stringify(result, null, 2) + "\n");
-  console.log(`\nwrote ${file}`);
+  writeResultFile(opts.outDir, "s3", result);
 }
 
 async function main(): Promise<void> {
@@ -194,27 +191,16 @@ async function main(): Promise<void> {
       "pi-guard-root": { type: "string", default: PROJECT_ROOT },
     },
   });
-  const workDir = mkdtempSync("/tmp/pi-guard-bench-s3-");
-  const cleanup = (): void => {
-    if (values.keep) log(`kept ${workDir}`);
-    else rmSync(workDir, { recursive: true, force: true });
-  };
-  process.once("SIGINT", () => {
-    cleanup();
-    process.exit(130);
-  });
-  try {
-    await bench({
+  await withWorkDir("pi-guard-bench-s3-", values.keep, log, (workDir) =>
+    bench({
       sizeBytes: parseSize(values.size),
       seed: values.seed,
       outDir: resolve(values.out),
       workDir,
       piGuardRoot: resolve(values["pi-guard-root"]),
       local: !values["no-local"],
-    });
-  } finally {
-    cleanup();
-  }
+    }),
+  );
 }
 
 main().catch((err: unknown) => {
