@@ -49,17 +49,17 @@ function checkJob(readData: boolean): JobFn {
   };
 }
 
-async function forgetJob(ctx: JobContext): Promise<JobResult> {
+async function forgetIn(repo: Repository, ctx: JobContext): Promise<JobResult> {
   const { forget } = await import("../repo/retention.js");
-  const r = await forget(await ctx.repo(), { policy: ctx.config.retention, lockWaitMs: ctx.lockWaitMs });
+  const r = await forget(repo, { policy: ctx.config.retention, lockWaitMs: ctx.lockWaitMs });
   const unreadable = r.unreadable.length ? `; ${r.unreadable.length} unreadable snapshot(s) left alone` : "";
   const summary = `forgot ${r.removed} snapshot(s), kept ${r.keep.length}${unreadable}`;
   return { ok: r.removed === r.remove.length && r.unreadable.length === 0, summary, details: r };
 }
 
-async function pruneJob(ctx: JobContext): Promise<JobResult> {
+async function pruneIn(repo: Repository, ctx: JobContext): Promise<JobResult> {
   const { prune } = await import("../repo/prune.js");
-  const r = await prune(await ctx.repo(), { lockWaitMs: ctx.lockWaitMs });
+  const r = await prune(repo, { lockWaitMs: ctx.lockWaitMs });
   const damage = r.blobs.missing.length + r.blobs.damaged.length + r.packs.damagedKept.length;
   const summary = r.nothingToDo
     ? `nothing to prune: ${r.packs.after} packs, ${r.bytes.after} bytes`
@@ -67,20 +67,44 @@ async function pruneJob(ctx: JobContext): Promise<JobResult> {
   return { ok: damage === 0, summary: damage ? `${summary}; DAMAGED: ${damage} missing or damaged blob(s)/pack(s), see pi-guard check` : summary, details: r };
 }
 
-/** forget by config.retention, then prune: what the default daily schedule runs. */
-async function retentionJob(ctx: JobContext): Promise<JobResult> {
-  const forgot = await forgetJob(ctx);
+/** forget by config.retention, then prune, in one copy of the repository. */
+async function retentionIn(repo: Repository, ctx: JobContext): Promise<JobResult> {
+  const forgot = await forgetIn(repo, ctx);
   if (!forgot.ok) return { ...forgot, summary: `${forgot.summary}; prune not run` };
-  const pruned = await pruneJob(ctx);
+  const pruned = await pruneIn(repo, ctx);
   return { ok: pruned.ok, summary: `${forgot.summary}; ${pruned.summary}`, details: { forget: forgot.details, prune: pruned.details } };
+}
+
+/**
+ * What the default daily schedule runs: retention in the repository, then in each mirror (a mirror
+ * keeps what is shipped to it, so without this it would only grow). Each copy is done on its own:
+ * a mirror that is down fails its part, and the others are still done.
+ */
+async function retentionJob(ctx: JobContext): Promise<JobResult> {
+  const repo = await ctx.repo();
+  const parts: ({ where: string } & JobResult)[] = [{ where: ctx.config.repo, ...(await retentionIn(repo, ctx)) }];
+  for (const mirror of ctx.config.mirrors) {
+    const part = await (async () => {
+      const [{ openReplica }, { openTarget }] = await Promise.all([import("../repo/replicate.js"), import("../targets/open.js")]);
+      const { repo: copy } = await openReplica(repo, openTarget({ repo: mirror }), { dataDir: ctx.config.dataDir });
+      return retentionIn(copy, ctx);
+    })().catch((err: unknown): JobResult => ({ ok: false, summary: ((err as Error)?.message ?? String(err)).split("\n")[0] }));
+    parts.push({ where: mirror, ...part });
+  }
+  if (parts.length === 1) return parts[0];
+  return {
+    ok: parts.every((p) => p.ok),
+    summary: parts.map((p) => `${p.where}: ${p.ok ? "" : "FAILED: "}${p.summary}`).join(" | "),
+    details: parts.map(({ where, ok, summary, details }) => ({ where, ok, summary, details })),
+  };
 }
 
 export const ENGINE_JOBS: JobMap = {
   snapshot: snapshotJob,
   check: checkJob(false),
   "check-read-data": checkJob(true),
-  forget: forgetJob,
-  prune: pruneJob,
+  forget: async (ctx) => forgetIn(await ctx.repo(), ctx),
+  prune: async (ctx) => pruneIn(await ctx.repo(), ctx),
   retention: retentionJob,
 };
 
