@@ -423,7 +423,7 @@ const PACK_READ_REMOTE = 4 * 1024 * 1024;
 export class PackOrderedRead {
   /** Decode buffers already written out, for the next jobs. */
   private readonly free: ArrayBuffer[] = [];
-  private readonly budget: ByteBudget;
+  readonly budget: ByteBudget;
   private readonly concurrency: number;
 
   constructor(
