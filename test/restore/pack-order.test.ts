@@ -5,11 +5,12 @@
 // repositories on disk, real packs; "remote" is the same folder read through getRange only.
 
 import { randomBytes } from "node:crypto";
-import { mkdirSync, readFileSync } from "node:fs";
+import { cpSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Credentials } from "../../src/repo/keys.js";
-import { packKey, type TreeNode } from "../../src/repo/format.js";
+import { decrypt, encrypt } from "../../src/repo/crypto.js";
+import { AAD, packKey, type TreeNode } from "../../src/repo/format.js";
 import { type BlobSink, PackOrderedRead } from "../../src/repo/read-pipeline.js";
 import { Repository, type SnapshotRecord } from "../../src/repo/repository.js";
 import { SealPool } from "../../src/repo/seal-pool.js";
@@ -164,6 +165,41 @@ describe("restore in pack order", () => {
     }
     expect(dataPacks.length).toBeGreaterThanOrEqual(3);
     expect(subsets.size).toBeGreaterThanOrEqual(2);
+  });
+
+  it("a blob of B that does not match its id, in a pack other files read too: only B fails, local and remote", async () => {
+    const dir = path.join(sb.root, "repo-mismatch");
+    cpSync(sb.repo, dir, { recursive: true });
+    const repo0 = await open(new LocalTarget(dir));
+    const others = [...nodes.keys()].filter((k) => !k.endsWith("b.jsonl"));
+    const otherIds = new Set(others.flatMap((k) => nodes.get(k)!.content ?? []));
+    const otherPacks = new Set(others.flatMap((k) => [...packsOf(repo0, k)]));
+    // A blob only B holds (Y's bytes: random, so its frame is stored raw), in a pack others need too.
+    const victim = nodes.get("sessions/--p--/b.jsonl")!.content!.find((id) => {
+      const loc = repo0.index.get(id)!;
+      if (otherIds.has(id) || !otherPacks.has(loc.pack)) return false;
+      const sealed = readFileSync(path.join(dir, packKey(loc.pack))).subarray(loc.offset, loc.offset + loc.length);
+      return decrypt(repo0.key.encryption, sealed, "frame", AAD.frame)[0] === 0;
+    })!;
+    expect(victim).toBeDefined();
+    const loc = repo0.index.get(victim)!;
+    const file = path.join(dir, packKey(loc.pack));
+    const pack = readFileSync(file);
+    const plain = decrypt(repo0.key.encryption, pack.subarray(loc.offset, loc.offset + loc.length), "frame", AAD.frame);
+    plain[1 + loc.inFrame + 3] ^= 0x08;
+    encrypt(repo0.key.encryption, plain, AAD.frame).copy(pack, loc.offset);
+    writeFileSync(file, pack);
+    for (const remote of [false, true]) {
+      const repo = await open(remote ? new RemoteLike(new LocalTarget(dir)) : new LocalTarget(dir));
+      const dest = path.join(sb.root, `dest-mismatch-${remote}`);
+      mkdirSync(dest);
+      const report = await restoreSnapshot(repo, record, { destinations: { agent: dest } });
+      expect(report.failed).toEqual([expect.objectContaining({ path: "sessions/--p--/b.jsonl", kind: "damaged", error: expect.stringMatching(/does not match its id/) })]);
+      expect(report.files.map((f) => f.path).sort()).toEqual(others.sort());
+      for (const rel of others) expect(readFileSync(path.join(dest, rel)).equals(source.get(rel)!), rel).toBe(true);
+      expect(listFiles(dest).some((f) => f.endsWith("b.jsonl"))).toBe(false);
+      expect(tempLeft(dest)).toEqual([]);
+    }
   });
 
   it("a budget smaller than one read: one read at a time, every byte written once, each file done once after all its bytes", async () => {
