@@ -33,6 +33,8 @@ export interface RestoreOptions {
   onProgress?: (p: { files: number; bytes: number; current: string }) => void;
   /** The repository lock's: the restore stops (throws its reason) once the lock is lost. */
   signal?: AbortSignal;
+  /** Temp files kept open at once (default MAX_OPEN); idle ones past it are closed and reopened. */
+  maxOpenFiles?: number;
 }
 
 export type FileAction = "create" | "replace" | "unchanged" | "delete";
@@ -199,7 +201,7 @@ export async function applyRestore(repo: Repository, plan: RestorePlan): Promise
   // check right before each rename is never cached.
   const makeParent = cached((rootDir: string, comps: FsPath[]) => walkDirs(rootDir, comps.slice(0, -1), true));
   const files: PlanItem[] = [];
-  const writer = new TempFiles(makeParent, !!opts.durable);
+  const writer = new TempFiles(makeParent, !!opts.durable, opts.maxOpenFiles ?? MAX_OPEN);
   try {
     for (const item of plan.items) {
       opts.signal?.throwIfAborted();
@@ -420,6 +422,7 @@ class TempFiles {
   constructor(
     private readonly makeParent: (rootDir: string, comps: FsPath[]) => Promise<FsPath | undefined>,
     private readonly durable: boolean,
+    private readonly maxOpen: number,
   ) {}
 
   sink(items: PlanItem[], settle: (file: number, err?: unknown) => void): BlobSink {
@@ -475,6 +478,7 @@ class TempFiles {
         this.failFile(t, err);
       } finally {
         t.busy = false;
+        this.trim();
       }
     });
     t.chain = run;
@@ -518,13 +522,13 @@ class TempFiles {
       t.handle = handle;
     }
     this.openFiles.add(t);
-    if (this.openFiles.size > MAX_OPEN) {
-      for (const other of this.openFiles) {
-        if (other === t || other.busy) continue;
-        this.openFiles.delete(other);
-        void this.enqueue(other, (o) => this.close(o));
-        break;
-      }
+  }
+
+  /** Too many open: close the least recently used idle ones (a later write reopens them). */
+  private trim(): void {
+    for (const t of this.openFiles) {
+      if (this.openFiles.size <= this.maxOpen) return;
+      if (!t.busy) void this.close(t).catch(() => undefined);
     }
   }
 

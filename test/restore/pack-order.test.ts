@@ -135,6 +135,16 @@ describe("restore in pack order", () => {
     });
   }
 
+  it("one temp file open at a time: files written across several reads are closed, reopened, and still exact", async () => {
+    const repo = await open(new RemoteLike(new ProbeTarget(sb.repo)));
+    const dest = path.join(sb.root, "dest-one-open");
+    mkdirSync(dest);
+    const report = await restoreSnapshot(repo, record, { destinations: { agent: dest }, maxOpenFiles: 1 });
+    expect(report.failed).toEqual([]);
+    for (const [rel, data] of source) expect(readFileSync(path.join(dest, rel)).equals(data), rel).toBe(true);
+    expect(tempLeft(dest)).toEqual([]);
+  });
+
   it("a pack whose read fails fails exactly the files that need it; the others are restored exactly, no temp file stays", async () => {
     const repo0 = await open(new LocalTarget(sb.repo));
     const dataPacks = [...new Set([...nodes.values()].flatMap((n) => (n.content ?? []).map((id) => repo0.index.get(id)!.pack)))];
