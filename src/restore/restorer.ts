@@ -1,10 +1,11 @@
 import { syncDir, writeFully } from "../fs-safe.js";
 import { parseSessionFileName } from "../pi/writer.js";
 import { constants, promises as fs, type Stats } from "node:fs";
+import type { FileHandle } from "node:fs/promises";
 import { randomBytes } from "node:crypto";
 import picomatch from "picomatch";
 import { BlobReader } from "../repo/blob-reader.js";
-import { ReadPipeline } from "../repo/read-pipeline.js";
+import { type BlobSink, PackOrderedRead } from "../repo/read-pipeline.js";
 import { RepoError } from "../repo/errors.js";
 import type { TreeNode } from "../repo/format.js";
 import type { Repository, SnapshotRecord } from "../repo/repository.js";
@@ -32,6 +33,8 @@ export interface RestoreOptions {
   onProgress?: (p: { files: number; bytes: number; current: string }) => void;
   /** The repository lock's: the restore stops (throws its reason) once the lock is lost. */
   signal?: AbortSignal;
+  /** Temp files kept open at once (default MAX_OPEN); idle ones past it are closed and reopened. */
+  maxOpenFiles?: number;
 }
 
 export type FileAction = "create" | "replace" | "unchanged" | "delete";
@@ -78,9 +81,6 @@ export interface RestorePlan {
   changes: number;
   started: number;
 }
-
-/** Files restored at once: overlaps one file's disk writes with the next one's decryption. */
-const PARALLEL_FILES = 2;
 
 /** Matches files pi named `<time>_<session id>.jsonl` whose id starts with `session`. */
 export function sessionMatcher(session: string): (rel: string) => boolean {
@@ -191,19 +191,17 @@ export async function applyRestore(repo: Repository, plan: RestorePlan): Promise
   await repo.loadIndex();
   // Restore is decryption-bound and the main thread mostly waits, so it decrypts too.
   const pool = new SealPool(defaultPoolSize(3), true);
-  const reader = new ReadPipeline(repo, pool, { signal: opts.signal });
   const report = emptyReport(plan);
   const done = (item: PlanItem) => {
     report.files.push(fileEntry(item));
     opts.onProgress?.({ files: report.files.length, bytes: report.bytesWritten, current: item.rel });
   };
   const failed = (item: PlanItem, err: unknown) => report.failed.push(failure(item.rel, item.root, err));
-  const running = new Set<Promise<void>>();
   // A folder made or checked once in this run is not walked again before writing into it; the
   // check right before each rename is never cached.
   const makeParent = cached((rootDir: string, comps: FsPath[]) => walkDirs(rootDir, comps.slice(0, -1), true));
-  const fetched = (item: PlanItem) => item.type === "file" && item.action !== "unchanged" && !!item.node!.content;
-  reader.prepare(plan.items.filter(fetched).map((item) => item.node!.content!));
+  const files: PlanItem[] = [];
+  const writer = new TempFiles(makeParent, !!opts.durable, opts.maxOpenFiles ?? MAX_OPEN);
   try {
     for (const item of plan.items) {
       opts.signal?.throwIfAborted();
@@ -212,20 +210,7 @@ export async function applyRestore(repo: Repository, plan: RestorePlan): Promise
         continue;
       }
       if (item.type === "file") {
-        // The job never rejects: its outcome goes into the report either way.
-        const job: Promise<void> = writeFileAtomically(reader, item, makeParent(item.rootDir, item.comps), !!opts.durable).then(
-          () => {
-            report.bytesWritten += item.node!.size ?? 0;
-            done(item);
-          },
-          (err: unknown) => void failed(item, err),
-        );
-        running.add(job);
-        void job.finally(() => {
-          running.delete(job);
-          if (item.node!.content) reader.forget(item.node!.content);
-        });
-        if (running.size >= PARALLEL_FILES) await Promise.race(running);
+        files.push(item);
         continue;
       }
       if (item.type === "delete") continue;
@@ -239,8 +224,29 @@ export async function applyRestore(repo: Repository, plan: RestorePlan): Promise
         failed(item, err);
       }
     }
-    await Promise.all(running);
+    // Files: each needed pack range is read once, and its blobs are written at their offsets into
+    // every file's temp file; a file is renamed into place once all of its bytes are written.
+    const contents = files.map((item) => item.node!.content ?? []);
+    const sizes = PackOrderedRead.sizes(repo, contents);
+    const settled = new Set<number>();
+    const sink = writer.sink(files, (f, err) => {
+      settled.add(f);
+      if (err !== undefined) return void failed(files[f], err);
+      report.bytesWritten += files[f].node!.size ?? 0;
+      done(files[f]);
+    });
+    // A file whose blobs do not add up to its size is damaged: nothing of it is written.
+    sizes.forEach((size, f) => {
+      if (size !== undefined && size !== (files[f].node!.size ?? 0)) {
+        sink.fail(f, new RepoError(`its data holds ${size} bytes where the snapshot's file list says ${files[f].node!.size}`, "corrupt"));
+      }
+    });
+    await new PackOrderedRead(repo, pool, { signal: opts.signal }).run(contents, sink);
+    await writer.settled();
     opts.signal?.throwIfAborted();
+    files.forEach((item, f) => {
+      if (!settled.has(f)) failed(item, new RepoError("not all of its data was read", "corrupt"));
+    });
     for (const item of plan.items) {
       if (item.type !== "delete") continue;
       try {
@@ -250,7 +256,7 @@ export async function applyRestore(repo: Repository, plan: RestorePlan): Promise
       }
     }
   } finally {
-    await Promise.allSettled(running);
+    await writer.abandon();
     await pool.close();
   }
   return finish(report, plan);
@@ -383,35 +389,178 @@ async function recheck(item: PlanItem): Promise<FsPath> {
   return dest;
 }
 
-async function writeFileAtomically(reader: ReadPipeline, item: PlanItem, parent: Promise<FsPath | undefined>, durable: boolean): Promise<void> {
-  const node = item.node!;
-  const dir = (await parent)!;
-  const tmp = joinPath(dir, tempName(item.comps[item.comps.length - 1]));
-  const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
-  const handle = await fs.open(tmp, flags, node.mode & 0o777);
-  let renamed = false;
-  try {
-    try {
-      let pos = 0;
-      for await (const parts of reader.file(node.content ?? [])) pos = await writeFully(handle, parts, pos);
-      const size = (await handle.stat()).size;
-      if (pos !== (node.size ?? 0)) {
-        throw new RepoError(`its data holds ${pos} bytes where the snapshot's file list says ${node.size}`, "corrupt");
+/** Files open at once while a restore writes blobs in pack order; past it, idle ones are closed and reopened later. */
+const MAX_OPEN = 128;
+
+interface TempFile {
+  item: PlanItem;
+  settle: (err?: unknown) => void;
+  chain: Promise<void>;
+  dir?: FsPath;
+  tmp?: FsPath;
+  handle?: FileHandle;
+  /** The temp file we made: a reopen must find this very file again. */
+  ino?: number;
+  dev?: number;
+  bytes: number;
+  busy: boolean;
+  failed: boolean;
+  renamed: boolean;
+}
+
+/**
+ * The temp files of a restore, written at offsets in any order. Every file's operations run one
+ * after another (open, writes, finish); a file lands atomically (temp, size check, fsync when
+ * durable, recheck of its folders, rename) only once all its bytes are written, and a failed one
+ * leaves no temp file behind.
+ */
+class TempFiles {
+  private readonly files = new Map<number, TempFile>();
+  private readonly openFiles = new Set<TempFile>();
+  private abandoned = false;
+
+  constructor(
+    private readonly makeParent: (rootDir: string, comps: FsPath[]) => Promise<FsPath | undefined>,
+    private readonly durable: boolean,
+    private readonly maxOpen: number,
+  ) {}
+
+  sink(items: PlanItem[], settle: (file: number, err?: unknown) => void): BlobSink {
+    const get = (f: number): TempFile => {
+      let t = this.files.get(f);
+      if (!t) {
+        t = { item: items[f], settle: (err) => settle(f, err), chain: Promise.resolve(), bytes: 0, busy: false, failed: false, renamed: false };
+        this.files.set(f, t);
       }
-      if (size !== pos) throw Object.assign(new Error(`short write: ${size} of ${pos} bytes on disk`), { code: "EIO" });
-      await handle.chmod(node.mode & 0o7777);
-      const mtime = new Date(node.mtimeMs);
-      await handle.utimes(mtime, mtime);
-      if (durable) await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await fs.rename(tmp, await recheck(item));
-    renamed = true;
-  } finally {
-    if (!renamed) await fs.unlink(tmp).catch(() => undefined);
+      return t;
+    };
+    return {
+      write: (f, pos, parts) =>
+        this.enqueue(get(f), async (t) => {
+          await this.ensureOpen(t);
+          t.bytes += (await writeFully(t.handle!, parts, pos)) - pos;
+        }),
+      done: (f) =>
+        void this.enqueue(get(f), async (t) => {
+          await this.ensureOpen(t);
+          await this.finish(t);
+          t.settle();
+        }),
+      fail: (f, err) => this.failFile(get(f), err),
+      failed: (f) => get(f).failed,
+    };
   }
-  if (durable) await syncDir(dir);
+
+  /** Every queued operation has run. */
+  async settled(): Promise<void> {
+    for (;;) {
+      const chains = [...this.files.values()].map((t) => t.chain);
+      await Promise.all(chains);
+      if ([...this.files.values()].every((t, i) => t.chain === chains[i])) return;
+    }
+  }
+
+  /** After the run (or an abort): no temp file stays behind. */
+  async abandon(): Promise<void> {
+    this.abandoned = true;
+    await this.settled().catch(() => undefined);
+    for (const t of this.files.values()) if (!t.renamed) await this.discard(t);
+  }
+
+  private enqueue(t: TempFile, op: (t: TempFile) => Promise<void>): Promise<void> {
+    const run = t.chain.then(async () => {
+      // Once abandoned (an abort), a read that still finishes writes nothing.
+      if (t.failed || this.abandoned) return;
+      t.busy = true;
+      try {
+        await op(t);
+      } catch (err) {
+        this.failFile(t, err);
+      } finally {
+        t.busy = false;
+        this.trim();
+      }
+    });
+    t.chain = run;
+    return run;
+  }
+
+  private failFile(t: TempFile, err: unknown): void {
+    if (t.failed) return;
+    t.failed = true;
+    t.settle(err);
+    t.chain = t.chain.then(() => this.discard(t));
+  }
+
+  private async ensureOpen(t: TempFile): Promise<void> {
+    if (t.handle) {
+      // Most recently used last: the first ones are closed when too many are open.
+      this.openFiles.delete(t);
+      this.openFiles.add(t);
+      return;
+    }
+    const node = t.item.node!;
+    if (t.tmp === undefined) {
+      t.dir = (await this.makeParent(t.item.rootDir, t.item.comps))!;
+      const tmp = joinPath(t.dir, tempName(t.item.comps[t.item.comps.length - 1]));
+      t.handle = await fs.open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, node.mode & 0o777);
+      t.tmp = tmp;
+      const st = await t.handle.stat();
+      t.ino = st.ino;
+      t.dev = st.dev;
+    } else {
+      const handle = await fs.open(t.tmp, constants.O_WRONLY | constants.O_NOFOLLOW);
+      const st = await handle.stat().catch(async (err: unknown) => {
+        await handle.close();
+        throw err;
+      });
+      if (st.ino !== t.ino || st.dev !== t.dev) {
+        await handle.close();
+        t.tmp = undefined; // not ours: never unlinked by us
+        throw new RefusedPath("its temp file was replaced during the restore");
+      }
+      t.handle = handle;
+    }
+    this.openFiles.add(t);
+  }
+
+  /** Too many open: close the least recently used idle ones (a later write reopens them). */
+  private trim(): void {
+    for (const t of this.openFiles) {
+      if (this.openFiles.size <= this.maxOpen) return;
+      if (!t.busy) void this.close(t).catch(() => undefined);
+    }
+  }
+
+  private async close(t: TempFile): Promise<void> {
+    const handle = t.handle;
+    if (!handle) return;
+    t.handle = undefined;
+    this.openFiles.delete(t);
+    await handle.close();
+  }
+
+  private async finish(t: TempFile): Promise<void> {
+    const node = t.item.node!;
+    const handle = t.handle!;
+    const size = (await handle.stat()).size;
+    if (t.bytes !== (node.size ?? 0)) throw new RepoError(`its data holds ${t.bytes} bytes where the snapshot's file list says ${node.size}`, "corrupt");
+    if (size !== t.bytes) throw Object.assign(new Error(`short write: ${size} of ${t.bytes} bytes on disk`), { code: "EIO" });
+    await handle.chmod(node.mode & 0o7777);
+    const mtime = new Date(node.mtimeMs);
+    await handle.utimes(mtime, mtime);
+    if (this.durable) await handle.sync();
+    await this.close(t);
+    await fs.rename(t.tmp!, await recheck(t.item));
+    t.renamed = true;
+    if (this.durable) await syncDir(t.dir!);
+  }
+
+  private async discard(t: TempFile): Promise<void> {
+    await this.close(t).catch(() => undefined);
+    if (t.tmp !== undefined && !t.renamed) await fs.unlink(t.tmp).catch(() => undefined);
+    t.tmp = undefined;
+  }
 }
 
 /** A link is restored as a link: its target is data, never followed. */

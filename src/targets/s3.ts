@@ -144,8 +144,9 @@ export class S3Target implements Target {
         new sdk.GetObjectCommand({ Bucket: this.bucket, Key: this.k(key), Range: `bytes=${offset}-${offset + length - 1}` }),
         { abortSignal: opts.signal },
       );
-      const body = await bodyBytes(res.Body);
-      // A server that ignores Range sends the whole object.
+      // A ranged answer goes straight into one buffer of the asked size (the SDK would gather the
+      // chunks and join them into a second one); a server that ignores Range sends the whole object.
+      const body = res.ContentRange ? await rangeBytes(res.Body, length, key) : await bodyBytes(res.Body);
       return res.ContentRange || body.length <= length ? body : body.subarray(offset, offset + length);
     } catch (err) {
       if ((err as { name?: string }).name === "InvalidRange") return Buffer.alloc(0);
@@ -271,6 +272,22 @@ export class S3Target implements Target {
       if (!(described instanceof ObjectNotFound)) throw described;
     }
   }
+}
+
+/** At most `length` bytes of a response body, read into one buffer; a longer body is an error. */
+async function rangeBytes(body: unknown, length: number, key: string): Promise<Buffer> {
+  if (!body || typeof (body as AsyncIterable<Uint8Array>)[Symbol.asyncIterator] !== "function") return bodyBytes(body);
+  const out = Buffer.allocUnsafeSlow(length);
+  let at = 0;
+  for await (const chunk of body as AsyncIterable<Uint8Array>) {
+    if (at + chunk.length > length) {
+      (body as { destroy?: () => void }).destroy?.();
+      throw new RepoError(`the server sent more than the ${length} bytes asked for of ${key}`, "corrupt");
+    }
+    out.set(chunk, at);
+    at += chunk.length;
+  }
+  return at === length ? out : out.subarray(0, at);
 }
 
 async function bodyBytes(body: unknown): Promise<Buffer> {
