@@ -105,7 +105,8 @@ export class SealPool {
 
 const workBytes = (req: Request): number => ("file" in req && req.file ? req.file.length : req.buffer.byteLength);
 
-function split(reply: BatchReply): Buffer[] {
+/** A worker's reply back into its parts (exported for tests). */
+export function split(reply: BatchReply): Buffer[] {
   const all = Buffer.from(reply.buffer);
   if (reply.offsets) return reply.lengths.map((len, i) => all.subarray(reply.offsets![i], reply.offsets![i] + len));
   const out: Buffer[] = [];

@@ -156,10 +156,14 @@ export function openBatch(req: OpenRequest): Buffer[] {
 /** Worker threads send a batch back as one transferable buffer (no copy on the way to the main thread). */
 export function packReply(job: number, parts: Buffer[]): BatchReply {
   const lengths = parts.map((p) => p.length);
-  // openBatch's parts already lie back to back in one buffer of their own: send that buffer.
+  // openBatch's parts already lie back to back, in order, in one buffer of their own: send that
+  // buffer. Slices of decoded frames can fill an exact-size buffer too and still not be back to
+  // back (a gap of unwanted bytes, a blob wanted twice): those need their offsets (below).
   const first = parts[0];
   const total = lengths.reduce((a, b) => a + b, 0);
-  if (first && first.byteOffset === 0 && first.buffer.byteLength === total && parts.every((p) => p.buffer === first.buffer)) {
+  let at = 0;
+  const backToBack = parts.every((p) => p.buffer === first?.buffer && p.byteOffset === at && ((at += p.length), true));
+  if (first && backToBack && first.buffer.byteLength === total) {
     return { job, buffer: first.buffer as ArrayBuffer, lengths };
   }
   // Slices of the frames openBatch decoded in place: send the frames, and where each part starts.
