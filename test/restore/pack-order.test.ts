@@ -15,13 +15,11 @@ import { type BlobSink, PackOrderedRead } from "../../src/repo/read-pipeline.js"
 import { Repository, type SnapshotRecord } from "../../src/repo/repository.js";
 import { SealPool } from "../../src/repo/seal-pool.js";
 import { restoreSnapshot } from "../../src/restore/restorer.js";
-import { createSnapshot } from "../../src/snapshot/snapshotter.js";
-import { readTree } from "../../src/snapshot/tree.js";
-import { BlobReader } from "../../src/repo/blob-reader.js";
 import { LocalTarget } from "../../src/targets/local.js";
 import { TargetError, type OpOptions, type Target } from "../../src/targets/target.js";
 import { TargetWrapper } from "../../src/targets/wrap.js";
-import { listFiles, makeSandbox, writeFileExact, type Sandbox } from "../helpers/tmp.js";
+import { listFiles, type Sandbox } from "../helpers/tmp.js";
+import { pipelineFixture } from "./pipeline-fixture.js";
 
 // Worker threads cannot load the TypeScript sources under vitest: all work runs on the main thread.
 process.env.PI_GUARD_WORKERS = "0";
@@ -30,7 +28,7 @@ let sb: Sandbox;
 let cred: Credentials;
 let record: SnapshotRecord;
 let nodes: Map<string, TreeNode>;
-const source = new Map<string, Buffer>();
+let source: Map<string, Buffer>;
 
 /** Counts and records ranged reads; fails every read of one pack when told to. */
 class ProbeTarget extends LocalTarget {
@@ -68,10 +66,6 @@ const tempLeft = (dir: string) => listFiles(dir).filter((f) => path.basename(f).
 const packsOf = (repo: Repository, rel: string) => new Set(nodes.get(rel)!.content!.map((id) => repo.index.get(id)!.pack));
 
 beforeAll(async () => {
-  sb = makeSandbox("pack-order");
-  cred = { kind: "keyfile", secret: randomBytes(32), path: "test" };
-  // 1 MiB packs; random bytes do not compress, so X spans several packs.
-  const repo = await Repository.init(new LocalTarget(sb.repo), cred, { packSize: 1024 * 1024 });
   const x = randomBytes(3 * 1024 * 1024);
   const y = randomBytes(1536 * 1024);
   const files: [string, Buffer][] = [
@@ -83,15 +77,7 @@ beforeAll(async () => {
     ["sessions/--q--/d.jsonl", Buffer.from('{"type":"session","id":"d"}\n'.repeat(20_000))],
     ["sessions/--q--/empty.jsonl", Buffer.alloc(0)],
   ];
-  for (const [rel, data] of files) {
-    writeFileExact(path.join(sb.agentDir, rel), data, 0o600);
-    source.set(rel, data);
-  }
-  await createSnapshot(repo, { roots: [{ name: "agent", path: sb.agentDir }], filter: { include: [], exclude: [] } });
-  record = (await repo.listSnapshots())[0];
-  nodes = new Map();
-  const reader = new BlobReader(repo, new SealPool(0));
-  for await (const n of readTree(reader, record.snapshot.tree)) if (n.type === "file") nodes.set(n.path, n);
+  ({ sb, cred, record, nodes, source } = await pipelineFixture("pack-order", files));
 }, 60_000);
 
 afterAll(() => sb?.cleanup());

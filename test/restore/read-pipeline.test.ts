@@ -11,11 +11,7 @@ import { decrypt, encrypt } from "../../src/repo/crypto.js";
 import { AAD, packKey, type TreeNode } from "../../src/repo/format.js";
 import { ByteBudget } from "../../src/repo/read-pipeline.js";
 import { Repository, type SnapshotRecord } from "../../src/repo/repository.js";
-import { SealPool } from "../../src/repo/seal-pool.js";
 import { applyRestore, planRestore, restoreSnapshot } from "../../src/restore/restorer.js";
-import { createSnapshot } from "../../src/snapshot/snapshotter.js";
-import { readTree } from "../../src/snapshot/tree.js";
-import { BlobReader } from "../../src/repo/blob-reader.js";
 import { LocalTarget } from "../../src/targets/local.js";
 import { RetryTarget } from "../../src/targets/retry.js";
 import { TargetError, type OpOptions, type Target } from "../../src/targets/target.js";
@@ -23,6 +19,7 @@ import { TargetWrapper } from "../../src/targets/wrap.js";
 import { cpSync } from "node:fs";
 import { initRepo, restoreJson, snapshot } from "../helpers/cli.js";
 import { listFiles, makeSandbox, writeFileExact, type Sandbox } from "../helpers/tmp.js";
+import { pipelineFixture } from "./pipeline-fixture.js";
 
 // Worker threads cannot load the TypeScript sources under vitest: in-process, all work runs on the
 // main thread. The last test restores through the built CLI, with its worker.
@@ -32,7 +29,7 @@ let sb: Sandbox;
 let cred: Credentials;
 let record: SnapshotRecord;
 let nodes: Map<string, TreeNode>;
-const source = new Map<string, Buffer>();
+let source: Map<string, Buffer>;
 
 /** JSON lines that compress (zstd frames). */
 function text(bytes: number, seed: number): Buffer {
@@ -69,10 +66,6 @@ function middleOfBig(repo: Repository): { key: string; offset: number } {
 const tempLeft = (dir: string) => listFiles(dir).filter((f) => path.basename(f).includes(".pi-guard-"));
 
 beforeAll(async () => {
-  sb = makeSandbox("pipeline");
-  cred = { kind: "keyfile", secret: randomBytes(32), path: "test" };
-  // 1 MiB packs (the smallest allowed): the big file spans many packs and frames.
-  const repo = await Repository.init(new LocalTarget(sb.repo), cred, { packSize: 1024 * 1024 });
   const files: [string, Buffer][] = [
     // Random bytes in the middle do not compress: those frames are stored raw.
     ["sessions/--p--/big.jsonl", Buffer.concat([text(2 * 1024 * 1024, 1), randomBytes(3 * 1024 * 1024), text(2 * 1024 * 1024 + 12_345, 4)])],
@@ -81,15 +74,7 @@ beforeAll(async () => {
     ["sessions/--q--/empty.jsonl", Buffer.alloc(0)],
     ["sessions/--q--/dup.jsonl", Buffer.concat([text(300_000, 3), text(300_000, 3)])],
   ];
-  for (const [rel, data] of files) {
-    writeFileExact(path.join(sb.agentDir, rel), data, 0o600);
-    source.set(rel, data);
-  }
-  await createSnapshot(repo, { roots: [{ name: "agent", path: sb.agentDir }], filter: { include: [], exclude: [] } });
-  record = (await repo.listSnapshots())[0];
-  nodes = new Map();
-  const reader = new BlobReader(repo, new SealPool(0));
-  for await (const n of readTree(reader, record.snapshot.tree)) if (n.type === "file") nodes.set(n.path, n);
+  ({ sb, cred, record, nodes, source } = await pipelineFixture("pipeline", files));
 }, 60_000);
 
 afterAll(() => sb?.cleanup());
