@@ -8,7 +8,7 @@
  * - A failed snapshot (locked repository, EACCES, a full disk) is logged and retried with backoff.
  * - The suspect-loss guard (suspect.ts) tags a snapshot that lost most files at once.
  */
-import { statSync } from "node:fs";
+import { promises as fs, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { FSWatcher } from "chokidar";
@@ -70,6 +70,10 @@ export interface StopResult {
 const MAX_BACKOFF_MS = 60_000;
 const SAMPLE_PATHS = 5;
 const STOP_GRACE_MS = 100;
+/** How long, and how many, changed files the stop looks at again (see writtenSinceLastSnapshot). */
+const RECENT_MS = 60_000;
+const MAX_RECENT = 1000;
+const MTIME_MARGIN_MS = 10;
 const ROOT_CHECK_MS = 1000;
 /** How long snapshots may be put off while files keep being deleted. */
 const SETTLE_MAX_MS = 30_000;
@@ -99,6 +103,11 @@ export class Watcher {
   private retryAt = 0;
   /** When the last snapshot began: a remote repository gets one batch per remoteBatchMs. */
   private lastSnapshotAt = 0;
+  /**
+   * Files changed lately (path → when the event came), for the stop: a write just before the
+   * signal whose event has not arrived yet is found by its mtime instead.
+   */
+  private readonly recent = new Map<string, number>();
   /** Since when snapshots have been put off because files were still being deleted (see snapshotOnce). */
   private settlingSince = 0;
   private stopping = false;
@@ -209,6 +218,7 @@ export class Watcher {
     clearInterval(this.rootTimer);
     // A change written just before the signal may still be on its way from inotify through chokidar.
     await new Promise((r) => setTimeout(r, Math.min(STOP_GRACE_MS, budgetMs)));
+    if (!this.pending && (await this.writtenSinceLastSnapshot())) this.pending = true;
     this.opts.log.write("info", "stopping", { pending: this.pending, snapshotRunning: !!this.current });
     await withDeadline(Promise.resolve(this.fsWatcher?.close()), Math.min(1000, budgetMs), undefined);
     await withDeadline(Promise.resolve(this.opts.scheduler?.stop()).catch(() => undefined), Math.min(500, budgetMs), undefined);
@@ -291,7 +301,30 @@ export class Watcher {
     if (event === "unlink" || event === "unlinkDir") this.lastUnlinkAt = now;
     this.batchCount++;
     if (this.batchPaths.size < SAMPLE_PATHS) this.batchPaths.add(`${event} ${p}`);
+    if (event === "add" || event === "change") {
+      this.recent.delete(p);
+      this.recent.set(p, now);
+      // Oldest first (re-set above): forget what changed more than RECENT_MS ago, keep the map small.
+      for (const [q, at] of this.recent) {
+        if (now - at <= RECENT_MS && this.recent.size <= MAX_RECENT) break;
+        this.recent.delete(q);
+      }
+    }
     if (!this.stopping) this.schedule();
+  }
+
+  /**
+   * A file that changed lately and was written again after the last snapshot began: on a busy
+   * machine its event can take longer than STOP_GRACE_MS to arrive, and the stop must not drop it.
+   */
+  private async writtenSinceLastSnapshot(): Promise<boolean> {
+    if (!this.lastSnapshotAt) return false;
+    for (const p of this.recent.keys()) {
+      const st = await fs.stat(p).catch(() => undefined);
+      // The kernel stamps files from a coarse clock (a few ms behind): a small margin.
+      if (st && st.mtimeMs >= this.lastSnapshotAt - MTIME_MARGIN_MS) return true;
+    }
+    return false;
   }
 
   /** Ask for a snapshot now (start, reload) rather than after a change. */

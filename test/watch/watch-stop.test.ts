@@ -13,6 +13,10 @@ import { Watcher } from "../../src/watch/watcher.js";
 import { initRepo, ok } from "../helpers/cli.js";
 import { listFiles, makeSandbox } from "../helpers/tmp.js";
 
+// In-process: the seal pool's worker threads cannot load the TypeScript sources under vitest, and a
+// worker that fails to start would end the snapshot before the stop abandons it.
+process.env.PI_GUARD_WORKERS = "0";
+
 describe("stopping with no time left for the running snapshot", () => {
   const sb = makeSandbox("watch-stop");
   afterAll(() => sb.cleanup());
