@@ -46,14 +46,20 @@ export class MemoryIndex {
     return this.count;
   }
 
-  addPack(pack: PackEntry): void {
-    this.packs.set(pack.id, pack.size);
-    let packNo = this.packNumbers.get(pack.id);
+  /** Record a pack and its size; its number in `packIds`. */
+  private notePack(id: string, size: number): number {
+    this.packs.set(id, size);
+    let packNo = this.packNumbers.get(id);
     if (packNo === undefined) {
       packNo = this.packIds.length;
-      this.packIds.push(pack.id);
-      this.packNumbers.set(pack.id, packNo);
+      this.packIds.push(id);
+      this.packNumbers.set(id, packNo);
     }
+    return packNo;
+  }
+
+  addPack(pack: PackEntry): void {
+    const packNo = this.notePack(pack.id, pack.size);
     for (const b of pack.blobs) {
       const id = Buffer.from(b.id, "hex");
       // A blob can sit in two packs after two hosts uploaded it concurrently; either copy will do.
@@ -81,13 +87,7 @@ export class MemoryIndex {
     const info = walkEncodedIndex(buf, what);
     this.reserve(this.count + info.blobs);
     for (const pack of info.layout) {
-      this.packs.set(pack.id, pack.size);
-      let packNo = this.packNumbers.get(pack.id);
-      if (packNo === undefined) {
-        packNo = this.packIds.length;
-        this.packIds.push(pack.id);
-        this.packNumbers.set(pack.id, packNo);
-      }
+      const packNo = this.notePack(pack.id, pack.size);
       for (let i = 0, o = pack.blobsAt; i < pack.count; i++, o += INDEX_BLOB_BYTES) {
         const id = buf.subarray(o + 1, o + 1 + ID_BYTES);
         if (this.find(id) >= 0) continue;

@@ -187,3 +187,16 @@ export interface RestoreJson {
 export async function restoreJson(sb: Sandbox, args: string[], opts: CliOptions = {}): Promise<RestoreJson> {
   return (await ok(sb, ["restore", "--json", ...args], opts)).json<RestoreJson>();
 }
+
+/**
+ * `args` (which must pass `--lock-wait`) started while `held` blocks it: it waits, and once the
+ * lock is released it goes ahead and exits 0.
+ */
+export async function expectWaitsForLock(sb: Sandbox | Record<string, string>, args: string[], held: { release(): Promise<void> }): Promise<CliResult> {
+  const waiting = collect(spawnCli(sb, args));
+  await new Promise((r) => setTimeout(r, 1_500));
+  await held.release();
+  const r = await waiting;
+  expect(r.code, r.stderr).toBe(0);
+  return r;
+}

@@ -9,7 +9,7 @@ import { readKeyFile } from "../../src/config/credentials.js";
 import { acquireLock } from "../../src/repo/lock.js";
 import { Repository } from "../../src/repo/repository.js";
 import { LocalTarget } from "../../src/targets/local.js";
-import { cli, collect, expectOneLineError, initRepo, ok, PROJECT_ROOT, restoreJson, snapshot, type SnapshotJson, spawnCli } from "../helpers/cli.js";
+import { cli, collect, expectOneLineError, initRepo, ok, PROJECT_ROOT, restoreJson, snapshot, type SnapshotJson, spawnCli, expectWaitsForLock } from "../helpers/cli.js";
 import { fingerprint, makeSandbox, type Sandbox, treeState } from "../helpers/tmp.js";
 
 const MB = 1024 * 1024;
@@ -53,11 +53,7 @@ describe("repository locks", () => {
       expect(line).toMatch(/locked by test-holder/);
       expect(line).toContain(`pid ${process.pid}`);
       // With a wait, the snapshot goes ahead once the holder lets go.
-      const waiting = collect(spawnCli(sb, ["snapshot", "--json", "--lock-wait", "30"]));
-      await sleep(1_500);
-      await held.release();
-      const r = await waiting;
-      expect(r.code, r.stderr).toBe(0);
+      await expectWaitsForLock(sb, ["snapshot", "--json", "--lock-wait", "30"], held);
     } finally {
       await held.release().catch(() => undefined);
     }

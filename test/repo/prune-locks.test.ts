@@ -14,7 +14,7 @@ import { AAD } from "../../src/repo/format.js";
 import { Repository } from "../../src/repo/repository.js";
 import { LocalTarget } from "../../src/targets/local.js";
 import { acquireLock, lockModeOf, type LockInfo } from "../../src/repo/lock.js";
-import { cli, collect, expectOneLineError, initRepo, ok, snapshot, spawnCli } from "../helpers/cli.js";
+import { cli, collect, expectOneLineError, initRepo, ok, snapshot, spawnCli, expectWaitsForLock } from "../helpers/cli.js";
 import { makeSandbox, type Sandbox, writeFileExact } from "../helpers/tmp.js";
 import { expectRestores, makeHistory, openRepo, pausedPrune } from "./prune-fixture.js";
 
@@ -46,11 +46,7 @@ describe("append and exclusive locks", () => {
       // A dry run only reads: it runs beside appenders.
       await ok(sb, ["prune", "--dry-run", "--lock-wait", "0"]);
 
-      const waiting = collect(spawnCli(sb, ["prune", "--json", "--lock-wait", "30"]));
-      await sleep(1_500);
-      await held.release();
-      const r = await waiting;
-      expect(r.code, r.stderr).toBe(0);
+      await expectWaitsForLock(sb, ["prune", "--json", "--lock-wait", "30"], held);
     } finally {
       await held.release().catch(() => undefined);
     }

@@ -5,12 +5,11 @@
 // repositories on disk, real packs; "remote" is the same folder read through getRange only.
 
 import { randomBytes } from "node:crypto";
-import { cpSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Credentials } from "../../src/repo/keys.js";
-import { decrypt, encrypt } from "../../src/repo/crypto.js";
-import { AAD, packKey, type TreeNode } from "../../src/repo/format.js";
+import { packKey, type TreeNode } from "../../src/repo/format.js";
 import { type BlobSink, PackOrderedRead } from "../../src/repo/read-pipeline.js";
 import { Repository, type SnapshotRecord } from "../../src/repo/repository.js";
 import { SealPool } from "../../src/repo/seal-pool.js";
@@ -19,7 +18,7 @@ import { LocalTarget } from "../../src/targets/local.js";
 import { TargetError, type OpOptions, type Target } from "../../src/targets/target.js";
 import { TargetWrapper } from "../../src/targets/wrap.js";
 import { listFiles, type Sandbox } from "../helpers/tmp.js";
-import { pipelineFixture } from "./pipeline-fixture.js";
+import { damageBlobInRawFrame, pipelineFixture } from "./pipeline-fixture.js";
 
 // Worker threads cannot load the TypeScript sources under vitest: all work runs on the main thread.
 process.env.PI_GUARD_WORKERS = "0";
@@ -171,20 +170,7 @@ describe("restore in pack order", () => {
     const otherIds = new Set(others.flatMap((k) => nodes.get(k)!.content ?? []));
     const otherPacks = new Set(others.flatMap((k) => [...packsOf(repo0, k)]));
     // A blob only B holds (Y's bytes: random, so its frame is stored raw), in a pack others need too.
-    const victim = nodes.get("sessions/--p--/b.jsonl")!.content!.find((id) => {
-      const loc = repo0.index.get(id)!;
-      if (otherIds.has(id) || !otherPacks.has(loc.pack)) return false;
-      const sealed = readFileSync(path.join(dir, packKey(loc.pack))).subarray(loc.offset, loc.offset + loc.length);
-      return decrypt(repo0.key.encryption, sealed, "frame", AAD.frame)[0] === 0;
-    })!;
-    expect(victim).toBeDefined();
-    const loc = repo0.index.get(victim)!;
-    const file = path.join(dir, packKey(loc.pack));
-    const pack = readFileSync(file);
-    const plain = decrypt(repo0.key.encryption, pack.subarray(loc.offset, loc.offset + loc.length), "frame", AAD.frame);
-    plain[1 + loc.inFrame + 3] ^= 0x08;
-    encrypt(repo0.key.encryption, plain, AAD.frame).copy(pack, loc.offset);
-    writeFileSync(file, pack);
+    damageBlobInRawFrame(repo0, dir, nodes.get("sessions/--p--/b.jsonl")!.content!, 3, 0x08, (id) => !otherIds.has(id) && otherPacks.has(repo0.index.get(id)!.pack));
     for (const remote of [false, true]) {
       const repo = await open(remote ? new RemoteLike(new LocalTarget(dir)) : new LocalTarget(dir));
       const dest = path.join(sb.root, `dest-mismatch-${remote}`);

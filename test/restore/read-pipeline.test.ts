@@ -7,8 +7,7 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Credentials } from "../../src/repo/keys.js";
-import { decrypt, encrypt } from "../../src/repo/crypto.js";
-import { AAD, packKey, type TreeNode } from "../../src/repo/format.js";
+import { packKey, type TreeNode } from "../../src/repo/format.js";
 import { ByteBudget } from "../../src/repo/read-pipeline.js";
 import { Repository, type SnapshotRecord } from "../../src/repo/repository.js";
 import { applyRestore, planRestore, restoreSnapshot } from "../../src/restore/restorer.js";
@@ -19,7 +18,7 @@ import { TargetWrapper } from "../../src/targets/wrap.js";
 import { cpSync } from "node:fs";
 import { initRepo, restoreJson, snapshot } from "../helpers/cli.js";
 import { listFiles, makeSandbox, writeFileExact, type Sandbox } from "../helpers/tmp.js";
-import { pipelineFixture } from "./pipeline-fixture.js";
+import { damageBlobInRawFrame, pipelineFixture } from "./pipeline-fixture.js";
 
 // Worker threads cannot load the TypeScript sources under vitest: in-process, all work runs on the
 // main thread. The last test restores through the built CLI, with its worker.
@@ -149,21 +148,7 @@ describe("restore through the pipeline", () => {
     // A stored-raw frame (random bytes do not compress) in the middle of the file, re-sealed with
     // the right key after one byte of the blob changed: it authenticates, but the blob is wrong.
     const ids = big.content!;
-    const victim = ids.slice(ids.length / 3).find((id) => {
-      const loc = repo.index.get(id)!;
-      const sealed = readFileSync(path.join(dir, packKey(loc.pack))).subarray(loc.offset, loc.offset + loc.length);
-      return decrypt(repo.key.encryption, sealed, "frame", AAD.frame)[0] === 0;
-    })!;
-    expect(victim).toBeDefined();
-    const loc = repo.index.get(victim)!;
-    const file = path.join(dir, packKey(loc.pack));
-    const pack = readFileSync(file);
-    const plain = decrypt(repo.key.encryption, pack.subarray(loc.offset, loc.offset + loc.length), "frame", AAD.frame);
-    plain[1 + loc.inFrame + 7] ^= 0x40;
-    const resealed = encrypt(repo.key.encryption, plain, AAD.frame);
-    expect(resealed.length).toBe(loc.length);
-    resealed.copy(pack, loc.offset);
-    writeFileSync(file, pack);
+    damageBlobInRawFrame(repo, dir, ids.slice(ids.length / 3), 7, 0x40);
 
     const dest = path.join(sb.root, "dest-mismatch");
     mkdirSync(dest);

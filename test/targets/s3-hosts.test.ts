@@ -14,14 +14,13 @@ import { acquireLock } from "../../src/repo/lock.js";
 import { Repository } from "../../src/repo/repository.js";
 import { openTarget } from "../../src/targets/open.js";
 import { listNames } from "../../src/targets/target.js";
-import { cli, collect, expectOneLineError, ok, spawnCli, type SnapshotJson } from "../helpers/cli.js";
+import { cli, collect, expectOneLineError, ok, spawnCli, type SnapshotJson, expectWaitsForLock } from "../helpers/cli.js";
 import { fauxText, makePiSession } from "../helpers/pi-factory.js";
 import { startS3Server, type S3Server } from "../helpers/s3-server.js";
 import { fingerprint, makeSandbox, treeState, type Sandbox } from "../helpers/tmp.js";
 
 const BUCKET = "fleet";
 const REPO = `s3://${BUCKET}/pi`;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 let server: S3Server;
 let a: Sandbox;
@@ -105,11 +104,7 @@ describe("many hosts, one bucket", () => {
     const held = await acquireLock(repo, { mode: "append", command: "snapshot on beta" });
     try {
       expect(expectOneLineError(await cli(envA, ["prune", "--lock-wait", "0"]), 1)).toMatch(/locked by snapshot on beta/);
-      const waiting = collect(spawnCli(envA, ["prune", "--json", "--lock-wait", "30"]));
-      await sleep(1500);
-      await held.release();
-      const r = await waiting;
-      expect(r.code, r.stderr).toBe(0);
+      await expectWaitsForLock(envA, ["prune", "--json", "--lock-wait", "30"], held);
     } finally {
       await held.release().catch(() => undefined);
     }
