@@ -52,6 +52,11 @@ export class CountingTarget extends TargetWrapper {
     return super.getRange(key, offset, length, opts);
   }
 
+  override async *readRange(key: string, offset: number, length: number, opts?: OpOptions): AsyncIterable<Uint8Array> {
+    this.counts.gets++;
+    yield* super.readRange(key, offset, length, opts);
+  }
+
   override head(key: string, opts?: OpOptions): Promise<ObjectInfo | undefined> {
     this.counts.gets++;
     return super.head(key, opts);

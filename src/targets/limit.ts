@@ -1,4 +1,4 @@
-import type { Target } from "./target.js";
+import type { OpOptions, Target } from "./target.js";
 import { TargetWrapper } from "./wrap.js";
 
 /**
@@ -27,6 +27,16 @@ export class LimitTarget extends TargetWrapper {
     await this.acquire(signal);
     try {
       return await op();
+    } finally {
+      this.release();
+    }
+  }
+
+  /** A stream holds its slot from the first pull until the caller reaches its end or breaks out. */
+  override async *readRange(key: string, offset: number, length: number, opts?: OpOptions): AsyncIterable<Uint8Array> {
+    await this.acquire(opts?.signal);
+    try {
+      yield* this.inner.readRange(key, offset, length, opts);
     } finally {
       this.release();
     }

@@ -16,6 +16,9 @@ export function tempOwner(name: string): string | undefined {
   return at < 0 ? undefined : name.slice(at + TEMP_INFIX.length);
 }
 
+/** readRange's chunk size. */
+const RANGE_CHUNK = 256 * 1024;
+
 function notFound(err: unknown): boolean {
   return (err as NodeJS.ErrnoException)?.code === "ENOENT";
 }
@@ -86,6 +89,30 @@ export class LocalTarget implements Target {
       got += bytesRead;
     }
     return got === length ? buf : buf.subarray(0, got);
+  }
+
+  /** Chunks of up to RANGE_CHUNK bytes, read through a handle of its own (closed when the caller stops). */
+  async *readRange(key: string, offset: number, length: number, opts: OpOptions = {}): AsyncIterable<Uint8Array> {
+    throwIfAborted(opts.signal);
+    let handle: fs.FileHandle;
+    try {
+      handle = await fs.open(this.file(key), constants.O_RDONLY);
+    } catch (err) {
+      if (notFound(err)) throw new ObjectNotFound(key);
+      throw err;
+    }
+    try {
+      for (let at = 0; at < length; ) {
+        throwIfAborted(opts.signal);
+        const buf = Buffer.allocUnsafe(Math.min(RANGE_CHUNK, length - at));
+        const { bytesRead } = await handle.read(buf, 0, buf.length, offset + at);
+        if (bytesRead === 0) return;
+        at += bytesRead;
+        yield buf.subarray(0, bytesRead);
+      }
+    } finally {
+      await handle.close();
+    }
   }
 
   /** temp name in the same folder, write, fsync, rename, fsync the folder: all or nothing after a crash. */

@@ -25,6 +25,15 @@ export class MemoryTarget implements Target {
     return Buffer.from(data.subarray(Math.min(offset, data.length), Math.min(offset + length, data.length)));
   }
 
+  /** Copies in 64 KiB chunks, as a socket would deliver them. */
+  async *readRange(key: string, offset: number, length: number, opts: OpOptions = {}): AsyncIterable<Uint8Array> {
+    const data = await this.getRange(key, offset, length, opts);
+    for (let at = 0; at < data.length; at += 64 * 1024) {
+      throwIfAborted(opts.signal);
+      yield data.subarray(at, at + 64 * 1024);
+    }
+  }
+
   async put(key: string, data: Buffer, opts: PutOptions = {}): Promise<void> {
     throwIfAborted(opts.signal);
     if (opts.ifAbsent && this.objects.has(key)) throw new ObjectExists(key);

@@ -67,6 +67,31 @@ export class RetryTarget extends TargetWrapper {
     }
   }
 
+  /**
+   * A stream that fails part-way goes on from the first byte not yet handed out (restic's retry
+   * backend does the same): the caller sees each byte once. Tries count again after progress.
+   */
+  override async *readRange(key: string, offset: number, length: number, opts?: OpOptions): AsyncIterable<Uint8Array> {
+    let got = 0;
+    let gotAtFailure = 0;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        for await (const chunk of this.inner.readRange(key, offset + got, length - got, opts)) {
+          got += chunk.length;
+          yield chunk;
+        }
+        return;
+      } catch (err) {
+        if (got > gotAtFailure) attempt = 1;
+        gotAtFailure = got;
+        if (attempt >= this.attempts || !isTransient(err) || opts?.signal?.aborted) throw err;
+        const delayMs = this.delayFor(attempt - 1);
+        this.opts.onRetry?.({ attempt, delayMs, error: err });
+        await sleep(delayMs, opts?.signal);
+      }
+    }
+  }
+
   /** A listing that fails part-way starts over and skips what it already yielded (keys come sorted). */
   override async *list(prefix: string, opts?: OpOptions): AsyncIterable<ObjectInfo> {
     let last: string | undefined;

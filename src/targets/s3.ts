@@ -4,7 +4,7 @@ import type { S3Client } from "@aws-sdk/client-s3";
 import { RepoError } from "../repo/errors.js";
 import { TEMP_INFIX } from "./local.js";
 import { describeS3Error, type S3ErrorContext } from "./s3-errors.js";
-import { ObjectExists, ObjectNotFound, TargetError, throwIfAborted, type ObjectInfo, type OpOptions, type PutOptions, type Target } from "./target.js";
+import { collectRange, ObjectExists, ObjectNotFound, TargetError, throwIfAborted, type ObjectInfo, type OpOptions, type PutOptions, type Target } from "./target.js";
 
 type Sdk = typeof import("@aws-sdk/client-s3");
 
@@ -131,26 +131,62 @@ export class S3Target implements Target {
     }
   }
 
-  /** One ranged GET: a restore reads single frames out of packs. */
-  async getRange(key: string, offset: number, length: number, opts: OpOptions = {}): Promise<Buffer> {
+  /** One ranged GET, gathered into one buffer of the asked size. */
+  getRange(key: string, offset: number, length: number, opts: OpOptions = {}): Promise<Buffer> {
+    return collectRange(this.readRange(key, offset, length, opts), length, key);
+  }
+
+  /**
+   * One ranged GET whose body is handed on chunk by chunk as the socket delivers it. Breaking out
+   * early destroys the body (the connection is not reused). A server that ignores Range sends the
+   * whole object: the asked part is cut out of it; a ranged answer longer than asked is an error.
+   */
+  async *readRange(key: string, offset: number, length: number, opts: OpOptions = {}): AsyncIterable<Uint8Array> {
     throwIfAborted(opts.signal);
     if (length <= 0) {
       if (!(await this.head(key, opts))) throw new ObjectNotFound(key);
-      return Buffer.alloc(0);
+      return;
     }
     const { sdk, client } = await this.connect();
+    let res;
     try {
-      const res = await client.send(
+      res = await client.send(
         new sdk.GetObjectCommand({ Bucket: this.bucket, Key: this.k(key), Range: `bytes=${offset}-${offset + length - 1}` }),
         { abortSignal: opts.signal },
       );
-      // A ranged answer goes straight into one buffer of the asked size (the SDK would gather the
-      // chunks and join them into a second one); a server that ignores Range sends the whole object.
-      const body = res.ContentRange ? await rangeBytes(res.Body, length, key) : await bodyBytes(res.Body);
-      return res.ContentRange || body.length <= length ? body : body.subarray(offset, offset + length);
     } catch (err) {
-      if ((err as { name?: string }).name === "InvalidRange") return Buffer.alloc(0);
+      if ((err as { name?: string }).name === "InvalidRange") return;
       throw await this.fail(err, "get", key, opts.signal);
+    }
+    const body = res.Body as (AsyncIterable<Uint8Array> & { destroy?: () => void }) | undefined;
+    if (!body || typeof body[Symbol.asyncIterator] !== "function") return;
+    const ranged = !!res.ContentRange;
+    let skip = ranged ? 0 : offset;
+    let left = length;
+    try {
+      for await (const chunk of body) {
+        let c = chunk;
+        if (skip > 0) {
+          if (c.length <= skip) {
+            skip -= c.length;
+            continue;
+          }
+          c = c.subarray(skip);
+          skip = 0;
+        }
+        if (c.length > left) {
+          if (ranged) throw new RepoError(`the server sent more than the ${length} bytes asked for of ${key}`, "corrupt");
+          c = c.subarray(0, left);
+        }
+        left -= c.length;
+        if (c.length > 0) yield c;
+        if (left === 0 && !ranged) return;
+      }
+    } catch (err) {
+      if (err instanceof RepoError) throw err;
+      throw await this.fail(err, "get", key, opts.signal);
+    } finally {
+      body.destroy?.();
     }
   }
 
@@ -272,22 +308,6 @@ export class S3Target implements Target {
       if (!(described instanceof ObjectNotFound)) throw described;
     }
   }
-}
-
-/** At most `length` bytes of a response body, read into one buffer; a longer body is an error. */
-async function rangeBytes(body: unknown, length: number, key: string): Promise<Buffer> {
-  if (!body || typeof (body as AsyncIterable<Uint8Array>)[Symbol.asyncIterator] !== "function") return bodyBytes(body);
-  const out = Buffer.allocUnsafeSlow(length);
-  let at = 0;
-  for await (const chunk of body as AsyncIterable<Uint8Array>) {
-    if (at + chunk.length > length) {
-      (body as { destroy?: () => void }).destroy?.();
-      throw new RepoError(`the server sent more than the ${length} bytes asked for of ${key}`, "corrupt");
-    }
-    out.set(chunk, at);
-    at += chunk.length;
-  }
-  return at === length ? out : out.subarray(0, at);
 }
 
 async function bodyBytes(body: unknown): Promise<Buffer> {

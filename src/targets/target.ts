@@ -50,6 +50,14 @@ export interface Target {
   get(key: string, opts?: OpOptions): Promise<Buffer>;
   /** `length` bytes from `offset`; fewer when the object ends first (none past its end). */
   getRange(key: string, offset: number, length: number, opts?: OpOptions): Promise<Buffer>;
+  /**
+   * The same bytes as `getRange`, as a stream: chunks in order, as they arrive, so a reader can
+   * work on the first bytes of a pack while the rest is on the wire and never holds the whole
+   * range. The request is sent on the first pull and stays open while the caller iterates; the
+   * caller must iterate to the end or break out (which ends the request). A missing object
+   * rejects the first pull with ObjectNotFound. A chunk is the caller's to keep.
+   */
+  readRange(key: string, offset: number, length: number, opts?: OpOptions): AsyncIterable<Uint8Array>;
   put(key: string, data: Buffer, opts?: PutOptions): Promise<void>;
   /**
    * Store a finished, fsynced local file under `key` (packs are built in a local staging folder,
@@ -120,4 +128,19 @@ export async function listNames(target: Target, prefix: string): Promise<string[
   const out: string[] = [];
   for await (const info of target.list(prefix)) out.push(info.key.slice(strip));
   return out;
+}
+
+/**
+ * A range stream gathered into one buffer of the asked size (no second copy); fewer bytes when
+ * the object ended first. A stream that sends more than asked is damaged or hostile: an error.
+ */
+export async function collectRange(chunks: AsyncIterable<Uint8Array>, length: number, key: string): Promise<Buffer> {
+  const out = Buffer.allocUnsafeSlow(length);
+  let at = 0;
+  for await (const chunk of chunks) {
+    if (at + chunk.length > length) throw new RepoError(`the storage sent more than the ${length} bytes asked for of ${key}`, "corrupt");
+    out.set(chunk, at);
+    at += chunk.length;
+  }
+  return at === length ? out : out.subarray(0, at);
 }

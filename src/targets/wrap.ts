@@ -29,6 +29,11 @@ export class TargetWrapper implements Target {
     return this.run(() => this.inner.getRange(key, offset, length, opts), opts?.signal);
   }
 
+  /** Streams are forwarded as they are; a wrapper that holds a slot or retries overrides this. */
+  readRange(key: string, offset: number, length: number, opts?: OpOptions): AsyncIterable<Uint8Array> {
+    return this.inner.readRange(key, offset, length, opts);
+  }
+
   put(key: string, data: Buffer, opts?: PutOptions): Promise<void> {
     return this.run(() => this.inner.put(key, data, opts), opts?.signal);
   }

@@ -68,6 +68,35 @@ export function targetConformance(name: string, opts: ConformanceOptions): void 
       expect((await t.getRange("data/ab/ab01", 10, 0)).length).toBe(0);
     });
 
+    it("range streams: the same bytes as getRange, in order; an early break ends the request and the target goes on", { timeout: Math.max(timeout, 60_000) }, async () => {
+      const t = await opts.make();
+      // Big enough to arrive in many chunks from every target.
+      const data = randomBytes(3 * 1024 * 1024 + 777);
+      await t.put("data/ab/ab02", data);
+      const read = async (offset: number, length: number) => {
+        const chunks: Buffer[] = [];
+        for await (const c of t.readRange("data/ab/ab02", offset, length)) chunks.push(Buffer.from(c));
+        return { bytes: Buffer.concat(chunks), chunks: chunks.length };
+      };
+      const whole = await read(0, data.length);
+      expect(whole.bytes.equals(data)).toBe(true);
+      expect(whole.chunks).toBeGreaterThan(1);
+      expect((await read(1_000_001, 2_000_000)).bytes.equals(data.subarray(1_000_001, 3_000_001))).toBe(true);
+      expect((await read(data.length - 10, 100)).bytes.equals(data.subarray(data.length - 10))).toBe(true);
+      expect((await read(data.length, 10)).bytes.length).toBe(0);
+      expect((await read(data.length + 5000, 10)).bytes.length).toBe(0);
+      expect((await read(10, 0)).bytes.length).toBe(0);
+      // Stop after the first chunk, several times over: nothing stays open or blocked.
+      for (let i = 0; i < 12; i++) {
+        for await (const c of t.readRange("data/ab/ab02", 0, data.length)) {
+          expect(c.length).toBeGreaterThan(0);
+          break;
+        }
+      }
+      expect(Buffer.compare(await t.getRange("data/ab/ab02", 5, 5), data.subarray(5, 10))).toBe(0);
+      await expect(read(0, 10).then(() => t.readRange("data/00/00ff", 0, 10)[Symbol.asyncIterator]().next())).rejects.toBeInstanceOf(ObjectNotFound);
+    });
+
     it("missing objects: head → undefined, get and getRange → ObjectNotFound naming the key", { timeout }, async () => {
       const t = await opts.make();
       expect(await t.head("config")).toBeUndefined();

@@ -1,13 +1,15 @@
 // The S3 target against a real S3 server (s3rver) on 127.0.0.1, through the same wrappers
 // (retry, concurrency limit) that openTarget puts around it for users.
 
+import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
+import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openTarget } from "../../src/targets/open.js";
 import { S3Target } from "../../src/targets/s3.js";
-import { ObjectExists } from "../../src/targets/target.js";
+import { ObjectExists, TargetError } from "../../src/targets/target.js";
 import { TEMP_INFIX } from "../../src/targets/local.js";
 import { startS3Server, type S3Server } from "../helpers/s3-server.js";
 import { targetConformance } from "./conformance.js";
@@ -52,5 +54,95 @@ describe("s3 target specifics", () => {
     // The server accepted the header without a 501, so the target believes it conditional; the
     // head before the put is what refused the second write here.
     expect(t.conditionalPuts).toBe(true);
+  });
+});
+
+/**
+ * A TCP proxy in front of s3rver that cuts the connection after `cutAfter` bytes of the next
+ * answer it is armed for, as a dropped connection does mid-download. Records each request's Range.
+ */
+async function cuttingProxy(port: number): Promise<{ endpoint: string; ranges: string[]; arm(cutAfter: number): void; close(): Promise<void> }> {
+  const ranges: string[] = [];
+  let armed: number | undefined;
+  const server = net.createServer((client) => {
+    const upstream = net.connect(port, "127.0.0.1");
+    let cut: number | undefined;
+    let sent = 0;
+    client.on("data", (d: Buffer) => {
+      const range = /\r\nrange: *bytes=([0-9-]+)/i.exec(d.toString("latin1"));
+      if (range) {
+        ranges.push(range[1]);
+        cut = armed;
+        armed = undefined;
+      }
+      upstream.write(d);
+    });
+    upstream.on("data", (d: Buffer) => {
+      if (cut !== undefined && sent + d.length > cut) {
+        client.write(d.subarray(0, cut - sent));
+        client.destroy();
+        upstream.destroy();
+        return;
+      }
+      sent += d.length;
+      client.write(d);
+    });
+    client.on("error", () => upstream.destroy());
+    upstream.on("error", () => client.destroy());
+    client.on("close", () => upstream.destroy());
+    upstream.on("close", () => client.destroy());
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const { port: proxyPort } = server.address() as net.AddressInfo;
+  return {
+    endpoint: `http://127.0.0.1:${proxyPort}`,
+    ranges,
+    arm: (cutAfter) => (armed = cutAfter),
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
+
+describe("range streams from S3", () => {
+  it("a connection dropped mid-download: the stream goes on from the first byte not received, and the bytes are exact", async () => {
+    const proxy = await cuttingProxy(server.port);
+    try {
+      const target = openTarget({ repo: `s3://conformance/cut${++n}` }, { ...env(), AWS_ENDPOINT_URL: proxy.endpoint });
+      const data = randomBytes(4 * 1024 * 1024);
+      await target.put("data/cc/cc01", data);
+      proxy.arm(1024 * 1024); // about 1 MiB into the answer, headers included
+      const chunks: Buffer[] = [];
+      for await (const c of target.readRange("data/cc/cc01", 100, data.length - 200)) chunks.push(Buffer.from(c));
+      expect(Buffer.concat(chunks).equals(data.subarray(100, data.length - 100))).toBe(true);
+      expect(proxy.ranges).toHaveLength(2);
+      expect(proxy.ranges[0]).toBe(`100-${data.length - 101}`);
+      // The second request starts where the first stopped: past the start, before the cut point.
+      const resumed = Number(proxy.ranges[1].split("-")[0]);
+      expect(resumed).toBeGreaterThan(100);
+      expect(resumed).toBeLessThanOrEqual(100 + 1024 * 1024);
+      expect(proxy.ranges[1].split("-")[1]).toBe(String(data.length - 101));
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it("without the retry wrapper, the dropped connection is one transient storage error", async () => {
+    const proxy = await cuttingProxy(server.port);
+    try {
+      const t = new S3Target({ bucket: "conformance", prefix: `cut${++n}`, env: { ...env(), AWS_ENDPOINT_URL: proxy.endpoint } });
+      await t.put("data/cc/cc02", randomBytes(2 * 1024 * 1024));
+      proxy.arm(256 * 1024);
+      const drain = async () => {
+        for await (const _ of t.readRange("data/cc/cc02", 0, 2 * 1024 * 1024)) void _;
+      };
+      const err = await drain().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(TargetError);
+      expect((err as TargetError).transient).toBe(true);
+      expect((err as Error).message.split("\n")).toHaveLength(1);
+    } finally {
+      await proxy.close();
+    }
   });
 });

@@ -115,6 +115,82 @@ describe("RetryTarget", () => {
   });
 });
 
+/** A stream that breaks (a reset connection) after `breakAfter` bytes, `times` times. */
+class BreakingStreams extends MemoryTarget {
+  opened: { offset: number; length: number }[] = [];
+  constructor(
+    public breaks: number,
+    private readonly breakAfter: number,
+  ) {
+    super();
+  }
+  override async *readRange(key: string, offset: number, length: number, opts?: OpOptions): AsyncIterable<Uint8Array> {
+    this.opened.push({ offset, length });
+    let sent = 0;
+    for await (const chunk of super.readRange(key, offset, length, opts)) {
+      if (this.breaks > 0 && sent + chunk.length > this.breakAfter) {
+        this.breaks--;
+        yield chunk.subarray(0, this.breakAfter - sent);
+        throw Object.assign(new Error("socket hang up"), { code: "ECONNRESET" });
+      }
+      sent += chunk.length;
+      yield chunk;
+    }
+  }
+}
+
+describe("range streams through the wrappers", () => {
+  it("RetryTarget: a stream that breaks part-way goes on from the first byte not yet handed out; every byte comes once", async () => {
+    const inner = new BreakingStreams(3, 100_000);
+    const data = Buffer.from(Array.from({ length: 500_000 }, (_, i) => (i * 131) % 251));
+    await inner.put("data/aa/aa01", data);
+    const retries: number[] = [];
+    const t = new RetryTarget(inner, { baseDelayMs: 1, maxDelayMs: 2, attempts: 2, onRetry: ({ attempt }) => retries.push(attempt) });
+    const chunks: Buffer[] = [];
+    for await (const c of t.readRange("data/aa/aa01", 1000, 450_000)) chunks.push(Buffer.from(c));
+    expect(Buffer.concat(chunks).equals(data.subarray(1000, 451_000))).toBe(true);
+    // Three breaks with only two tries each: progress between breaks counts the tries again.
+    expect(inner.opened).toEqual([
+      { offset: 1000, length: 450_000 },
+      { offset: 101_000, length: 350_000 },
+      { offset: 201_000, length: 250_000 },
+      { offset: 301_000, length: 150_000 },
+    ]);
+    expect(retries).toEqual([1, 1, 1]);
+  });
+
+  it("RetryTarget: a stream that keeps breaking without progress gives up with the error; a permanent error is not retried", async () => {
+    const inner = new BreakingStreams(10, 0);
+    await inner.put("data/aa/aa02", Buffer.alloc(1000, 7));
+    const t = new RetryTarget(inner, { baseDelayMs: 1, maxDelayMs: 2, attempts: 3 });
+    const drain = async (key: string) => {
+      for await (const _ of t.readRange(key, 0, 1000)) void _;
+    };
+    await expect(drain("data/aa/aa02")).rejects.toThrow("socket hang up");
+    expect(inner.opened.length).toBe(3);
+    await expect(drain("data/aa/missing")).rejects.toBeInstanceOf(ObjectNotFound);
+    expect(inner.opened.length).toBe(4);
+  });
+
+  it("LimitTarget: a stream holds its slot until it ends or the caller breaks out", async () => {
+    const t = new LimitTarget(new MemoryTarget(), 1);
+    await t.put("data/aa/aa03", Buffer.alloc(300_000, 1));
+    const it1 = t.readRange("data/aa/aa03", 0, 300_000)[Symbol.asyncIterator]();
+    await it1.next();
+    expect(t.inFlight).toBe(1);
+    let got = false;
+    const waiting = t.get("data/aa/aa03").then(() => (got = true));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(got).toBe(false);
+    await it1.return!();
+    await waiting;
+    expect(t.inFlight).toBe(0);
+    // Read to its end, a stream gives the slot back too.
+    for await (const _ of t.readRange("data/aa/aa03", 0, 300_000)) void _;
+    expect(t.inFlight).toBe(0);
+  });
+});
+
 describe("LimitTarget", () => {
   it("never runs more than `limit` operations at once, and runs them all", async () => {
     let running = 0;
