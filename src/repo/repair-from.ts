@@ -27,7 +27,7 @@ import { listSnapshotIds } from "./peek.js";
 import { removeWriterTempFiles } from "./repair-index.js";
 import { sha256Hex, type Repository } from "./repository.js";
 import { SealPool } from "./seal-pool.js";
-import { readTree } from "../snapshot/tree.js";
+import { readTree, treeSource } from "../snapshot/tree.js";
 import { listNames, ObjectNotFound } from "../targets/target.js";
 
 export interface RepairFromReport {
@@ -226,7 +226,7 @@ async function heal(source: Repository, dest: Repository, lock: Lock, dryRun: bo
   };
   for (const s of usable) {
     try {
-      for await (const node of readTree({ read: readAny } as unknown as BlobReader, Array.isArray(s.snapshot.tree) ? s.snapshot.tree : [])) {
+      for await (const node of readTree(treeSource(readAny), Array.isArray(s.snapshot.tree) ? s.snapshot.tree : [])) {
         if (node.type !== "file" || !Array.isArray(node.content)) continue;
         for (const id of node.content) {
           if (typeof id !== "string" || goodIndex.has(id)) continue;

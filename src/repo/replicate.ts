@@ -15,7 +15,7 @@ import { listSnapshotIds, readRepoId } from "./peek.js";
 import { removeWriterTempFiles } from "./repair-index.js";
 import { sha256Hex, type Repository, type SnapshotRecord } from "./repository.js";
 import { SealPool } from "./seal-pool.js";
-import { readTree } from "../snapshot/tree.js";
+import { readTree, treeSource } from "../snapshot/tree.js";
 import { listNames, ObjectExists, ObjectNotFound, type Target } from "../targets/target.js";
 
 export interface ReplicaSetup {
@@ -261,14 +261,12 @@ async function copyInto(source: Repository, dest: Repository, wanted: SnapshotRe
         }
         if (sha256Hex(raw) !== record.id) throw new SourceDamage("its object in the source does not match its name (damaged)");
         // The file list is read once: each tree blob is copied as it is read.
-        const treeReader = {
-          read: async (ids: string[]) => {
-            const plains = await readSource(ids);
-            const missing = ids.map((id, i) => [id, plains[i]] as const).filter(([id]) => !writer.has(id));
-            if (missing.length) await copyBlobs(BlobType.Tree, missing.map(([id]) => id), missing.map(([, p]) => p));
-            return plains;
-          },
-        } as unknown as BlobReader;
+        const treeReader = treeSource(async (ids) => {
+          const plains = await readSource(ids);
+          const missing = ids.map((id, i) => [id, plains[i]] as const).filter(([id]) => !writer.has(id));
+          if (missing.length) await copyBlobs(BlobType.Tree, missing.map(([id]) => id), missing.map(([, p]) => p));
+          return plains;
+        });
         let batch: string[] = [];
         let batchBytes = 0;
         const flush = async () => {

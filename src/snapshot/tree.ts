@@ -1,7 +1,6 @@
 import { StringDecoder } from "node:string_decoder";
 import { BlobType, type TreeNode } from "../repo/format.js";
 import type { BlobWriter } from "../repo/blob-writer.js";
-import type { BlobReader } from "../repo/blob-reader.js";
 import type { Repository } from "../repo/repository.js";
 import { ContentChunker } from "./content-chunker.js";
 
@@ -27,13 +26,27 @@ export class TreeWriter {
 }
 
 /** Stream the nodes of a tree, holding a few tree blobs (plus one partial line) at a time. */
-export async function* readTree(reader: BlobReader, treeIds: readonly string[]): AsyncGenerator<TreeNode> {
+/** Where readTree gets tree blobs: their plaintexts in order, a batch at a time (BlobReader.batches). */
+export interface TreeBlobSource {
+  batches(ids: string[]): AsyncIterable<Buffer[]>;
+}
+
+/** A TreeBlobSource over a function that reads blobs by id (copy and repair read from two places). */
+export function treeSource(read: (ids: string[]) => Promise<Buffer[]>, batch = 64): TreeBlobSource {
+  return {
+    async *batches(ids) {
+      for (let i = 0; i < ids.length; i += batch) yield await read(ids.slice(i, i + batch));
+    },
+  };
+}
+
+export async function* readTree(reader: TreeBlobSource, treeIds: readonly string[]): AsyncGenerator<TreeNode> {
   let carry = "";
   // A multi-byte character can straddle two tree blobs.
   const decoder = new StringDecoder("utf8");
-  const BATCH = 16;
-  for (let i = 0; i < treeIds.length; i += BATCH) {
-    const blobs = await reader.read(treeIds.slice(i, i + BATCH));
+  // Batches by bytes, the next one in flight: a tree's blobs share frames, and each batch reads
+  // each of its frames once (batches of a fixed count of blobs read the same frames again and again).
+  for await (const blobs of reader.batches([...treeIds])) {
     for (const blob of blobs) {
       const lines = (carry + decoder.write(blob)).split("\n");
       carry = lines.pop() ?? "";
