@@ -18,6 +18,7 @@ type Request = Omit<SealRequest, "job"> | Omit<OpenRequest, "job">;
 interface Pending {
   resolve: (parts: Buffer[]) => void;
   reject: (err: Error) => void;
+  onInput?: (buffer: ArrayBuffer) => void;
 }
 
 /** Batches smaller than this run inline: a worker's start-up would cost more than the work. */
@@ -62,21 +63,27 @@ export class SealPool {
     }
   }
 
-  run(req: Request, transfer: ArrayBuffer[] = [req.buffer]): Promise<Buffer[]> {
+  /**
+   * `onInput` gets an open request's sealed buffer back once the job is done with it (it asked
+   * with `returnBuffer`), to be reused; not after a failure.
+   */
+  run(req: Request, transfer: ArrayBuffer[] = [req.buffer], onInput?: (buffer: ArrayBuffer) => void): Promise<Buffer[]> {
     const job = this.nextJob++;
     const full = { ...req, job } as SealRequest | OpenRequest;
     const inline =
       this.size === 0 || (this.workers.length === 0 && workBytes(req) < INLINE_BELOW) || (this.mainHelps && job % 2 === 1);
     if (inline) {
       try {
-        return Promise.resolve(full.op === "seal" ? sealBatch(full) : openBatch(full));
+        const parts = full.op === "seal" ? sealBatch(full) : openBatch(full);
+        if (full.op === "open" && full.returnBuffer) onInput?.(full.buffer);
+        return Promise.resolve(parts);
       } catch (err) {
         return Promise.reject(err);
       }
     }
     if (this.workers.length === 0) this.startWorkers();
     return new Promise((resolve, reject) => {
-      this.pending.set(job, { resolve, reject });
+      this.pending.set(job, { resolve, reject, onInput });
       const worker = this.workers[this.turn++ % this.workers.length];
       worker.ref();
       worker.postMessage(full, transfer);
@@ -89,7 +96,10 @@ export class SealPool {
     this.pending.delete(reply.job);
     if (this.pending.size === 0) for (const w of this.workers) w.unref();
     if (reply.error) p.reject(new RepoError(reply.error, (reply.kind as RepoError["kind"]) ?? "corrupt"));
-    else p.resolve(split(reply));
+    else {
+      if (reply.input) p.onInput?.(reply.input);
+      p.resolve(split(reply));
+    }
   }
 
   private failAll(err: Error): void {

@@ -5,13 +5,21 @@ import { sealBatch, openBatch, packReply, type SealRequest, type OpenRequest } f
 // Runs compression + encryption (or the reverse) off the main thread, which stays busy chunking
 // and hashing. Buffers travel as transferred ArrayBuffers, so nothing is copied between threads.
 parentPort!.on("message", (msg: SealRequest | OpenRequest) => {
+  let garbage = true;
   try {
     const reply = packReply(msg.job, msg.op === "seal" ? sealBatch(msg) : openBatch(msg));
-    parentPort!.postMessage(reply, [reply.buffer]);
+    const transfer = [reply.buffer];
+    if (msg.op === "open" && msg.returnBuffer && msg.buffer.byteLength > 0 && msg.buffer !== reply.buffer) {
+      reply.input = msg.buffer;
+      transfer.push(msg.buffer);
+      // Both buffers went back to be reused: this job left nothing big behind.
+      garbage = reply.buffer !== msg.out;
+    }
+    parentPort!.postMessage(reply, transfer);
   } catch (err) {
     parentPort!.postMessage({ job: msg.job, error: (err as Error).message, kind: (err as { kind?: string }).kind });
   }
-  // Each job leaves off-heap garbage (the buffer sent in, the decrypted or compressed frames) that
-  // the worker's small heap would keep for tens of MB before collecting.
-  collectYoung();
+  // A job that kept its buffers leaves off-heap garbage (the buffer sent in, the decrypted or
+  // compressed frames) that the worker's small heap would keep for tens of MB before collecting.
+  if (garbage) collectYoung();
 });

@@ -40,6 +40,8 @@ export interface OpenRequest {
   blobs: WantedBlob[];
   /** A buffer to decode into when it is big enough (restore hands written buffers back for reuse). */
   out?: ArrayBuffer;
+  /** Send `buffer` back with the reply (`input`): the caller reuses it for the next sealed bytes. */
+  returnBuffer?: boolean;
 }
 
 export interface BatchReply {
@@ -48,6 +50,8 @@ export interface BatchReply {
   lengths: number[];
   /** Where each part starts in `buffer`; without it the parts lie back to back. */
   offsets?: number[];
+  /** The request's sealed bytes, given back when it asked (`returnBuffer`). */
+  input?: ArrayBuffer;
 }
 
 /** Where openBatch reads a local pack's bytes: grown to the largest read, reused by the next. */

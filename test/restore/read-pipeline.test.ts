@@ -85,6 +85,8 @@ class ProbeTarget extends LocalTarget {
   failAt?: { key: string; offset: number };
   hangFrom = -1;
   onHang?: () => void;
+  /** Streams that failed part-way. */
+  streamFailures = 0;
   override async getRange(key: string, offset: number, length: number, opts: OpOptions = {}): Promise<Buffer> {
     const n = this.reads++;
     if (this.failAt && key === this.failAt.key && offset <= this.failAt.offset && this.failAt.offset < offset + length) {
@@ -97,6 +99,27 @@ class ProbeTarget extends LocalTarget {
     }
     await new Promise((r) => setImmediate(r));
     return super.getRange(key, offset, length, opts);
+  }
+
+  /** The remote restore's streams: the failure comes part-way, after the bytes before the offset. */
+  override async *readRange(key: string, offset: number, length: number, opts: OpOptions = {}): AsyncIterable<Uint8Array> {
+    const n = this.reads++;
+    const failAt = this.failAt && key === this.failAt.key && offset <= this.failAt.offset && this.failAt.offset < offset + length ? this.failAt.offset : undefined;
+    if (this.hangFrom >= 0 && n >= this.hangFrom) {
+      this.onHang?.();
+      await new Promise<never>(() => undefined); // never answers, and ignores the signal
+    }
+    let at = offset;
+    for await (const chunk of super.readRange(key, offset, length, opts)) {
+      if (failAt !== undefined && at + chunk.length > failAt) {
+        this.failAt = undefined;
+        if (failAt > at) yield chunk.subarray(0, failAt - at);
+        this.streamFailures++;
+        throw new TargetError("connection reset by the test", "io", true);
+      }
+      at += chunk.length;
+      yield chunk;
+    }
   }
 }
 
@@ -196,6 +219,8 @@ describe("restore through the pipeline", () => {
     probe.failAt = middleOfBig(repo);
     const report = await restoreSnapshot(repo, record, { destinations: { agent: dest } });
     expect(report.failed).toEqual([]);
+    // The stream broke part-way and went on from the first byte not yet received.
+    expect(probe.streamFailures).toBe(1);
     for (const [rel, data] of source) expect(readFileSync(path.join(dest, rel)).equals(data), rel).toBe(true);
     expect(tempLeft(dest)).toEqual([]);
   });
