@@ -211,6 +211,22 @@ describe("restore through the pipeline", () => {
     expect(tempLeft(dest)).toEqual([]);
   });
 
+  it("a remote pack whose stream ends early under the big file: that file is damaged, nothing of it written; the others are exact", async () => {
+    const dir = copyRepo("truncated-remote");
+    const repo = await open(new RemoteLike(new LocalTarget(dir)));
+    const { key, offset } = middleOfBig(repo);
+    const file = path.join(dir, key);
+    writeFileSync(file, readFileSync(file).subarray(0, offset + 10));
+    const dest = path.join(sb.root, "dest-truncated-remote");
+    mkdirSync(dest);
+    const report = await restoreSnapshot(repo, record, { destinations: { agent: dest } });
+    expect(report.failed.map((f) => f.path)).toContain("sessions/--p--/big.jsonl");
+    for (const f of report.failed) expect(f).toMatchObject({ kind: "damaged", error: expect.stringMatching(/^pack [0-9a-f]{12} is truncated$/) });
+    for (const f of report.files) expect(readFileSync(path.join(dest, f.path)).equals(source.get(f.path)!), f.path).toBe(true);
+    expect(listFiles(dest).filter((f) => f.endsWith("big.jsonl"))).toEqual([]);
+    expect(tempLeft(dest)).toEqual([]);
+  });
+
   it("the same failure once behind RetryTarget is retried, and the restore is complete and exact", async () => {
     const probe = new ProbeTarget(sb.repo);
     const repo = await open(new RetryTarget(new RemoteLike(probe), { baseDelayMs: 1, maxDelayMs: 2 }));
