@@ -9,6 +9,7 @@ import { existsSync, promises as fs, realpathSync } from "node:fs";
 import path from "node:path";
 import type { Config } from "../config/config.js";
 import { resolveCredentials } from "../config/credentials.js";
+import { NODE_FLAGS, RUNTIME_ENV } from "../runtime.js";
 import { makeDirs, syncDir, writeFully } from "../fs-safe.js";
 import { RepoError } from "../repo/errors.js";
 
@@ -85,7 +86,7 @@ function systemdQuote(s: string, dollar = false): string {
 }
 
 export function systemdUnit(program: { node: string; bin: string }, env: Record<string, string>): string {
-  const envLines = Object.entries(env).map(([k, v]) => `Environment=${systemdQuote(`${k}=${v}`)}`);
+  const envLines = Object.entries({ ...RUNTIME_ENV, ...env }).map(([k, v]) => `Environment=${systemdQuote(`${k}=${v}`)}`);
   return [
     `# ${SERVICE_MARKER}; \`pi-guard service uninstall\` removes it.`,
     "[Unit]",
@@ -93,7 +94,7 @@ export function systemdUnit(program: { node: string; bin: string }, env: Record<
     "",
     "[Service]",
     "Type=simple",
-    `ExecStart=${systemdQuote(program.node)} ${systemdQuote(program.bin, true)} watch`,
+    `ExecStart=${[systemdQuote(program.node), ...NODE_FLAGS.map((f) => systemdQuote(f, true)), systemdQuote(program.bin, true)].join(" ")} watch`,
     "Restart=on-failure",
     "RestartSec=5",
     // watch flushes pending changes on SIGTERM within 5 s.
@@ -120,12 +121,13 @@ export function launchdPlist(program: { node: string; bin: string }, env: Record
     "  <key>ProgramArguments</key>",
     "  <array>",
     `    ${str(program.node)}`,
+    ...NODE_FLAGS.map((f) => `    ${str(f)}`),
     `    ${str(program.bin)}`,
     `    ${str("watch")}`,
     "  </array>",
     "  <key>EnvironmentVariables</key>",
     "  <dict>",
-    ...Object.entries(env).map(([k, v]) => `    <key>${xml(k)}</key>${str(v)}`),
+    ...Object.entries({ ...RUNTIME_ENV, ...env }).map(([k, v]) => `    <key>${xml(k)}</key>${str(v)}`),
     "  </dict>",
     `  <key>WorkingDirectory</key>${str(stateDir)}`,
     "  <key>RunAtLoad</key><true/>",
