@@ -186,7 +186,9 @@ export class S3Target implements Target {
       if (err instanceof RepoError) throw err;
       throw await this.fail(err, "get", key, opts.signal);
     } finally {
-      body.destroy?.();
+      // Stopped before the end (an error, or the caller broke out): the rest is never read, so
+      // the connection cannot be reused. A body read to its end keeps its connection alive.
+      if (left > 0) body.destroy?.();
     }
   }
 
