@@ -182,10 +182,10 @@ const REMOTE_GAP = 1024 * 1024;
 /**
  * Remote: sealed plus decoded bytes of the jobs being filled from a stream, decoded or written.
  * A stream waits for its next job's share, so the socket is read no faster than files are written.
- * Measured on the 1 GiB bench:s3 tree (2 cores): 6 MiB was faster than 8, 12 or 20, and smaller
- * than all of them; 4 MiB starved the decoders.
+ * Measured on the 1 GiB bench:s3 tree (2 cores): 5 and 6 MiB were as fast as each other and
+ * faster than 8, 12 or 20; 5 MiB peaked about 5 MB lower; 4 MiB starved the decoders.
  */
-export const REMOTE_BUDGET = 6 * 1024 * 1024;
+export const REMOTE_BUDGET = 5 * 1024 * 1024;
 /** Streams at once (fewer than the target's request limit): 3 were faster than 2, 4 or 8. */
 const REMOTE_STREAMS = 3;
 
