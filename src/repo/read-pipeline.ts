@@ -302,7 +302,6 @@ export class PackOrderedRead {
       });
       remaining[file] = locs.length;
     });
-    const remote = this.remote;
     const reads: PackRead[] = [];
     for (const [pack, byOffset] of frames) {
       const sorted = [...byOffset.values()].sort((a, b) => a.offset - b.offset);
@@ -314,7 +313,7 @@ export class PackOrderedRead {
         const near = (start: number, last: number) => frame.offset >= last && frame.offset <= last + MERGE_GAP && end - start <= MAX_READ;
         const joinsJob = job && near(job.start, job.end) && job.raw + raw <= this.groupRaw;
         const joinsRead =
-          read && (joinsJob || (remote && frame.offset >= read.end && frame.offset <= read.end + REMOTE_GAP && end - read.start <= PACK_READ_REMOTE));
+          read && (joinsJob || (this.remote && frame.offset >= read.end && frame.offset <= read.end + REMOTE_GAP && end - read.start <= PACK_READ_REMOTE));
         if (!joinsRead) {
           read = { pack, start: frame.offset, end, jobs: [], cost: 0, firstFile: Infinity, firstPos: Infinity };
           reads.push(read);
@@ -361,20 +360,21 @@ export class PackOrderedRead {
       for (; j < read.jobs.length; j++) {
         const job = read.jobs[j];
         if (!needed(job, sink)) continue;
-        const cost = job.end - job.start + job.raw;
-        await this.budget.acquire(cost, signal);
         const size = job.end - job.start;
+        const cost = size + job.raw;
+        await this.budget.acquire(cost, signal);
+        const release = once(() => this.budget.release(cost));
         const sealed = size <= SEALED_SLAB ? (this.sealedFree.pop() ?? new ArrayBuffer(SEALED_SLAB)) : new ArrayBuffer(size);
         let whole: boolean;
         try {
           whole = await cursor.read(job.start, new Uint8Array(sealed, 0, size));
         } catch (err) {
-          this.budget.release(cost);
-          throw new RepoError(`pack ${read.pack.slice(0, 12)} cannot be read: ${(err as Error).message}`, err instanceof RepoError ? err.kind : "corrupt");
+          release();
+          throw cannotRead(read.pack, err);
         }
         if (!whole) {
-          this.budget.release(cost);
-          throw new RepoError(`pack ${read.pack.slice(0, 12)} is truncated`, "corrupt");
+          release();
+          throw truncated(read.pack);
         }
         // The response's chunks copied so far are off-heap garbage that V8 would let pile up.
         this.received += size;
@@ -382,7 +382,6 @@ export class PackOrderedRead {
           this.received = 0;
           collectYoung();
         }
-        const release = once(() => this.budget.release(cost));
         const decode: Promise<void> = this.runJob(read, job, { buffer: sealed }, sink, remaining, release).finally(() => {
           release();
           decoding.delete(decode);
@@ -411,9 +410,9 @@ export class PackOrderedRead {
     try {
       bytes = await this.repo.target.getRange(packKey(read.pack), start, end - start, { signal: this.opts.signal });
     } catch (err) {
-      throw new RepoError(`pack ${read.pack.slice(0, 12)} cannot be read: ${(err as Error).message}`, err instanceof RepoError ? err.kind : "corrupt");
+      throw cannotRead(read.pack, err);
     }
-    if (bytes.length < end - start) throw new RepoError(`pack ${read.pack.slice(0, 12)} is truncated`, "corrupt");
+    if (bytes.length < end - start) throw truncated(read.pack);
     return { buffer: bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length) as ArrayBuffer };
   }
 
@@ -542,6 +541,10 @@ interface DecodeSource {
 function needed(job: PackJob, sink: BlobSink): boolean {
   return job.frames.some((fr) => [...fr.blobs.values()].some((b) => b.places.some((p) => !sink.failed(p.file))));
 }
+
+const cannotRead = (pack: string, err: unknown): RepoError =>
+  new RepoError(`pack ${pack.slice(0, 12)} cannot be read: ${(err as Error).message}`, err instanceof RepoError ? err.kind : "corrupt");
+const truncated = (pack: string): RepoError => new RepoError(`pack ${pack.slice(0, 12)} is truncated`, "corrupt");
 
 function failFiles(jobs: PackJob[], sink: BlobSink, err: Error): void {
   for (const j of jobs) for (const fr of j.frames) for (const b of fr.blobs.values()) for (const p of b.places) if (!sink.failed(p.file)) sink.fail(p.file, err);

@@ -25,7 +25,6 @@ export class TreeWriter {
   }
 }
 
-/** Stream the nodes of a tree, holding a few tree blobs (plus one partial line) at a time. */
 /** Where readTree gets tree blobs: their plaintexts in order, a batch at a time (BlobReader.batches). */
 export interface TreeBlobSource {
   batches(ids: string[]): AsyncIterable<Buffer[]>;
@@ -40,6 +39,7 @@ export function treeSource(read: (ids: string[]) => Promise<Buffer[]>, batch = 6
   };
 }
 
+/** Stream the nodes of a tree, holding a few tree blobs (plus one partial line) at a time. */
 export async function* readTree(reader: TreeBlobSource, treeIds: readonly string[]): AsyncGenerator<TreeNode> {
   let carry = "";
   // A multi-byte character can straddle two tree blobs.

@@ -62,6 +62,18 @@ function middleOfBig(repo: Repository): { key: string; offset: number } {
   return { key: packKey(loc.pack), offset: loc.offset };
 }
 
+/** A copy of the repository with the pack under the big file's middle cut short there, and an empty destination. */
+async function truncatedUnderBig(name: string, target: (dir: string) => Target): Promise<{ repo: Repository; dest: string }> {
+  const dir = copyRepo(name);
+  const repo = await open(target(dir));
+  const { key, offset } = middleOfBig(repo);
+  const file = path.join(dir, key);
+  writeFileSync(file, readFileSync(file).subarray(0, offset + 10));
+  const dest = path.join(sb.root, `dest-${name}`);
+  mkdirSync(dest);
+  return { repo, dest };
+}
+
 const tempLeft = (dir: string) => listFiles(dir).filter((f) => path.basename(f).includes(".pi-guard-"));
 
 beforeAll(async () => {
@@ -198,13 +210,7 @@ describe("restore through the pipeline", () => {
   });
 
   it("a local pack cut short under the big file (read by the decoding thread itself): that file is damaged, nothing of it written", async () => {
-    const dir = copyRepo("truncated");
-    const repo = await open(new LocalTarget(dir));
-    const { key, offset } = middleOfBig(repo);
-    const file = path.join(dir, key);
-    writeFileSync(file, readFileSync(file).subarray(0, offset + 10));
-    const dest = path.join(sb.root, "dest-truncated");
-    mkdirSync(dest);
+    const { repo, dest } = await truncatedUnderBig("truncated", (dir) => new LocalTarget(dir));
     const report = await restoreSnapshot(repo, record, { destinations: { agent: dest } });
     expect(report.failed).toEqual([expect.objectContaining({ path: "sessions/--p--/big.jsonl", kind: "damaged", error: expect.stringMatching(/^pack [0-9a-f]{12} is truncated$/) })]);
     expect(listFiles(dest).filter((f) => f.endsWith("big.jsonl"))).toEqual([]);
@@ -212,13 +218,7 @@ describe("restore through the pipeline", () => {
   });
 
   it("a remote pack whose stream ends early under the big file: that file is damaged, nothing of it written; the others are exact", async () => {
-    const dir = copyRepo("truncated-remote");
-    const repo = await open(new RemoteLike(new LocalTarget(dir)));
-    const { key, offset } = middleOfBig(repo);
-    const file = path.join(dir, key);
-    writeFileSync(file, readFileSync(file).subarray(0, offset + 10));
-    const dest = path.join(sb.root, "dest-truncated-remote");
-    mkdirSync(dest);
+    const { repo, dest } = await truncatedUnderBig("truncated-remote", (dir) => new RemoteLike(new LocalTarget(dir)));
     const report = await restoreSnapshot(repo, record, { destinations: { agent: dest } });
     expect(report.failed.map((f) => f.path)).toContain("sessions/--p--/big.jsonl");
     for (const f of report.failed) expect(f).toMatchObject({ kind: "damaged", error: expect.stringMatching(/^pack [0-9a-f]{12} is truncated$/) });
