@@ -47,6 +47,11 @@ export async function startS3Server(dir: string, bucket: string, port = 0): Prom
     });
     child.on("exit", (code) => reject(new Error(`s3rver exited ${code} before listening: ${stderr}`)));
   });
+  let stopping = false;
+  // A server that dies under a test turns every later request into ECONNREFUSED; say why it died.
+  child.on("exit", (code, signal) => {
+    if (!stopping) process.stderr.write(`s3rver on port ${actualPort} exited unexpectedly (code ${code}, signal ${signal}):\n${stderr}\n`);
+  });
   const endpoint = `http://127.0.0.1:${actualPort}`;
   return {
     port: actualPort,
@@ -59,6 +64,7 @@ export async function startS3Server(dir: string, bucket: string, port = 0): Prom
     stop: () =>
       new Promise<void>((resolve) => {
         if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        stopping = true;
         child.once("exit", () => resolve());
         child.kill("SIGKILL");
       }),

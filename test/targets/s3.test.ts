@@ -55,6 +55,20 @@ describe("s3 target specifics", () => {
     // head before the put is what refused the second write here.
     expect(t.conditionalPuts).toBe(true);
   });
+
+  it("the test server outlives a DELETE and a PUT racing in one folder (two hosts' lock files)", async () => {
+    // s3rver removes a folder's directory when a DELETE empties it; a PUT racing into it used to
+    // kill the server (test/helpers/s3rver-child.mjs), and every later test saw ECONNREFUSED.
+    const t = new S3Target({ bucket: "conformance", prefix: `race${++n}`, env: env() });
+    for (let i = 0; i < 200; i++) {
+      await t.put("locks/a", Buffer.from("a"));
+      await Promise.all([t.delete("locks/a"), t.put(`locks/b${i}`, Buffer.from("b"))]);
+      await t.delete(`locks/b${i}`);
+    }
+    expect(server.child.exitCode).toBeNull();
+    await t.put("locks/c", Buffer.from("c"));
+    expect((await t.head("locks/c"))?.size).toBe(1);
+  });
 });
 
 /**
