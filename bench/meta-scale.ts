@@ -18,6 +18,7 @@ import { Repository } from "../src/repo/repository.js";
 import { SealPool } from "../src/repo/seal-pool.js";
 import { TreeWriter } from "../src/snapshot/tree.js";
 import { LocalTarget } from "../src/targets/local.js";
+import { bodyBuffer, type PutBody } from "../src/targets/target.js";
 import { PROGRAM } from "../src/version.js";
 import type { Snapshot } from "../src/repo/format.js";
 import { measure, type Measurement } from "./measure.js";
@@ -29,15 +30,11 @@ const log = (msg: string): void => void process.stderr.write(`[bench:meta] ${msg
 
 /** A local folder without fsync: the generator's objects are real, only their durability is not. */
 class GeneratorTarget extends LocalTarget {
-  override async put(key: string, data: Buffer): Promise<void> {
+  override async put(key: string, data: PutBody): Promise<void> {
     const file = join(this.root, ...key.split("/"));
     await fs.mkdir(dirname(file), { recursive: true });
-    await fs.writeFile(file, data, { mode: 0o600 });
-  }
-  override async putFile(key: string, file: string): Promise<void> {
-    const dest = join(this.root, ...key.split("/"));
-    await fs.mkdir(dirname(dest), { recursive: true });
-    await fs.rename(file, dest);
+    if (!Buffer.isBuffer(data) && data.movableFile) await fs.rename(data.movableFile, file);
+    else await fs.writeFile(file, await bodyBuffer(data, key), { mode: 0o600 });
   }
 }
 

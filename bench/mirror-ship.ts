@@ -11,7 +11,7 @@ import { loadConfig } from "../src/config/config.js";
 import { initRepository, openRepository, snapshotAgentDir } from "../src/engine.js";
 import { copySnapshots, openReplica, shipSelection } from "../src/repo/replicate.js";
 import { openTarget } from "../src/targets/open.js";
-import type { ObjectInfo, OpOptions, PutOptions } from "../src/targets/target.js";
+import type { ObjectInfo, OpOptions, PutBody, PutOptions } from "../src/targets/target.js";
 import { TargetWrapper } from "../src/targets/wrap.js";
 
 const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -31,13 +31,9 @@ class CountingTarget extends TargetWrapper {
     this.count("GET");
     return super.getRange(key, offset, length, opts);
   }
-  override put(key: string, data: Buffer, opts?: PutOptions): Promise<void> {
+  override put(key: string, data: PutBody, opts?: PutOptions): Promise<void> {
     this.count("PUT");
     return super.put(key, data, opts);
-  }
-  override putFile(key: string, file: string, opts?: PutOptions): Promise<void> {
-    this.count("PUT");
-    return super.putFile(key, file, opts);
   }
   override head(key: string, opts?: OpOptions): Promise<ObjectInfo | undefined> {
     this.count("HEAD");

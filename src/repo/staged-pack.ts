@@ -11,6 +11,7 @@ import { encrypt } from "./crypto.js";
 import { AAD, encodePackHeader, packKey, type BlobRef, type FrameRef, type PackEntry, type PackedBlob } from "./format.js";
 import type { Repository } from "./repository.js";
 import { stagingName } from "./staging.js";
+import { fileBody } from "../targets/target.js";
 
 export class StagedPack {
   size = 0;
@@ -61,10 +62,10 @@ export class StagedPack {
       } finally {
         await this.handle.close();
       }
-      await this.repo.target.putFile(packKey(id), this.file);
-    } catch (err) {
-      await fs.unlink(this.file).catch(() => undefined);
-      throw err;
+      await this.repo.target.put(packKey(id), fileBody(this.file, this.size + tail.length));
+    } finally {
+      // Moved into place by a local target, uploaded and left behind by others.
+      await fs.rm(this.file, { force: true });
     }
     return { id, size: this.size + tail.length, blobs: this.blobs };
   }

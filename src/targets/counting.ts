@@ -1,5 +1,4 @@
-import { promises as fs } from "node:fs";
-import type { ObjectInfo, OpOptions, PutOptions, Target } from "./target.js";
+import { bodySize, type ObjectInfo, type OpOptions, type PutBody, type PutOptions, type Target } from "./target.js";
 import { TargetWrapper } from "./wrap.js";
 
 /** Requests sent to a target, by the classes storage providers bill by. */
@@ -18,8 +17,8 @@ const LIST_PAGE = 1000;
 /**
  * Counts the requests that reach the storage, so the watcher can report PUTs per day. It wraps
  * the bare storage target (inside the retry and limit wrappers), so a retried request counts each
- * time it is sent. One call of the Target interface is one request, except a putFile above
- * `multipartPartSize` (an S3 multipart upload: one request per part, plus two) and a listing (one
+ * time it is sent. One call of the Target interface is one request, except a put of a stream
+ * above `multipartPartSize` (an S3 multipart upload: one request per part, plus two) and a listing (one
  * per page). Checks the S3 target makes on its own (the HEAD of a put that must not overwrite, the
  * size check after a multipart upload) are not seen here.
  */
@@ -62,16 +61,11 @@ export class CountingTarget extends TargetWrapper {
     return super.head(key, opts);
   }
 
-  override put(key: string, data: Buffer, opts?: PutOptions): Promise<void> {
-    this.counts.puts++;
-    return super.put(key, data, opts);
-  }
-
-  override async putFile(key: string, file: string, opts?: PutOptions): Promise<void> {
+  override put(key: string, data: PutBody, opts?: PutOptions): Promise<void> {
     const part = this.multipartPartSize;
-    const size = part ? (await fs.stat(file).catch(() => undefined))?.size ?? 0 : 0;
-    this.counts.puts += part && size > part ? Math.ceil(size / part) + 2 : 1;
-    return super.putFile(key, file, opts);
+    const size = bodySize(data);
+    this.counts.puts += part && !Buffer.isBuffer(data) && size > part ? Math.ceil(size / part) + 2 : 1;
+    return super.put(key, data, opts);
   }
 
   override delete(key: string, opts?: OpOptions): Promise<void> {

@@ -2,7 +2,8 @@ import { makeDirs, syncDir, writeFully } from "../fs-safe.js";
 import { promises as fs, constants } from "node:fs";
 import path from "node:path";
 import { ownerAlive, ownerDead, ownerTag } from "../repo/staging.js";
-import { abortReason, ObjectExists, ObjectNotFound, throwIfAborted, type ObjectInfo, type OpOptions, type PutOptions, type Target, type TempScope } from "./target.js";
+import { RepoError } from "../repo/errors.js";
+import { abortReason, bodyChunks, ObjectExists, ObjectNotFound, throwIfAborted, type ObjectInfo, type OpOptions, type PutBody, type PutOptions, type Target, type TempScope } from "./target.js";
 
 /**
  * Temp files carry this infix, then the writer's owner tag (`<host>-<pid>-<random>`, see
@@ -21,6 +22,26 @@ const RANGE_CHUNK = 256 * 1024;
 
 function notFound(err: unknown): boolean {
   return (err as NodeJS.ErrnoException)?.code === "ENOENT";
+}
+
+/** Pack handles a LocalTarget keeps open, and how long they stay open unused. */
+const MAX_HANDLES = 8;
+const HANDLE_IDLE_MS = 2_000;
+
+interface CachedHandle {
+  handle: Promise<fs.FileHandle>;
+  /** Reads using it now. */
+  users: number;
+  /** No longer cached: closed when its last read ends. */
+  dropped: boolean;
+  closed?: boolean;
+}
+
+function dropHandle(c: CachedHandle): void {
+  c.dropped = true;
+  if (c.users > 0 || c.closed) return;
+  c.closed = true;
+  void c.handle.then((fh) => fh.close()).catch(() => undefined);
 }
 
 export class LocalTarget implements Target {
@@ -50,45 +71,63 @@ export class LocalTarget implements Target {
   /**
    * Restores and checks read many ranges of the same few packs; reopening the pack for every range
    * cost more than the reads. A handful of handles stay open (objects are immutable, so a cached
-   * handle never sees stale data).
+   * handle never sees stale data). A handle is closed once it is dropped (pushed out, its object
+   * deleted, or every handle after HANDLE_IDLE_MS unused) and no read is using it, so a target
+   * that is no longer used holds no descriptor (a long-running watcher opens many).
    */
-  private readonly handles = new Map<string, Promise<fs.FileHandle>>();
+  private readonly handles = new Map<string, CachedHandle>();
+  private idle?: NodeJS.Timeout;
 
-  private handle(key: string): Promise<fs.FileHandle> {
-    let h = this.handles.get(key);
-    if (h) {
-      this.handles.delete(key);
-      this.handles.set(key, h);
-      return h;
+  private acquire(key: string): CachedHandle {
+    let c = this.handles.get(key);
+    if (c) this.handles.delete(key);
+    else {
+      c = { handle: fs.open(this.file(key), constants.O_RDONLY), users: 0, dropped: false };
+      const opened = c;
+      c.handle.catch(() => this.handles.get(key) === opened && this.handles.delete(key));
     }
-    h = fs.open(this.file(key), constants.O_RDONLY);
-    h.catch(() => this.handles.delete(key));
-    this.handles.set(key, h);
-    while (this.handles.size > 8) {
-      const [oldest, old] = this.handles.entries().next().value as [string, Promise<fs.FileHandle>];
+    this.handles.set(key, c);
+    c.users++;
+    while (this.handles.size > MAX_HANDLES) {
+      const [oldest, old] = this.handles.entries().next().value as [string, CachedHandle];
       this.handles.delete(oldest);
-      void old.then((fh) => fh.close()).catch(() => undefined);
+      dropHandle(old);
     }
-    return h;
+    if (this.idle) this.idle.refresh();
+    else {
+      this.idle = setTimeout(() => {
+        this.idle = undefined;
+        for (const old of this.handles.values()) dropHandle(old);
+        this.handles.clear();
+      }, HANDLE_IDLE_MS);
+      this.idle.unref();
+    }
+    return c;
   }
 
   async getRange(key: string, offset: number, length: number, opts: OpOptions = {}): Promise<Buffer> {
     throwIfAborted(opts.signal);
-    let handle: fs.FileHandle;
+    const c = this.acquire(key);
     try {
-      handle = await this.handle(key);
-    } catch (err) {
-      if (notFound(err)) throw new ObjectNotFound(key);
-      throw err;
+      let handle: fs.FileHandle;
+      try {
+        handle = await c.handle;
+      } catch (err) {
+        if (notFound(err)) throw new ObjectNotFound(key);
+        throw err;
+      }
+      const buf = Buffer.allocUnsafe(length);
+      let got = 0;
+      while (got < length) {
+        const { bytesRead } = await handle.read(buf, got, length - got, offset + got);
+        if (bytesRead === 0) break;
+        got += bytesRead;
+      }
+      return got === length ? buf : buf.subarray(0, got);
+    } finally {
+      c.users--;
+      if (c.dropped) dropHandle(c);
     }
-    const buf = Buffer.allocUnsafe(length);
-    let got = 0;
-    while (got < length) {
-      const { bytesRead } = await handle.read(buf, got, length - got, offset + got);
-      if (bytesRead === 0) break;
-      got += bytesRead;
-    }
-    return got === length ? buf : buf.subarray(0, got);
   }
 
   /** Chunks of up to RANGE_CHUNK bytes, read through a handle of its own (closed when the caller stops). */
@@ -115,17 +154,26 @@ export class LocalTarget implements Target {
     }
   }
 
-  /** temp name in the same folder, write, fsync, rename, fsync the folder: all or nothing after a crash. */
-  async put(key: string, data: Buffer, opts: PutOptions = {}): Promise<void> {
+  /**
+   * A stream's movable file on the same file system (the engine stages packs in <root>/tmp) is
+   * renamed into place. Anything else goes to a temp name in the object's folder, is fsynced and
+   * renamed, and the folder is fsynced: all or nothing after a crash.
+   */
+  async put(key: string, data: PutBody, opts: PutOptions = {}): Promise<void> {
     throwIfAborted(opts.signal);
     const dest = this.file(key);
     const dir = path.dirname(dest);
     await makeDirs(dir);
+    if (!Buffer.isBuffer(data) && data.movableFile && (await this.moveFile(data.movableFile, data.size, key, dest, opts))) {
+      await syncDir(dir);
+      return;
+    }
     const tmp = `${dest}${TEMP_INFIX}${ownerTag()}`;
     const handle = await fs.open(tmp, "wx", 0o600);
     try {
       try {
-        await writeFully(handle, data, 0);
+        let at = 0;
+        for await (const chunk of bodyChunks(data, key, opts.signal)) at = await writeFully(handle, chunk, at);
         await handle.sync();
       } finally {
         await handle.close();
@@ -138,6 +186,20 @@ export class LocalTarget implements Target {
       throw err;
     }
     await syncDir(dir);
+  }
+
+  /** Rename `file` into place; false when it is on another file system (then it is copied). */
+  private async moveFile(file: string, size: number, key: string, dest: string, opts: PutOptions): Promise<boolean> {
+    const st = await fs.lstat(file);
+    if (!st.isFile() || st.size !== size) throw new RepoError(`the file for ${key} holds ${st.isFile() ? `${st.size} bytes, not its stated ${size}` : "no regular file"}`, "io");
+    throwIfAborted(opts.signal);
+    try {
+      await this.moveIntoPlace(file, dest, opts);
+      return true;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "EXDEV") return false;
+      throw err;
+    }
   }
 
   /**
@@ -153,36 +215,6 @@ export class LocalTarget implements Target {
       throw err;
     }
     await fs.unlink(tmp);
-  }
-
-  /** A rename when `file` is on the same file system (the engine stages packs in <root>/tmp); else a copy, fsynced, then renamed. */
-  async putFile(key: string, file: string, opts: PutOptions = {}): Promise<void> {
-    throwIfAborted(opts.signal);
-    const dest = this.file(key);
-    const dir = path.dirname(dest);
-    await makeDirs(dir);
-    try {
-      await this.moveIntoPlace(file, dest, opts);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "EXDEV") throw err;
-      const tmp = `${dest}${TEMP_INFIX}${ownerTag()}`;
-      try {
-        await fs.copyFile(file, tmp, constants.COPYFILE_EXCL);
-        const handle = await fs.open(tmp, "r+");
-        try {
-          await handle.sync();
-        } finally {
-          await handle.close();
-        }
-        throwIfAborted(opts.signal);
-        await this.moveIntoPlace(tmp, dest, opts);
-      } catch (copyErr) {
-        await fs.unlink(tmp).catch(() => undefined);
-        throw copyErr;
-      }
-      await fs.unlink(file);
-    }
-    await syncDir(dir);
   }
 
   async head(key: string, opts: OpOptions = {}): Promise<ObjectInfo | undefined> {
@@ -242,7 +274,7 @@ export class LocalTarget implements Target {
     const cached = this.handles.get(key);
     if (cached) {
       this.handles.delete(key);
-      void cached.then((fh) => fh.close()).catch(() => undefined);
+      dropHandle(cached);
     }
     try {
       await fs.unlink(this.file(key));

@@ -1,5 +1,4 @@
-import { promises as fs } from "node:fs";
-import { abortReason, ObjectExists, ObjectNotFound, throwIfAborted, type ObjectInfo, type OpOptions, type PutOptions, type Target } from "./target.js";
+import { bodyBuffer, ObjectExists, ObjectNotFound, throwIfAborted, type ObjectInfo, type OpOptions, type PutBody, type PutOptions, type Target } from "./target.js";
 
 /**
  * Objects in a Map: for tests and for exercising the wrappers without a disk or a server. Values
@@ -34,19 +33,12 @@ export class MemoryTarget implements Target {
     }
   }
 
-  async put(key: string, data: Buffer, opts: PutOptions = {}): Promise<void> {
+  async put(key: string, data: PutBody, opts: PutOptions = {}): Promise<void> {
+    const stored = Buffer.isBuffer(data) ? Buffer.from(data) : await bodyBuffer(data, key, opts.signal);
     throwIfAborted(opts.signal);
     if (opts.ifAbsent && this.objects.has(key)) throw new ObjectExists(key);
-    this.objects.set(key, Buffer.from(data));
+    this.objects.set(key, stored);
     this.times.set(key, Date.now());
-  }
-
-  async putFile(key: string, file: string, opts: PutOptions = {}): Promise<void> {
-    const data = await fs.readFile(file, { signal: opts.signal }).catch((err: unknown) => {
-      throw abortReason(err, opts.signal);
-    });
-    await this.put(key, data, opts);
-    await fs.unlink(file);
   }
 
   async head(key: string, opts: OpOptions = {}): Promise<ObjectInfo | undefined> {

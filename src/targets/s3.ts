@@ -1,10 +1,10 @@
-import { createReadStream, promises as fs } from "node:fs";
 import { isIP } from "node:net";
+import { Readable } from "node:stream";
 import type { S3Client } from "@aws-sdk/client-s3";
 import { RepoError } from "../repo/errors.js";
 import { TEMP_INFIX } from "./local.js";
 import { describeS3Error, type S3ErrorContext } from "./s3-errors.js";
-import { collectRange, ObjectExists, ObjectNotFound, TargetError, throwIfAborted, type ObjectInfo, type OpOptions, type PutOptions, type Target } from "./target.js";
+import { bodyBuffer, bodyChunks, collectRange, ObjectExists, ObjectNotFound, TargetError, throwIfAborted, type ObjectInfo, type OpOptions, type PutBody, type PutOptions, type PutStream, type Target } from "./target.js";
 
 type Sdk = typeof import("@aws-sdk/client-s3");
 
@@ -13,7 +13,7 @@ export interface S3TargetOptions {
   /** Objects live under `<prefix>/`; "" for the bucket's root. */
   prefix: string;
   env?: NodeJS.ProcessEnv;
-  /** Multipart part size for putFile (lib-storage); S3's minimum is 5 MiB. */
+  /** Multipart part size for a put of a stream (lib-storage); S3's minimum is 5 MiB. */
   partSize?: number;
   /** Parts uploaded at once per file. */
   queueSize?: number;
@@ -192,12 +192,21 @@ export class S3Target implements Target {
     }
   }
 
-  async put(key: string, data: Buffer, opts: PutOptions = {}): Promise<void> {
+  /**
+   * One PUT for a buffer and for a stream up to `partSize` (gathered first, so its size is checked
+   * before anything is sent); a multipart upload (lib-storage) for a larger stream.
+   */
+  async put(key: string, data: PutBody, opts: PutOptions = {}): Promise<void> {
+    if (!Buffer.isBuffer(data)) {
+      if (data.size > this.partSize) return this.putMultipart(key, data, opts);
+      data = await bodyBuffer(data, key, opts.signal);
+    }
+    const body = data;
     const { sdk, client } = await this.connect();
     if (opts.ifAbsent && (await this.head(key, opts))) throw new ObjectExists(key);
     const send = (conditional: boolean) =>
       client.send(
-        new sdk.PutObjectCommand({ Bucket: this.bucket, Key: this.k(key), Body: data, ContentLength: data.length, ...(conditional ? { IfNoneMatch: "*" } : {}) }),
+        new sdk.PutObjectCommand({ Bucket: this.bucket, Key: this.k(key), Body: body, ContentLength: body.length, ...(conditional ? { IfNoneMatch: "*" } : {}) }),
         { abortSignal: opts.signal },
       );
     try {
@@ -221,17 +230,25 @@ export class S3Target implements Target {
     }
   }
 
-  /** Multipart (lib-storage) above partSize, one PUT below; the size stored is checked before the local file goes. */
-  async putFile(key: string, file: string, opts: PutOptions = {}): Promise<void> {
+  /** A stream above partSize, in parts of partSize; the size stored is checked afterwards. */
+  private async putMultipart(key: string, data: PutStream, opts: PutOptions): Promise<void> {
     throwIfAborted(opts.signal);
     const { client } = await this.connect();
     if (opts.ifAbsent && (await this.head(key, opts))) throw new ObjectExists(key);
-    const size = (await fs.stat(file)).size;
     const { Upload } = await import("@aws-sdk/lib-storage");
-    const body = createReadStream(file);
+    let bodyError: unknown;
+    const chunks = async function* () {
+      try {
+        yield* bodyChunks(data, key, opts.signal);
+      } catch (err) {
+        bodyError = err;
+        throw err;
+      }
+    };
+    const body = Readable.from(chunks(), { objectMode: false });
     const upload = new Upload({
       client,
-      params: { Bucket: this.bucket, Key: this.k(key), Body: body, ContentLength: size },
+      params: { Bucket: this.bucket, Key: this.k(key), Body: body, ContentLength: data.size },
       partSize: this.partSize,
       queueSize: this.queueSize,
       leavePartsOnError: false,
@@ -244,16 +261,17 @@ export class S3Target implements Target {
       await upload.done();
     } catch (err) {
       if (opts.signal?.aborted) throw opts.signal.reason;
+      // The body's own failure (it ran short or long, or its file could not be read) as it is.
+      if (bodyError !== undefined) throw bodyError;
       throw await this.fail(err, "put", key, opts.signal);
     } finally {
       opts.signal?.removeEventListener("abort", onAbort);
       body.destroy();
     }
     const stored = await this.head(key, opts);
-    if (stored?.size !== size) {
-      throw new TargetError(`S3 stored ${stored ? `${stored.size} of ${size}` : `none of the ${size}`} bytes of ${key} in ${this.location}`, "io", true);
+    if (stored?.size !== data.size) {
+      throw new TargetError(`S3 stored ${stored ? `${stored.size} of ${data.size}` : `none of the ${data.size}`} bytes of ${key} in ${this.location}`, "io", true);
     }
-    await fs.unlink(file);
   }
 
   async head(key: string, opts: OpOptions = {}): Promise<ObjectInfo | undefined> {

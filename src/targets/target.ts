@@ -7,6 +7,7 @@
  * Every operation takes an optional AbortSignal; an aborted operation rejects with the signal's
  * reason and leaves no partial object behind.
  */
+import { createReadStream } from "node:fs";
 import { RepoError, type RepoErrorKind } from "../repo/errors.js";
 
 export interface ObjectInfo {
@@ -33,6 +34,74 @@ export interface PutOptions extends OpOptions {
   ifAbsent?: boolean;
 }
 
+/**
+ * Bytes to put that are not in memory. `open` yields them from the first byte; a put that is
+ * retried opens them again, so every call must yield the same `size` bytes.
+ */
+export interface PutStream {
+  readonly size: number;
+  open(signal?: AbortSignal): AsyncIterable<Uint8Array>;
+  /**
+   * A finished, fsynced file on this machine that holds exactly these bytes and that the put may
+   * move into place instead of copying (a local target on the same file system renames it). After
+   * the put the file may be gone or still there: its owner removes what is left.
+   */
+  readonly movableFile?: string;
+}
+
+export type PutBody = Buffer | PutStream;
+
+/** The size of a put's body. */
+export function bodySize(data: PutBody): number {
+  return Buffer.isBuffer(data) ? data.length : data.size;
+}
+
+/**
+ * A finished local file of `size` bytes as a put body that may be moved into place; read in 1 MiB
+ * chunks when it is copied or uploaded.
+ */
+export function fileBody(file: string, size: number): PutStream {
+  return {
+    size,
+    movableFile: file,
+    open: (signal) => createReadStream(file, { highWaterMark: 1024 * 1024, signal }),
+  };
+}
+
+/**
+ * `data`'s bytes in chunks, checked against its size: a stream that runs long or ends early
+ * throws (a corrupt object must never be stored as if whole). A buffer is one chunk.
+ */
+export async function* bodyChunks(data: PutBody, key: string, signal?: AbortSignal): AsyncIterable<Uint8Array> {
+  if (Buffer.isBuffer(data)) {
+    yield data;
+    return;
+  }
+  let seen = 0;
+  try {
+    for await (const chunk of data.open(signal)) {
+      seen += chunk.length;
+      if (seen > data.size) throw new RepoError(`the bytes for ${key} run past their stated ${data.size}`, "io");
+      yield chunk;
+    }
+  } catch (err) {
+    throw abortReason(err, signal);
+  }
+  if (seen !== data.size) throw new RepoError(`the bytes for ${key} ended after ${seen} of their stated ${data.size}`, "io");
+}
+
+/** `data` in one buffer (a stream's size checked), for storage that takes only buffers. */
+export async function bodyBuffer(data: PutBody, key: string, signal?: AbortSignal): Promise<Buffer> {
+  if (Buffer.isBuffer(data)) return data;
+  const out = Buffer.allocUnsafeSlow(data.size);
+  let at = 0;
+  for await (const chunk of bodyChunks(data, key, signal)) {
+    out.set(chunk, at);
+    at += chunk.length;
+  }
+  return out;
+}
+
 export interface Target {
   /** Human-readable location, for messages. */
   readonly location: string;
@@ -43,8 +112,8 @@ export interface Target {
   listNames?(prefix: string, opts?: OpOptions): Promise<string[]>;
   /**
    * The folder on this machine that holds the objects, for a target that is one. The engine
-   * builds packs on the same file system then (so putFile is a rename), and doctor warns when it
-   * sits inside the agent dir. Undefined for remote and in-memory targets.
+   * builds packs on the same file system then (so putting a pack's file is a rename), and doctor
+   * warns when it sits inside the agent dir. Undefined for remote and in-memory targets.
    */
   readonly localPath?: string;
   get(key: string, opts?: OpOptions): Promise<Buffer>;
@@ -58,13 +127,12 @@ export interface Target {
    * rejects the first pull with ObjectNotFound. A chunk is the caller's to keep.
    */
   readRange(key: string, offset: number, length: number, opts?: OpOptions): AsyncIterable<Uint8Array>;
-  put(key: string, data: Buffer, opts?: PutOptions): Promise<void>;
   /**
-   * Store a finished, fsynced local file under `key` (packs are built in a local staging folder,
-   * so memory does not grow with pack size). On success the local file is gone: renamed into
-   * place, or uploaded and removed. On failure it may remain; the caller removes it.
+   * Store `data` under `key`: a buffer, or a PutStream for bytes not held in memory (a pack is
+   * streamed from its staging file, so memory does not grow with pack size). A stream that yields
+   * more or fewer bytes than its `size` is refused and stores nothing.
    */
-  putFile(key: string, file: string, opts?: PutOptions): Promise<void>;
+  put(key: string, data: PutBody, opts?: PutOptions): Promise<void>;
   head(key: string, opts?: OpOptions): Promise<ObjectInfo | undefined>;
   /** Objects whose key starts with `prefix/` (or every object for ""), sorted by key, never temp objects. */
   list(prefix: string, opts?: OpOptions): AsyncIterable<ObjectInfo>;

@@ -1,4 +1,4 @@
-import type { ObjectInfo, OpOptions, PutOptions, Target, TempScope } from "./target.js";
+import type { ObjectInfo, OpOptions, PutBody, PutOptions, Target, TempScope } from "./target.js";
 
 /** Forwards everything to `inner`; wrappers override what they change. */
 export class TargetWrapper implements Target {
@@ -34,12 +34,9 @@ export class TargetWrapper implements Target {
     return this.inner.readRange(key, offset, length, opts);
   }
 
-  put(key: string, data: Buffer, opts?: PutOptions): Promise<void> {
+  /** A retried put opens a stream body again from its first byte. */
+  put(key: string, data: PutBody, opts?: PutOptions): Promise<void> {
     return this.run(() => this.inner.put(key, data, opts), opts?.signal);
-  }
-
-  putFile(key: string, file: string, opts?: PutOptions): Promise<void> {
-    return this.run(() => this.inner.putFile(key, file, opts), opts?.signal);
   }
 
   head(key: string, opts?: OpOptions): Promise<ObjectInfo | undefined> {

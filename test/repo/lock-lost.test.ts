@@ -25,7 +25,7 @@ function hookedTarget(inner: LocalTarget, beforeData: () => Promise<void>, onLoc
     get(t, prop) {
       const v = Reflect.get(t, prop, t);
       if (typeof v !== "function") return v;
-      if (prop === "get" || prop === "getRange" || prop === "put" || prop === "putFile") {
+      if (prop === "get" || prop === "getRange" || prop === "put") {
         return async (key: string, ...rest: unknown[]) => {
           if (key.startsWith("data/")) await beforeData();
           if (key.startsWith("locks/") && prop === "put") onLockPut?.();

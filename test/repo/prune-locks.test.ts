@@ -90,13 +90,13 @@ describe("append and exclusive locks", () => {
       get(t, prop) {
         const v = Reflect.get(t, prop, t);
         if (typeof v !== "function") return v;
-        if (prop === "putFile") {
-          return async (key: string, file: string) => {
-            if (armed) {
+        if (prop === "put") {
+          return async (key: string, ...rest: unknown[]) => {
+            if (armed && key.startsWith("data/")) {
               armed = false;
               for (const n of readdirSync(locksDir)) rmSync(path.join(locksDir, n));
             }
-            return v.call(t, key, file);
+            return v.call(t, key, ...rest);
           };
         }
         return v.bind(t);

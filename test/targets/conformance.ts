@@ -2,11 +2,11 @@
 // Keys use the repository's real shapes (data/ab/<hex>, locks/<hex>, config).
 
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync, existsSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ObjectExists, ObjectNotFound, type ObjectInfo, type Target } from "../../src/targets/target.js";
+import { fileBody, ObjectExists, ObjectNotFound, type ObjectInfo, type PutStream, type Target } from "../../src/targets/target.js";
 
 export interface ConformanceOptions {
   /** A fresh, empty target for each test (tests do not share objects). */
@@ -23,6 +23,16 @@ async function collectList(t: Target, prefix: string): Promise<ObjectInfo[]> {
   return out;
 }
 
+/** `data` as a stream body that is not a file, in chunks of `chunk` bytes. */
+export function streamOf(data: Buffer, chunk = 64 * 1024): PutStream {
+  return {
+    size: data.length,
+    async *open() {
+      for (let at = 0; at < data.length; at += chunk) yield data.subarray(at, at + chunk);
+    },
+  };
+}
+
 export function targetConformance(name: string, opts: ConformanceOptions): void {
   const timeout = opts.timeoutMs ?? 20_000;
   describe(`target conformance: ${name}`, () => {
@@ -36,6 +46,8 @@ export function targetConformance(name: string, opts: ConformanceOptions): void 
       writeFileSync(f, data);
       return f;
     };
+    /** A finished local file as a put body, as a staged pack is handed over. */
+    const fileOf = (data: Buffer) => fileBody(localFile(data), data.length);
 
     it("put then get returns the same bytes; head gives the size", { timeout }, async () => {
       const t = await opts.make();
@@ -163,29 +175,59 @@ export function targetConformance(name: string, opts: ConformanceOptions): void 
       await t.put("config", Buffer.from("one"), { ifAbsent: true });
       await expect(t.put("config", Buffer.from("two"), { ifAbsent: true })).rejects.toBeInstanceOf(ObjectExists);
       expect((await t.get("config")).toString()).toBe("one");
-      const f = localFile(Buffer.from("three"));
-      await expect(t.putFile("config", f, { ifAbsent: true })).rejects.toBeInstanceOf(ObjectExists);
+      await expect(t.put("config", fileOf(Buffer.from("three")), { ifAbsent: true })).rejects.toBeInstanceOf(ObjectExists);
+      await expect(t.put("config", streamOf(Buffer.from("four")), { ifAbsent: true })).rejects.toBeInstanceOf(ObjectExists);
       expect((await t.get("config")).toString()).toBe("one");
     });
 
-    it("putFile stores a local file and removes it", { timeout }, async () => {
+    it("put of a file body stores its bytes; the file is moved or left for its owner, never changed", { timeout }, async () => {
       const t = await opts.make();
       const data = randomBytes(70_000);
-      const f = localFile(data);
-      await t.putFile("data/ef/ef01", f);
-      expect(existsSync(f)).toBe(false);
+      const body = fileOf(data);
+      await t.put("data/ef/ef01", body);
+      if (existsSync(body.movableFile!)) expect(Buffer.compare(readFileSync(body.movableFile!), data)).toBe(0);
       expect(Buffer.compare(await t.get("data/ef/ef01"), data)).toBe(0);
       expect(await t.head("data/ef/ef01")).toMatchObject({ key: "data/ef/ef01", size: 70_000 });
     });
 
-    it("a large putFile (12 MiB, above the 5 MiB multipart part size) arrives whole; ranges read across part boundaries", { timeout: Math.max(timeout, 60_000) }, async () => {
+    it("a large put from a file (12 MiB, above the 5 MiB multipart part size) arrives whole; ranges read across part boundaries", { timeout: Math.max(timeout, 60_000) }, async () => {
       const t = await opts.make();
       const data = randomBytes(12 * 1024 * 1024 + 12345);
-      await t.putFile("data/99/9901", localFile(data));
+      await t.put("data/99/9901", fileOf(data));
       expect(await t.head("data/99/9901")).toMatchObject({ key: "data/99/9901", size: data.length });
       const boundary = 5 * 1024 * 1024;
       expect(Buffer.compare(await t.getRange("data/99/9901", boundary - 100, 200), data.subarray(boundary - 100, boundary + 100))).toBe(0);
       expect(Buffer.compare(await t.get("data/99/9901"), data)).toBe(0);
+    });
+
+    it("put from a stream (no file), small and above the multipart part size, in odd chunks: the exact bytes", { timeout: Math.max(timeout, 60_000) }, async () => {
+      const t = await opts.make();
+      for (const [key, data] of [["data/55/5501", randomBytes(3_001)], ["data/55/5502", randomBytes(11 * 1024 * 1024 + 7)]] as const) {
+        await t.put(key, streamOf(data, 65_537));
+        expect(await t.head(key)).toMatchObject({ key, size: data.length });
+        expect(Buffer.compare(await t.get(key), data)).toBe(0);
+      }
+    });
+
+    it("a stream that ends early or runs long is refused and stores nothing; a stream that fails stores nothing", { timeout: Math.max(timeout, 60_000) }, async () => {
+      const t = await opts.make();
+      for (const n of [4_000, 11 * 1024 * 1024]) {
+        const data = randomBytes(n);
+        await expect(t.put("data/66/short", { ...streamOf(data.subarray(0, n - 1)), size: n })).rejects.toThrow(/ended after \d+ of their stated/);
+        await expect(t.put("data/66/long", { ...streamOf(data), size: n - 1 })).rejects.toThrow(/run past their stated/);
+        const failing = {
+          size: n,
+          async *open() {
+            yield data.subarray(0, n >> 1);
+            throw new Error("the disk under the pack went away");
+          },
+        };
+        await expect(t.put("data/66/fails", failing)).rejects.toThrow("the disk under the pack went away");
+      }
+      // A file body whose file holds other than its stated size is refused too.
+      const wrong = fileOf(randomBytes(1000));
+      await expect(t.put("data/66/wrongfile", { ...wrong, size: 999 })).rejects.toThrow(/1000 bytes, not its stated 999|run past their stated/);
+      expect(await collectList(t, "data")).toEqual([]);
     });
 
     it("an aborted signal stops every operation, and an aborted put leaves no object", { timeout }, async () => {
@@ -198,7 +240,8 @@ export function targetConformance(name: string, opts: ConformanceOptions): void 
       await expect(t.getRange("index/01", 0, 1, { signal })).rejects.toThrow("stop now");
       await expect(t.head("index/01", { signal })).rejects.toThrow("stop now");
       await expect(t.put("index/02", Buffer.from("y"), { signal })).rejects.toThrow("stop now");
-      await expect(t.putFile("index/03", localFile(Buffer.from("z")), { signal })).rejects.toThrow("stop now");
+      await expect(t.put("index/03", fileOf(Buffer.from("z")), { signal })).rejects.toThrow("stop now");
+      await expect(t.put("index/04", streamOf(Buffer.from("w")), { signal })).rejects.toThrow("stop now");
       await expect(t.delete("index/01", { signal })).rejects.toThrow("stop now");
       await expect(collectList(t, "")).resolves.toBeDefined();
       await expect((async () => { for await (const _ of t.list("index", { signal })) void _; })()).rejects.toThrow("stop now");
@@ -208,8 +251,7 @@ export function targetConformance(name: string, opts: ConformanceOptions): void 
     it("a signal aborted during a large upload stops it; the object never appears", { timeout: Math.max(timeout, 60_000) }, async () => {
       const t = await opts.make();
       const ac = new AbortController();
-      const f = localFile(randomBytes(12 * 1024 * 1024));
-      const put = t.putFile("data/77/7701", f, { signal: ac.signal });
+      const put = t.put("data/77/7701", fileOf(randomBytes(12 * 1024 * 1024)), { signal: ac.signal });
       setTimeout(() => ac.abort(new Error("cancelled mid-upload")), 5);
       const outcome = await put.then(
         () => "finished",

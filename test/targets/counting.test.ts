@@ -5,7 +5,7 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { CountingTarget } from "../../src/targets/counting.js";
 import { MemoryTarget } from "../../src/targets/memory.js";
-import { ObjectNotFound } from "../../src/targets/target.js";
+import { fileBody, ObjectNotFound } from "../../src/targets/target.js";
 import { targetConformance } from "./conformance.js";
 
 targetConformance("counting(memory)", { make: async () => new CountingTarget(new MemoryTarget(), 5 * 1024 * 1024) });
@@ -27,10 +27,10 @@ describe("CountingTarget", () => {
     await t.delete("index/b");
     const small = path.join(scratch, "small");
     writeFileSync(small, Buffer.alloc(1000));
-    await t.putFile("data/00/small", small);
+    await t.put("data/00/small", fileBody(small, 1000));
     const big = path.join(scratch, "big");
     writeFileSync(big, Buffer.alloc(3500));
-    await t.putFile("data/00/big", big);
+    await t.put("data/00/big", fileBody(big, 3500));
     expect(t.counts).toEqual({ puts: 2 + 1 + 1 + (4 + 2), gets: 6, lists: 0 });
     for (let i = 0; i < 2500; i++) await t.put(`snapshots/${String(i).padStart(4, "0")}`, Buffer.from("s"));
     const before = t.counts.lists;

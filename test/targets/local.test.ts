@@ -1,4 +1,5 @@
-import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { mkdirSync, mkdtempSync, readdirSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, expect, it } from "vitest";
@@ -33,4 +34,39 @@ it("list of everything skips the staging folder tmp/ of a folder repository", as
   const keys: string[] = [];
   for await (const o of t.list("")) keys.push(o.key);
   expect(keys).toEqual(["config"]);
+});
+
+/** This process's open descriptors on files under `dir`. */
+function openUnder(dir: string): number {
+  let n = 0;
+  for (const fd of readdirSync("/proc/self/fd")) {
+    try {
+      if (readlinkSync(`/proc/self/fd/${fd}`).startsWith(dir + path.sep)) n++;
+    } catch {
+      // closed meanwhile
+    }
+  }
+  return n;
+}
+
+it("cached pack handles: a read survives its handle being pushed out; unused handles are closed, so a dropped target holds no descriptor", async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "pi-guard-local-target-"));
+  made.push(dir);
+  const t = new LocalTarget(dir);
+  const packs = Array.from({ length: 20 }, (_, i) => [`data/0${i % 10}/pack${i}`, randomBytes(2 * 1024 * 1024)] as const);
+  for (const [key, data] of packs) await t.put(key, data);
+  // Twenty packs read at once: more than the handles kept, so handles are pushed out while their
+  // reads are under way; every read is still exact.
+  for (let round = 0; round < 3; round++) {
+    const got = await Promise.all(packs.map(([key]) => t.getRange(key, 1000, 1024 * 1024)));
+    got.forEach((b, i) => expect(b.equals(packs[i][1].subarray(1000, 1000 + 1024 * 1024))).toBe(true));
+    expect(openUnder(dir)).toBeLessThanOrEqual(8);
+  }
+  expect(openUnder(dir)).toBeGreaterThan(0);
+  // Unused, the handles are closed without anyone closing the target (before, the last eight stayed
+  // open until garbage collection closed them, with a warning).
+  for (let i = 0; i < 100 && openUnder(dir) > 0; i++) await new Promise((r) => setTimeout(r, 100));
+  expect(openUnder(dir)).toBe(0);
+  // And the target still reads.
+  expect((await t.getRange(packs[3][0], 0, 10)).equals(packs[3][1].subarray(0, 10))).toBe(true);
 });

@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { LimitTarget } from "../../src/targets/limit.js";
 import { MemoryTarget } from "../../src/targets/memory.js";
 import { isTransient, RetryTarget } from "../../src/targets/retry.js";
-import { ObjectNotFound, TargetError, type ObjectInfo, type OpOptions } from "../../src/targets/target.js";
+import { ObjectNotFound, TargetError, type ObjectInfo, type OpOptions, type PutBody } from "../../src/targets/target.js";
 
 /** Fails the next `failures` operations with `error`, then works. */
 class FlakyTarget extends MemoryTarget {
@@ -27,7 +27,7 @@ class FlakyTarget extends MemoryTarget {
     this.maybeFail();
     return super.get(key, opts);
   }
-  override async put(key: string, data: Buffer): Promise<void> {
+  override async put(key: string, data: PutBody): Promise<void> {
     this.maybeFail();
     return super.put(key, data);
   }
@@ -68,6 +68,33 @@ describe("RetryTarget", () => {
       await expect(t.get("k")).rejects.toBe(thrown);
       expect(inner.calls).toBe(1);
     }
+  });
+
+  it("a put of a stream that breaks part-way is sent again from the stream's first byte; the object is whole", async () => {
+    const data = Buffer.from(Array.from({ length: 300_000 }, (_, i) => (i * 7) % 253));
+    let opened = 0;
+    const body = {
+      size: data.length,
+      async *open() {
+        opened++;
+        for (let at = 0; at < data.length; at += 10_000) yield data.subarray(at, at + 10_000);
+      },
+    };
+    // The connection drops after the storage has read a third of the bytes, once.
+    class BreaksMidUpload extends MemoryTarget {
+      breaks = 1;
+      override async put(key: string, put: PutBody): Promise<void> {
+        if (this.breaks-- > 0 && !Buffer.isBuffer(put)) {
+          let seen = 0;
+          for await (const c of put.open()) if ((seen += c.length) >= 100_000) throw econnreset();
+        }
+        return super.put(key, put);
+      }
+    }
+    const inner = new BreaksMidUpload();
+    await new RetryTarget(inner, { baseDelayMs: 1 }).put("data/ab/ab01", body);
+    expect(opened).toBe(2);
+    expect((await inner.get("data/ab/ab01")).equals(data)).toBe(true);
   });
 
   it("gives up after the configured attempts with the last error", async () => {
