@@ -64,8 +64,9 @@ export class StagedPack {
       }
       await this.repo.target.put(packKey(id), fileBody(this.file, this.size + tail.length));
     } finally {
-      // Moved into place by a local target, uploaded and left behind by others.
-      await fs.rm(this.file, { force: true });
+      // Moved into place by a local target, uploaded and left behind by others. A file that
+      // cannot be removed must not hide the put's own outcome; a later run clears dead staging.
+      await fs.rm(this.file, { force: true }).catch(() => undefined);
     }
     return { id, size: this.size + tail.length, blobs: this.blobs };
   }
