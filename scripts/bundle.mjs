@@ -1,6 +1,6 @@
 // Bundles the compiled CLI (dist/src, from tsc) into dist/cli/: the command-line entry, the seal
 // worker and shared chunks. A short command then loads a few files instead of ~60 modules, which
-// is a measurable part of its start-up. Dependencies stay in node_modules (several are native);
+// is a measurable part of its start-up. Other dependencies stay in node_modules (several are native);
 // lazy imports stay lazy (code splitting). Run by `npm run build` after tsc.
 import { build } from "esbuild";
 import { readFileSync, rmSync } from "node:fs";
@@ -9,6 +9,7 @@ import { fileURLToPath } from "node:url";
 const root = fileURLToPath(new URL("..", import.meta.url));
 const pkg = JSON.parse(readFileSync(`${root}package.json`, "utf8"));
 const outdir = `${root}dist/cli`;
+const BUNDLED = new Set(["@aws-sdk/client-s3", "@aws-sdk/lib-storage"]);
 rmSync(outdir, { recursive: true, force: true });
 await build({
   absWorkingDir: root,
@@ -20,7 +21,11 @@ await build({
   format: "esm",
   platform: "node",
   target: "node20",
-  external: Object.keys(pkg.dependencies),
+  // The AWS SDK is bundled too, from its ES module builds ("module"): importing its CommonJS
+  // packages from node_modules took about 85 ms, its bundled chunks about 45 ms (a short S3
+  // command such as `snapshots` went from 0.27 to 0.22 s).
+  external: Object.keys(pkg.dependencies).filter((d) => !BUNDLED.has(d)),
+  mainFields: ["module", "main"],
   chunkNames: "chunk-[hash]",
   logLevel: "warning",
 });
