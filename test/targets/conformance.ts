@@ -24,7 +24,7 @@ async function collectList(t: Target, prefix: string): Promise<ObjectInfo[]> {
 }
 
 /** `data` as a stream body that is not a file, in chunks of `chunk` bytes. */
-export function streamOf(data: Buffer, chunk = 64 * 1024): PutStream {
+function streamOf(data: Buffer, chunk = 64 * 1024): PutStream {
   return {
     size: data.length,
     async *open() {
