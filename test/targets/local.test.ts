@@ -1,9 +1,10 @@
 import { randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, readdirSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, expect, it } from "vitest";
 import { LocalTarget, TEMP_INFIX } from "../../src/targets/local.js";
+import { fileBody } from "../../src/targets/target.js";
 import { targetConformance } from "./conformance.js";
 
 const made: string[] = [];
@@ -71,4 +72,24 @@ it("cached pack handles: a read survives its handle being pushed out; unused han
   expect(openUnder(dir)).toBe(0);
   // And the target still reads.
   expect((await t.getRange(packs[3][0], 0, 10)).equals(packs[3][1].subarray(0, 10))).toBe(true);
+});
+
+it("a file body on another file system (rename gives EXDEV) is copied through a temp file and fsynced; a wrong size stores nothing", async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "pi-guard-local-target-"));
+  made.push(dir);
+  const elsewhere = mkdtempSync("/dev/shm/pi-guard-exdev-");
+  made.push(elsewhere);
+  // The point of the test: the body's file and the repository are on different file systems.
+  expect(statSync(elsewhere).dev).not.toBe(statSync(dir).dev);
+  const t = new LocalTarget(dir);
+  const data = randomBytes(3 * 1024 * 1024 + 5);
+  const file = path.join(elsewhere, "pack");
+  writeFileSync(file, data);
+  await t.put("data/ab/ab01", fileBody(file, data.length));
+  expect((await t.get("data/ab/ab01")).equals(data)).toBe(true);
+  // Copied, not moved: the file is still its owner's to remove.
+  expect(readFileSync(file).equals(data)).toBe(true);
+  // A stated size the file does not have: refused before anything is written.
+  await expect(t.put("data/ab/ab02", fileBody(file, data.length + 1))).rejects.toThrow(/holds 3145733 bytes, not its stated 3145734/);
+  expect(readdirSync(path.join(dir, "data", "ab"))).toEqual(["ab01"]);
 });
