@@ -1,4 +1,4 @@
-import { bodySize, type ObjectInfo, type OpOptions, type PutBody, type PutOptions, type Target } from "./target.js";
+import type { ObjectInfo, OpOptions, PutBody, PutOptions, Target } from "./target.js";
 import { TargetWrapper } from "./wrap.js";
 
 /** Requests sent to a target, by the classes storage providers bill by. */
@@ -63,8 +63,7 @@ export class CountingTarget extends TargetWrapper {
 
   override put(key: string, data: PutBody, opts?: PutOptions): Promise<void> {
     const part = this.multipartPartSize;
-    const size = bodySize(data);
-    this.counts.puts += part && !Buffer.isBuffer(data) && size > part ? Math.ceil(size / part) + 2 : 1;
+    this.counts.puts += part && !Buffer.isBuffer(data) && data.size > part ? Math.ceil(data.size / part) + 2 : 1;
     return super.put(key, data, opts);
   }
 

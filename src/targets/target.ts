@@ -51,11 +51,6 @@ export interface PutStream {
 
 export type PutBody = Buffer | PutStream;
 
-/** The size of a put's body. */
-export function bodySize(data: PutBody): number {
-  return Buffer.isBuffer(data) ? data.length : data.size;
-}
-
 /**
  * A finished local file of `size` bytes as a put body that may be moved into place; read in 1 MiB
  * chunks when it is copied or uploaded.
