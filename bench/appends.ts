@@ -7,6 +7,7 @@
 import { appendFileSync, copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
+import { fixturesDir } from "./fixtures.js";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { EntryStream, loadFixtureEntries } from "./pi-entries.js";
@@ -15,13 +16,7 @@ import { Prng } from "./prng.js";
 const HERE = dirname(fileURLToPath(import.meta.url));
 /** This file runs as dist/bench/appends.js. */
 const PROJECT_ROOT = resolve(HERE, "../..");
-const FIXTURES = [resolve(PROJECT_ROOT, "../shared/fixtures"), "/work/shared/fixtures"].find((d) => {
-  try {
-    return statSync(d).isDirectory();
-  } catch {
-    return false;
-  }
-})!;
+const FIXTURES = fixturesDir();
 const LARGE_SESSION = join(FIXTURES, "pi-mono-v1", "large-session.jsonl");
 
 const log = (msg: string): void => void process.stderr.write(`[bench:appends] ${msg}\n`);

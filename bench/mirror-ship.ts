@@ -3,9 +3,10 @@
 // with nothing new. Counts come from a wrapper around the real S3 target, by operation.
 //   npm run build && node dist/bench/mirror-ship.js
 import { spawn } from "node:child_process";
-import { appendFileSync, cpSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { appendFileSync, cpSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import os from "node:os";
 import { dirname, join, resolve } from "node:path";
+import { fixturesDir } from "./fixtures.js";
 import { fileURLToPath } from "node:url";
 import { loadConfig } from "../src/config/config.js";
 import { initRepository, openRepository, snapshotAgentDir } from "../src/engine.js";
@@ -15,8 +16,6 @@ import type { ObjectInfo, OpOptions, PutBody, PutOptions } from "../src/targets/
 import { TargetWrapper } from "../src/targets/wrap.js";
 
 const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-/** pi's real sessions (docs: DESIGN.md), beside the checkout or where the worktrees find them. */
-const FIXTURES_DIR = [resolve(PROJECT_ROOT, "../shared/fixtures"), "/work/shared/fixtures"].find((d) => existsSync(d))!;
 
 class CountingTarget extends TargetWrapper {
   readonly counts: Record<string, number> = {};
@@ -58,7 +57,7 @@ try {
   }));
   Object.assign(process.env, { AWS_ACCESS_KEY_ID: "S3RVER", AWS_SECRET_ACCESS_KEY: "S3RVER", AWS_ENDPOINT_URL: `http://127.0.0.1:${port}`, AWS_REGION: "us-east-1", XDG_DATA_HOME: join(root, "data"), XDG_CONFIG_HOME: join(root, "cfg"), HOME: root, PI_GUARD_PASSWORD: "bench" });
   const agent = join(root, "agent");
-  cpSync(FIXTURES_DIR, join(agent, "sessions"), { recursive: true });
+  cpSync(fixturesDir(), join(agent, "sessions"), { recursive: true });
   const config = loadConfig({ repo: join(root, "primary"), agentDir: agent });
   await initRepository(config, { password: "bench" });
   const repo = await openRepository(config);

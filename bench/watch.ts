@@ -7,9 +7,10 @@
 // the appended bytes, and the same per day. Prints a table and writes JSON.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
+import { fixturesDir as sharedFixtures } from "./fixtures.js";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { watcherFiles } from "../src/watch/state.js";
@@ -36,11 +37,7 @@ const sessionCount = Number(args.sessions);
 const intervalMs = Number(args["interval-ms"]);
 if (!(minutes > 0) || !(sessionCount > 0) || !(intervalMs > 0)) throw new Error("--minutes, --sessions and --interval-ms must be positive numbers");
 
-function fixturesDir(): string {
-  const found = [args.fixtures, resolve(PROJECT_ROOT, "../shared/fixtures"), resolve(PROJECT_ROOT, "../../shared/fixtures"), "/work/shared/fixtures"].find((d) => d && existsSync(d));
-  if (!found) throw new Error("no fixtures dir: pass --fixtures <dir with *.jsonl session files>");
-  return found;
-}
+const fixturesDir = (): string => args.fixtures ?? sharedFixtures();
 
 /** Every entry line (not a header, valid JSON) of every fixture session. */
 function fixtureLines(dir: string): string[] {

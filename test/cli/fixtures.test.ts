@@ -1,4 +1,4 @@
-// The real session files in /work/shared/fixtures (v1 from pi's repo, v3 written by pi 0.73.1, a
+// The real session files in test/fixtures (v1 from pi's repo, v3 written by pi 0.73.1, a
 // v1 file with a garbage line) survive snapshot + restore byte for byte, and pi can still load them.
 
 import { readFileSync, rmSync } from "node:fs";

@@ -7,10 +7,13 @@ import os from "node:os";
 import path from "node:path";
 
 /**
- * The shared real-pi fixtures: `shared/` lies beside the checkout (CI clones into another folder
- * with a copy of shared/ beside it); /work/shared is where a developer's worktrees find it.
+ * The real-pi fixtures (test/fixtures/README.md), inside the repository so that a fresh clone has
+ * them. A fixture that is missing fails the test that reads it: nothing here skips.
  */
-export const FIXTURES_DIR = [path.resolve(import.meta.dirname, "../../../shared/fixtures"), "/work/shared/fixtures"].find((d) => existsSync(d)) ?? "/work/shared/fixtures";
+export const FIXTURES_DIR = path.resolve(import.meta.dirname, "../fixtures");
+if (!existsSync(path.join(FIXTURES_DIR, "pi-v3", "branched.jsonl"))) {
+  throw new Error(`the test fixtures are missing from ${FIXTURES_DIR}: restore test/fixtures/ from git`);
+}
 
 export interface Sandbox {
   root: string;

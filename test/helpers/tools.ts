@@ -1,0 +1,26 @@
+// Programs the tests run that are not dependencies of this project: installed by
+// scripts/install-test-tools.sh (which .ci/run calls) into a cache folder outside the repository.
+// A missing one fails the test that needs it, naming the script; nothing here skips.
+import { existsSync, readFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { PROJECT_ROOT } from "./cli.js";
+
+export const TOOLS_DIR = process.env.PI_GUARD_TEST_TOOLS ?? path.join(os.homedir(), ".cache", "pi-guard-test-tools");
+
+/** The oldest Node package.json's engines admit, as "20.19.0". */
+export function floorVersion(): string {
+  const range: string = JSON.parse(readFileSync(path.join(PROJECT_ROOT, "package.json"), "utf8")).engines.node;
+  const m = /^>=\s*(\d+)(?:\.(\d+))?(?:\.(\d+))?$/.exec(range.trim());
+  if (!m) throw new Error(`package.json engines.node is "${range}": expected ">=X.Y[.Z]"`);
+  return `${m[1]}.${m[2] ?? 0}.${m[3] ?? 0}`;
+}
+
+function tool(rel: string, what: string): string {
+  const file = path.join(TOOLS_DIR, rel);
+  if (!existsSync(file)) throw new Error(`${what} is missing (${file}): run scripts/install-test-tools.sh`);
+  return file;
+}
+
+/** That Node's binary. */
+export const floorNode = (): string => tool(path.join(`node-${floorVersion()}`, "node_modules", ".bin", "node"), `Node ${floorVersion()}`);
