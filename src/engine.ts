@@ -98,7 +98,7 @@ export async function snapshotAgentDir(
   opts: Partial<SnapshotOptions> = {},
 ): Promise<SnapshotResult> {
   assertRepoOutsideAgentDir(config);
-  return createSnapshot(repo, { roots: config.roots, filter: config.filter, ...opts });
+  return createSnapshot(repo, { roots: config.roots, filter: config.filter, fullReadIntervalMs: config.snapshot.fullReadIntervalMs, ...opts });
 }
 
 export interface SafeRestoreOptions extends Omit<RestoreOptions, "destinations" | "signal"> {

@@ -15,6 +15,12 @@ async function anyRootExists(paths: string[]): Promise<boolean> {
   return false;
 }
 
+/** A snapshot path as the snapshot command names it: "root:path" outside the agent root, escaped when it holds control characters. */
+export function shownPath(root: string, rel: string): string {
+  const name = `${root === "agent" ? "" : `${root}:`}${rel || "."}`;
+  return /[\x00-\x1f\x7f]/.test(name) ? JSON.stringify(name) : name;
+}
+
 function* slices<T>(items: readonly T[], size: number): Generator<readonly T[]> {
   for (let i = 0; i < items.length; i += size) yield items.slice(i, i + size);
 }
@@ -73,11 +79,16 @@ Examples:
       "after",
       `
 Files that only grew since the last snapshot are read from their last chunk on, so a snapshot of a
-large, live session costs about the size of what was appended.
+large, live session costs about the size of what was appended; once an hour (the config's
+snapshot.fullReadIntervalMs) such a file is read in full again. A file is unchanged, and not read,
+when its inode, size, mtime and ctime are all as before.
 
 A path that cannot be read (permissions) is skipped and named; everything else is backed up, the
-snapshot is tagged "incomplete" and the exit code is 3, so that cron notices. A missing agent dir
-is an error (exit 1) unless --allow-empty is given.
+snapshot is tagged "incomplete" and the exit code is 3, so that cron notices. The same goes for a
+file that changed each time it was read (it is stored as last read and named), and for a sessions
+dir that is a symlink to nothing. A sessions dir that is a symlink to a folder is backed up from
+that folder (root "sessions"), and the output says so. FIFOs, sockets and devices are named, not
+backed up (exit 0). A missing agent dir is an error (exit 1) unless --allow-empty is given.
 
 --from-tar refuses the whole archive, importing nothing, if any entry is unsafe: an absolute path,
 a ".." component, an invalid name, a hard link, a device or fifo, or anything under a symlink the
@@ -130,20 +141,24 @@ Examples:
       progress.done();
       const s = result.snapshot.summary;
       const skipped = result.snapshot.skipped ?? [];
-      if (skipped.length) {
+      const { special = [], changedWhileRead = [] } = result.snapshot;
+      const { sessionsLinkNote } = await import("../pi/paths.js");
+      const notes = !opts.fromTar && ctx.config.sessionsLink ? [sessionsLinkNote(ctx.config.sessionsLink)] : [];
+      if (!ctx.out.json) for (const n of notes) info(ctx.out, `note: ${n}`);
+      for (const k of special) warn(`not backed up: ${shownPath(k.root, k.path)} (a ${k.kind.replace("-", " ")}: no bytes to copy)`);
+      for (const k of changedWhileRead) warn(`${shownPath(k.root, k.path)} changed while it was read (${k.reads} reads): stored as last read, which may mix two versions`);
+      if (skipped.length || changedWhileRead.length) {
         // Exit 3 as restic does: the snapshot exists, but it is not everything.
         process.exitCode = EXIT.damaged;
-        for (const k of skipped) {
-          const name = `${k.root === "agent" ? "" : `${k.root}:`}${k.path || "."}`;
-          warn(`skipped ${/[\x00-\x1f\x7f]/.test(name) ? JSON.stringify(name) : name}: ${k.error}`);
-        }
-        warn(`snapshot ${result.id.slice(0, 8)} is incomplete: ${skipped.length} path(s) could not be read (tagged "incomplete")`);
+        for (const k of skipped) warn(`skipped ${shownPath(k.root, k.path)}: ${k.error}`);
+        const why = [skipped.length ? `${skipped.length} path(s) could not be read` : "", changedWhileRead.length ? `${changedWhileRead.length} file(s) changed while read` : ""].filter(Boolean).join(", ");
+        warn(`snapshot ${result.id.slice(0, 8)} is incomplete: ${why} (tagged "incomplete")`);
       }
       // Each mirror gets the snapshot after the primary has it; a mirror that fails is retried next time.
       const shipments = ctx.config.mirrors.length ? await (await import("../repo/ship.js")).shipToMirrors(ctx.config, repo) : [];
       const { reportShipments, shipmentJson } = await import("./copy-commands.js");
       if (ctx.out.json) {
-        printJson({ snapshotId: result.id, time: result.snapshot.time, parent: result.snapshot.parent ?? null, tags: result.snapshot.tags, skipped, ...s, ...(shipments.length ? { mirrors: shipments.map(shipmentJson) } : {}) });
+        printJson({ snapshotId: result.id, time: result.snapshot.time, parent: result.snapshot.parent ?? null, tags: result.snapshot.tags, skipped, changedWhileRead, special, notes, ...s, ...(shipments.length ? { mirrors: shipments.map(shipmentJson) } : {}) });
         reportShipments(ctx, shipments, result.id);
         return;
       }
@@ -185,6 +200,8 @@ Examples:
           parent: s.parent ?? null,
           imported: s.imported ?? null,
           skipped: s.skipped ?? [],
+          changedWhileRead: s.changedWhileRead ?? [],
+          special: s.special ?? [],
           summary: s.summary,
         }));
         return;

@@ -5,8 +5,8 @@ import { createRequire } from "node:module";
 import type { z as Zod } from "zod";
 import { RepoError } from "../repo/errors.js";
 import { normalizeRepoLocation, parseRepoLocation } from "../targets/location.js";
-import { agentDir as piAgentDir, sessionsDir as piSessionsDir } from "../pi/paths.js";
-import { DEFAULT_EXCLUDES, type SourceFilter, type SourceRoot } from "../snapshot/sources.js";
+import { agentDir as piAgentDir, readSessionsLink, type SessionsLink, sessionsDir as piSessionsDir } from "../pi/paths.js";
+import { DEFAULT_EXCLUDES, DEFAULT_FULL_READ_INTERVAL_MS, type SourceFilter, type SourceRoot } from "../snapshot/sources.js";
 import { scheduleProblems } from "../watch/schedule.js";
 
 type Env = Record<string, string | undefined>;
@@ -51,6 +51,13 @@ function configSchema(z: typeof Zod) {
       .strict()
       .optional(),
     schedules: z.array(z.object({ job: z.enum(SCHEDULED_JOBS), cron: z.string().min(1) }).strict()).optional(),
+    snapshot: z
+      .object({
+        // At most a week: a longer window is trust without a bound worth the name.
+        fullReadIntervalMs: z.number().int().min(0).max(7 * 86_400_000).optional(),
+      })
+      .strict()
+      .optional(),
   })
   .strict();
 }
@@ -113,6 +120,17 @@ export const DEFAULT_WATCH: WatchSettings = {
   remoteBatchMs: 30_000,
 };
 
+export interface SnapshotSettings {
+  /**
+   * A grown file whose last full read is older than this is read in full, not from its tail: the
+   * bound on how long a rewrite in place before the tail can go unseen (docs/FORMAT.md §10).
+   * Default one hour; 0 reads every grown file in full.
+   */
+  fullReadIntervalMs: number;
+}
+
+export const DEFAULT_SNAPSHOT: SnapshotSettings = { fullReadIntervalMs: DEFAULT_FULL_READ_INTERVAL_MS };
+
 export type ConfigFileShape = Zod.infer<ReturnType<typeof configSchema>>;
 
 /** Everything a command needs to know about where things are, resolved once. */
@@ -141,6 +159,9 @@ export interface Config {
   watch: WatchSettings;
   retention: RetentionPolicy;
   schedules: Schedule[];
+  snapshot: SnapshotSettings;
+  /** When the agent dir's sessions dir is a symlink: where it points, and whether it is a root. */
+  sessionsLink?: SessionsLink;
 }
 
 export interface ConfigFlags {
@@ -197,7 +218,10 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
   const repo = flags.repo ?? env.PI_GUARD_REPO ?? file.repo ?? path.join(dataDir, "repo");
   const roots: SourceRoot[] = [{ name: "agent", path: agentDir }];
   const sessions = piSessionsDir({ env, home, agentDir });
-  if (!isInside(sessions.dir, agentDir)) roots.push({ name: "sessions", path: sessions.dir });
+  const sessionsLink = isInside(sessions.dir, agentDir) ? readSessionsLink(sessions.dir, agentDir) : undefined;
+  // A moved sessions dir, or one linked from inside the agent dir to elsewhere (the link itself
+  // stays in the agent root, so a restore puts the layout back): both are walked as root "sessions".
+  if (!isInside(sessions.dir, agentDir) || sessionsLink?.followed) roots.push({ name: "sessions", path: sessions.dir });
   // pi-guard's own metadata (session tags) is backed up with everything else.
   roots.push({ name: META_ROOT_NAME, path: path.join(dataDir, "meta") });
   const passwordFile = flags.passwordFile ?? env.PI_GUARD_PASSWORD_FILE ?? file.passwordFile;
@@ -224,6 +248,8 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
     },
     retention: file.retention ? definedOnly(file.retention) : { ...DEFAULT_RETENTION },
     schedules: file.schedules ?? DEFAULT_SCHEDULES.map((s) => ({ ...s })),
+    snapshot: { ...DEFAULT_SNAPSHOT, ...definedOnly(file.snapshot ?? {}) },
+    ...(sessionsLink ? { sessionsLink } : {}),
   };
 }
 

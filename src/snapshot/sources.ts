@@ -18,3 +18,9 @@ export interface SourceFilter {
  * re-downloadable, and npm package trees (the very thing whose reify deleted the user's sessions).
  */
 export const DEFAULT_EXCLUDES = ["bin", "git", "**/node_modules", "**/.DS_Store"];
+
+/**
+ * How long the append path may trust the bytes of a grown file that it does not read (docs/FORMAT.md
+ * §10): a grown file whose last full read is older than this is read in full again. One hour.
+ */
+export const DEFAULT_FULL_READ_INTERVAL_MS = 3_600_000;

@@ -375,6 +375,7 @@ export class Watcher {
       const result = await createSnapshot(this.opts.repo, {
         roots: this.config.roots,
         filter: this.config.filter,
+        fullReadIntervalMs: this.config.snapshot.fullReadIntervalMs,
         host: this.state.host,
         lockWaitMs,
         signal: this.abandon.signal,
