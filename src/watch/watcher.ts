@@ -18,6 +18,7 @@ import { CONFIG_KEY, SUSPECT_LOSS_TAG, isImport } from "../repo/format.js";
 import { RepoError } from "../repo/errors.js";
 import type { Repository } from "../repo/repository.js";
 import { compileFilter } from "../snapshot/scan.js";
+import { watchPath } from "../snapshot/sources.js";
 import { createSnapshot, type ParentFile } from "../snapshot/snapshotter.js";
 import { PRE_RESTORE_TAG } from "../restore/select.js";
 import type { WatchLog } from "./log.js";
@@ -148,7 +149,7 @@ export class Watcher {
 
   async start(): Promise<void> {
     const { watch } = await import("chokidar");
-    this.watchedPaths = this.config.roots.map((r) => r.path);
+    this.watchedPaths = this.config.roots.map(watchPath);
     this.opts.log.write("info", "started", {
       pid: process.pid,
       agentDir: this.config.agentDir,
@@ -187,7 +188,7 @@ export class Watcher {
     this.config = config;
     this.accept = compileFilter(config.filter);
     this.opts.log.setLimits(config.watch.log.maxBytes, config.watch.log.keep);
-    const now = config.roots.map((r) => r.path);
+    const now = config.roots.map(watchPath);
     const removed = before.filter((p) => !now.includes(p));
     const added = now.filter((p) => !before.includes(p));
     for (const p of removed) this.orphaned.delete(p);

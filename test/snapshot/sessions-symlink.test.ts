@@ -4,12 +4,13 @@
 // root, the output says so, and a dangling link, a loop, or a link to a folder that holds the
 // agent dir is a named loss (exit 3), never "nothing to back up". Sessions are pi's own.
 
-import { lstatSync, mkdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync, unlinkSync } from "node:fs";
+import { appendFileSync, lstatSync, mkdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync, unlinkSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cli, initRepo, ok, restoreJson } from "../helpers/cli.js";
 import { makePiSession } from "../helpers/pi-factory.js";
 import { makeSandbox, type Sandbox, sessionFiles, writePiConfigFiles } from "../helpers/tmp.js";
+import { readLog, startWatch, waitFor } from "../watch/watch-helpers.js";
 
 describe("a symlinked sessions dir", () => {
   let sb: Sandbox;
@@ -58,6 +59,27 @@ describe("a symlinked sessions dir", () => {
     expect(lstatSync(sb.sessionsDir).isSymbolicLink()).toBe(true);
     for (const [rel, bytes] of contents) expect(readFileSync(path.join(big, rel)).equals(bytes)).toBe(true);
     expect((await ok(sb, ["verify", "--json"])).json().identical).toBe(true);
+  });
+
+  it("the watcher sees pi's appends through the link, and snapshots them", async () => {
+    const w = startWatch(sb, ["--quiet"]);
+    try {
+      const snapshots = () => readLog(sb).filter((e) => e.event === "snapshot").length;
+      await waitFor("the watcher's first snapshot", () => snapshots() >= 1, 60_000);
+      // Let the start settle (chokidar reports the link itself once), then append as pi does:
+      // one appendFileSync of one entry, to a session in a project folder behind the link.
+      await new Promise((r) => setTimeout(r, 2000));
+      const before = snapshots();
+      const file = path.join(sb.sessionsDir, path.relative(big, files[0]));
+      const last = JSON.parse(readFileSync(file, "utf8").trim().split("\n").at(-1)!);
+      appendFileSync(file, JSON.stringify({ ...last, id: "feedbeef", parentId: last.id, timestamp: new Date().toISOString() }) + "\n");
+      await waitFor("a snapshot after the append", () => snapshots() > before, 20_000);
+    } finally {
+      w.child.kill("SIGTERM");
+    }
+    expect(await w.exited).toBe(0);
+    const v = await ok(sb, ["verify", "--json"]);
+    expect(v.json().identical).toBe(true);
   });
 
   it("a dangling link is a loss: the sessions root is named as skipped, exit 3", async () => {
