@@ -69,15 +69,16 @@ export const MAX_TAIL_PIECES = 64;
  * named in `changedWhileRead`: a file rewritten once mid-read is read again, and one rewritten
  * without pause costs at most this many reads.
  */
-export const MAX_READS = 3;
+const MAX_READS = 3;
 
 /**
  * File times advance in clock ticks (a few ms on Linux), so a change made within one tick of the
  * previous one can leave ctime as it was. A read that ends less than this after the file's ctime
  * may have missed such a change: it is read again once this has passed, and if it never settles
- * its node gets no ctimeMs, so that the next snapshot reads it in full (git's "racy" files).
+ * (or its ctime is ahead of the clock, which then went back) its node gets no ctimeMs, so that the
+ * next snapshot reads it in full (git's "racy" files).
  */
-export const RACY_MS = 20;
+const RACY_MS = 20;
 
 /** What a file node records about its bytes (the node is built in addEntry). */
 type StoredFile = Required<Pick<TreeNode, "ino" | "content" | "size" | "mtimeMs">> & Pick<TreeNode, "tail" | "fullReadMs" | "ctimeMs">;
@@ -334,10 +335,13 @@ export class SnapshotBuilder {
     for (let reads = 1; ; reads++) {
       const read = await this.readFile(entry, prev);
       if (!read) return undefined;
-      const settleIn = RACY_MS - (Date.now() - read.changedMs);
-      if ((read.steady && settleIn <= 0) || reads === MAX_READS) {
+      const age = Date.now() - read.changedMs;
+      const racy = age < RACY_MS;
+      // A ctime ahead of the clock says nothing about ticks: waiting would not help.
+      const wait = read.steady && racy && age >= 0;
+      if ((read.steady && !wait) || reads === MAX_READS) {
         if (!read.steady) this.changedWhileRead.push({ root: entry.root, path: entry.path, reads });
-        if (!read.steady || settleIn > 0) {
+        if (!read.steady || racy) {
           // Not proven whole: no ctime and no full read on record, so the next snapshot reads it all again.
           delete read.stored.ctimeMs;
           delete read.stored.fullReadMs;
@@ -345,7 +349,7 @@ export class SnapshotBuilder {
         this.count(prev ? "changed" : "new", read.stored.size, entry.path);
         return read.stored;
       }
-      if (read.steady) await new Promise((r) => setTimeout(r, settleIn));
+      if (wait) await new Promise((r) => setTimeout(r, RACY_MS - age));
     }
   }
 
