@@ -75,13 +75,14 @@ Examples:
     .option("--time <iso>", "with --from-tar: the time to record for the imported snapshot (no zone: local time)")
     .option("--init", "create the repository first if there is none (a key file when no password is set)")
     .option("--allow-empty", "a missing agent dir is not an error: say so, take no snapshot, exit 0")
+    .option("--full-read", "read every file in full, trusting nothing of the last snapshot (after `pi-guard verify` found a difference)")
     .addHelpText(
       "after",
       `
 Files that only grew since the last snapshot are read from their last chunk on, so a snapshot of a
 large, live session costs about the size of what was appended; once an hour (the config's
 snapshot.fullReadIntervalMs) such a file is read in full again. A file is unchanged, and not read,
-when its inode, size, mtime and ctime are all as before.
+when its inode, size, mtime and ctime are all as before; --full-read reads every file anyway.
 
 A path that cannot be read (permissions) is skipped and named; everything else is backed up, the
 snapshot is tagged "incomplete" and the exit code is 3, so that cron notices. The same goes for a
@@ -101,7 +102,7 @@ Examples:
   $ pi-guard snapshot --json
   $ pi-guard snapshot --from-tar old-backup.tar.gz --time 2026-10-01T12:00:00Z`,
     )
-    .action(async (opts: { tag?: string[]; fromTar?: string; time?: string; init?: boolean; allowEmpty?: boolean }, cmd: Command) => {
+    .action(async (opts: { tag?: string[]; fromTar?: string; time?: string; init?: boolean; allowEmpty?: boolean; fullRead?: boolean }, cmd: Command) => {
       const ctx = context(cmd);
       const { IMPORT_TAG, INCOMPLETE_TAG } = await import("../repo/format.js");
       const { PRE_RESTORE_TAG } = await import("../restore/select.js");
@@ -136,7 +137,7 @@ Examples:
         result = await importTar(repo, opts.fromTar, { tags: opts.tag, time: opts.time, lockWaitMs: ctx.lockWaitMs, onProgress });
       } else {
         const { snapshotAgentDir } = await import("../engine.js");
-        result = await snapshotAgentDir(ctx.config, repo, { tags: opts.tag, lockWaitMs: ctx.lockWaitMs, onProgress });
+        result = await snapshotAgentDir(ctx.config, repo, { tags: opts.tag, lockWaitMs: ctx.lockWaitMs, onProgress, readAll: opts.fullRead });
       }
       progress.done();
       const s = result.snapshot.summary;

@@ -19,7 +19,7 @@ function detail(d: Difference): string {
 export function registerVerifyCommand(program: Command): void {
   program
     .command("verify")
-    .description("compare the live files with a snapshot byte for byte (only reads)")
+    .description("compare the live files with a snapshot byte for byte (reads them only)")
     .argument("[when]", 'latest (default), a snapshot id, an ISO time, or e.g. "2h ago"')
     .option("--host <host>", "choose among this host's snapshots (default: this host's, when several hosts share the repository)")
     .addHelpText(
@@ -30,11 +30,12 @@ of the current configuration (the same filters as a snapshot): each file is read
 the snapshot's blobs and each piece checked against the blob's id (HMAC-SHA-256), so "same" means
 exactly the bytes a restore would write. Files that differ (and from which byte), that are missing,
 or that are new are listed; folders, modes and times are not compared. FIFOs, sockets and devices
-are listed apart and are no difference. Only the repository's index and file list are read (check
---read-data reads the data itself); nothing is written.
+are listed apart and are no difference. Of the repository only the index and the file list are
+read (check --read-data reads the data itself), under a shared lock; the sources are only read.
 
 It finds what a snapshot's change detection cannot: a file rewritten in place before its tail
-within snapshot.fullReadIntervalMs of its last full read (docs/FORMAT.md §10).
+within snapshot.fullReadIntervalMs of its last full read (docs/FORMAT.md §10). Then
+\`pi-guard snapshot --full-read\` backs up every file read in full, trusting nothing of the last one.
 
 Exit 0 when identical, 1 when anything differs, 3 when the snapshot's own record of a file cannot
 be found in the repository (damage).
@@ -92,5 +93,7 @@ Examples:
           ["result", report.identical ? "identical" : `NOT identical: ${kinds.map(([k, n]) => `${n} ${k}`).join(", ") || "roots not compared"}`],
         ]),
       );
+      // The next snapshot would trust what it trusted before (FORMAT.md §10): say how to read all.
+      if (differences.some((d) => d.status === "changed" && d.type === "file")) info(ctx.out, "to back up every file as it is now, reading each in full: pi-guard snapshot --full-read");
     });
 }

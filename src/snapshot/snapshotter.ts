@@ -35,7 +35,15 @@ export interface SnapshotOptions {
    * (config `snapshot.fullReadIntervalMs`; default one hour; 0 reads every grown file in full).
    */
   fullReadIntervalMs?: number;
+  /**
+   * Read every file in full, trusting nothing of the parent, not even an unchanged stat
+   * (`snapshot --full-read`: what to do when `verify` found a difference).
+   */
+  readAll?: boolean;
 }
+
+/** How much of the parent a snapshot may trust instead of reading (SnapshotOptions). */
+export type ReadPolicy = Pick<SnapshotOptions, "fullReadIntervalMs" | "readAll">;
 
 /** A file of the parent snapshot, and whether this snapshot's scan found it again. */
 export interface ParentFile {
@@ -73,10 +81,10 @@ const MAX_READS = 3;
 
 /**
  * File times advance in clock ticks (a few ms on Linux), so a change made within one tick of the
- * previous one can leave ctime as it was. A read that ends less than this after the file's ctime
- * may have missed such a change: it is read again once this has passed, and if it never settles
- * (or its ctime is ahead of the clock, which then went back) its node gets no ctimeMs, so that the
- * next snapshot reads it in full (git's "racy" files).
+ * previous one can leave ctime as it was (git's "racy" files). A file whose ctime is younger than
+ * this is read only once it is this old: any change during the read, or after it, then shows in
+ * ctime. One that changes again meanwhile (or whose ctime is ahead of the clock, which then went
+ * back) gets no ctimeMs, so that the next snapshot does not take it for unchanged.
  */
 const RACY_MS = 20;
 
@@ -121,7 +129,7 @@ const OPEN_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBL
 
 /** Take a snapshot of `opts.roots` into `repo`, holding an append lock throughout (docs/FORMAT.md §9). */
 export function createSnapshot(repo: Repository, opts: SnapshotOptions): Promise<SnapshotResult> {
-  const settings = { command: "snapshot", lockWaitMs: opts.lockWaitMs, onProgress: opts.onProgress, signal: opts.signal, fullReadIntervalMs: opts.fullReadIntervalMs };
+  const settings = { command: "snapshot", lockWaitMs: opts.lockWaitMs, onProgress: opts.onProgress, signal: opts.signal, reading: { fullReadIntervalMs: opts.fullReadIntervalMs, readAll: opts.readAll } };
   return withSnapshotBuilder(repo, settings, async (builder) => {
     const host = opts.host ?? hostName();
     let parent = await findParent(repo, opts.parent, host, opts.roots);
@@ -150,7 +158,7 @@ export function createSnapshot(repo: Repository, opts: SnapshotOptions): Promise
  */
 export async function withSnapshotBuilder(
   repo: Repository,
-  opts: { command: string; lockWaitMs?: number; onProgress?: (p: SnapshotProgress) => void; signal?: AbortSignal; fullReadIntervalMs?: number },
+  opts: { command: string; lockWaitMs?: number; onProgress?: (p: SnapshotProgress) => void; signal?: AbortSignal; reading?: ReadPolicy },
   build: (builder: SnapshotBuilder) => Promise<SnapshotResult>,
 ): Promise<SnapshotResult> {
   opts.signal?.throwIfAborted();
@@ -161,7 +169,7 @@ export async function withSnapshotBuilder(
     // Other appenders may be writing: only files of writers known to be dead go (docs/FORMAT.md §9).
     await removeWriterTempFiles(repo.target, repo.stagingDir, "dead");
     await repo.loadIndex(true);
-    builder = new SnapshotBuilder(repo, pool, opts.onProgress, opts.signal ? AbortSignal.any([lock.signal, opts.signal]) : lock.signal, () => lock.confirm(), opts.fullReadIntervalMs);
+    builder = new SnapshotBuilder(repo, pool, opts.onProgress, opts.signal ? AbortSignal.any([lock.signal, opts.signal]) : lock.signal, () => lock.confirm(), opts.reading);
     return await build(builder);
   } catch (err) {
     await builder?.abort();
@@ -244,7 +252,7 @@ export class SnapshotBuilder {
     private readonly lockLost?: AbortSignal,
     /** Throws unless the lock object is still there: checked before the index and the snapshot are written. */
     private readonly confirmLock?: () => Promise<void>,
-    private readonly fullReadIntervalMs = DEFAULT_FULL_READ_INTERVAL_MS,
+    private readonly reading: ReadPolicy = {},
   ) {
     this.writer = new BlobWriter(repo, pool);
     this.tree = new TreeWriter(repo, this.writer);
@@ -326,7 +334,7 @@ export class SnapshotBuilder {
     const key = nodeKey(entry.root, entry.pathBytes ?? entry.path);
     const prev = this.parentNodes.get(key);
     if (prev) this.parentFound.add(key);
-    if (prev && prev.content && sameStat(prev, stat)) {
+    if (prev && prev.content && !this.reading.readAll && sameStat(prev, stat)) {
       this.count("unchanged", stat.size, entry.path);
       // The tail count is carried over as read; only an integer is worth carrying (appendPoint checks it fully).
       const tail = Number.isInteger(prev.tail) ? prev.tail : undefined;
@@ -335,21 +343,16 @@ export class SnapshotBuilder {
     for (let reads = 1; ; reads++) {
       const read = await this.readFile(entry, prev);
       if (!read) return undefined;
-      const age = Date.now() - read.changedMs;
-      const racy = age < RACY_MS;
-      // A ctime ahead of the clock says nothing about ticks: waiting would not help.
-      const wait = read.steady && racy && age >= 0;
-      if ((read.steady && !wait) || reads === MAX_READS) {
-        if (!read.steady) this.changedWhileRead.push({ root: entry.root, path: entry.path, reads });
-        if (!read.steady || racy) {
-          // Not proven whole: no ctime and no full read on record, so the next snapshot reads it all again.
+      if (read.steady || reads === MAX_READS) {
+        if (!read.steady) {
+          // Maybe torn: no ctime and no full read on record, so the next snapshot reads it all again.
+          this.changedWhileRead.push({ root: entry.root, path: entry.path, reads });
           delete read.stored.ctimeMs;
           delete read.stored.fullReadMs;
-        }
+        } else if (!read.settled) delete read.stored.ctimeMs;
         this.count(prev ? "changed" : "new", read.stored.size, entry.path);
         return read.stored;
       }
-      if (wait) await new Promise((r) => setTimeout(r, RACY_MS - age));
     }
   }
 
@@ -359,7 +362,7 @@ export class SnapshotBuilder {
    * rewrite, an append, a rename over it) may have mixed bytes of two versions. Undefined when the
    * path no longer names a regular file that can be read.
    */
-  private async readFile(entry: ScannedEntry, prev: TreeNode | undefined): Promise<{ stored: StoredFile; steady: boolean; changedMs: number } | undefined> {
+  private async readFile(entry: ScannedEntry, prev: TreeNode | undefined): Promise<{ stored: StoredFile; steady: boolean; settled: boolean } | undefined> {
     let handle;
     try {
       handle = await fs.open(entry.abs, OPEN_FLAGS);
@@ -374,11 +377,19 @@ export class SnapshotBuilder {
       throw err;
     }
     try {
-      const before = await handle.stat();
+      let before = await handle.stat();
       if (!before.isFile()) return undefined;
+      const age = Date.now() - before.ctimeMs;
+      if (age >= 0 && age < RACY_MS) {
+        await new Promise((r) => setTimeout(r, RACY_MS - age));
+        before = await handle.stat();
+      }
       const now = Date.now();
+      // Changed again while we waited, or a ctime ahead of the clock: a change in the same tick could hide.
+      const settled = now - before.ctimeMs >= RACY_MS;
       const grown = prev && before.ino === prev.ino && typeof prev.size === "number" && before.size > prev.size;
-      const appended = grown && prefixTrusted(prev.fullReadMs, now, this.fullReadIntervalMs) ? await this.storeAppend(handle, prev, before.size) : undefined;
+      const interval = this.reading.readAll ? 0 : (this.reading.fullReadIntervalMs ?? DEFAULT_FULL_READ_INTERVAL_MS);
+      const appended = grown && prefixTrusted(prev.fullReadMs, now, interval) ? await this.storeAppend(handle, prev, before.size) : undefined;
       const bytes = appended ?? (await this.storeWhole(handle, 0, before.size, []));
       const after = await handle.stat();
       const onPath = await fs.lstat(entry.abs).catch(() => undefined);
@@ -391,7 +402,7 @@ export class SnapshotBuilder {
         after.ctimeMs === before.ctimeMs &&
         (!onPath || onPath.ino === before.ino);
       const fullReadMs = appended ? prev!.fullReadMs : now;
-      return { stored: { ino: before.ino, ...bytes, mtimeMs: before.mtimeMs, ctimeMs: before.ctimeMs, fullReadMs }, steady, changedMs: before.ctimeMs };
+      return { stored: { ino: before.ino, ...bytes, mtimeMs: before.mtimeMs, ctimeMs: before.ctimeMs, fullReadMs }, steady, settled };
     } finally {
       await handle.close();
     }

@@ -3,8 +3,8 @@
  * the lengths of the snapshot's blobs and every piece hashed with the repository's blob id key
  * (HMAC-SHA-256, docs/FORMAT.md §4): a piece matches only if it is the blob's bytes, so the whole
  * file matches only if it is exactly what a restore would write. Only the index and the tree are
- * read from the repository; that the repository can deliver the blobs is `check --read-data`'s
- * job. Nothing is written anywhere.
+ * read from the repository (under a shared lock); that the repository can deliver the blobs is
+ * `check --read-data`'s job. The sources are only read.
  *
  * It finds what change detection cannot: a same-length rewrite in place before a grown file's tail
  * inside the append window (docs/FORMAT.md §10), a rewrite that kept inode, size, mtime and ctime.
@@ -70,6 +70,38 @@ export interface VerifyReport {
 
 type LiveEntry = Pick<ScannedEntry, "abs" | "type">;
 
+const READ_BLOCK = 1024 * 1024;
+
+/** A file's bytes in order, `next(n)` at a time, read from the disk a block at a time (not a read per blob). */
+class BlockReader {
+  bytesRead = 0;
+  private start = 0;
+  private end = 0;
+  private offset = 0;
+
+  constructor(
+    private readonly handle: fs.FileHandle,
+    private readonly buf: Buffer,
+  ) {}
+
+  /** The next `n` bytes (valid until the next call), or undefined at the end of the file. */
+  async next(n: number): Promise<Buffer | undefined> {
+    if (this.end - this.start < n) {
+      this.buf.copy(this.buf, 0, this.start, this.end);
+      this.end -= this.start;
+      this.start = 0;
+      const got = await readAt(this.handle, this.buf.subarray(this.end), this.offset);
+      this.offset += got;
+      this.end += got;
+      this.bytesRead += got;
+      if (this.end < n) return undefined;
+    }
+    const out = this.buf.subarray(this.start, this.start + n);
+    this.start += n;
+    return out;
+  }
+}
+
 const OPEN_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 
 export async function verifySnapshot(config: Config, repo: Repository, opts: VerifyOptions = {}): Promise<VerifyReport> {
@@ -122,14 +154,18 @@ class FileComparer {
   bytes = 0;
   private files = 0;
   private lastProgress = 0;
-  /** One blob at a time: no data blob is longer than the chunker's maximum. */
+  /** Read a block at a time; a blob (no data blob is longer than the chunker's maximum) always fits. */
   private readonly buf: Buffer;
 
   constructor(
     private readonly repo: Repository,
     private readonly onProgress?: VerifyOptions["onProgress"],
   ) {
-    this.buf = Buffer.allocUnsafe(repo.dataChunker.params.max);
+    this.buf = Buffer.allocUnsafe(READ_BLOCK + repo.dataChunker.params.max);
+  }
+
+  private get maxBlob(): number {
+    return this.repo.dataChunker.params.max;
   }
 
   /** Undefined when the same. */
@@ -154,7 +190,7 @@ class FileComparer {
     const lengths: number[] = [];
     for (const id of content) {
       const len = typeof id === "string" ? this.repo.index.get(id)?.rawLength : undefined;
-      if (len === undefined || len > this.buf.length) return { ...base, status: "damaged", error: `blob ${String(id).slice(0, 8)} of the snapshot is not in the repository's index` };
+      if (len === undefined || len > this.maxBlob) return { ...base, status: "damaged", error: `blob ${String(id).slice(0, 8)} of the snapshot is not in the repository's index` };
       lengths.push(len);
     }
     const snapshotSize = lengths.reduce((a, b) => a + b, 0);
@@ -162,19 +198,19 @@ class FileComparer {
     const handle = await fs.open(abs, OPEN_FLAGS);
     try {
       const liveSize = (await handle.stat()).size;
+      const input = new BlockReader(handle, this.buf);
       let pos = 0;
       let from: number | undefined;
       for (const [i, id] of content.entries()) {
         const len = lengths[i];
-        const piece = this.buf.subarray(0, len);
-        const have = pos + len <= liveSize ? await readAt(handle, piece, pos) : 0;
-        this.bytes += have;
-        if (have !== len || this.repo.blobId(piece) !== id) {
+        const piece = pos + len <= liveSize ? await input.next(len) : undefined;
+        if (!piece || this.repo.blobId(piece) !== id) {
           from = pos;
           break;
         }
         pos += len;
       }
+      this.bytes += input.bytesRead;
       if (from === undefined && pos !== liveSize) from = pos;
       return from === undefined ? undefined : { ...base, status: "changed", from, snapshotSize, liveSize };
     } finally {

@@ -75,6 +75,12 @@ describe("the append window is bounded", () => {
     expect(diff.from).toBeGreaterThan(0);
     expect(diff.from).toBeLessThanOrEqual(Math.floor(statSync(file).size / 2));
     expect(report.differences.filter((d: { path: string }) => d.path !== rel)).toEqual([]);
+    expect((await cli(sb, ["verify"])).stdout).toContain("pi-guard snapshot --full-read");
+    // What verify suggests: one snapshot that trusts nothing of the last one, and the copy is exact again.
+    const full = await snapshot(sb, ["--full-read"]);
+    expect(full.filesUnchanged).toBe(0);
+    expect((full as unknown as { bytesRead: number }).bytesRead).toBeGreaterThanOrEqual(full.bytesTotal);
+    expect((await cli(sb, ["verify", "--json"])).json().identical).toBe(true);
   });
 
   it("records the last full read in the node, carries it through appends, and reads in full when it is stale or in the future", async () => {
