@@ -115,7 +115,7 @@ export async function verifySnapshot(config: Config, repo: Repository, opts: Ver
     const special: SpecialPath[] = [];
     const live = new Map<string, LiveEntry & { root: string; path: string }>();
     const onUnreadable = (root: string, path: string, err: NodeJS.ErrnoException) =>
-      differences.push({ root, path, status: "unreadable", type: "?", error: err.message.split(", ")[0] || String(err.code) });
+      differences.push({ root, path, status: "unreadable", type: "unknown", error: err.message.split(", ")[0] || String(err.code) });
     for await (const e of scanSources(config.roots, config.filter, onUnreadable)) {
       if (e.type === "special") special.push({ root: e.root, path: e.path, kind: e.kind! });
       else live.set(nodeKey(e.root, e.pathBytes ?? e.path), { root: e.root, path: e.path, abs: e.abs, type: e.type });
@@ -129,6 +129,8 @@ export async function verifySnapshot(config: Config, repo: Repository, opts: Ver
       const key = nodeKey(node.root, node.pathBytes ?? node.path);
       const here = live.get(key);
       live.delete(key);
+      if (node.type === "dir" && here && here.type !== "dir") differences.push({ root: node.root, path: node.path, status: "changed", type: "dir", liveType: here.type });
+      // Folders are not compared otherwise: their files are.
       if (node.type !== "file" && node.type !== "symlink") continue;
       report.files++;
       const diff = here ? await compare.entry(node, here) : { root: node.root, path: node.path, status: "missing" as const, type: node.type };
@@ -180,6 +182,7 @@ class FileComparer {
       const code = (err as NodeJS.ErrnoException).code;
       // Gone since the scan: as good as missing.
       if (code === "ENOENT") return { ...base, status: "missing" };
+      if (code === "ELOOP") return { ...base, status: "changed", liveType: "symlink" };
       if (code === "EACCES" || code === "EPERM" || code === "EIO") return { ...base, status: "unreadable", error: (err as Error).message.split(", ")[0] };
       throw err;
     }
@@ -197,7 +200,10 @@ class FileComparer {
     if (snapshotSize !== node.size) return { ...base, status: "damaged", error: `its blobs hold ${snapshotSize} bytes, its node says ${String(node.size)}` };
     const handle = await fs.open(abs, OPEN_FLAGS);
     try {
-      const liveSize = (await handle.stat()).size;
+      const st = await handle.stat();
+      // Replaced since the scan by something that is not a file (opened without blocking, not read).
+      if (!st.isFile()) return { ...base, status: "changed", liveType: "special" };
+      const liveSize = st.size;
       const input = new BlockReader(handle, this.buf);
       let pos = 0;
       let from: number | undefined;
