@@ -78,8 +78,10 @@ export function describeS3Error(err: unknown, c: S3ErrorContext): Error {
   }
   const net = networkCode(e);
   if (net) return new TargetError(`cannot reach S3${where || " (AWS)"}: ${net} during ${what}`, "io", true);
+  // An answer without a body (HEAD) has no error code: the SDK calls it "Unknown"; the status says more.
+  const code = name && name !== "Unknown" ? `${name}${status ? ` (HTTP ${status})` : ""}` : status ? `HTTP ${status}` : "error";
   if (RETRYABLE_NAMES.has(name) || (status !== undefined && (status >= 500 || status === 429))) {
-    return new TargetError(`S3${where} failed ${what}: ${name || "error"}${status ? ` (HTTP ${status})` : ""}`, "io", true);
+    return new TargetError(`S3${where} failed ${what}: ${code}`, "io", true);
   }
-  return new TargetError(`S3${where} failed ${what}: ${name || "error"}${status ? ` (HTTP ${status})` : ""}: ${firstLine(e.message)}`, "io", false);
+  return new TargetError(`S3${where} failed ${what}: ${code}: ${firstLine(e.message)}`, "io", false);
 }
