@@ -102,7 +102,7 @@ export class S3Target implements Target {
   private async fail(err: unknown, op: string, key?: string, signal?: AbortSignal): Promise<Error> {
     if (signal?.aborted) return signal.reason as Error;
     const region = await this.sdk?.then((s) => s.region).catch(() => undefined);
-    const ctx: S3ErrorContext = { bucket: this.bucket, location: this.location, endpointHost: this.endpoint.host, region, op, key };
+    const ctx: S3ErrorContext = { bucket: this.bucket, location: this.location, endpointHost: this.endpoint.host, region, profile: this.env.AWS_PROFILE || undefined, op, key };
     return describeS3Error(err, ctx);
   }
 
