@@ -115,12 +115,14 @@ export async function unattendedEnvironment(config: Config, env: Env = process.e
   if (env.PI_CODING_AGENT_SESSION_DIR) out.PI_CODING_AGENT_SESSION_DIR = path.resolve(env.PI_CODING_AGENT_SESSION_DIR);
   if (env.HOME) out.HOME = env.HOME;
   for (const k of PI_GUARD_SETTINGS) if (env[k]) out[k] = env[k]!;
-  if ([config.repo, ...config.mirrors].some((l) => parseRepoLocation(l).kind === "s3")) Object.assign(out, s3Environment(env, opts));
+  if (usesS3(config)) Object.assign(out, s3Environment(env, opts));
   for (const [k, v] of Object.entries(out)) {
     if (/[\x00-\x1f\x7f]/.test(v)) throw new RepoError(`${k} contains a control character; a service file cannot carry it safely`, "usage");
   }
   return out;
 }
+
+const usesS3 = (config: Pick<Config, "repo" | "mirrors">) => [config.repo, ...config.mirrors].some((l) => parseRepoLocation(l).kind === "s3");
 
 /** The S3 part of unattendedEnvironment. */
 function s3Environment(env: Env, opts: UnattendedOptions): Record<string, string> {
@@ -151,7 +153,7 @@ export function awsCredentialsText(env: Env): string {
   const id = env.AWS_ACCESS_KEY_ID ?? "";
   const secret = env.AWS_SECRET_ACCESS_KEY ?? "";
   // The SDK's INI reader cuts a value at whitespace before ; or #, and a line break would end it.
-  if (!id || !secret || /[\s\x00-\x1f\x7f]/.test(id + secret)) throw new RepoError("AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set, without spaces or control characters, to be saved", "usage");
+  if (!id || !secret || /[\s\x00-\x1f\x7f]/.test(id + secret)) throw new RepoError("--save-aws-credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must both be set in this shell, without spaces or control characters", "usage");
   return [
     `# ${SERVICE_MARKER}: the AWS keys of the pi-guard service (mode 0600); \`pi-guard service uninstall\` removes it.`,
     `[${AWS_CREDENTIALS_PROFILE}]`,
@@ -256,12 +258,10 @@ export async function planService(config: Config, opts: PlanOptions = {}): Promi
   const platform = opts.platform ?? defaultPlatform();
   const env = opts.env ?? process.env;
   const credFile = opts.saveAwsCredentials ? awsCredentialsFile(config) : undefined;
-  const environment = await unattendedEnvironment(config, env, { awsCredentialsFile: credFile });
-  // Asked to save keys that would not be used (no S3 location, or no keys in this shell): say so.
-  if (credFile && environment.AWS_SHARED_CREDENTIALS_FILE !== credFile) {
-    throw new RepoError(`--save-aws-credentials: ${[config.repo, ...config.mirrors].some((l) => parseRepoLocation(l).kind === "s3") ? "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not both set in this shell" : "no repository or mirror is on S3"}; there is nothing to save`, "usage");
-  }
+  // Keys that would not be used are not saved: asking for it is a mistake worth naming.
+  if (credFile && !usesS3(config)) throw new RepoError("--save-aws-credentials: no repository or mirror is on S3; there is nothing to save", "usage");
   const awsCredentials = credFile ? { file: credFile, content: awsCredentialsText(env) } : undefined;
+  const environment = await unattendedEnvironment(config, env, { awsCredentialsFile: credFile });
   const program = programPaths(opts.entry);
   const file = serviceFile(platform, config, env);
   const common = { platform, file, program, environment, stateDir: config.stateDir, awsCredentials };
