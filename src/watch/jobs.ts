@@ -86,7 +86,7 @@ async function retentionJob(ctx: JobContext): Promise<JobResult> {
   for (const mirror of ctx.config.mirrors) {
     const part = await (async () => {
       const [{ openReplica }, { openTarget }] = await Promise.all([import("../repo/replicate.js"), import("../targets/open.js")]);
-      const { repo: copy } = await openReplica(repo, openTarget({ repo: mirror }), { dataDir: ctx.config.dataDir });
+      const { repo: copy } = await openReplica(repo, openTarget({ repo: mirror, retry: ctx.config.retry }), { dataDir: ctx.config.dataDir });
       return retentionIn(copy, ctx);
     })().catch((err: unknown): JobResult => ({ ok: false, summary: ((err as Error)?.message ?? String(err)).split("\n")[0] }));
     parts.push({ where: mirror, ...part });
