@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { context } from "./context.js";
+import { context, type Context } from "./context.js";
 import { EXIT, formatBytes, formatDuration, info, printJson, printJsonArray, table, warn } from "./output.js";
 import { Progress } from "./progress.js";
 import { promptHidden } from "./prompt.js";
@@ -19,6 +19,22 @@ function* slices<T>(items: readonly T[], size: number): Generator<readonly T[]> 
   for (let i = 0; i < items.length; i += size) yield items.slice(i, i + size);
 }
 
+/**
+ * After `init --repo X` (or with PI_GUARD_REPO=X) while another repository is where pi-guard would
+ * otherwise look: X is a separate repository, not a copy of that one, and a mirror is made by copy.
+ */
+async function noteOtherRepository(ctx: Context): Promise<void> {
+  const [{ loadConfig }, { otherRepository }, { openTarget }] = await Promise.all([import("../config/config.js"), import("../repo/replicate.js"), import("../targets/open.js")]);
+  const g = ctx.globals;
+  const flags = { passwordFile: g.passwordFile, keyFile: g.keyFile, agentDir: g.agentDir, configFile: g.config };
+  const usual = [loadConfig(flags).repo, loadConfig(flags, { ...process.env, PI_GUARD_REPO: undefined }).repo];
+  const other = await otherRepository(usual, ctx.config.repo, (location) => openTarget({ repo: location }));
+  if (!other) return;
+  warn(
+    `note: ${ctx.config.repo} is a new, separate repository, not a copy of repository ${other.id.slice(0, 8)} at ${other.location}; to make a mirror of that one instead, delete this new one and run \`pi-guard copy --to ${ctx.config.repo}\` (a mirror is made by copy into an empty location, never by init)`,
+  );
+}
+
 export function registerRepoCommands(program: Command): void {
   program
     .command("init")
@@ -29,7 +45,12 @@ export function registerRepoCommands(program: Command): void {
       `
 With PI_GUARD_PASSWORD or --password-file, the master key is wrapped by that password (scrypt).
 With neither and no terminal, a key file is created (mode 0600) for unattended use: keep a copy
-of it somewhere safe, because without it the repository cannot be read.
+of it somewhere safe, because without it the repository cannot be read (pi-guard key export).
+
+init makes a new, separate repository. A mirror (a copy of an existing repository, such as an S3
+copy of the local one) is not made by init: \`pi-guard copy --to <location>\` makes it in an empty
+location, or list it in "mirrors" of the config file and the next snapshot makes it. init refuses
+a location that the config names as a mirror.
 
 Examples:
   $ pi-guard init
@@ -37,6 +58,8 @@ Examples:
     )
     .action(async (opts: { keyFileOnly?: boolean }, cmd: Command) => {
       const ctx = context(cmd);
+      const { assertNotAMirror } = await import("../repo/replicate.js");
+      assertNotAMirror(ctx.config);
       const { initRepository } = await import("../engine.js");
       const { resolveCredentials } = await import("../config/credentials.js");
       let password: string | undefined;
@@ -49,6 +72,7 @@ Examples:
         } else password = undefined;
       }
       const result = await initRepository(ctx.config, { password, useKeyFile: opts.keyFileOnly });
+      await noteOtherRepository(ctx);
       if (ctx.out.json) {
         printJson({ repo: ctx.config.repo, id: result.repo.config.id, credential: result.credential, keyFile: result.keyFile ?? null });
         return;
