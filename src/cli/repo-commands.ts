@@ -318,6 +318,139 @@ export function registerKeyCommands(program: Command): void {
       if (ctx.out.json) printJson({ id, kind: cred.kind, keyFile: opts.newKeyFile ?? null });
       else info(ctx.out, `added key ${id.slice(0, 8)}${opts.newKeyFile ? ` (key file ${opts.newKeyFile}; keep a copy somewhere safe)` : ""}`);
     });
+  key
+    .command("export")
+    .description("make a recovery key and print its code once, to keep off this machine")
+    .option("--yes", "print the code even when stdout is a terminal")
+    .addHelpText(
+      "after",
+      `
+Adds a new key to the repository and to each mirror of the config file, whose password is a
+fresh recovery code (8 groups of 4 hex digits), and prints that code on stdout: nothing else goes
+there, the instructions go to stderr. The code is stored nowhere else. Keep it off this machine
+(a password manager, or on paper): with it, the repository and its copies (an S3 mirror) open on
+any machine, as a password, even when this disk and its key file are gone. Case, spaces and
+dashes do not matter when it is typed. It is printed once: another export makes another key.
+Revoke one with \`pi-guard key remove <id>\`. doctor warns until an exported key exists.
+
+A terminal keeps what it shows (scrollback, screen sharing), so without --yes the code is not
+printed onto one (exit 2): redirect stdout. Exit 1 when a mirror could not get the key (the code
+still works for the others, and the next snapshot ships the key there).
+
+Examples:
+  $ pi-guard key export > /media/usb/pi-guard-recovery.txt
+  $ pi-guard key export --yes            # show it here, to write it down
+  $ PI_GUARD_PASSWORD='<code>' PI_GUARD_REPO=s3://bucket/laptop pi-guard snapshots   # on a new machine`,
+    )
+    .action(async (opts: { yes?: boolean }, cmd: Command) => {
+      const ctx = context(cmd);
+      if (process.stdout.isTTY && !opts.yes) {
+        throw new RepoError("key export would show a secret on this terminal (scrollback, screen sharing): redirect it (pi-guard key export > /media/usb/pi-guard-recovery.txt) or pass --yes to show it here", "usage");
+      }
+      const repo = await ctx.open();
+      const [{ exportRecoveryKey }, { recordCredentialCopy }] = await Promise.all([import("../repo/keys.js"), import("../config/credentials.js")]);
+      const mirrors = await mirrorTargets(ctx);
+      const r = await exportRecoveryKey(repo, mirrors);
+      const failed = r.places.filter((p) => !p.ok);
+      const out = ctx.out.json
+        ? JSON.stringify({ keyId: r.keyId, code: r.code, repository: { location: ctx.config.repo, id: repo.config.id }, mirrors: r.places.slice(1).map(placeJson) }, null, 2)
+        : r.code;
+      // Written before it is recorded: a record must never claim a code nobody received.
+      await new Promise<void>((resolve, reject) => process.stdout.write(`${out}\n`, (err) => (err ? reject(err) : resolve())));
+      await recordCredentialCopy(ctx.config.stateDir, { repoId: repo.config.id, keyId: r.keyId, kind: "recovery-code", time: new Date().toISOString() });
+      const opened = r.places.filter((p) => p.ok).map((p) => `  PI_GUARD_PASSWORD='<code>' pi-guard snapshots --repo ${p.location}`);
+      process.stderr.write(
+        [
+          `recovery code for repository ${repo.config.id.slice(0, 8)} (key ${r.keyId.slice(0, 8)}) printed on stdout: store it off this machine (a password manager, or on paper), and delete any file of it left here.`,
+          `It opens the repository and its copies as a password, on any machine:`,
+          ...opened,
+          `Revoke it with: pi-guard key remove ${r.keyId.slice(0, 8)}`,
+          "",
+        ].join("\n"),
+      );
+      for (const p of failed) warn(`${p.location}: ${p.error}; it did not get the recovery key (the next snapshot or pi-guard copy ships it there)`);
+      if (failed.length) process.exitCode = EXIT.failure;
+    });
+  key
+    .command("remove")
+    .argument("<id>", "the key's id, or a unique prefix of it (pi-guard key list)")
+    .description("revoke a key: delete it from the repository and from each mirror, verified")
+    .option("--allow-current", "also when it is the key that opened the repository now (another credential must open it)")
+    .addHelpText(
+      "after",
+      `
+The key object goes from each mirror of the config file first, then from the repository; each
+deletion is checked. It is never the last key, and never the key in use (the one this command
+opened the repository with) without --allow-current: whatever runs with that credential (the
+service, cron) is then locked out. A mirror is first given every other key, so no copy is left
+without one. A mirror that cannot be reached keeps the key (exit 1): run the same command again
+when it can be, which finds the key there too.
+
+Removing a key stops its credential from opening the repository from now on. Whoever already
+opened it with that credential may have kept the master key itself: against that, only a new
+repository helps (pi-guard init somewhere new, then snapshot).
+
+Examples:
+  $ pi-guard key list
+  $ pi-guard key remove 1a2b3c4d
+  $ PI_GUARD_PASSWORD_FILE=~/.secrets/new pi-guard key remove 5e6f7a8b   # the old key file's key`,
+    )
+    .action(async (id: string, opts: { allowCurrent?: boolean }, cmd: Command) => {
+      const ctx = context(cmd);
+      const repo = await ctx.open();
+      const { removeKey } = await import("../repo/keys.js");
+      const r = await removeKey(repo, await mirrorTargets(ctx), id, { allowCurrent: opts.allowCurrent });
+      reportKeyPlaces(ctx, r.places, `removed key ${r.keyId.slice(0, 8)} from`, { keyId: r.keyId });
+    });
+  key
+    .command("passwd")
+    .description("change the password of the key in use, in the repository and in each mirror")
+    .addHelpText(
+      "after",
+      `
+The new password comes from PI_GUARD_NEW_PASSWORD, or is asked twice on a terminal. A new key with
+it is added and checked to open the repository; then the old key is removed as \`key remove\` does
+(each mirror gets the new key before its old one goes, the repository last). A crash at any moment
+leaves every copy opening with the old password, the new one, or both; if both, \`pi-guard key
+remove <old id>\` with the new password finishes it. A key file has no password: for one, add the
+new credential (key add) and remove the old key.
+
+Examples:
+  $ pi-guard key passwd
+  $ PI_GUARD_PASSWORD_FILE=old.txt PI_GUARD_NEW_PASSWORD="$(cat new.txt)" pi-guard key passwd`,
+    )
+    .action(async (_opts: unknown, cmd: Command) => {
+      const ctx = context(cmd);
+      let password = process.env.PI_GUARD_NEW_PASSWORD;
+      if (password === undefined && process.stdin.isTTY && process.stderr.isTTY) {
+        password = await promptHidden("new password: ");
+        if (password && (await promptHidden("repeat new password: ")) !== password) throw new RepoError("the passwords do not match", "usage");
+      }
+      if (!password) throw new RepoError("no new password: set PI_GUARD_NEW_PASSWORD (or run it on a terminal, which asks)", "usage");
+      const repo = await ctx.open();
+      const { changePassword } = await import("../repo/keys.js");
+      const r = await changePassword(repo, await mirrorTargets(ctx), password);
+      reportKeyPlaces(ctx, r.places, `changed the password: key ${r.newKeyId.slice(0, 8)} replaces ${r.oldKeyId.slice(0, 8)} in`, { oldKeyId: r.oldKeyId, newKeyId: r.newKeyId });
+    });
+}
+
+/** The mirrors of the config file as targets (not the repository itself, when --repo names one). */
+async function mirrorTargets(ctx: Context) {
+  const { openTarget } = await import("../targets/open.js");
+  return ctx.config.mirrors.filter((m) => m !== ctx.config.repo).map((m) => openTarget({ repo: m }));
+}
+
+const placeJson = (p: { location: string; ok: boolean; error: string | null; present: boolean }) => ({ location: p.location, ok: p.ok, error: p.error, present: p.present });
+
+/** One line per copy a key command changed; a copy it could not change is a warning and exit 1. */
+function reportKeyPlaces(ctx: Context, places: { location: string; ok: boolean; error: string | null; present: boolean }[], done: string, json: Record<string, string>): void {
+  if (ctx.out.json) printJson({ ...json, places: places.map(placeJson) });
+  for (const p of places) {
+    if (!p.ok) warn(`${p.location}: ${p.error}; not changed there: run the same command again when it can be reached`);
+    else if (!p.present) info(ctx.out, `${p.location}: no repository there yet (the next snapshot makes it, with the keys of then)`);
+    else info(ctx.out, `${done} ${p.location}`);
+  }
+  if (places.some((p) => !p.ok)) process.exitCode = EXIT.failure;
 }
 
 export function registerDoctorCommand(program: Command): void {

@@ -98,7 +98,7 @@ describe("key export", () => {
     // --json carries the code and where the key went.
     const j = (await ok(env, ["key", "export", "--json"])).json<{ keyId: string; code: string; mirrors: { location: string; ok: boolean }[] }>();
     expect(j.code).toMatch(/^[0-9a-f]{4}(-[0-9a-f]{4}){7}$/);
-    expect(j.mirrors).toEqual([{ location: mirror, ok: true, error: null }]);
+    expect(j.mirrors).toEqual([{ location: mirror, ok: true, error: null, present: true }]);
   });
 
   it("a mirror that cannot be reached: the code is still printed, the failure named, exit 1", async () => {
