@@ -80,7 +80,7 @@ Examples:
       info(ctx.out, `created repository ${result.repo.config.id.slice(0, 8)} at ${ctx.config.repo}`);
       if (result.keyFile) {
         info(ctx.out, `key file: ${result.keyFile} (mode 0600)`);
-        info(ctx.out, `keep a copy of it somewhere safe (a password manager, another disk): without it the backups cannot be read.`);
+        info(ctx.out, `keep a copy of it somewhere safe (a password manager, another disk): without it the backups cannot be read; \`pi-guard key export\` prints a recovery code for that.`);
       }
     });
 
@@ -462,8 +462,9 @@ export function registerDoctorCommand(program: Command): void {
       `
 Besides the repository and credentials, doctor looks for the hazards behind the accident
 pi-guard exists for: a package.json, node_modules or npm prefix in or beside the agent dir, a
-repository or key file inside it, a sessions dir that is a symlink, no watcher running and no
-snapshot in the last hour, and session files with a torn last line, glued entries or no header.
+repository or key file inside it, no copy of a credential known to exist off the machine (see
+pi-guard key export), a sessions dir that is a symlink, no watcher running and no snapshot in the
+last hour, and session files with a torn last line, glued entries or no header.
 It only reads. Each warning or error comes with a one-line fix.
 
 Exit code 1 when a check fails (an error); warnings do not change the exit code.

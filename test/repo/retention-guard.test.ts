@@ -6,6 +6,9 @@
 
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import type { Snapshot } from "../../src/repo/format.js";
+import type { SnapshotRecord } from "../../src/repo/repository.js";
+import { applyPolicy, emptiedGroups } from "../../src/repo/retention.js";
 import { cli, expectOneLineError, initRepo, ok } from "../helpers/cli.js";
 import { makeSandbox, type Sandbox, writeFileExact, writePiConfigFiles } from "../helpers/tmp.js";
 import { repoListing } from "./prune-fixture.js";
@@ -112,5 +115,32 @@ describe("forget never empties a group", () => {
     expect(r.stdout).not.toMatch(/`pi-guard prune` frees their data/);
     const plain = await ok(sb, ["forget", "--keep-last", "1"]);
     expect(plain.stdout).toMatch(/nothing to forget/);
+  });
+});
+
+describe("which groups a decision empties (pure)", () => {
+  const NOW = new Date(2026, 0, 1);
+  const rec = (id: string, host: string, day: number, tags: string[] = []): SnapshotRecord => ({
+    id,
+    snapshot: { version: 1, time: new Date(2025, 5, day).toISOString(), host, user: "u", tags, roots: [{ name: "agent", path: "/a" }], tree: [], program: "t", summary: {} as Snapshot["summary"] },
+  });
+  const removed = (snapshots: SnapshotRecord[], keepTags: string[]) => new Set(applyPolicy(snapshots, { keepTags }, NOW).remove.map((r) => r.record.id));
+
+  it("a special snapshot or one from the future, kept anyway, does not save a group the policy empties", () => {
+    const snapshots = [rec("a1", "a", 1), rec("a2", "a", 2, ["pre-restore"]), rec("b1", "b", 1), { ...rec("b2", "b", 3), snapshot: { ...rec("b2", "b", 3).snapshot, time: "2099-01-01T00:00:00.000Z" } }];
+    const groups = emptiedGroups(snapshots, removed(snapshots, ["typo"]), NOW);
+    expect(groups.map((g) => [g.host, g.snapshots, g.newest])).toEqual([
+      ["a", 1, "a1"],
+      ["b", 1, "b1"],
+    ]);
+  });
+
+  it("a tag kept in a group saves it; by id, every snapshot of the group counts, special ones too", () => {
+    const snapshots = [rec("a1", "a", 1), rec("a2", "a", 2, ["keep"]), rec("b1", "b", 1), rec("b2", "b", 2, ["pre-restore"])];
+    expect(emptiedGroups(snapshots, removed(snapshots, ["keep"]), NOW).map((g) => g.host)).toEqual(["b"]);
+    expect(emptiedGroups(snapshots, new Set(["b1"]), NOW, { everySnapshot: true })).toEqual([]);
+    expect(emptiedGroups(snapshots, new Set(["b1", "b2"]), NOW, { everySnapshot: true }).map((g) => [g.host, g.snapshots, g.newest])).toEqual([["b", 2, "b2"]]);
+    // With includeSpecial the pre-restore snapshot counts for the policy too, and saves nothing it removes.
+    expect(emptiedGroups(snapshots, new Set(["b1", "b2"]), NOW, { includeSpecial: true }).map((g) => g.host)).toEqual(["b"]);
   });
 });
