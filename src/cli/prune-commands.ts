@@ -176,13 +176,13 @@ restic: periods are in local time, each keeps the newest snapshot in it, and a s
 when any rule keeps it (the reasons are listed). Pre-restore, pre-delete, import and suspect-loss
 snapshots are always kept and do not use up a period, unless --include-special. Without any --keep-*
 option, --policy or ids, nothing is forgotten (exit 2): forgetting every snapshot is never allowed.
+Forgetting deletes snapshot objects only; \`pi-guard prune\` then removes the data no snapshot
+uses. Takes the exclusive lock (a dry run: a shared one). See docs/RETENTION.md.
 
 A forget never removes every snapshot of a group: if the policy keeps none of a group's snapshots
 (a typo in --keep-tag), or the ids name all of them, nothing at all is forgotten, each such group
 is named, and the exit code is 1; --dry-run shows the same. --unsafe-allow-remove-all allows it:
 by policy only together with --host, so that one host's groups can go but never the repository's.
-Forgetting deletes snapshot objects only; \`pi-guard prune\` then removes the data no snapshot
-uses. Takes the exclusive lock (a dry run: a shared one). See docs/RETENTION.md.
 
 Examples:
   $ pi-guard forget --keep-within 1h --keep-hourly 48 --keep-daily 30 --dry-run

@@ -6,6 +6,7 @@ import { promptHidden } from "./prompt.js";
 import { RepoError } from "../repo/errors.js";
 import { formatLocalTime } from "../restore/select.js";
 import { META_ROOT_NAME } from "../config/config.js";
+import type { KeyPlace } from "../repo/keys.js";
 
 async function anyRootExists(paths: string[]): Promise<boolean> {
   const { promises: fs } = await import("node:fs");
@@ -353,17 +354,19 @@ Examples:
       const r = await exportRecoveryKey(repo, mirrors);
       const failed = r.places.filter((p) => !p.ok);
       const out = ctx.out.json
-        ? JSON.stringify({ keyId: r.keyId, code: r.code, repository: { location: ctx.config.repo, id: repo.config.id }, mirrors: r.places.slice(1).map(placeJson) }, null, 2)
+        ? JSON.stringify({ keyId: r.keyId, code: r.code, repository: { location: ctx.config.repo, id: repo.config.id }, mirrors: r.places.slice(1) }, null, 2)
         : r.code;
       // Written before it is recorded: a record must never claim a code nobody received.
       await new Promise<void>((resolve, reject) => process.stdout.write(`${out}\n`, (err) => (err ? reject(err) : resolve())));
       await recordCredentialCopy(ctx.config.stateDir, { repoId: repo.config.id, keyId: r.keyId, kind: "recovery-code", time: new Date().toISOString() });
-      const opened = r.places.filter((p) => p.ok).map((p) => `  PI_GUARD_PASSWORD='<code>' pi-guard snapshots --repo ${p.location}`);
+      const opened = r.places.filter((p) => p.ok && p.present).map((p) => `  PI_GUARD_PASSWORD='<code>' pi-guard snapshots --repo ${p.location}`);
+      const later = r.places.filter((p) => !p.present).map((p) => `  ${p.location}: no repository there yet; the next snapshot makes it, with this key`);
       process.stderr.write(
         [
           `recovery code for repository ${repo.config.id.slice(0, 8)} (key ${r.keyId.slice(0, 8)}) printed on stdout: store it off this machine (a password manager, or on paper), and delete any file of it left here.`,
           `It opens the repository and its copies as a password, on any machine:`,
           ...opened,
+          ...later,
           `Revoke it with: pi-guard key remove ${r.keyId.slice(0, 8)}`,
           "",
         ].join("\n"),
@@ -440,11 +443,9 @@ async function mirrorTargets(ctx: Context) {
   return ctx.config.mirrors.filter((m) => m !== ctx.config.repo).map((m) => openTarget({ repo: m }));
 }
 
-const placeJson = (p: { location: string; ok: boolean; error: string | null; present: boolean }) => ({ location: p.location, ok: p.ok, error: p.error, present: p.present });
-
 /** One line per copy a key command changed; a copy it could not change is a warning and exit 1. */
-function reportKeyPlaces(ctx: Context, places: { location: string; ok: boolean; error: string | null; present: boolean }[], done: string, json: Record<string, string>): void {
-  if (ctx.out.json) printJson({ ...json, places: places.map(placeJson) });
+function reportKeyPlaces(ctx: Context, places: KeyPlace[], done: string, json: Record<string, string>): void {
+  if (ctx.out.json) printJson({ ...json, places });
   for (const p of places) {
     if (!p.ok) warn(`${p.location}: ${p.error}; not changed there: run the same command again when it can be reached`);
     else if (!p.present) info(ctx.out, `${p.location}: no repository there yet (the next snapshot makes it, with the keys of then)`);

@@ -94,16 +94,15 @@ export async function createReplica(source: Repository, dest: Target, opts: { ve
  */
 async function foreignRepository(source: Repository, dest: Target, destId: string): Promise<RepoError> {
   const snapshots = await listSnapshotIds(dest).catch(() => undefined);
-  const what = `${dest.location} holds another repository, ${short(destId)}`;
-  const not = `not a copy of ${short(source.config.id)} of ${source.target.location}`;
+  const what = `${dest.location} holds repository ${short(destId)}, not ${short(source.config.id)} of ${source.target.location}`;
   if (snapshots?.length === 0) {
     return new RepoError(
-      `${what}, with no snapshot (what \`pi-guard init\` leaves), ${not}: a mirror is made by copy into an empty location, not by init; if nothing there is needed, delete everything under ${dest.location}, then run \`pi-guard copy --to ${dest.location}\` again`,
+      `${what} (another repository, with no snapshot: what \`pi-guard init\` leaves): a mirror is made by copy into an empty location, not by init; if nothing there is needed, delete everything under ${dest.location}, then run \`pi-guard copy --to ${dest.location}\` again`,
       "exists",
     );
   }
   const held = snapshots ? `with ${snapshots.length} snapshot(s)` : "whose snapshots cannot be listed";
-  return new RepoError(`${what}, ${held}, ${not}: refusing to mix them; choose an empty location for the mirror (copy makes it) or a copy of ${short(source.config.id)}`, "exists");
+  return new RepoError(`${what} (another repository, ${held}): refusing to mix them; choose an empty location for the mirror (copy makes it there) or a copy of ${short(source.config.id)}`, "exists");
 }
 
 /**

@@ -197,8 +197,11 @@ export function emptiedGroups(snapshots: SnapshotRecord[], remove: ReadonlySet<s
 
 /** One group for a line of text: host, roots, how many and the newest. */
 export function emptiedGroupText(g: EmptiedGroup): string {
-  const roots = Array.isArray(g.roots) ? g.roots.map((r) => `${r?.name} ${r?.path}`).join(", ") : "?";
-  return `host ${g.host} (${roots}): ${g.snapshots} snapshot(s), newest ${g.newest.slice(0, 8)}`;
+  // Host and roots come from snapshot objects: no control character of theirs reaches a terminal or a log line.
+  // eslint-disable-next-line no-control-regex
+  const clean = (v: unknown) => String(v).replace(/[\u0000-\u001f\u007f]/g, "?");
+  const roots = Array.isArray(g.roots) ? g.roots.map((r) => `${clean(r?.name)} ${clean(r?.path)}`).join(", ") : "?";
+  return `host ${clean(g.host)} (${roots}): ${g.snapshots} snapshot(s), newest ${g.newest.slice(0, 8)}`;
 }
 
 /**

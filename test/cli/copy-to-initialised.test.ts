@@ -39,8 +39,8 @@ describe("a mirror is made by copy, not by init", () => {
 
     const copy = await cli(env, ["copy", "--to", loc]);
     const line = expectOneLineError(copy, 1);
-    expect(line).toMatch(new RegExp(`${loc} holds another repository, [0-9a-f]{8}, with no snapshot \\(what \`pi-guard init\` leaves\\)`));
-    expect(line).toMatch(new RegExp(`not a copy of ${repoId.slice(0, 8)}`));
+    expect(line).toMatch(new RegExp(`${loc} holds repository [0-9a-f]{8}, not ${repoId.slice(0, 8)} of ${sb.repo} \\(another repository, with no snapshot: what \`pi-guard init\` leaves\\)`));
+    expect(line).toMatch(/a mirror is made by copy into an empty location, not by init/);
     expect(line).toMatch(/delete everything under .* then run `pi-guard copy --to .*` again/);
   });
 
@@ -49,7 +49,7 @@ describe("a mirror is made by copy, not by init", () => {
     await ok(env, ["init", "--repo", loc]);
     await ok(env, ["snapshot", "--repo", loc, "--json"]);
     const line = expectOneLineError(await cli(env, ["copy", "--to", loc]), 1);
-    expect(line).toMatch(new RegExp(`${loc} holds another repository, .* with 1 snapshot\\(s\\)`));
+    expect(line).toMatch(new RegExp(`${loc} holds repository [0-9a-f]{8}, not ${repoId.slice(0, 8)} .*\\(another repository, with 1 snapshot\\(s\\)\\)`));
     expect(line).toMatch(/choose an empty location/);
     expect(line).not.toMatch(/delete/);
   });
