@@ -8,7 +8,7 @@ import { parseRepoLocation } from "../targets/location.js";
 import type { ResticSession } from "../restic/run.js";
 import { context, type Context } from "./context.js";
 import { EXIT, formatBytes, formatDuration, info, printJson, table, warn } from "./output.js";
-import { policyFrom, type ForgetFlags } from "./prune-commands.js";
+import { policyFrom, reportEmptiedGroups, type ForgetFlags } from "./prune-commands.js";
 import { Progress } from "./progress.js";
 import { promptHidden } from "./prompt.js";
 import { printRestoreResult, type RestoreFlags } from "./restore-commands.js";
@@ -52,11 +52,16 @@ const ROUTES: Record<string, Route> = {
     if (!policy) throw new RepoError("nothing to forget by: give --keep-* options or --policy (forgetting every snapshot is never allowed)", "usage");
     if (flags.dryRun && flags.prune) throw new RepoError("--prune after a --dry-run would prune nothing; run them without --dry-run", "usage");
     const { resticForget } = await import("../restic/repository.js");
-    const r = await resticForget(await session(), policy, { dryRun: flags.dryRun, prune: flags.prune, host: flags.host, includeSpecial: flags.includeSpecial, maxUnused: flags.maxUnused });
-    if (ctx.out.json) return printJson(r);
+    const r = await resticForget(await session(), policy, { dryRun: flags.dryRun, prune: flags.prune, host: flags.host, includeSpecial: flags.includeSpecial, maxUnused: flags.maxUnused, allowRemoveAll: flags.unsafeAllowRemoveAll });
+    if (ctx.out.json) {
+      printJson(r);
+      return reportEmptiedGroups(ctx, r);
+    }
     const row = (k: { id: string; time: string; host: string; tags: string[]; reasons: string[] }) => ["  " + k.id.slice(0, 8), k.time, k.host, k.reasons.length ? k.reasons.join(", ") : k.tags.join(",")];
     if (r.keep.length) info(ctx.out, `keep ${r.keep.length} snapshot(s):\n${table(r.keep.map(row))}`);
-    if (r.remove.length) info(ctx.out, `${r.dryRun ? "would remove" : "remove"} ${r.remove.length} snapshot(s):\n${table(r.remove.map(row))}`);
+    if (r.remove.length) info(ctx.out, `${r.dryRun || r.refused ? "would remove" : "remove"} ${r.remove.length} snapshot(s):\n${table(r.remove.map(row))}`);
+    reportEmptiedGroups(ctx, r);
+    if (r.refused) return;
     if (!r.remove.length) info(ctx.out, `nothing to forget: the policy keeps all ${r.keep.length} snapshot(s)`);
     else if (r.dryRun) info(ctx.out, `dry run: would forget ${r.remove.length} and keep ${r.keep.length} snapshot(s); nothing was changed`);
     else info(ctx.out, `forgot ${r.removed} snapshot(s), kept ${r.keep.length}${r.pruned ? "; restic prune freed their data" : "; `pi-guard forget --prune` (or restic prune) frees their data"}`);

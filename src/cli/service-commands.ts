@@ -101,7 +101,10 @@ function registerSchedule(program: Command): void {
       `
 Schedules live in the config file ("schedules": [{"job": "retention", "cron": "17 3 * * *"}]);
 jobs: ${SCHEDULED_JOBS.join(", ")}. Times are local (TZ), as in cron. The watcher (watch)
-runs them; without a watcher, put the printed lines in your crontab (crontab -e).
+runs them, and snapshots about a second after each change: it is the better way
+(pi-guard service install --enable). Without a watcher, put the printed lines in your crontab
+(crontab -e): they include a snapshot line (pi-guard snapshot --quiet) at the config's "snapshot"
+schedule, or every 5 minutes when it has none, since the jobs alone back nothing up.
 
 Examples:
   $ pi-guard schedule
@@ -109,7 +112,7 @@ Examples:
     )
     .action(async (_opts: unknown, cmd: Command) => {
       const ctx = context(cmd);
-      const { crontabLine, nextRuns, readScheduleState, scheduleStateFile } = await import("../watch/schedule.js");
+      const { crontabLine, crontabPlan, nextRuns, readScheduleState, scheduleStateFile } = await import("../watch/schedule.js");
       const { programPaths, unattendedEnvironment } = await import("../watch/service.js");
       const now = new Date();
       const { state, problem } = await readScheduleState(ctx.config.stateDir);
@@ -134,7 +137,8 @@ Examples:
           crontabNote: cron.note ?? null,
         };
       });
-      if (ctx.out.json) return printJson({ stateFile: scheduleStateFile(ctx.config.stateDir), schedules, crontabProblem: envProblem });
+      const crontab = env ? crontabPlan(ctx.config.schedules, programs, env) : null;
+      if (ctx.out.json) return printJson({ stateFile: scheduleStateFile(ctx.config.stateDir), schedules, crontab, crontabProblem: envProblem });
       if (schedules.length === 0) return info(ctx.out, `no schedules: "schedules" is empty in ${ctx.config.configFile}`);
       const rows = [["JOB", "CRON", "NEXT RUNS: LOCAL (UTC)", "LAST RUN"]];
       for (const s of schedules) {
@@ -143,9 +147,13 @@ Examples:
         rows.push([s.job, s.cron, next[0] ?? "never", last], ...next.slice(1).map((n) => ["", "", n, ""]));
       }
       info(ctx.out, table(rows));
-      info(ctx.out, `\nthe same schedule for system cron (crontab -e):`);
-      if (envProblem) info(ctx.out, `  (not available: ${envProblem})`);
-      for (const s of schedules) {
+      info(ctx.out, `\nfor a machine without the watcher, the same jobs for system cron (crontab -e), with a snapshot line:`);
+      if (envProblem || !crontab) return info(ctx.out, `  (not available: ${envProblem})`);
+      // Cron leaves everything since its last snapshot unsaved; the watcher is seconds behind.
+      info(ctx.out, "# the watcher is better: it snapshots about a second after each change (pi-guard service install --enable)");
+      if (crontab.snapshot.note) info(ctx.out, `# snapshot: ${crontab.snapshot.note}`);
+      if (crontab.snapshot.line) info(ctx.out, crontab.snapshot.line);
+      for (const s of schedules.filter((s) => s.job !== "snapshot")) {
         if (s.crontab) info(ctx.out, s.crontab);
         if (s.crontabNote) info(ctx.out, `# ${s.job}: ${s.crontabNote}`);
       }

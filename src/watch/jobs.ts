@@ -50,8 +50,13 @@ function checkJob(readData: boolean): JobFn {
 }
 
 async function forgetIn(repo: Repository, ctx: JobContext): Promise<JobResult> {
-  const { forget } = await import("../repo/retention.js");
+  const { emptiedGroupText, forget } = await import("../repo/retention.js");
+  // Never allowRemoveAll: a schedule has no one to confirm that emptying a group was meant.
   const r = await forget(repo, { policy: ctx.config.retention, lockWaitMs: ctx.lockWaitMs });
+  if (r.refused) {
+    const groups = r.emptiedGroups.map((g) => `the policy keeps no snapshot of ${emptiedGroupText(g)}`).join("; ");
+    return { ok: false, summary: `REFUSED: ${groups}; nothing was forgotten; fix "retention" in ${ctx.config.configFile}`, details: r };
+  }
   const unreadable = r.unreadable.length ? `; ${r.unreadable.length} unreadable snapshot(s) left alone` : "";
   const summary = `forgot ${r.removed} snapshot(s), kept ${r.keep.length}${unreadable}`;
   return { ok: r.removed === r.remove.length && r.unreadable.length === 0, summary, details: r };
