@@ -1,13 +1,13 @@
 import type { Command } from "commander";
 import { context, type Context } from "./context.js";
-import type { UndoResult } from "../engine.js";
+import type { SafeRestoreResult, UndoResult } from "../engine.js";
 import { RepoError } from "../repo/errors.js";
 import type { DiscardReport } from "../restore/discards.js";
 import { META_LAYOUT_HELP } from "../restore/layout.js";
 import type { RestoreReport } from "../restore/restorer.js";
 import { EXIT, formatBytes, formatDuration, info, printJson, table, warn } from "./output.js";
 import { Progress } from "./progress.js";
-import { formatLocalTime, LOCAL_TIME_NOTE, type ResolvedTime } from "../restore/select.js";
+import { formatLocalTime, LOCAL_TIME_NOTE } from "../restore/select.js";
 
 export interface RestoreFlags {
   target?: string;
@@ -46,15 +46,8 @@ function discardSummary(d: DiscardReport): string | undefined {
   return parts.length ? parts.join("; ") : undefined;
 }
 
-type PrintedResult = {
-  snapshot: { id: string; snapshot: { time: string; host: string } };
-  report: RestoreReport;
-  undoSnapshot?: string;
-  resolved?: ResolvedTime;
-  warnings: string[];
-  discards?: DiscardReport;
-  undo?: string;
-};
+/** A restore's result, native or restic: only the snapshot's id, time and host are printed. */
+type PrintedResult = Omit<SafeRestoreResult, "snapshot"> & { snapshot: { id: string; snapshot: { time: string; host: string } } };
 
 /** What a restore did (or, dry, would do), and a non-zero exit for what it could not do. Shared with the restic engine. */
 export function printRestoreResult(
@@ -123,8 +116,10 @@ function exitForFailures(report: RestoreReport, done: string): void {
 function printUndoResult(ctx: Context, opts: RestoreFlags, result: UndoResult): void {
   const { journal, report } = result;
   for (const w of result.warnings) warn(w);
+  // A file already as it was before the restore (one its swap failed for) needs nothing.
+  const files = report.files.filter((f) => f.action !== "unchanged");
   const counts = { back: 0, deleted: 0 };
-  for (const f of report.files) counts[f.action === "delete" ? "deleted" : "back"]++;
+  for (const f of files) counts[f.action === "delete" ? "deleted" : "back"]++;
   if (ctx.out.json) {
     printJson({
       undone: journal.id,
@@ -135,12 +130,13 @@ function printUndoResult(ctx: Context, opts: RestoreFlags, result: UndoResult): 
       putBack: counts.back,
       deleted: counts.deleted,
       warnings: result.warnings,
-      left: journal.changes.map(({ root, path }) => ({ root, path })),
+      // What is still to undo (what failed); the journal keeps it for another try.
+      left: opts.dryRun ? null : journal.changes.map(({ root, path }) => ({ root, path })),
       failed: report.failed,
-      files: report.files.map(({ root, path, action }) => ({ root, path, action })),
+      files: files.map(({ root, path, action }) => ({ root, path, action })),
     });
   } else {
-    if (opts.dryRun) for (const f of report.files) info(ctx.out, `${f.action.padEnd(8)} ${shown(f)}`);
+    if (opts.dryRun) for (const f of files) info(ctx.out, `${f.action.padEnd(8)} ${shown(f)}`);
     info(
       ctx.out,
       table([
@@ -154,12 +150,13 @@ function printUndoResult(ctx: Context, opts: RestoreFlags, result: UndoResult): 
 }
 
 /** --undo takes the restore's id and --force; the flags that choose what to restore do not go with it. */
-function checkUndoFlags(opts: RestoreFlags): void {
+function checkFlags(opts: RestoreFlags): void {
+  if (opts.withMeta && !opts.target) throw new RepoError("--with-meta goes with --target (in place, pi-guard's metadata goes back to its own folder anyway)", "usage");
   if (!opts.undo) {
     if (opts.force) throw new RepoError("--force goes with --undo only (a restore never needs it: it saves what it replaces first)", "usage");
     return;
   }
-  const bad = (["target", "path", "session", "delete", "host", "withMeta"] as const).filter((k) => opts[k] !== undefined && opts[k] !== false);
+  const bad = (["target", "path", "session", "delete", "host"] as const).filter((k) => opts[k] !== undefined && opts[k] !== false);
   if (bad.length) throw new RepoError(`--undo puts back what one restore changed; it takes no --${bad[0].replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`, "usage");
 }
 
@@ -224,7 +221,7 @@ Examples:
   $ pi-guard restore latest --repo s3://bucket/pi --key-file ./key --host laptop --target ~/restored`,
     )
     .action(async (when: string, opts: RestoreFlags, cmd: Command) => {
-      checkUndoFlags(opts);
+      checkFlags(opts);
       const ctx = context(cmd);
       const repo = await ctx.open();
       const { restore, undoRestore } = await import("../engine.js");

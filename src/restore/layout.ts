@@ -31,6 +31,6 @@ export function targetRootDir(root: string, targetDir: string, layout: TreeLayou
 }
 
 /** Help text shared by `restore` and `archive`. */
-export const META_LAYOUT_HELP = `pi-guard's own metadata (session tags, the ${META_ROOT_NAME} root) is left out of the tree
-unless --with-meta is given; then it is in .${META_ROOT_NAME}/ at the top, which does not belong in
-~/.pi/agent. An in-place restore puts it back into pi-guard's data dir, where it came from.`;
+export const META_LAYOUT_HELP = `Into --target, and in an archive, the tree is an agent dir: pi-guard's own metadata (session
+tags, the ${META_ROOT_NAME} root) is left out unless --with-meta puts it in .${META_ROOT_NAME}/ at
+the top (not something to copy into ~/.pi/agent). In place, it goes back to pi-guard's data dir.`;

@@ -129,6 +129,21 @@ describe("restore by time: what it discards, and an undo that puts back only wha
     expect(expectOneLineError(await cli(sb, ["restore", "--undo", id]), 1)).toMatch(/already undone/);
   });
 
+  it("the undo of a restore --delete brings back the sessions it deleted, and still leaves later ones alone", async () => {
+    const newerBytes = readFileSync(newer.file);
+    const r = await restoreJson(sb, [snap.snapshotId, "--delete"]);
+    expect(r.files).toContainEqual({ root: "agent", path: rel(newer.file), action: "delete", size: 0 });
+    expect(existsSync(newer.file)).toBe(false);
+    const later = await makePiSession({ agentDir: sb.agentDir, cwd: sb.dir("project4"), turns: [{ user: "after the --delete", assistant: [fauxText("stays")] }] });
+    const laterBytes = readFileSync(later.file);
+    const u = (await ok(sb, ["restore", "--undo", "latest", "--json"])).json<{ undone: string; files: { path: string; action: string }[] }>();
+    expect(u.undone).toBe((r as unknown as { undo: { id: string } }).undo.id);
+    expect(u.files).toContainEqual({ root: "agent", path: rel(newer.file), action: "create" });
+    expect(readFileSync(newer.file).equals(newerBytes)).toBe(true);
+    expect(readFileSync(main.file).equals(live)).toBe(true);
+    expect(readFileSync(later.file).equals(laterBytes)).toBe(true);
+  });
+
   it("a restore that only creates files takes no pre-restore snapshot, and its undo deletes only what it created", async () => {
     rmSync(main.file);
     const r = await restoreJson(sb, [snap.snapshotId, "--session", main.sessionId]);
@@ -139,5 +154,11 @@ describe("restore by time: what it discards, and an undo that puts back only wha
     await ok(sb, ["restore", "--undo", id]);
     expect(existsSync(main.file)).toBe(false);
     expect([newer.file].map((f) => readFileSync(f))).toEqual(others);
+  });
+
+  it("--undo and --force are refused with the flags that do not go with them (exit 2)", async () => {
+    expect(expectOneLineError(await cli(sb, ["restore", "--undo", "latest", "--target", sb.dir("x")]), 2)).toMatch(/--undo .* takes no --target/);
+    expect(expectOneLineError(await cli(sb, ["restore", "latest", "--force"]), 2)).toMatch(/--force goes with --undo/);
+    expect(expectOneLineError(await cli(sb, ["restore", "--undo", "no such"]), 2)).toMatch(/--undo takes the id a restore printed/);
   });
 });
