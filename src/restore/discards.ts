@@ -98,10 +98,13 @@ async function measure(repo: Repository, reader: BlobReader, item: PlanItem): Pr
  */
 async function sharedPrefix(repo: Repository, reader: BlobReader, node: TreeNode, handle: FileHandle, size: number): Promise<number> {
   let pos = 0;
+  // One buffer for every blob's bytes: memory stays at the largest blob, whatever the file's size.
+  let scratch = Buffer.alloc(0);
   for (const id of node.content ?? []) {
     const len = repo.index.get(id)?.rawLength;
     if (len === undefined) return pos;
-    const live = await readAt(handle, pos, Math.min(len, size - pos));
+    if (scratch.length < len) scratch = Buffer.allocUnsafe(len);
+    const live = await readAt(handle, pos, Math.min(len, size - pos), scratch);
     if (live.length === len && repo.blobId(live) === id) {
       pos += len;
       continue;
@@ -127,8 +130,9 @@ async function lineStart(handle: FileHandle, pos: number): Promise<number> {
   return 0;
 }
 
-async function readAt(handle: FileHandle, pos: number, length: number): Promise<Buffer> {
-  const buf = Buffer.allocUnsafe(Math.max(0, length));
+/** Up to `length` bytes at `pos` (fewer at the end of the file), into `into` when given. */
+async function readAt(handle: FileHandle, pos: number, length: number, into?: Buffer): Promise<Buffer> {
+  const buf = (into ?? Buffer.allocUnsafe(Math.max(0, length))).subarray(0, Math.max(0, length));
   let have = 0;
   while (have < buf.length) {
     const { bytesRead } = await handle.read(buf, have, buf.length - have, pos + have);
