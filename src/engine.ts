@@ -34,7 +34,7 @@ import {
 } from "./restore/restorer.js";
 import { SnapshotReader } from "./restore/snapshot-reader.js";
 import { parseSessionFileName } from "./pi/writer.js";
-import { PRE_RESTORE_TAG, type ResolvedTime, type Selection, selectSnapshotAt, snapshotsOfHost } from "./restore/select.js";
+import { datedInFuture, PRE_RESTORE_TAG, type ResolvedTime, type Selection, selectSnapshotAt, snapshotsOfHost } from "./restore/select.js";
 import { hostName } from "./host.js";
 
 export { openTarget };
@@ -392,16 +392,33 @@ export async function chooseSnapshot(repo: Repository, when: string): Promise<Sn
 export async function chooseSnapshotAt(repo: Repository, when: string, hosts?: HostChoice): Promise<Selection<SnapshotRecord>> {
   const ofHost = <R extends SnapshotBriefRecord | SnapshotRecord>(all: R[]): R[] => (hosts ? snapshotsOfHost(all, when, hosts.host, hostName()) : all);
   const briefs = ofHost(await repo.listSnapshotBriefs());
-  const { record: brief, resolved, warnings } = selectSnapshotAt(briefs, when, new Date(), repo.unreadableSnapshots);
-  try {
-    const snapshot = await repo.loadSnapshotFromTarget(brief.id);
-    if (snapshot.time === brief.snapshot.time) return { record: { id: brief.id, snapshot }, resolved, warnings };
-  } catch (err) {
-    // Forgotten since it was listed: choose again from a full listing, which no longer has it.
-    if (!(err instanceof ObjectNotFound)) throw err;
+  // A brief dated in the future makes "latest" skip or refuse it; it could be a cached lie, so
+  // such briefs (rare) are checked against their snapshots, and if one lies the choice is made
+  // from the snapshots themselves.
+  if (await briefsTrue(repo, briefs.filter((b) => datedInFuture(b, new Date())))) {
+    const { record: brief, resolved, warnings } = selectSnapshotAt(briefs, when, new Date(), repo.unreadableSnapshots);
+    try {
+      const snapshot = await repo.loadSnapshotFromTarget(brief.id);
+      if (snapshot.time === brief.snapshot.time) return { record: { id: brief.id, snapshot }, resolved, warnings };
+    } catch (err) {
+      // Forgotten since it was listed: choose again from a full listing, which no longer has it.
+      if (!(err instanceof ObjectNotFound)) throw err;
+    }
   }
   const snapshots = ofHost(await repo.listSnapshots());
   return selectSnapshotAt(snapshots, when, new Date(), repo.unreadableSnapshots);
+}
+
+/** Whether each brief's time is its snapshot's (one read each). */
+async function briefsTrue(repo: Repository, briefs: SnapshotBriefRecord[]): Promise<boolean> {
+  for (const b of briefs) {
+    const snapshot = await repo.loadSnapshotFromTarget(b.id).catch((err) => {
+      if (err instanceof ObjectNotFound) return undefined;
+      throw err;
+    });
+    if (snapshot?.time !== b.snapshot.time) return false;
+  }
+  return true;
 }
 
 /**

@@ -92,7 +92,7 @@ export const PRE_RESTORE_TAG = "pre-restore";
 export const CLOCK_SKEW_MS = 5 * 60_000;
 
 /** A snapshot dated after now (plus CLOCK_SKEW_MS) cannot be "latest". */
-const inFuture = (s: Choosable, now: Date): boolean => Date.parse(s.snapshot.time) > now.getTime() + CLOCK_SKEW_MS;
+export const datedInFuture = (s: Choosable, now: Date): boolean => Date.parse(s.snapshot.time) > now.getTime() + CLOCK_SKEW_MS;
 
 const FUTURE = "dated in the future by this machine's clock (a wrong clock?)";
 
@@ -142,7 +142,7 @@ export function selectSnapshotAt<R extends Choosable>(
     const prefix = expr.toLowerCase();
     const hits = snapshots.filter((s) => s.id.startsWith(prefix));
     if (hits.length === 1) {
-      const warnings = inFuture(hits[0], now) ? [`snapshot ${listed(hits)} is ${FUTURE}; taken because it was named by id`] : [];
+      const warnings = datedInFuture(hits[0], now) ? [`snapshot ${listed(hits)} is ${FUTURE}; taken because it was named by id`] : [];
       return { record: hits[0], warnings };
     }
     if (hits.length > 1) {
@@ -160,8 +160,8 @@ export function selectSnapshotAt<R extends Choosable>(
       const ids = snapshots.slice(-3).map((s) => s.id.slice(0, 8)).join(", ");
       throw new RepoError(`"latest" never means an imported snapshot, and all snapshots here are imports: name one by id (${ids})`, "not-found");
     }
-    const dated = own.filter((s) => !inFuture(s, now));
-    const skipped = own.filter((s) => inFuture(s, now));
+    const dated = own.filter((s) => !datedInFuture(s, now));
+    const skipped = own.filter((s) => datedInFuture(s, now));
     if (dated.length === 0) {
       throw new RepoError(`"latest" never means a snapshot ${FUTURE}, and every snapshot here is one: ${listed(skipped)}; name one by id`, "not-found");
     }
