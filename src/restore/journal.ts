@@ -182,7 +182,7 @@ async function readJournal(file: string): Promise<RestoreJournal> {
   if (j.preRestore !== null && !str(j.preRestore)) throw bad("has a bad preRestore");
   if (j.state !== "started" && j.state !== "done") throw bad("has a bad state");
   if (!j.roots || typeof j.roots !== "object" || !Object.values(j.roots).every(str)) throw bad("has bad roots");
-  if (j.undone !== null && (typeof j.undone !== "object" || !str(j.undone.time))) throw bad("has a bad undone field");
+  if (j.undone !== null && (typeof j.undone !== "object" || !str(j.undone.time) || (j.undone.snapshot !== null && !str(j.undone.snapshot)))) throw bad("has a bad undone field");
   const actions = new Set(["create", "replace", "delete"]);
   const okChange = (c: JournalChange) =>
     c && str(c.root) && str(c.path) && str(c.key) && actions.has(c.action) && (c.landed === undefined || (num(c.landed.ino) && num(c.landed.size) && num(c.landed.ctimeMs)));

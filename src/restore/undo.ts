@@ -6,9 +6,10 @@
 // current state is snapshotted first, so that even the forced undo can be undone.
 import { promises as fs, type Stats } from "node:fs";
 import { RepoError } from "../repo/errors.js";
+import { ObjectNotFound } from "../targets/target.js";
 import type { Repository } from "../repo/repository.js";
 import type { JournalChange, RestoreJournal } from "./journal.js";
-import { applyRestore, deleteFile, failure, planRestore, type RestoreFailure, type RestoreReport } from "./restorer.js";
+import { applyRestore, deleteFile, failure, planRestore, type RestoreReport } from "./restorer.js";
 import { type FsPath, joinPath, nodeComponents, resolveDestRoot, walkDirs } from "./safe-path.js";
 
 export interface UndoCheck {
@@ -93,7 +94,12 @@ export async function applyUndo(repo: Repository, journal: RestoreJournal, todo:
   const report: RestoreReport = { snapshotId: journal.preRestore ?? journal.snapshot, files: [], failed: [], bytesWritten: 0, durationMs: 0 };
   if (back.length) {
     if (!journal.preRestore) throw new RepoError(`restore ${journal.id} recorded replaced files but no pre-restore snapshot: nothing was undone`, "input");
-    const record = { id: journal.preRestore, snapshot: await repo.loadSnapshotFromTarget(journal.preRestore) };
+    const pre = journal.preRestore;
+    const snapshot = await repo.loadSnapshotFromTarget(pre).catch((err) => {
+      if (!(err instanceof ObjectNotFound)) throw err;
+      throw new RepoError(`the pre-restore snapshot ${pre.slice(0, 8)} of restore ${journal.id} is not in the repository (forgotten?): nothing was undone`, "not-found");
+    });
+    const record = { id: pre, snapshot };
     const wanted = new Set(back.map((c) => keyOf(c.root, c.key)));
     const plan = await planRestore(repo, record, { destinations: journal.roots, select: (root, key) => wanted.has(keyOf(root, key)), durable: true });
     for (const item of plan.items) wanted.delete(keyOf(item.root, item.key));
@@ -102,7 +108,7 @@ export async function applyUndo(repo: Repository, journal: RestoreJournal, todo:
     report.failed.push(...done.failed);
     report.bytesWritten += done.bytesWritten;
     for (const c of back) {
-      if (wanted.has(keyOf(c.root, c.key))) report.failed.push({ path: c.path, root: c.root, error: `not in the pre-restore snapshot ${journal.preRestore.slice(0, 8)}`, kind: "damaged" });
+      if (wanted.has(keyOf(c.root, c.key))) report.failed.push({ path: c.path, root: c.root, error: `not in the pre-restore snapshot ${pre.slice(0, 8)}`, kind: "damaged" });
     }
   }
   for (const c of created) {
@@ -111,7 +117,7 @@ export async function applyUndo(repo: Repository, journal: RestoreJournal, todo:
       const rootDir = await resolveDestRoot(journal.roots[c.root]);
       if (await deleteFile({ rootDir, comps: components(c) })) report.files.push({ path: c.path, root: c.root, action: "delete", size: 0, dest: `${rootDir}/${c.path}` });
     } catch (err) {
-      report.failed.push(failure(c.path, c.root, err) satisfies RestoreFailure);
+      report.failed.push(failure(c.path, c.root, err));
     }
   }
   report.durationMs = Date.now() - started;
