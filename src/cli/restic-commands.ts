@@ -31,6 +31,8 @@ const ROUTES: Record<string, Route> = {
   restore: async (ctx, session, [when], opts) => {
     const flags = opts as RestoreFlags;
     if (flags.delete) throw new RepoError("--delete is not available on a restic repository: a restore there creates and replaces files, never deletes (docs/RESTIC.md)", "usage");
+    if (flags.undo) throw new RepoError("--undo is not available on a restic repository: undo a restore there by restoring the pre-restore snapshot it printed (docs/RESTIC.md)", "usage");
+    if (flags.lock === false) throw new RepoError("--no-lock is not available on a restic repository: restic takes its own lock", "usage");
     const { resticRestore } = await import("../restic/restore.js");
     const progress = new Progress(!ctx.out.json && !ctx.out.quiet);
     const result = await resticRestore(ctx.config, await session(), String(when), {
@@ -39,10 +41,11 @@ const ROUTES: Record<string, Route> = {
       session: flags.session,
       dryRun: flags.dryRun,
       host: flags.host,
+      withMeta: flags.withMeta,
       onProgress: (p) => progress.update(`${p.files} files, ${formatBytes(p.bytes)}  ${p.current}`),
     });
     progress.done();
-    printRestoreResult(ctx, flags, { ...result, snapshot: { id: result.snapshot.id, snapshot: { time: result.snapshot.time, host: result.snapshot.host } } }, "");
+    printRestoreResult(ctx, flags, { ...result, snapshot: { id: result.snapshot.id, snapshot: { time: result.snapshot.time, host: result.snapshot.host } } }, true);
   },
   forget: async (ctx, session, [ids], opts) => {
     const flags = opts as ForgetFlags;

@@ -417,7 +417,8 @@ Examples:
     .argument("<id>", "session id or a unique prefix of it")
     .description("export a session (live or only in a snapshot) to Markdown, JSON or HTML")
     .option("-f, --format <format>", "markdown, json or html (default: from the --output extension, else markdown)")
-    .option("-o, --output <file>", "write here (atomically) instead of to stdout")
+    .option("-o, --output <file>", "write here (atomically) instead of to stdout; never into the agent dir")
+    .option("--force", "with --output: replace a file that is there")
     .option("--branch <entry>", "export the path to this entry instead of pi's leaf")
     .option("--redact", "mask API keys and tokens (known key shapes and the keys in auth.json and models.json)")
     .addHelpText(
@@ -427,16 +428,23 @@ Markdown reads well on GitHub; JSON has a stable shape (docs/SESSIONS.md); HTML 
 self-contained page (tree, search, branches, light/dark, print) that makes no network requests
 and embeds the session so \`pi-guard salvage --from-html\` can recover it.
 
+--output is written to a temp file beside it and renamed into place, so a failed export leaves
+no partial file. It is refused inside the agent dir or any other folder pi-guard backs up
+(symlinks resolved: a live session must never become its own export), and an existing file is
+replaced only with --force.
+
 Examples:
   $ pi-guard export 01a2 > session.md
   $ pi-guard export 01a2 --format html --output session.html
   $ pi-guard export 01a2 --format json --branch 7f3c9e21 --redact -o branch.json`,
     )
-    .action(async (id: string, opts: { format?: string; output?: string; branch?: string; redact?: boolean }, cmd: Command) => {
+    .action(async (id: string, opts: { format?: string; output?: string; force?: boolean; branch?: string; redact?: boolean }, cmd: Command) => {
       const ctx = context(cmd);
-      const { exportSessionTo, fileSink, parseFormat, stdoutSink } = await import("../export/index.js");
-      // Check the format before any work, so a typo fails fast and alone.
+      const { checkExportTarget, exportSessionTo, fileSink, parseFormat, stdoutSink } = await import("../export/index.js");
+      // Check the format and the output before any work, so a mistake fails fast and alone.
       const format = parseFormat(opts.format, opts.output);
+      if (opts.force && !opts.output) throw new RepoError("--force goes with --output only", "usage");
+      if (opts.output) await checkExportTarget(opts.output, ctx.config.roots, !!opts.force);
       const { resolveSession } = await import("../sessions/index.js");
       await withCatalog(ctx, false, async (catalog) => {
         const record = resolveSession(catalog.sessions, id);
@@ -445,7 +453,7 @@ Examples:
         const output = opts.output;
         let written: number;
         try {
-          const sink = output ? () => fileSink(output) : async () => stdoutSink();
+          const sink = output ? () => fileSink(output, { overwrite: !!opts.force }) : async () => stdoutSink();
           written = await exportSessionTo(bytes, sink, { format, branch: opts.branch, redact: opts.redact, agentDir: ctx.config.agentDir, source, fallbackId: record.id });
         } finally {
           await bytes.close();

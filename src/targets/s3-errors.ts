@@ -79,7 +79,7 @@ export function describeS3Error(err: unknown, c: S3ErrorContext): Error {
     );
   }
   if (name === "AccessDenied" || name === "Forbidden" || status === 403) {
-    return new TargetError(`access denied: ${what} in ${c.location}${where} (${name || "HTTP 403"}); the credentials need s3:GetObject, PutObject, DeleteObject and ListBucket on it`, "io", false);
+    return new TargetError(`access denied: ${what} in ${c.location}${where} (${name || "HTTP 403"}); the credentials need s3:GetObject, PutObject, DeleteObject and ListBucket on it`, "io", false, true);
   }
   const net = networkCode(e);
   if (net) return new TargetError(`cannot reach S3${where || " (AWS)"}: ${net} during ${what}`, "io", true);
