@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { context, type Context } from "./context.js";
-import { formatBytes, info, printJson, table } from "./output.js";
+import { formatBytes, info, printJson, table, warn } from "./output.js";
 import { RepoError } from "../repo/errors.js";
 import type { renderSession as RenderSession, SessionCatalog, SessionRecord, SessionView } from "../sessions/index.js";
 import type { Lock } from "../repo/lock.js";
@@ -123,10 +123,12 @@ export function printSessionView(ctx: Context, record: SessionRecord, view: Sess
       labels: Object.fromEntries(view.labels),
       compactions: view.compactions.map((e) => e.id),
       path: view.path,
+      warnings: view.warnings,
     });
     return;
   }
   info(ctx.out, render(view, { toolLines: opts.full ? 0 : 8, source }));
+  for (const w of view.warnings) warn(w);
 }
 
 /** The filters `sessions list` and `sessions search` share. */
@@ -234,6 +236,7 @@ Examples:
       await withCatalog(ctx, !!opts.live, async (catalog) => {
         await withSearchIndex(ctx.config.dataDir, async (index) => {
           const sync = await index.sync(catalog, !opts.live);
+          for (const w of sync.warnings) warn(w);
           const started = performance.now();
           // Without list filters, only the records of the sessions shown are read.
           const filtered = Object.values(filter).some((v) => v !== undefined && v !== false);
@@ -446,7 +449,7 @@ Examples:
         let written: number;
         try {
           const sink = output ? () => fileSink(output) : async () => stdoutSink();
-          written = await exportSessionTo(bytes, sink, { format, branch: opts.branch, redact: opts.redact, agentDir: ctx.config.agentDir, source, fallbackId: record.id });
+          written = await exportSessionTo(bytes, sink, { format, branch: opts.branch, redact: opts.redact, agentDir: ctx.config.agentDir, source, fallbackId: record.id, onWarning: warn });
         } finally {
           await bytes.close();
         }
