@@ -170,8 +170,14 @@ Examples:
       const ctx = context(cmd);
       const repo = await ctx.open();
       const wanted = (s: { tags: string[]; host: string }) => (!opts.tag || s.tags.includes(opts.tag)) && (!opts.host || s.host === opts.host);
+      const { allSnapshotsDamaged } = await import("../repo/snapshot-damage.js");
+      // Snapshot objects that are all unreadable are damage, never "no snapshots yet".
+      const readableOrDamage = <T>(list: T[]): T[] => {
+        if (!list.length && repo.unreadableSnapshots.length) throw allSnapshotsDamaged(repo.unreadableSnapshots, { location: ctx.config.repo, mirror: ctx.config.mirrors[0] });
+        return list;
+      };
       if (ctx.out.json) {
-        const all = (await repo.listSnapshots()).filter((r) => wanted(r.snapshot));
+        const all = readableOrDamage(await repo.listSnapshots()).filter((r) => wanted(r.snapshot));
         for (const bad of repo.unreadableSnapshots) warn(`skipped ${bad.error}; run \`pi-guard check\``);
         await printJsonArray(slices(all, 2000), ({ id, snapshot: s }) => ({
           id,
@@ -190,7 +196,7 @@ Examples:
         return;
       }
       // The table needs only the briefs: 100,000 snapshots list without parsing each in full.
-      const all = (await repo.listSnapshotBriefs()).filter((r) => wanted(r.snapshot));
+      const all = readableOrDamage(await repo.listSnapshotBriefs()).filter((r) => wanted(r.snapshot));
       for (const bad of repo.unreadableSnapshots) warn(`skipped ${bad.error}; run \`pi-guard check\``);
       if (all.length === 0) {
         info(ctx.out, "no snapshots yet (run `pi-guard snapshot`)");

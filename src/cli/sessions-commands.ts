@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { context, type Context } from "./context.js";
-import { formatBytes, info, printJson, table, warn } from "./output.js";
+import { EXIT, formatBytes, info, printJson, table, warn } from "./output.js";
 import { RepoError } from "../repo/errors.js";
 import type { renderSession as RenderSession, SessionCatalog, SessionRecord, SessionView } from "../sessions/index.js";
 import type { Lock } from "../repo/lock.js";
@@ -63,6 +63,14 @@ async function withCatalog<T>(ctx: Context, liveOnly: boolean, fn: (c: SessionCa
   }
 }
 
+/** Snapshots the catalog could not read: a warning, or damage (exit 3) when it could read none. */
+function reportSnapshotDamage(ctx: Context, catalog: SessionCatalog): void {
+  const damage = catalog.snapshotDamage({ location: ctx.config.repo, mirror: ctx.config.mirrors[0] });
+  if (!damage) return;
+  warn(damage.message);
+  if (damage.all) process.exitCode = EXIT.damaged;
+}
+
 /** A catalog record as `sessions list --json` shows it: the per-day breakdown and copies are for `stats`. */
 const listRow = ({ usage: _u, turnsByDay: _t, copied: _c, origins: _o, ...row }: SessionRecord) => row;
 
@@ -84,6 +92,7 @@ async function gatherStats(ctx: Context, gap: string) {
   if (!Number.isFinite(gapHours) || gapHours <= 0) throw new RepoError(`--gap must be a number of hours above 0, not "${gap}"`, "usage");
   const { computeStats } = await import("../sessions/stats.js");
   return withCatalog(ctx, false, async (catalog) => {
+    reportSnapshotDamage(ctx, catalog);
     const timeline = catalog.snapshots.map((r) => ({ id: r.id, time: r.time, host: r.host, tags: r.tags }));
     const { statsOriginKeys } = await import("../sessions/index.js");
     return computeStats(catalog.sessions, { target: ctx.config.repo, timeline }, { gapHours, originKeys: await statsOriginKeys(catalog) });
@@ -170,9 +179,10 @@ Examples:
       const { filterSessions } = await import("../sessions/query.js");
       const { timeRange } = await import("../sessions/time-filter.js");
       const range = timeRange(opts);
-      const list = await withCatalog(ctx, !!opts.live, async (c) =>
-        filterSessions(c.sessions, { project: opts.project, tag: opts.tag, deleted: opts.deleted, host: opts.host, ...range }),
-      );
+      const list = await withCatalog(ctx, !!opts.live, async (c) => {
+        reportSnapshotDamage(ctx, c);
+        return filterSessions(c.sessions, { project: opts.project, tag: opts.tag, deleted: opts.deleted, host: opts.host, ...range });
+      });
       await printSessionList(ctx, list);
     });
 
@@ -234,6 +244,7 @@ Examples:
       const range = timeRange(opts);
       const filter = { project: opts.project, tag: opts.tag, deleted: opts.deleted, host: opts.host, ...range };
       await withCatalog(ctx, !!opts.live, async (catalog) => {
+        reportSnapshotDamage(ctx, catalog);
         await withSearchIndex(ctx.config.dataDir, async (index) => {
           const sync = await index.sync(catalog, !opts.live);
           for (const w of sync.warnings) warn(w);
