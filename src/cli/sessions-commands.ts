@@ -338,7 +338,10 @@ Examples:
         const ra = resolveSession(catalog.sessions, a);
         const rb = resolveSession(catalog.sessions, b);
         if (ra.id === rb.id) throw new RepoError(`"${a}" and "${b}" are the same session ${ra.id.slice(0, 8)}: give two different sessions`, "usage");
-        const merged = mergeSessions({ id: ra.id, name: ra.name, session: await loadSession(catalog, ra) }, { id: rb.id, name: rb.name, session: await loadSession(catalog, rb) });
+        const [sa, sb] = [await loadSession(catalog, ra), await loadSession(catalog, rb)];
+        // What was read only in part is written so: the merged file holds those parts as text.
+        for (const [r, loaded] of [[ra, sa], [rb, sb]] as const) for (const w of loaded.warnings) warn(`session ${r.id}: ${w}`);
+        const merged = mergeSessions({ id: ra.id, name: ra.name, session: sa }, { id: rb.id, name: rb.name, session: sb });
         const file = opts.output ?? mergedSessionPath(ctx.config, merged.header);
         await writeNewSession(file, merged, !opts.output);
         const messages = merged.entries.filter((e) => e.type === "message").length;

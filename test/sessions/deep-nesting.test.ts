@@ -8,6 +8,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cli, initRepo, snapshot, type CliResult } from "../helpers/cli.js";
 import { fauxText, fauxToolCall, makePiSession, type PiSessionResult } from "../helpers/pi-factory.js";
+import { validateWithPi } from "../helpers/pi-validate.js";
 import { makeSandbox, writePiConfigFiles, type Sandbox } from "../helpers/tmp.js";
 import { appendHostileEntry, deepArray, deepObject } from "./hostile.js";
 
@@ -77,6 +78,17 @@ describe("an entry nested 5,000 and 100,000 levels deep", () => {
       noCrash(r);
       expect(r.json<{ results: { session: { id: string } }[] }>().results.map((x) => x.session.id)).toEqual([s.sessionId]);
     }
+  });
+
+  it("sessions merge writes a session pi loads, holding the deep part as text, and says so", async () => {
+    const out = path.join(sb.root, "merged.jsonl");
+    const r = await cli(sb, ["--json", "sessions", "merge", live.sessionId, clean.sessionId, "--output", out]);
+    noCrash(r);
+    expect(r.stderr).toMatch(new RegExp(`${live.sessionId}.*deadbee5.*nested deeper than \\d+ levels`));
+    const text = readFileSync(out, "utf8");
+    const pi = validateWithPi(text, { expectMessages: true });
+    expect(JSON.stringify(pi.context.messages)).toContain("The pangolin has scales.");
+    expect(text).toContain("echo hostile");
   });
 
   for (const which of ["live (5,000 levels)", "snapshot only (100,000 levels)"]) {
