@@ -32,9 +32,9 @@ export interface DamagedFile {
  */
 export interface DamagedPack {
   pack: string;
-  /** What is wrong with the pack itself ("is in the index but missing", "2 blob(s) damaged"...). */
+  /** What is wrong with the pack itself ("content does not match its name (damaged)", "2 blob(s) damaged"...). */
   problems: string[];
-  /** Blobs of it that cannot be used (all of a missing pack's). */
+  /** Its blobs found damaged, or needed by a file or a file list and unusable. */
   blobs: number;
   /** Files (root and path) with data in it, and the snapshots holding them or whose file list it holds. */
   files: number;
@@ -262,10 +262,11 @@ export function groupedProblems(report: CheckReport): CheckProblem[] {
   for (const d of report.damagedPacks) {
     const what = d.pack ? `pack ${d.pack.slice(0, 12)}: ${d.problems.join("; ") || "damaged"}` : `${d.blobs} blob(s) that no index names`;
     const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
+    const it = d.pack ? "it" : "them";
     const users = d.files
-      ? `; ${plural(d.files, "file")} in ${plural(d.snapshots, "snapshot")} ${d.files === 1 ? "uses" : "use"} it (${d.examples.join(", ")}${d.files > d.examples.length ? `, and ${d.files - d.examples.length} more` : ""})`
+      ? `; ${plural(d.files, "file")} in ${plural(d.snapshots, "snapshot")} ${d.files === 1 ? "uses" : "use"} ${it} (${d.examples.join(", ")}${d.files > d.examples.length ? `, and ${d.files - d.examples.length} more` : ""})`
       : d.snapshots
-        ? `; the file list${d.snapshots === 1 ? " of 1 snapshot needs" : `s of ${d.snapshots} snapshots need`} it`
+        ? `; the file list${d.snapshots === 1 ? " of 1 snapshot needs" : `s of ${d.snapshots} snapshots need`} ${it}`
         : d.blobs
           ? "; no snapshot uses its damaged blobs"
           : "";
@@ -298,7 +299,7 @@ async function verifyPack(repo: Repository, pack: string, indexed: IndexedBlob[]
     const header = decrypt(repo.key.encryption, raw.subarray(raw.length - 4 - headerLen, raw.length - 4), `pack ${short} header`, AAD.packHeader);
     decodePackHeader(header, `pack ${short} header`);
   } catch (err) {
-    messages.push(err instanceof RepoError ? err.message.replace(`pack ${short} header`, "header").replace(/^pack [0-9a-f]{12}:? /, "") : "unreadable header");
+    messages.push(err instanceof RepoError ? err.message.replace(`pack ${short} header`, "header") : "unreadable header");
   }
   const bad: string[] = [];
   // A frame is sealed as a whole: damage anywhere in it makes all its blobs unreadable.

@@ -9,6 +9,7 @@ import { promises as fs } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { parseSessionFileName, sessionDirName, sessionFileName, sessionsDir } from "../pi/index.js";
 import { listLiveFiles } from "../sessions/live.js";
+import { headerSeed } from "../sessions/read.js";
 import { RepoError } from "../repo/errors.js";
 import { sessionText } from "./finalize.js";
 import type { SalvagedSession } from "./types.js";
@@ -64,18 +65,16 @@ async function liveCopy(session: SalvagedSession, agentDir?: string): Promise<st
   return undefined;
 }
 
-/** The id in a file's first line, read from its first 64 KiB only. */
+/** The id in a file's header line (its first 64 KiB, as headerSeed reads it). */
 async function headerId(file: string): Promise<string | undefined> {
   const handle = await fs.open(file, "r").catch(() => undefined);
   if (!handle) return undefined;
   try {
     const buf = Buffer.alloc(64 * 1024);
     const { bytesRead } = await handle.read(buf, 0, buf.length, 0);
-    const line = buf.subarray(0, bytesRead).toString("utf8").split("\n", 1)[0];
-    const header = JSON.parse(line) as { type?: unknown; id?: unknown };
-    return header?.type === "session" && typeof header.id === "string" ? header.id : undefined;
+    return headerSeed(buf.subarray(0, bytesRead), "") || undefined;
   } catch {
-    return undefined;
+    return undefined; // unreadable: not a file pi could show either
   } finally {
     await handle.close();
   }
