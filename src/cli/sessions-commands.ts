@@ -166,7 +166,9 @@ export function registerSessionsCommands(program: Command): void {
       "after",
       `
 Sessions are read from the live files and from every snapshot. Summaries are cached in
-$XDG_DATA_HOME/pi-guard/catalog (rebuildable; delete it any time).
+$XDG_DATA_HOME/pi-guard/catalog (rebuildable; delete it any time). Snapshot objects that cannot
+be read are named on stderr; when none can be read, that is damage: the live sessions are
+listed and the exit code is 3.
 
 Examples:
   $ pi-guard sessions list
