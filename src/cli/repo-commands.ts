@@ -195,8 +195,14 @@ Examples:
       const ctx = context(cmd);
       const repo = await ctx.open();
       const wanted = (s: { tags: string[]; host: string }) => (!opts.tag || s.tags.includes(opts.tag)) && (!opts.host || s.host === opts.host);
+      const { allSnapshotsDamaged } = await import("../repo/snapshot-damage.js");
+      // Snapshot objects that are all unreadable are damage, never "no snapshots yet".
+      const readableOrDamage = <T>(list: T[]): T[] => {
+        if (!list.length && repo.unreadableSnapshots.length) throw allSnapshotsDamaged(repo.unreadableSnapshots, { location: ctx.config.repo, mirror: ctx.config.mirrors[0] });
+        return list;
+      };
       if (ctx.out.json) {
-        const all = (await repo.listSnapshots()).filter((r) => wanted(r.snapshot));
+        const all = readableOrDamage(await repo.listSnapshots()).filter((r) => wanted(r.snapshot));
         for (const bad of repo.unreadableSnapshots) warn(`skipped ${bad.error}; run \`pi-guard check\``);
         await printJsonArray(slices(all, 2000), ({ id, snapshot: s }) => ({
           id,
@@ -215,7 +221,7 @@ Examples:
         return;
       }
       // The table needs only the briefs: 100,000 snapshots list without parsing each in full.
-      const all = (await repo.listSnapshotBriefs()).filter((r) => wanted(r.snapshot));
+      const all = readableOrDamage(await repo.listSnapshotBriefs()).filter((r) => wanted(r.snapshot));
       for (const bad of repo.unreadableSnapshots) warn(`skipped ${bad.error}; run \`pi-guard check\``);
       if (all.length === 0) {
         info(ctx.out, "no snapshots yet (run `pi-guard snapshot`)");
@@ -237,25 +243,30 @@ Examples:
     .option("--all", "check the repository and each mirror of the config file, one after another")
     .addHelpText(
       "after",
-      `\nExit code 3 when damage is found. With --all, each target is reported on its own and the exit\ncode is the worst of them (3 damage, 1 a target that cannot be opened or reached).\n\nExamples:\n  $ pi-guard check\n  $ pi-guard check --read-data --json\n  $ pi-guard check --all --read-data    # the repository and every mirror`,
+      `\nExit code 3 when damage is found. Damage is one line per damaged pack: what is wrong with it,\nhow many files in how many snapshots use it, a few of their paths; then "next:" names the\ncommand that heals it (\`pi-guard repair --from <mirror> --to <repository>\` when a mirror is\nconfigured; \`pi-guard repair index\` for a damaged index). --json lists every damaged file of\nevery snapshot (damagedFiles), and the same grouping (damagedPacks, nextSteps).\n\nWith --all, each target is reported on its own and the exit code is the worst of them (3\ndamage, 1 a target that cannot be opened or reached).\n\nExamples:\n  $ pi-guard check\n  $ pi-guard check --read-data --json\n  $ pi-guard check --all --read-data    # the repository and every mirror`,
     )
     .action(async (opts: { readData?: boolean; all?: boolean }, cmd: Command) => {
       const ctx = context(cmd);
       const { runCheck } = await import("../repo/check-run.js");
-      const check = async (repo: Awaited<ReturnType<typeof ctx.open>>) => {
+      const { groupedProblems } = await import("../repo/check.js");
+      const targets = [ctx.config.repo, ...ctx.config.mirrors];
+      const check = async (repo: Awaited<ReturnType<typeof ctx.open>>, location: string) => {
         const progress = new Progress(!ctx.out.json && !ctx.out.quiet);
         try {
-          return await runCheck(repo, { readData: opts.readData, lockWaitMs: ctx.lockWaitMs, onProgress: (p) => progress.update(`reading packs ${p.packs}/${p.total}`) });
+          const otherCopies = targets.filter((t) => t !== location);
+          return await runCheck(repo, { readData: opts.readData, lockWaitMs: ctx.lockWaitMs, location, otherCopies, onProgress: (p) => progress.update(`reading packs ${p.packs}/${p.total}`) });
         } finally {
           progress.done();
         }
       };
+      // One line per damaged pack, however many files and snapshots need it; --json has them all.
       const print = (report: Awaited<ReturnType<typeof check>>, prefix: string) => {
-        for (const p of report.problems) (p.severity === "error" ? warn : (l: string) => info(ctx.out, l))(`${prefix}${p.severity}: ${p.message}`);
+        for (const p of groupedProblems(report)) (p.severity === "error" ? warn : (l: string) => info(ctx.out, l))(`${prefix}${p.severity}: ${p.message}`);
         info(ctx.out, `${prefix}${report.snapshots} snapshots, ${report.packs} packs, ${report.blobs} blobs${opts.readData ? `, ${formatBytes(report.bytesRead)} read` : ""}: ${report.ok ? "no errors" : "DAMAGED"}`);
+        for (const step of report.nextSteps) info(ctx.out, `${prefix}next: ${step}`);
       };
       if (!opts.all) {
-        const report = await check(await ctx.open());
+        const report = await check(await ctx.open(), ctx.config.repo);
         if (ctx.out.json) printJson(report);
         else print(report, "");
         if (!report.ok) process.exitCode = EXIT.damaged;
@@ -265,9 +276,9 @@ Examples:
       const { reportError } = await import("./output.js");
       const results: { target: string; ok: boolean; error: string | null; report: unknown }[] = [];
       let code: number = EXIT.ok;
-      for (const target of [ctx.config.repo, ...ctx.config.mirrors]) {
+      for (const target of targets) {
         try {
-          const report = await check(await openAt(ctx, target));
+          const report = await check(await openAt(ctx, target), target);
           results.push({ target, ok: report.ok, error: null, report });
           if (!ctx.out.json) print(report, `${target}: `);
           if (!report.ok) code = Math.max(code, EXIT.damaged);

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { context, type Context } from "./context.js";
-import { formatBytes, info, printJson, table } from "./output.js";
+import { EXIT, formatBytes, info, printJson, table, warn } from "./output.js";
 import { RepoError } from "../repo/errors.js";
 import type { renderSession as RenderSession, SessionCatalog, SessionRecord, SessionView } from "../sessions/index.js";
 import type { Lock } from "../repo/lock.js";
@@ -63,6 +63,14 @@ async function withCatalog<T>(ctx: Context, liveOnly: boolean, fn: (c: SessionCa
   }
 }
 
+/** Snapshots the catalog could not read: a warning, or damage (exit 3) when it could read none. */
+function reportSnapshotDamage(ctx: Context, catalog: SessionCatalog): void {
+  const damage = catalog.snapshotDamage({ location: ctx.config.repo, mirror: ctx.config.mirrors[0] });
+  if (!damage) return;
+  warn(damage.message);
+  if (damage.all) process.exitCode = EXIT.damaged;
+}
+
 /** A catalog record as `sessions list --json` shows it: the per-day breakdown and copies are for `stats`. */
 const listRow = ({ usage: _u, turnsByDay: _t, copied: _c, origins: _o, ...row }: SessionRecord) => row;
 
@@ -84,6 +92,7 @@ async function gatherStats(ctx: Context, gap: string) {
   if (!Number.isFinite(gapHours) || gapHours <= 0) throw new RepoError(`--gap must be a number of hours above 0, not "${gap}"`, "usage");
   const { computeStats } = await import("../sessions/stats.js");
   return withCatalog(ctx, false, async (catalog) => {
+    reportSnapshotDamage(ctx, catalog);
     const timeline = catalog.snapshots.map((r) => ({ id: r.id, time: r.time, host: r.host, tags: r.tags }));
     const { statsOriginKeys } = await import("../sessions/index.js");
     return computeStats(catalog.sessions, { target: ctx.config.repo, timeline }, { gapHours, originKeys: await statsOriginKeys(catalog) });
@@ -123,10 +132,12 @@ export function printSessionView(ctx: Context, record: SessionRecord, view: Sess
       labels: Object.fromEntries(view.labels),
       compactions: view.compactions.map((e) => e.id),
       path: view.path,
+      warnings: view.warnings,
     });
     return;
   }
   info(ctx.out, render(view, { toolLines: opts.full ? 0 : 8, source }));
+  for (const w of view.warnings) warn(w);
 }
 
 /** The filters `sessions list` and `sessions search` share. */
@@ -155,7 +166,9 @@ export function registerSessionsCommands(program: Command): void {
       "after",
       `
 Sessions are read from the live files and from every snapshot. Summaries are cached in
-$XDG_DATA_HOME/pi-guard/catalog (rebuildable; delete it any time).
+$XDG_DATA_HOME/pi-guard/catalog (rebuildable; delete it any time). Snapshot objects that cannot
+be read are named on stderr; when none can be read, that is damage: the live sessions are
+listed and the exit code is 3.
 
 Examples:
   $ pi-guard sessions list
@@ -168,9 +181,10 @@ Examples:
       const { filterSessions } = await import("../sessions/query.js");
       const { timeRange } = await import("../sessions/time-filter.js");
       const range = timeRange(opts);
-      const list = await withCatalog(ctx, !!opts.live, async (c) =>
-        filterSessions(c.sessions, { project: opts.project, tag: opts.tag, deleted: opts.deleted, host: opts.host, ...range }),
-      );
+      const list = await withCatalog(ctx, !!opts.live, async (c) => {
+        reportSnapshotDamage(ctx, c);
+        return filterSessions(c.sessions, { project: opts.project, tag: opts.tag, deleted: opts.deleted, host: opts.host, ...range });
+      });
       await printSessionList(ctx, list);
     });
 
@@ -232,8 +246,10 @@ Examples:
       const range = timeRange(opts);
       const filter = { project: opts.project, tag: opts.tag, deleted: opts.deleted, host: opts.host, ...range };
       await withCatalog(ctx, !!opts.live, async (catalog) => {
+        reportSnapshotDamage(ctx, catalog);
         await withSearchIndex(ctx.config.dataDir, async (index) => {
           const sync = await index.sync(catalog, !opts.live);
+          for (const w of sync.warnings) warn(w);
           const started = performance.now();
           // Without list filters, only the records of the sessions shown are read.
           const filtered = Object.values(filter).some((v) => v !== undefined && v !== false);
@@ -324,7 +340,10 @@ Examples:
         const ra = resolveSession(catalog.sessions, a);
         const rb = resolveSession(catalog.sessions, b);
         if (ra.id === rb.id) throw new RepoError(`"${a}" and "${b}" are the same session ${ra.id.slice(0, 8)}: give two different sessions`, "usage");
-        const merged = mergeSessions({ id: ra.id, name: ra.name, session: await loadSession(catalog, ra) }, { id: rb.id, name: rb.name, session: await loadSession(catalog, rb) });
+        const [sa, sb] = [await loadSession(catalog, ra), await loadSession(catalog, rb)];
+        // What was read only in part is written so: the merged file holds those parts as text.
+        for (const [r, loaded] of [[ra, sa], [rb, sb]] as const) for (const w of loaded.warnings) warn(`session ${r.id}: ${w}`);
+        const merged = mergeSessions({ id: ra.id, name: ra.name, session: sa }, { id: rb.id, name: rb.name, session: sb });
         const file = opts.output ?? mergedSessionPath(ctx.config, merged.header);
         await writeNewSession(file, merged, !opts.output);
         const messages = merged.entries.filter((e) => e.type === "message").length;
@@ -454,7 +473,7 @@ Examples:
         let written: number;
         try {
           const sink = output ? () => fileSink(output, { overwrite: !!opts.force }) : async () => stdoutSink();
-          written = await exportSessionTo(bytes, sink, { format, branch: opts.branch, redact: opts.redact, agentDir: ctx.config.agentDir, source, fallbackId: record.id });
+          written = await exportSessionTo(bytes, sink, { format, branch: opts.branch, redact: opts.redact, agentDir: ctx.config.agentDir, source, fallbackId: record.id, onWarning: warn });
         } finally {
           await bytes.close();
         }

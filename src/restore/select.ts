@@ -1,5 +1,6 @@
 import { createRequire } from "node:module";
 import { RepoError } from "../repo/errors.js";
+import { allSnapshotsDamaged } from "../repo/snapshot-damage.js";
 import { isImport, SUSPECT_LOSS_TAG } from "../repo/format.js";
 import type { Snapshot } from "../repo/format.js";
 
@@ -152,7 +153,7 @@ export function selectSnapshotAt<R extends Choosable>(
     if (damaged) throw new RepoError(damaged.error, "corrupt");
     if (!/^\d+$/.test(expr)) throw new RepoError(`no snapshot has an id starting with ${expr}`, "not-found");
   }
-  if (snapshots.length === 0) throw new RepoError("the repository has no snapshots yet", "not-found");
+  if (snapshots.length === 0) throw unreadable.length ? allSnapshotsDamaged(unreadable) : new RepoError("the repository has no snapshots yet", "not-found");
   if (expr === "latest") {
     // An import's time is the archive's claim (it may lie in the future): name imports by id.
     const own = snapshots.filter((s) => !isImport(s.snapshot));

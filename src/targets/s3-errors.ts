@@ -58,6 +58,9 @@ export function describeS3Error(err: unknown, c: S3ErrorContext): Error {
   if (name === "NoSuchBucket" || (name === "NotFound" && c.key === undefined)) {
     return new TargetError(`S3 bucket "${c.bucket}" does not exist${where}: create it, or fix the bucket name in ${c.location}`, "not-found", false);
   }
+  // Any other 404 on an object (servers differ in the error name, or send none for HEAD) is the
+  // object missing: the caller reports it as damage, never as an unexplained failure.
+  if (status === 404 && c.key !== undefined) return new ObjectNotFound(c.key);
   if (name === "InvalidAccessKeyId") {
     return new TargetError(`S3${where} does not know the access key (InvalidAccessKeyId): check AWS_ACCESS_KEY_ID or AWS_PROFILE`, "io", false);
   }

@@ -8,6 +8,7 @@ import { promises as fs } from "node:fs";
 import type { Config } from "../config/config.js";
 import { isImport, SUSPECT_LOSS_TAG } from "../repo/format.js";
 import type { Repository, SnapshotRecord } from "../repo/repository.js";
+import { allSnapshotsDamaged } from "../repo/snapshot-damage.js";
 import { PRE_RESTORE_TAG } from "../restore/select.js";
 import { readScheduleState, upcomingJobs, type JobRun } from "./schedule.js";
 import { watcherFiles, type WatcherState } from "./state.js";
@@ -196,6 +197,7 @@ export async function gatherStatus(config: Config, repo: Repository, opts: { max
   const problems: string[] = [];
   const notes: string[] = [];
   const snapshots = await repo.listSnapshots();
+  if (!snapshots.length && repo.unreadableSnapshots.length) throw allSnapshotsDamaged(repo.unreadableSnapshots, { location: config.repo, mirror: config.mirrors[0] });
   const own = snapshots.filter((s) => !isImport(s.snapshot) && !has(s, PRE_RESTORE_TAG));
   const good = own.filter((s) => !has(s, SUSPECT_LOSS_TAG));
   const lastGood = good.at(-1);
