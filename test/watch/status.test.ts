@@ -70,7 +70,7 @@ describe("pi-guard status", () => {
 
     const stale = await status(["--max-age", "1ms"]);
     expect(stale.code).toBe(1);
-    expect(stale.stderr).toMatch(/older than --max-age/);
+    expect(stale.stderr).toMatch(/older than the max age of 1 ms/);
     expect(stale.stdout).toMatch(/UNHEALTHY/);
     expect((await status()).code).toBe(0);
     expectOneLineError(await status(["--max-age", "soon"]), 2);
