@@ -130,9 +130,14 @@ describe("watcher health", () => {
     const back = await waitFor("the healthy alert", () => received(log)[1]);
     expect(back).toMatchObject({ event: "healthy", healthy: "1", kinds: "", args: "--summary=pi-guard: healthy again" });
     expect(back.stdin).toMatchObject({ event: "healthy", healthy: true, previous: ["suspect-loss"], problems: [] });
-    expect(readLog(sb).filter((e) => e.event === "alert").map((e) => [e.event, e.ok])).toEqual([
-      ["alert", true],
-      ["alert", true],
+    // The watcher logs each alert once its command has ended.
+    const logged = await waitFor("both alerts in the log", () => {
+      const alerts = readLog(sb).filter((e) => e.event === "alert");
+      return alerts.length >= 2 ? alerts : undefined;
+    });
+    expect(logged.map((e) => [e.alert, e.ok, e.problems])).toEqual([
+      ["unhealthy", true, ["suspect-loss"]],
+      ["healthy", true, []],
     ]);
     // Nothing changes after that: no further alert.
     await sleep(6000);

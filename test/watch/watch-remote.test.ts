@@ -50,10 +50,12 @@ describe("watch on S3: remote batching and request counts", () => {
         await new Promise((r) => setTimeout(r, 100));
       }
       const spanMs = Date.now() - t0;
-      // The last change is taken at the next batch boundary, not before.
+      // The last change is taken at the next batch boundary, not before. (A snapshot is dated at
+      // its commit: one that read the file just before the last append can be dated after it;
+      // pendingSince says whether every change seen is in a snapshot.)
       const state = await waitFor("a snapshot after the last change", () => {
         const s = readState(sb);
-        return s && s.lastSnapshot && Date.parse(s.lastSnapshot.time) >= t0 + spanMs - 100 ? s : undefined;
+        return s && s.lastSnapshot && Date.parse(s.lastSnapshot.time) >= t0 + spanMs - 100 && !s.pendingSince ? s : undefined;
       });
       const afterFirst = state.snapshots.made - 1;
       expect(afterFirst).toBeGreaterThanOrEqual(1);
