@@ -10,8 +10,8 @@
  * Until a first shipment succeeds, only this watcher's own snapshots are counted.
  */
 import type { Config } from "../config/config.js";
-import type { Repository } from "../repo/repository.js";
-import type { SnapshotRecord } from "../repo/repository.js";
+import type { Repository, SnapshotRecord } from "../repo/repository.js";
+import type { MirrorShipment } from "../repo/ship.js";
 import { CountingTarget, type RequestCounts } from "../targets/counting.js";
 import type { OpenTargetOptions } from "../targets/open.js";
 import type { WatchLog } from "./log.js";
@@ -104,9 +104,9 @@ export class MirrorShipper {
         const counts = this.counts.get(mirror) ?? { puts: 0, gets: 0, lists: 0 };
         this.counts.set(mirror, counts);
         const counting: OpenTargetOptions = { wrapStorage: (s, { multipartPartSize }) => new CountingTarget(s, multipartPartSize, counts) };
-        const [r] = await shipToMirrors({ mirrors: [mirror], dataDir: config.dataDir }, source, { signal: this.controller.signal, select }, () => counting).catch((err: unknown) => [
-          { mirror, error: err instanceof Error ? err.message : String(err), transient: true, report: undefined },
-        ]);
+        const [r] = await shipToMirrors({ mirrors: [mirror], dataDir: config.dataDir }, source, { signal: this.controller.signal, select }, () => counting).catch(
+          (err: unknown): MirrorShipment[] => [{ mirror, error: err instanceof Error ? err.message : String(err), transient: true }],
+        );
         this.settle(t, r, listed, config);
         if (this.stopped && this.controller.signal.aborted) break;
       }
@@ -117,7 +117,8 @@ export class MirrorShipper {
     return this.running;
   }
 
-  private settle(t: Tracked, r: { mirror: string; error?: string; transient?: boolean; report?: { copied: string[]; present: string[]; blobsCopied: number; bytesCopied: number; packsWritten: number } }, listed: SnapshotRecord[] | undefined, config: Config): void {
+  /** Record one mirror's shipment: its lag after a good one, the failure otherwise. */
+  private settle(t: Tracked, r: MirrorShipment, listed: SnapshotRecord[] | undefined, config: Config): void {
     const now = new Date().toISOString();
     const since = t.sinceListing;
     t.sinceListing = undefined;
@@ -143,7 +144,7 @@ export class MirrorShipper {
     this.log.write("error", "error", { where: "mirror", mirror: r.mirror, message: r.error, transient: r.transient ?? null, behind: t.lag.behind, behindSince: t.lag.behindSince });
     t.lag.lastAttempt = { time: now, ok: false, error: r.error };
     t.lag.failingSince ??= now;
-    this.report({ kind: "mirror-error", mirror: r.mirror, message: `${r.error ?? "unknown error"}`, retryInMs: config.watch.remoteBatchMs });
+    this.report({ kind: "mirror-error", mirror: r.mirror, message: r.error ?? "unknown error", retryInMs: config.watch.remoteBatchMs });
     // Retried at the next interval even without a new snapshot: the mirror compares listings.
     this.due = true;
   }

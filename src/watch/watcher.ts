@@ -153,6 +153,7 @@ export class Watcher {
   private rescanReason = "";
   private rescanTimer: NodeJS.Timeout | undefined;
   private rescanFirstAt = 0;
+  private rescanPass = 1;
   private rewatching: Promise<void> | undefined;
   private lastFullScanAt = Date.now();
   /** CPU samples (time, cpu ms) of the last minute, for a CPU figure that means something. */
@@ -289,8 +290,6 @@ export class Watcher {
     this.rescanFirstAt ||= Date.now();
     this.armRescan();
   }
-
-  private rescanPass = 1;
 
   /** (Re)start the rescan's quiet period: every event of chokidar pushes it back, up to RESCAN_MAX_WAIT_MS. */
   private armRescan(): void {
@@ -658,13 +657,11 @@ export class Watcher {
   private async fullScan(snapshotId: string): Promise<void> {
     const started = Date.now();
     const since = this.lastSnapshotAt;
-    let found;
-    try {
-      found = await compareWithSnapshot(this.opts.repo, snapshotId, this.config.roots, this.config.filter);
-    } catch (err) {
+    const found = await compareWithSnapshot(this.opts.repo, snapshotId, this.config.roots, this.config.filter).catch((err: unknown) => {
       this.opts.log.write("error", "error", { where: "full-scan", message: (err as Error).message });
-      return;
-    }
+      return undefined;
+    });
+    if (!found) return;
     // A change made just now has its event on the way: give it a moment before calling it missed.
     if (found.count) await new Promise((r) => setTimeout(r, SCAN_GRACE_MS));
     const reported = (abs: string) => (this.recent.get(abs) ?? 0) >= since - MTIME_MARGIN_MS;
@@ -703,7 +700,7 @@ export class Watcher {
       this.alertMemory = await readAlertMemory(file);
       this.opts.log.write(outcome.run.ok ? "info" : "error", "alert", { alert: outcome.event, problems: problems.map((p) => p.kind), ok: outcome.run.ok, error: outcome.run.error ?? null, ms: outcome.run.ms, output: outcome.run.output || null });
       this.opts.onReport?.({ kind: "alert", outcome, problems });
-    });
+    }).catch((err: unknown) => this.opts.log.write("error", "error", { where: "alert", message: (err as Error).message }));
   }
 
   /**
@@ -721,6 +718,7 @@ export class Watcher {
     if (!newest || newest.snapshot.tags?.includes(SUSPECT_LOSS_TAG) || Date.parse(newest.snapshot.time) <= Date.parse(loss.since)) return;
     if (!this.state.suspectLoss) return;
     delete this.state.suspectLoss;
+    this.lastGood = { id: newest.id, timeMs: Date.parse(newest.snapshot.time) };
     this.opts.log.write("warn", "accepted", { snapshot: newest.id, files: newest.snapshot.summary?.files, since: loss.since });
     this.opts.onReport?.({ kind: "accepted", id: newest.id });
   }
