@@ -31,6 +31,8 @@ export interface TreeComparison {
 /** Compare the roots on disk with snapshot `id`'s file list. */
 export async function compareWithSnapshot(repo: Repository, id: string, roots: SourceRoot[], filter: SourceFilter, limit = 100): Promise<TreeComparison> {
   const snapshot = await repo.loadSnapshot(id);
+  // Up to date, as a snapshot makes it: a prune since may have moved the tree's blobs.
+  await repo.loadIndex(true);
   const rootPath = new Map(roots.map((r) => [r.name, r.path]));
   // Paths the snapshot could not read are not differences: they are on disk and never in a list.
   const skipped = new Set((snapshot.skipped ?? []).map((s) => nodeKey(s.root, s.path)));
