@@ -76,8 +76,10 @@ export function alertSummary(p: Pick<AlertPayload, "healthy" | "problems">): str
 export function runAlert(settings: AlertSettings, payload: AlertPayload, baseEnv: NodeJS.ProcessEnv = process.env): Promise<AlertRun> {
   const summary = alertSummary(payload);
   const [file, args] = typeof settings.command === "string" ? ["/bin/sh", ["-c", settings.command]] : [settings.command[0], settings.command.slice(1).map((a) => a.replaceAll("{summary}", summary))];
+  // The repository's password is no business of a notification command.
+  const { PI_GUARD_PASSWORD: _password, ...inherited } = baseEnv;
   const env: NodeJS.ProcessEnv = {
-    ...baseEnv,
+    ...inherited,
     PI_GUARD_ALERT: payload.event,
     PI_GUARD_HEALTHY: payload.healthy ? "1" : "0",
     PI_GUARD_SUMMARY: summary,

@@ -3,7 +3,7 @@
 // its tag (tagged by plain restic here, as any tool could), the watcher's state file, --json, and
 // exit 1 when unhealthy.
 import { execFileSync } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -62,6 +62,21 @@ describe("pi-guard status on a restic repository", () => {
     expect((await cli(env, ["status"])).stdout).toMatch(/newest snapshot .* SUSPECTED LOSS/);
     await ok(env, ["snapshot", "-q"]);
     expect((await cli(env, ["status"])).code).toBe(0);
+  });
+
+  it("status --alert works on restic too, and the alert command never sees the repository's password", async () => {
+    const seen = path.join(sb.root, "alert-env.txt");
+    mkdirSync(path.join(sb.configHome, "pi-guard"), { recursive: true });
+    writeFileSync(path.join(sb.configHome, "pi-guard", "config.json"), JSON.stringify({ alerts: { command: ["sh", "-c", `env > '${seen}'`] } }));
+    await new Promise((r) => setTimeout(r, 5));
+    const r = await cli(env, ["status", "--alert", "--max-age", "1ms", "--json"]);
+    expect(r.code).toBe(1);
+    expect(r.json().alert).toMatchObject({ outcome: { event: "unhealthy", run: { ok: true } } });
+    const text = readFileSync(seen, "utf8");
+    expect(text).toMatch(/^PI_GUARD_ALERT=unhealthy$/m);
+    expect(text).toMatch(/^PI_GUARD_PROBLEM_KINDS=snapshot-too-old$/m);
+    expect(text).not.toContain(PASSWORD);
+    writeFileSync(path.join(sb.configHome, "pi-guard", "config.json"), "{}");
   });
 
   it("a watcher's state file is read too: a suspected loss it reports fails status", async () => {
