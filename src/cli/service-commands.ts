@@ -41,7 +41,8 @@ function registerStatus(program: Command): void {
       "after",
       `
 The last good snapshot is the newest one that is not an import, a pre-restore snapshot or a
-suspected loss ("suspect-loss": taken by watch when most files vanished at once).
+suspected loss ("suspect-loss": taken by watch when most files vanished at once). Works on restic
+repositories too (no object counts, no mirrors there).
 
 Exit codes: 0 healthy; 1 unhealthy, when any of these holds:
   - no good snapshot yet, or a suspected loss is pending (the newest snapshot is one, or the

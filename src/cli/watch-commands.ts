@@ -16,9 +16,10 @@ export function registerWatchCommands(program: Command): void {
 Keeps one repository open and snapshots each batch of changes to the sources (the agent dir, a
 sessions dir outside it, pi-guard's metadata) once they have been quiet for the debounce, and at
 most watch.maxDelayMs after the first change. Failed snapshots are logged and retried with backoff.
-Every watch.fullScanMs (default 5 min) the sources are compared with the last snapshot by a stat
-walk, a backstop for a change no watch event reported; after a restore, or when the files of a
-suspected loss come back, the watches are rebuilt.
+New folders, a restore, and files of a suspected loss coming back are checked against what is
+watched (chokidar can miss a folder made inside a new one), and every watch.fullScanMs (default
+5 min) the sources are compared with the last snapshot by a stat walk, a backstop for a change no
+watch event reported.
 
 If a batch would drop most of the files at once, or the sessions dir vanishes, the snapshot is
 still taken but tagged "suspect-loss": \`pi-guard restore latest\` skips it and restores the last
