@@ -86,6 +86,11 @@ const ROUTES: Record<string, Route> = {
     const all = await resticSessions(ctx.config, await session());
     await printSessionList(ctx, filterSessions(all, { project: flags.project, tag: flags.tag, deleted: flags.deleted, host: flags.host, ...range }));
   },
+  status: async (ctx, session, _args, opts) => {
+    const [{ resticStatus }, { printStatus, statusOptions }] = await Promise.all([import("../restic/status.js"), import("./service-commands.js")]);
+    const { maxAgeMs, alert } = await statusOptions(ctx, opts);
+    await printStatus(ctx, await resticStatus(ctx.config, await session(), { maxAgeMs }), alert);
+  },
   "sessions show": async (ctx, session, [id], opts) => {
     const [{ resticSessions, readResticSession }, sessions] = await Promise.all([import("../restic/sessions.js"), import("../sessions/index.js")]);
     const s = await session();

@@ -1,9 +1,10 @@
 import type { Command } from "commander";
-import { context } from "./context.js";
+import { context, type Context } from "./context.js";
 import { EXIT, formatBytes, info, printJson, table, warn } from "./output.js";
 import { RepoError } from "../repo/errors.js";
 import { formatLocalTime } from "../restore/select.js";
 import { SCHEDULED_JOBS, type ScheduledJob } from "../config/config.js";
+import type { StatusReport } from "../watch/status.js";
 
 /** "3d 4h", "2h 5m", "4m 10s", "850 ms". */
 export function formatAge(ms: number): string {
@@ -33,63 +34,110 @@ export function registerOpsCommands(program: Command): void {
 function registerStatus(program: Command): void {
   program
     .command("status")
-    .description("is everything backed up? the last snapshot and its age, the watcher, the repository, the next jobs")
-    .option("--max-age <duration>", "unhealthy when the last good snapshot is older than this (e.g. 90s, 15m, 1h, 2d)")
+    .description("is everything backed up? the last snapshot and its age, the watcher, the mirrors, the repository, the next jobs")
+    .option("--max-age <duration>", "unhealthy when the last good snapshot, or a mirror, is older than this (e.g. 90s, 15m, 1h, 2d; default: config health.maxAge / health.mirrorMaxLag)")
+    .option("--alert", "run the config's alerts.command when health changed since the last alert (for cron without a watcher)")
     .addHelpText(
       "after",
       `
 The last good snapshot is the newest one that is not an import, a pre-restore snapshot or a
-suspected loss ("suspect-loss": taken by watch when most files vanished at once).
+suspected loss ("suspect-loss": taken by watch when most files vanished at once). Works on restic
+repositories too (no object counts, no mirrors there).
 
-Exit codes: 0 healthy; 1 unhealthy: no good snapshot yet, a suspected loss is pending (the newest
-snapshot is one, or the watcher reports one), or --max-age is given and the last good snapshot is
-older. Without --max-age the age alone never fails. A repository that cannot be opened is exit 1
-too (3 when its data is damaged).
+Exit codes: 0 healthy; 1 unhealthy, when any of these holds:
+  - no good snapshot yet, or a suspected loss is pending (the newest snapshot is one, or the
+    watcher reports one);
+  - the last good snapshot is older than --max-age (or config health.maxAge; without either,
+    age alone never fails);
+  - the watcher's snapshots have been failing, or changes have waited unsaved, for longer than
+    health.stuckAfter (default the larger of 2 min and 2 x watch.remoteBatchMs); or the watcher
+    is hung (its state file not rewritten for 5 min);
+  - a mirror lacks a snapshot for longer than --max-age (or health.mirrorMaxLag, default 15 min),
+    or, with no watcher running, cannot be reached.
+A repository that cannot be opened is exit 1 too (3 when its data is damaged).
+
+With a watcher running, each mirror's lag is the watcher's; otherwise status lists each mirror
+(at most 10 s each). --alert runs alerts.command (docs/OPERATIONS.md) when the set of problems
+differs from the last one alerted, remembered in the state dir; while a watcher runs, the watcher
+sends the alerts and --alert sends none.
 
 Examples:
   $ pi-guard status
   $ pi-guard status --max-age 1h --json
-  $ pi-guard status --max-age 15m -q || notify-send "pi-guard: backups are behind"`,
+  $ pi-guard status --max-age 15m -q || notify-send "pi-guard: backups are behind"
+  */10 * * * * pi-guard status --alert -q`,
     )
-    .action(async (opts: { maxAge?: string }, cmd: Command) => {
+    .action(async (opts: StatusFlags, cmd: Command) => {
       const ctx = context(cmd);
-      const { gatherStatus, parseDuration } = await import("../watch/status.js");
-      let maxAgeMs: number | undefined;
-      if (opts.maxAge !== undefined) {
-        maxAgeMs = parseDuration(opts.maxAge);
-        if (maxAgeMs === undefined) throw new RepoError(`--max-age must be a duration such as 90s, 15m, 1h or 2d, not "${opts.maxAge}"`, "usage");
-      }
+      const { maxAgeMs, alert } = await statusOptions(ctx, opts);
+      const { gatherStatus } = await import("../watch/status.js");
       const repo = await ctx.open();
-      const r = await gatherStatus(ctx.config, repo, { maxAgeMs });
-      if (!r.healthy) process.exitCode = EXIT.failure;
-      if (ctx.out.json) return printJson(r);
-      for (const p of r.problems) warn(p);
-      const rows: string[][] = [];
-      const snap = (s: { id: string; time: string; ageMs: number }) => `${s.id.slice(0, 8)}  ${both(s.time)}, ${formatAge(s.ageMs)} ago`;
-      rows.push(["last good snapshot", r.lastGoodSnapshot ? snap(r.lastGoodSnapshot) : "none"]);
-      if (r.newestSnapshot && r.newestSnapshot.id !== r.lastGoodSnapshot?.id) {
-        rows.push(["newest snapshot", `${snap(r.newestSnapshot)}${r.newestSnapshot.suspectLoss ? "  SUSPECTED LOSS" : ""}`]);
-      }
-      const w = r.watcher;
-      if (w.state === "running") {
-        rows.push(["watcher", `running, pid ${w.pid}, up ${formatAge(w.uptimeMs ?? 0)}, CPU ${w.cpu?.percent ?? 0}%, RSS ${formatBytes(w.rssBytes ?? 0)}`]);
-        rows.push(["watcher snapshots", `${w.snapshots?.made ?? 0} made, ${w.snapshots?.failed ?? 0} failed`]);
-      } else rows.push(["watcher", w.message]);
-      if (w.lastError) rows.push(["watcher last error", `${w.lastError.time}: ${w.lastError.message}`]);
-      const requests = (q: NonNullable<typeof w.requests>) =>
-        `${q.puts} PUT, ${q.gets} GET, ${q.lists} LIST in ${formatAge(q.overMs)}${q.putsPerDay === null ? "" : `; about ${q.putsPerDay} PUTs/day (extrapolated from this run)`}`;
-      if (w.requests) rows.push(["watcher requests", requests(w.requests)]);
-      for (const m of w.mirrorRequests ?? []) rows.push([`mirror requests`, `${m.mirror}: ${requests(m)}`]);
-      const o = r.repository.objects;
-      rows.push(["repository", r.repository.location]);
-      rows.push(["snapshots", String(r.repository.snapshots)]);
-      rows.push(["objects", `${o.data.count} packs, ${o.index.count} index, ${o.snapshots.count} snapshot, ${o.keys.count} key, ${o.locks.count} lock`]);
-      rows.push(["size", formatBytes(r.repository.bytes)]);
-      for (const s of r.schedules) rows.push([`next ${s.job}`, `${both(s.next)}${s.lastRun ? `; last ${s.lastRun.ok ? "ok" : "FAILED"} ${s.lastRun.start}` : ""}`]);
-      rows.push(["status", r.healthy ? "healthy" : `UNHEALTHY (${r.problems.length} problem${r.problems.length === 1 ? "" : "s"})`]);
-      info(ctx.out, table(rows));
-      for (const n of r.notes) info(ctx.out, `note: ${n}`);
+      await printStatus(ctx, await gatherStatus(ctx.config, repo, { maxAgeMs }), alert);
     });
+}
+
+export interface StatusFlags {
+  maxAge?: string;
+  alert?: boolean;
+}
+
+/** The status flags checked (usage errors before any repository is opened). */
+export async function statusOptions(ctx: Context, opts: StatusFlags): Promise<{ maxAgeMs?: number; alert: boolean }> {
+  if (opts.alert && !ctx.config.alerts) throw new RepoError(`--alert: there is no alerts.command in ${ctx.config.configFile} (docs/OPERATIONS.md)`, "usage");
+  if (opts.maxAge === undefined) return { alert: !!opts.alert };
+  const { parseDuration } = await import("../watch/health.js");
+  const maxAgeMs = parseDuration(opts.maxAge);
+  if (maxAgeMs === undefined) throw new RepoError(`--max-age must be a duration such as 90s, 15m, 1h or 2d, not "${opts.maxAge}"`, "usage");
+  return { maxAgeMs, alert: !!opts.alert };
+}
+
+/** Print a status report (both engines), send the alert when asked, and set the exit code. */
+export async function printStatus(ctx: Context, r: StatusReport, alert: boolean): Promise<void> {
+  const sent = alert ? await (await import("../watch/alert.js")).statusAlert(ctx.config, r) : undefined;
+  if (!r.healthy) process.exitCode = EXIT.failure;
+  if (ctx.out.json) return printJson(sent ? { ...r, alert: sent } : r);
+  for (const p of r.problems) warn(p);
+  if (sent?.outcome && !sent.outcome.run.ok) warn(`the alert command failed: ${sent.outcome.run.error}`);
+  const rows: string[][] = [];
+  const snap = (s: { id: string; time: string; ageMs: number }) => `${s.id.slice(0, 8)}  ${both(s.time)}, ${formatAge(s.ageMs)} ago`;
+  const ago = (iso: string) => `${both(iso)}, ${formatAge(Date.now() - Date.parse(iso))} ago`;
+  rows.push(["last good snapshot", r.lastGoodSnapshot ? snap(r.lastGoodSnapshot) : "none"]);
+  if (r.newestSnapshot && r.newestSnapshot.id !== r.lastGoodSnapshot?.id) {
+    rows.push(["newest snapshot", `${snap(r.newestSnapshot)}${r.newestSnapshot.suspectLoss ? "  SUSPECTED LOSS" : ""}`]);
+  }
+  const w = r.watcher;
+  if (w.state === "running") {
+    const cpu = w.cpu?.percent === null || w.cpu === undefined ? "CPU too early to tell" : `CPU ${w.cpu.percent} % (last ${formatAge(w.cpu.overMs)})`;
+    rows.push(["watcher", `running, pid ${w.pid}, up ${formatAge(w.uptimeMs ?? 0)}, ${cpu}, RSS ${formatBytes(w.rssBytes ?? 0)}`]);
+    rows.push(["watcher snapshots", `${w.snapshots?.made ?? 0} made, ${w.snapshots?.failed ?? 0} failed`]);
+    if (w.failingSince) rows.push(["watcher failing", `since ${ago(w.failingSince)} (${w.failures} attempts)`]);
+    if (w.pendingSince) rows.push(["unsaved changes", `since ${ago(w.pendingSince)}`]);
+    const f = w.fullScan;
+    if (f) rows.push(["full scan", `${ago(f.time)}: ${f.files} files against ${f.snapshot.slice(0, 8)}, ${f.differences ? `${f.differences} differed, ${f.missed} missed by the watches${f.sample.length ? ` (${f.sample.join(", ")})` : ""}` : "no difference"}`]);
+  } else rows.push(["watcher", w.message]);
+  if (w.lastError) rows.push(["watcher last error", `${w.lastError.time}: ${w.lastError.message}`]);
+  const requests = (q: NonNullable<typeof w.requests>) => `${q.puts} PUT, ${q.gets} GET, ${q.lists} LIST in ${formatAge(q.overMs)}; ${q.putsPerDay === null ? `PUTs/day: ${q.why}` : `about ${q.putsPerDay} PUTs/day (extrapolated from this run)`}`;
+  if (w.requests) rows.push(["watcher requests", requests(w.requests)]);
+  for (const m of w.mirrorRequests ?? []) rows.push([`mirror requests`, `${m.mirror}: ${requests(m)}`]);
+  for (const m of r.mirrors) rows.push(["mirror", `${m.mirror}: ${mirrorLine(m)}`]);
+  const o = r.repository.objects;
+  rows.push(["repository", r.engine === "restic" ? `${r.repository.location} (restic)` : r.repository.location]);
+  rows.push(["snapshots", String(r.repository.snapshots)]);
+  if (o) rows.push(["objects", `${o.data.count} packs, ${o.index.count} index, ${o.snapshots.count} snapshot, ${o.keys.count} key, ${o.locks.count} lock`]);
+  if (r.repository.bytes !== null) rows.push(["size", formatBytes(r.repository.bytes)]);
+  for (const s of r.schedules) rows.push([`next ${s.job}`, `${both(s.next)}${s.lastRun ? `; last ${s.lastRun.ok ? "ok" : "FAILED"} ${s.lastRun.start}` : ""}`]);
+  rows.push(["status", r.healthy ? "healthy" : `UNHEALTHY (${r.problems.length} problem${r.problems.length === 1 ? "" : "s"})`]);
+  if (sent) rows.push(["alert", sent.skipped ?? (sent.outcome ? `${sent.outcome.event} alert ${sent.outcome.run.ok ? "sent" : "FAILED"}` : "nothing changed since the last alert; none sent")]);
+  info(ctx.out, table(rows));
+  for (const n of r.notes) info(ctx.out, `note: ${n}`);
+}
+
+function mirrorLine(m: StatusReport["mirrors"][number]): string {
+  if (m.unreachable) return `cannot be reached: ${m.unreachable}`;
+  const last = m.lastShipped ? `last shipped ${m.lastShipped.id.slice(0, 8)} of ${both(m.lastShipped.time)}` : "nothing shipped yet";
+  const failing = m.lastAttempt && !m.lastAttempt.ok ? `: ${m.lastAttempt.error}` : "";
+  if (!m.behind) return `in sync (${last})${failing ? `; the last attempt failed${failing}` : ""}`;
+  return `behind by ${m.behind} snapshot${m.behind === 1 ? "" : "s"} since ${both(m.behindSince ?? "")}${failing} (${last})`;
 }
 
 function registerSchedule(program: Command): void {
