@@ -18,6 +18,9 @@ import type { WatchLog } from "./log.js";
 import type { MirrorLag } from "./state.js";
 
 /** What the CLI is told about one mirror: a failed shipment, or the first good one after failures. */
+/** The retry budget of one shipment to one mirror (the configured `retry` budget caps it too). */
+const SHIP_RETRY_MS = 20_000;
+
 export type MirrorReport = { kind: "mirror-error"; mirror: string; message: string; retryInMs: number } | { kind: "mirror-recovered"; mirror: string };
 
 interface Tracked {
@@ -103,7 +106,9 @@ export class MirrorShipper {
         };
         const counts = this.counts.get(mirror) ?? { puts: 0, gets: 0, lists: 0 };
         this.counts.set(mirror, counts);
-        const counting: OpenTargetOptions = { wrapStorage: (s, { multipartPartSize }) => new CountingTarget(s, multipartPartSize, counts) };
+        // One attempt waits out a short outage only: the shipper tries again next batch anyway, and
+        // a mirror that is down must show as failing in the state file, not as an attempt minutes long.
+        const counting: OpenTargetOptions = { wrapStorage: (s, { multipartPartSize }) => new CountingTarget(s, multipartPartSize, counts), retry: { maxMs: SHIP_RETRY_MS } };
         const [r] = await shipToMirrors({ mirrors: [mirror], dataDir: config.dataDir }, source, { signal: this.controller.signal, select }, () => counting).catch(
           (err: unknown): MirrorShipment[] => [{ mirror, error: err instanceof Error ? err.message : String(err), transient: true }],
         );
