@@ -64,11 +64,15 @@ export function readSnapshot(raw: unknown): ResticSnapshotRecord | undefined {
   };
 }
 
-/** pi-guard's snapshots in the repository, oldest first (restic's own order is by time too, but not promised). */
-export async function listResticSnapshots(s: ResticSession, opts: { signal?: AbortSignal } = {}): Promise<ResticSnapshotRecord[]> {
+/**
+ * pi-guard's snapshots in the repository, oldest first (restic's own order is by time too, but not
+ * promised). restic leaves a snapshot object it cannot read out of its list and says so on stderr
+ * only: `onUnreadable` hears of each one, as a native listing's `unreadableSnapshots`.
+ */
+export async function listResticSnapshots(s: ResticSession, opts: { signal?: AbortSignal; onUnreadable?: (message: string) => void } = {}): Promise<ResticSnapshotRecord[]> {
   let parsed: unknown;
   let lines = 0;
-  await runRestic(s, ["snapshots", "--json", "--tag", PI_GUARD_TAG], {
+  const { stderr } = await runRestic(s, ["snapshots", "--json", "--tag", PI_GUARD_TAG], {
     signal: opts.signal,
     onJson: (v) => {
       lines++;
@@ -76,6 +80,10 @@ export async function listResticSnapshots(s: ResticSession, opts: { signal?: Abo
     },
   });
   if (lines !== 1 || !Array.isArray(parsed)) throw unexpectedOutput("snapshots", lines === 0 ? "(nothing)" : JSON.stringify(parsed)?.slice(0, 60) ?? "");
+  for (const m of stderr.matchAll(/^could not load snapshot ([0-9a-f]{8,64}): (.{1,200})$/gm)) {
+    // eslint-disable-next-line no-control-regex
+    opts.onUnreadable?.(`restic snapshot ${m[1].slice(0, 8)}: it cannot be read (${m[2].replace(/[\u0000-\u001f\u007f]/g, "?")})`);
+  }
   const out: ResticSnapshotRecord[] = [];
   for (const raw of parsed) {
     const r = readSnapshot(raw);
