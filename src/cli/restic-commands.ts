@@ -164,7 +164,7 @@ async function snapshot(ctx: Context, session: (isNew?: boolean) => Promise<Rest
   const [{ resticSnapshot }, { describeLoss }] = await Promise.all([import("../restic/backup.js"), import("../snapshot/loss-guard.js")]);
   const progress = new Progress(!ctx.out.json && !ctx.out.quiet);
   const onProgress = (p: { files: number; bytes: number; current: string }) => progress.update(`${p.files} files, ${formatBytes(p.bytes)}  ${p.current}`);
-  const { result, created } = await resticSnapshot(ctx.config, await session(), { ...opts, tags: opts.tag, onProgress }).finally(() => progress.done());
+  const { result, created, mirrors } = await resticSnapshot(ctx.config, await session(), { ...opts, tags: opts.tag, onProgress }).finally(() => progress.done());
   if (created) info(ctx.out, `created restic repository at ${ctx.config.repo.slice("restic:".length)}`);
   if (!result) {
     warn(`nothing to back up: ${ctx.config.agentDir} does not exist (set PI_CODING_AGENT_DIR or --agent-dir)`);
@@ -182,8 +182,22 @@ async function snapshot(ctx: Context, session: (isNew?: boolean) => Promise<Rest
     warn(describeLoss(result.loss, result.id, result.parent));
   } else if (lossAccepted) info(ctx.out, `accepted the deletion of ${result.loss!.lost} of ${result.loss!.filesBefore} files: snapshot ${result.id.slice(0, 8)} is the new whole state`);
   const sum = result.summary;
+  const { reportShipments, shipmentJson } = await import("./copy-commands.js");
   if (ctx.out.json) {
-    return printJson({ snapshotId: result.id, time: result.snapshot.time, parent: result.parent ?? null, tags: result.snapshot.tags, skipped: result.skipped, engine: "restic", ...sum, suspectLoss: result.loss ?? null, lossAccepted });
+    printJson({
+      snapshotId: result.id,
+      time: result.snapshot.time,
+      parent: result.parent ?? null,
+      tags: result.snapshot.tags,
+      skipped: result.skipped,
+      engine: "restic",
+      ...sum,
+      suspectLoss: result.loss ?? null,
+      lossAccepted,
+      ...(mirrors.length ? { mirrors: mirrors.map(shipmentJson) } : {}),
+    });
+    reportShipments(ctx, mirrors, result.id);
+    return;
   }
   info(
     ctx.out,
@@ -195,6 +209,7 @@ async function snapshot(ctx: Context, session: (isNew?: boolean) => Promise<Rest
       ["duration", formatDuration(sum.durationMs)],
     ]),
   );
+  reportShipments(ctx, mirrors, result.id);
 }
 
 async function snapshots(ctx: Context, session: () => Promise<ResticSession>, opts: { tag?: string; host?: string }): Promise<void> {

@@ -5,6 +5,7 @@
 import { hostName } from "../host.js";
 import { promises as fs } from "node:fs";
 import type { Config } from "../config/config.js";
+import type { MirrorShipment } from "../repo/ship.js";
 import { RepoError } from "../repo/errors.js";
 import { SUSPECT_LOSS_TAG } from "../repo/format.js";
 import { agentDirPresent, assertOwnTags, checkMissingAgentDir } from "../snapshot/backup.js";
@@ -40,8 +41,16 @@ export interface ResticSnapshotOptions extends ResticBackupOptions {
   init?: boolean;
 }
 
-/** `pi-guard snapshot` on restic, by the native policy; null when there was nothing to back up (allowEmpty). */
-export async function resticSnapshot(config: Config, s: ResticSession, opts: ResticSnapshotOptions = {}): Promise<{ result: ResticBackupResult | null; created: boolean }> {
+/**
+ * `pi-guard snapshot` on restic, by the native policy; null when there was nothing to back up
+ * (allowEmpty). Mirrors are pi-guard repositories: each one of the config is reported as not
+ * shipped to, rather than left out in silence.
+ */
+export async function resticSnapshot(
+  config: Config,
+  s: ResticSession,
+  opts: ResticSnapshotOptions = {},
+): Promise<{ result: ResticBackupResult | null; created: boolean; mirrors: MirrorShipment[] }> {
   assertOwnTags(opts.tags, { also: (t) => t === PI_GUARD_TAG || t.startsWith(ROOT_TAG_PREFIX) });
   const missing = !(await agentDirPresent(config));
   if (missing && !opts.allowEmpty) await checkMissingAgentDir(config, opts, async () => undefined);
@@ -54,9 +63,11 @@ export async function resticSnapshot(config: Config, s: ResticSession, opts: Res
   if (missing) {
     const heldAgentDir = (r: ResticSnapshotRecord) => r.roots.some((root) => root.name === "agent" && root.path === config.agentDir);
     await checkMissingAgentDir(config, opts, async () => (created || !(await resticRepositoryExists(s)) ? undefined : lastWholeSnapshot(s, heldAgentDir)));
-    return { result: null, created };
+    return { result: null, created, mirrors: [] };
   }
-  return { result: await resticBackup(config, s, opts), created };
+  const result = await resticBackup(config, s, opts);
+  const mirrors = config.mirrors.map((mirror) => ({ mirror, error: "mirrors are shipped to only from pi-guard's own repositories, not from a restic one (docs/RESTIC.md)" }));
+  return { result, created, mirrors };
 }
 
 async function resticRepositoryExists(s: ResticSession): Promise<boolean> {

@@ -6,7 +6,7 @@
 //   naming it, not exit 1 asking whether this is really restic;
 // - `pi-guard export` works: a live session without restic at all, a deleted one from restic.
 import { execFileSync } from "node:child_process";
-import { chmodSync, cpSync, existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { accident, piAgentDir } from "../helpers/accident.js";
@@ -80,6 +80,18 @@ describe("restic engine: the suspect-loss guard", () => {
     expect(next).toMatchObject({ tags: [], suspectLoss: null });
     const latest = (await ok(s.env, ["restore", "latest", "--target", s.sb.dir("after-accept"), "--json"])).json<RestoreJson>();
     expect(latest.snapshotId).toBe(next.snapshotId);
+  });
+
+  it("mirrors in the config are not shipped to from a restic repository, and the snapshot says so (exit 1) instead of leaving them out in silence", async () => {
+    const mirror = path.join(s.sb.root, "mirror");
+    mkdirSync(path.join(s.sb.configHome, "pi-guard"), { recursive: true });
+    writeFileSync(path.join(s.sb.configHome, "pi-guard", "config.json"), JSON.stringify({ mirrors: [mirror] }));
+    const r = await cli(s.env, ["snapshot", "--json"]);
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.json<{ mirrors: { mirror: string; ok: boolean }[] }>().mirrors).toMatchObject([{ mirror, ok: false }]);
+    expect(expectOneLineError(r, 1)).toMatch(/mirror .* failed: mirrors are shipped to only from pi-guard's own repositories/);
+    expect(existsSync(mirror)).toBe(false);
+    rmSync(path.join(s.sb.configHome, "pi-guard", "config.json"));
   });
 });
 
