@@ -164,7 +164,7 @@ async function snapshot(ctx: Context, session: (isNew?: boolean) => Promise<Rest
   const [{ resticSnapshot }, { describeLoss }] = await Promise.all([import("../restic/backup.js"), import("../snapshot/loss-guard.js")]);
   const progress = new Progress(!ctx.out.json && !ctx.out.quiet);
   const onProgress = (p: { files: number; bytes: number; current: string }) => progress.update(`${p.files} files, ${formatBytes(p.bytes)}  ${p.current}`);
-  const { result, created, mirrors } = await resticSnapshot(ctx.config, await session(), { ...opts, tags: opts.tag, onProgress }).finally(() => progress.done());
+  const { result, created, mirrors } = await resticSnapshot(ctx.config, () => session(), { ...opts, tags: opts.tag, onProgress }).finally(() => progress.done());
   if (created) info(ctx.out, `created restic repository at ${ctx.config.repo.slice("restic:".length)}`);
   if (!result) {
     warn(`nothing to back up: ${ctx.config.agentDir} does not exist (set PI_CODING_AGENT_DIR or --agent-dir)`);

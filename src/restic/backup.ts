@@ -48,12 +48,14 @@ export interface ResticSnapshotOptions extends ResticBackupOptions {
  */
 export async function resticSnapshot(
   config: Config,
-  s: ResticSession,
+  open: () => Promise<ResticSession>,
   opts: ResticSnapshotOptions = {},
 ): Promise<{ result: ResticBackupResult | null; created: boolean; mirrors: MirrorShipment[] }> {
   assertOwnTags(opts.tags, { also: (t) => t === PI_GUARD_TAG || t.startsWith(ROOT_TAG_PREFIX) });
   const missing = !(await agentDirPresent(config));
   if (missing && !opts.allowEmpty) await checkMissingAgentDir(config, opts, async () => undefined);
+  // Opened only now: a missing agent dir is said as such, not as a missing password.
+  const s = await open();
   let created = false;
   if (opts.init && !(await resticRepositoryExists(s))) {
     const { resticInit } = await import("./repository.js");
