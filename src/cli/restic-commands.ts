@@ -5,13 +5,14 @@ import type { Command } from "commander";
 import { RepoError } from "../repo/errors.js";
 import { parseRepoLocation } from "../targets/location.js";
 import type { ResticSession } from "../restic/run.js";
+import type { SessionRecord } from "../sessions/catalog.js";
 import { context, type Context } from "./context.js";
 import { EXIT, formatBytes, formatDuration, info, printJson, table, warn } from "./output.js";
 import { policyFrom, type ForgetFlags } from "./prune-commands.js";
 import { Progress } from "./progress.js";
 import { promptHidden } from "./prompt.js";
 import { printRestoreResult, type RestoreFlags } from "./restore-commands.js";
-import { printSessionList, printSessionView, type ListFlags } from "./sessions-commands.js";
+import { exportAndReport, printSessionList, printSessionView, type ExportFlags, type ListFlags } from "./sessions-commands.js";
 
 /** `session(true)`: a new repository, whose prompted password is asked twice. */
 type Route = (ctx: Context, session: (isNew?: boolean) => Promise<ResticSession>, args: unknown[], opts: Record<string, unknown>) => Promise<void>;
@@ -88,20 +89,13 @@ const ROUTES: Record<string, Route> = {
   export: async (ctx, session, [id], opts) => exportSession(ctx, session, String(id), opts as ExportFlags),
 };
 
-interface ExportFlags {
-  format?: string;
-  output?: string;
-  branch?: string;
-  redact?: boolean;
-}
-
 /**
  * `pi-guard export` on restic. A live session needs no repository: it is looked for among the
  * live files first, without starting restic or asking for a password. Only a session that is no
  * longer on disk is looked up in pi-guard's restic snapshots and read back with `restic dump`.
  */
 async function exportSession(ctx: Context, session: () => Promise<ResticSession>, id: string, opts: ExportFlags): Promise<void> {
-  const [{ exportSessionTo, fileSink, parseFormat, stdoutSink }, { bufferSource }, { SessionCatalog }, { resolveSession }] = await Promise.all([
+  const [{ parseFormat }, { bufferSource }, { SessionCatalog }, { resolveSession }] = await Promise.all([
     import("../export/index.js"),
     import("../export/entry-stream.js"),
     import("../sessions/catalog.js"),
@@ -111,42 +105,21 @@ async function exportSession(ctx: Context, session: () => Promise<ResticSession>
   const format = parseFormat(opts.format, opts.output);
   const live = await SessionCatalog.build({ config: ctx.config, repo: null });
   try {
-    let record = live.sessions.length ? resolveSessionOrNone(() => resolveSession(live.sessions, id)) : undefined;
-    let bytes, source: string;
-    if (record) {
-      source = live.describeSource(record.id);
-      bytes = await live.byteSource(record.id);
-    } else {
-      const { resticSessions, readResticSession } = await import("../restic/sessions.js");
-      const s = await session();
-      record = resolveSession(await resticSessions(ctx.config, s), id);
-      const read = await readResticSession(s, record);
-      source = read.source;
-      bytes = { ...bufferSource(read.bytes), close: async () => {} };
-    }
-    const output = opts.output;
-    let written: number;
+    let found: SessionRecord | undefined;
     try {
-      const sink = output ? () => fileSink(output) : async () => stdoutSink();
-      written = await exportSessionTo(bytes, sink, { format, branch: opts.branch, redact: opts.redact, agentDir: ctx.config.agentDir, source, fallbackId: record.id });
-    } finally {
-      await bytes.close();
+      found = resolveSession(live.sessions, id);
+    } catch (err) {
+      // None matches among the live files: look in the snapshots. An ambiguous id is still an error.
+      if (!(err instanceof RepoError && err.kind === "not-found")) throw err;
     }
-    if (!output) return;
-    if (ctx.out.json) printJson({ id: record.id, format, output, bytes: written, source, redacted: !!opts.redact });
-    else info(ctx.out, `exported ${record.id.slice(0, 8)} (${format}, ${formatBytes(written)}) to ${output} from ${source}`);
+    if (found) return await exportAndReport(ctx, opts, format, found.id, live.describeSource(found.id), await live.byteSource(found.id));
+    const { resticSessions, readResticSession } = await import("../restic/sessions.js");
+    const s = await session();
+    const record = resolveSession(await resticSessions(ctx.config, s), id);
+    const { bytes, source } = await readResticSession(s, record);
+    await exportAndReport(ctx, opts, format, record.id, source, { ...bufferSource(bytes), close: async () => {} });
   } finally {
     await live.close();
-  }
-}
-
-/** No live session matches: look in the snapshots. An ambiguous prefix is still an error. */
-function resolveSessionOrNone<T>(resolve: () => T): T | undefined {
-  try {
-    return resolve();
-  } catch (err) {
-    if (err instanceof RepoError && err.kind === "not-found") return undefined;
-    throw err;
   }
 }
 
