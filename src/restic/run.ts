@@ -171,7 +171,7 @@ function firstLine(text: string, prefer: RegExp): string {
 }
 
 /** No control characters, at most 200 of them: restic's text goes into one line on a terminal. */
-function clean(text: string): string {
+export function clean(text: string): string {
   // eslint-disable-next-line no-control-regex
   const c = text.replace(/[\u0000-\u001f\u007f]/g, "?");
   return c.length > 200 ? `${c.slice(0, 200)}…` : c;

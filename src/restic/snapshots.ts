@@ -2,7 +2,7 @@
 // about them (snapshot lists, `ls` nodes) as hostile input.
 import { RepoError } from "../repo/errors.js";
 import type { SourceRoot } from "../snapshot/sources.js";
-import { runRestic, type ResticSession, unexpectedOutput } from "./run.js";
+import { clean, runRestic, type ResticSession, unexpectedOutput } from "./run.js";
 
 /** Every snapshot pi-guard makes carries this tag; the others in the repository are not ours. */
 export const PI_GUARD_TAG = "pi-guard";
@@ -80,10 +80,7 @@ export async function listResticSnapshots(s: ResticSession, opts: { signal?: Abo
     },
   });
   if (lines !== 1 || !Array.isArray(parsed)) throw unexpectedOutput("snapshots", lines === 0 ? "(nothing)" : JSON.stringify(parsed)?.slice(0, 60) ?? "");
-  for (const m of stderr.matchAll(/^could not load snapshot ([0-9a-f]{8,64}): (.{1,200})$/gm)) {
-    // eslint-disable-next-line no-control-regex
-    opts.onUnreadable?.(`restic snapshot ${m[1].slice(0, 8)}: it cannot be read (${m[2].replace(/[\u0000-\u001f\u007f]/g, "?")})`);
-  }
+  for (const m of stderr.matchAll(/^could not load snapshot ([0-9a-f]{8,64}): (.+)$/gm)) opts.onUnreadable?.(`restic snapshot ${m[1].slice(0, 8)}: it cannot be read (${clean(m[2])})`);
   const out: ResticSnapshotRecord[] = [];
   for (const raw of parsed) {
     const r = readSnapshot(raw);
