@@ -105,11 +105,19 @@ function packsByType(s: Scene): { tree: string[]; data: string[] } {
   return out;
 }
 
-/** Flip bytes in the middle of a repository file (restic stores them read-only). */
+/**
+ * Damage a repository file (restic stores them read-only). A pack is its blobs, then its header,
+ * then the header's length (4 bytes, little endian): one byte in every 16 of the blobs is flipped,
+ * so that every blob fails (each is at least 32 bytes: IV and MAC), whichever one a command reads.
+ * Any other file gets 16 bytes flipped in its middle.
+ */
 function corrupt(file: string): void {
   chmodSync(file, 0o600);
   const b = readFileSync(file);
-  for (let i = Math.floor(b.length / 2); i < Math.floor(b.length / 2) + 16 && i < b.length; i++) b[i] ^= 0xff;
+  if (file.includes(`${path.sep}data${path.sep}`)) {
+    const blobs = b.length - 4 - b.readUInt32LE(b.length - 4);
+    for (let i = 0; i < blobs; i += 16) b[i] ^= 0xff;
+  } else for (let i = Math.floor(b.length / 2); i < Math.floor(b.length / 2) + 16 && i < b.length; i++) b[i] ^= 0xff;
   writeFileSync(file, b);
 }
 
