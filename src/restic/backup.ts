@@ -12,9 +12,8 @@ import { agentDirPresent, assertOwnTags, checkMissingAgentDir } from "../snapsho
 import { judgeLoss, sessionFileTest, type LossVerdict } from "../snapshot/loss-guard.js";
 import { scanSources } from "../snapshot/scan.js";
 import type { SourceRoot } from "../snapshot/sources.js";
-import { nodeKey } from "../snapshot/tree.js";
 import { runRestic, type ResticSession, unexpectedOutput } from "./run.js";
-import { listResticNodes, listResticSnapshots, nodeRoot, PI_GUARD_TAG, type ResticSnapshotRecord, ROOT_TAG_PREFIX, rootTag } from "./snapshots.js";
+import { listResticNodes, listResticSnapshots, nodeRoot, PI_GUARD_TAG, type ResticNode, type ResticSnapshotRecord, ROOT_TAG_PREFIX, rootTag } from "./snapshots.js";
 
 export interface ResticBackupOptions {
   tags?: string[];
@@ -104,20 +103,30 @@ const sameRoots = (a: SourceRoot[], b: SourceRoot[]) => {
  * rewriting it). A deletion in the seconds between the scan and restic's own read is not seen.
  */
 async function judgeResticLoss(config: Config, s: ResticSession, roots: SourceRoot[], signal?: AbortSignal): Promise<{ loss?: LossVerdict; parent?: string }> {
-  const parent = await lastWholeSnapshot(s, (r) => sameRoots(r.roots, roots), signal);
-  if (!parent) return {};
+  const host = hostName();
+  const nodeKey = (root: string, rel: string) => `${root}\0${rel}`;
   const now = new Set<string>();
   for await (const e of scanSources(roots, config.filter, () => undefined)) if (e.type === "file") now.add(nodeKey(e.root, e.path));
+  let parent: ResticSnapshotRecord | undefined;
   const before: { root: string; path: string; found: boolean }[] = [];
-  await listResticNodes(
-    s,
-    parent.id,
-    (node) => {
-      const where = node.type === "file" ? nodeRoot(parent, node.path) : undefined;
-      if (where) before.push({ root: where.root, path: where.rel, found: now.has(nodeKey(where.root, where.rel)) });
-    },
-    { signal },
-  );
+  const collect = (node: ResticNode) => {
+    const where = node.type === "file" ? nodeRoot(parent!, node.path) : undefined;
+    if (where) before.push({ root: where.root, path: where.rel, found: now.has(nodeKey(where.root, where.rel)) });
+  };
+  // Most often the newest snapshot holding these roots is the last whole one: one restic process.
+  const whole = (r: ResticSnapshotRecord | undefined) => !!r && r.host === host && !r.tags.includes(SUSPECT_LOSS_TAG) && sameRoots(r.roots, roots);
+  const onSnapshot = (r: ResticSnapshotRecord | undefined) => {
+    if (whole(r)) parent = r;
+    return parent !== undefined;
+  };
+  const listed = await listResticNodes(s, { host, paths: roots.map((r) => r.path) }, collect, { signal, onSnapshot });
+  if (!listed) return {};
+  if (!parent) {
+    // The newest is a suspected loss (or holds more roots): the last whole one is older.
+    parent = await lastWholeSnapshot(s, (r) => sameRoots(r.roots, roots), signal);
+    if (!parent) return {};
+    await listResticNodes(s, parent.id, collect, { signal });
+  }
   return { loss: judgeLoss(before, now.size, config.watch.suspectLoss, sessionFileTest(config)), parent: parent.id };
 }
 

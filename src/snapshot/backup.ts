@@ -11,6 +11,9 @@
  * - The snapshot is guarded (engine.ts snapshotAgentDir, loss-guard.ts): one that loses most files
  *   of the last whole snapshot is tagged suspect-loss unless acceptLoss.
  * - Each mirror of the config gets the snapshot after the primary has it (repo/ship.ts).
+ *
+ * The restic engine loads this file for the helpers: the native snapshot code is imported only
+ * where it runs.
  */
 import { promises as fs } from "node:fs";
 import { META_ROOT_NAME, type Config } from "../config/config.js";
@@ -21,7 +24,7 @@ import type { Repository } from "../repo/repository.js";
 import type { MirrorShipment } from "../repo/ship.js";
 import { PRE_RESTORE_TAG } from "../restore/select.js";
 import { ACCEPT_LOSS_COMMAND } from "./loss-guard.js";
-import { findParent, type SnapshotProgress } from "./snapshotter.js";
+import type { SnapshotProgress } from "./snapshotter.js";
 import type { AgentSnapshotResult } from "../engine.js";
 
 export interface BackupOptions {
@@ -105,6 +108,7 @@ export async function backup(config: Config, open: () => Promise<Repository>, op
     // A repository made just now holds nothing; one that was there may hold the agent dir.
     const held = async () => {
       if (created || !(await exists())) return undefined;
+      const { findParent } = await import("./snapshotter.js");
       const parent = await findParent(await open(), undefined, hostName(), config.roots);
       return parent && parent.snapshot.summary.files > 0 ? { id: parent.id, time: parent.snapshot.time } : undefined;
     };
