@@ -1,13 +1,30 @@
 import type { Command } from "commander";
-import { context } from "./context.js";
+import { context, type Context } from "./context.js";
 import { EXIT, formatBytes, formatDuration, info, printJson, printJsonArray, table, warn } from "./output.js";
 import { Progress } from "./progress.js";
 import { promptHidden } from "./prompt.js";
 import { RepoError } from "../repo/errors.js";
 import { formatLocalTime } from "../restore/select.js";
+import type { KeyPlace } from "../repo/keys.js";
 
 function* slices<T>(items: readonly T[], size: number): Generator<readonly T[]> {
   for (let i = 0; i < items.length; i += size) yield items.slice(i, i + size);
+}
+
+/**
+ * After `init --repo X` (or with PI_GUARD_REPO=X) while another repository is where pi-guard would
+ * otherwise look: X is a separate repository, not a copy of that one, and a mirror is made by copy.
+ */
+async function noteOtherRepository(ctx: Context): Promise<void> {
+  const [{ loadConfig }, { otherRepository }, { openTarget }] = await Promise.all([import("../config/config.js"), import("../repo/replicate.js"), import("../targets/open.js")]);
+  const g = ctx.globals;
+  const flags = { passwordFile: g.passwordFile, keyFile: g.keyFile, agentDir: g.agentDir, configFile: g.config };
+  const usual = [loadConfig(flags).repo, loadConfig(flags, { ...process.env, PI_GUARD_REPO: undefined }).repo];
+  const other = await otherRepository(usual, ctx.config.repo, (location) => openTarget({ repo: location }));
+  if (!other) return;
+  warn(
+    `note: ${ctx.config.repo} is a new, separate repository, not a copy of repository ${other.id.slice(0, 8)} at ${other.location}; to make a mirror of that one instead, delete this new one and run \`pi-guard copy --to ${ctx.config.repo}\` (a mirror is made by copy into an empty location, never by init)`,
+  );
 }
 
 export function registerRepoCommands(program: Command): void {
@@ -20,7 +37,12 @@ export function registerRepoCommands(program: Command): void {
       `
 With PI_GUARD_PASSWORD or --password-file, the master key is wrapped by that password (scrypt).
 With neither and no terminal, a key file is created (mode 0600) for unattended use: keep a copy
-of it somewhere safe, because without it the repository cannot be read.
+of it somewhere safe, because without it the repository cannot be read (pi-guard key export).
+
+init makes a new, separate repository. A mirror (a copy of an existing repository, such as an S3
+copy of the local one) is not made by init: \`pi-guard copy --to <location>\` makes it in an empty
+location, or list it in "mirrors" of the config file and the next snapshot makes it. init refuses
+a location that the config names as a mirror.
 
 Examples:
   $ pi-guard init
@@ -28,6 +50,8 @@ Examples:
     )
     .action(async (opts: { keyFileOnly?: boolean }, cmd: Command) => {
       const ctx = context(cmd);
+      const { assertNotAMirror } = await import("../repo/replicate.js");
+      assertNotAMirror(ctx.config);
       const { initRepository } = await import("../engine.js");
       const { resolveCredentials } = await import("../config/credentials.js");
       let password: string | undefined;
@@ -40,6 +64,7 @@ Examples:
         } else password = undefined;
       }
       const result = await initRepository(ctx.config, { password, useKeyFile: opts.keyFileOnly });
+      await noteOtherRepository(ctx);
       if (ctx.out.json) {
         printJson({ repo: ctx.config.repo, id: result.repo.config.id, credential: result.credential, keyFile: result.keyFile ?? null });
         return;
@@ -47,7 +72,7 @@ Examples:
       info(ctx.out, `created repository ${result.repo.config.id.slice(0, 8)} at ${ctx.config.repo}`);
       if (result.keyFile) {
         info(ctx.out, `key file: ${result.keyFile} (mode 0600)`);
-        info(ctx.out, `keep a copy of it somewhere safe (a password manager, another disk): without it the backups cannot be read.`);
+        info(ctx.out, `keep a copy of it somewhere safe (a password manager, another disk): without it the backups cannot be read; \`pi-guard key export\` prints a recovery code for that.`);
       }
     });
 
@@ -282,6 +307,139 @@ export function registerKeyCommands(program: Command): void {
       if (ctx.out.json) printJson({ id, kind: cred.kind, keyFile: opts.newKeyFile ?? null });
       else info(ctx.out, `added key ${id.slice(0, 8)}${opts.newKeyFile ? ` (key file ${opts.newKeyFile}; keep a copy somewhere safe)` : ""}`);
     });
+  key
+    .command("export")
+    .description("make a recovery key and print its code once, to keep off this machine")
+    .option("--yes", "print the code even when stdout is a terminal")
+    .addHelpText(
+      "after",
+      `
+Adds a new key to the repository and to each mirror of the config file, whose password is a
+fresh recovery code (8 groups of 4 hex digits), and prints that code on stdout: nothing else goes
+there, the instructions go to stderr. The code is stored nowhere else. Keep it off this machine
+(a password manager, or on paper): with it, the repository and its copies (an S3 mirror) open on
+any machine, as a password, even when this disk and its key file are gone. Case, spaces and
+dashes do not matter when it is typed. It is printed once: another export makes another key.
+Revoke one with \`pi-guard key remove <id>\`. doctor warns until an exported key exists.
+
+A terminal keeps what it shows (scrollback, screen sharing), so without --yes the code is not
+printed onto one (exit 2): redirect stdout. Exit 1 when a mirror could not get the key (the code
+still works for the others, and the next snapshot ships the key there).
+
+Examples:
+  $ pi-guard key export > /media/usb/pi-guard-recovery.txt
+  $ pi-guard key export --yes            # show it here, to write it down
+  $ PI_GUARD_PASSWORD='<code>' PI_GUARD_REPO=s3://bucket/laptop pi-guard snapshots   # on a new machine`,
+    )
+    .action(async (opts: { yes?: boolean }, cmd: Command) => {
+      const ctx = context(cmd);
+      if (process.stdout.isTTY && !opts.yes) {
+        throw new RepoError("key export would show a secret on this terminal (scrollback, screen sharing): redirect it (pi-guard key export > /media/usb/pi-guard-recovery.txt) or pass --yes to show it here", "usage");
+      }
+      const repo = await ctx.open();
+      const [{ exportRecoveryKey }, { recordCredentialCopy }] = await Promise.all([import("../repo/keys.js"), import("../config/credentials.js")]);
+      const mirrors = await mirrorTargets(ctx);
+      const r = await exportRecoveryKey(repo, mirrors);
+      const failed = r.places.filter((p) => !p.ok);
+      const out = ctx.out.json
+        ? JSON.stringify({ keyId: r.keyId, code: r.code, repository: { location: ctx.config.repo, id: repo.config.id }, mirrors: r.places.slice(1) }, null, 2)
+        : r.code;
+      // Written before it is recorded: a record must never claim a code nobody received.
+      await new Promise<void>((resolve, reject) => process.stdout.write(`${out}\n`, (err) => (err ? reject(err) : resolve())));
+      await recordCredentialCopy(ctx.config.stateDir, { repoId: repo.config.id, keyId: r.keyId, kind: "recovery-code", time: new Date().toISOString() });
+      const opened = r.places.filter((p) => p.ok && p.present).map((p) => `  PI_GUARD_PASSWORD='<code>' pi-guard snapshots --repo ${p.location}`);
+      const later = r.places.filter((p) => !p.present).map((p) => `  ${p.location}: no repository there yet; the next snapshot makes it, with this key`);
+      process.stderr.write(
+        [
+          `recovery code for repository ${repo.config.id.slice(0, 8)} (key ${r.keyId.slice(0, 8)}) printed on stdout: store it off this machine (a password manager, or on paper), and delete any file of it left here.`,
+          `It opens the repository and its copies as a password, on any machine:`,
+          ...opened,
+          ...later,
+          `Revoke it with: pi-guard key remove ${r.keyId.slice(0, 8)}`,
+          "",
+        ].join("\n"),
+      );
+      for (const p of failed) warn(`${p.location}: ${p.error}; it did not get the recovery key (the next snapshot or pi-guard copy ships it there)`);
+      if (failed.length) process.exitCode = EXIT.failure;
+    });
+  key
+    .command("remove")
+    .argument("<id>", "the key's id, or a unique prefix of it (pi-guard key list)")
+    .description("revoke a key: delete it from the repository and from each mirror, verified")
+    .option("--allow-current", "also when it is the key that opened the repository now (another credential must open it)")
+    .addHelpText(
+      "after",
+      `
+The key object goes from each mirror of the config file first, then from the repository; each
+deletion is checked. It is never the last key, and never the key in use (the one this command
+opened the repository with) without --allow-current: whatever runs with that credential (the
+service, cron) is then locked out. A mirror is first given every other key, so no copy is left
+without one. A mirror that cannot be reached keeps the key (exit 1): run the same command again
+when it can be, which finds the key there too.
+
+Removing a key stops its credential from opening the repository from now on. Whoever already
+opened it with that credential may have kept the master key itself: against that, only a new
+repository helps (pi-guard init somewhere new, then snapshot).
+
+Examples:
+  $ pi-guard key list
+  $ pi-guard key remove 1a2b3c4d
+  $ PI_GUARD_PASSWORD_FILE=~/.secrets/new pi-guard key remove 5e6f7a8b   # the old key file's key`,
+    )
+    .action(async (id: string, opts: { allowCurrent?: boolean }, cmd: Command) => {
+      const ctx = context(cmd);
+      const repo = await ctx.open();
+      const { removeKey } = await import("../repo/keys.js");
+      const r = await removeKey(repo, await mirrorTargets(ctx), id, { allowCurrent: opts.allowCurrent });
+      reportKeyPlaces(ctx, r.places, `removed key ${r.keyId.slice(0, 8)} from`, { keyId: r.keyId });
+    });
+  key
+    .command("passwd")
+    .description("change the password of the key in use, in the repository and in each mirror")
+    .addHelpText(
+      "after",
+      `
+The new password comes from PI_GUARD_NEW_PASSWORD, or is asked twice on a terminal. A new key with
+it is added and checked to open the repository; then the old key is removed as \`key remove\` does
+(each mirror gets the new key before its old one goes, the repository last). A crash at any moment
+leaves every copy opening with the old password, the new one, or both; if both, \`pi-guard key
+remove <old id>\` with the new password finishes it. A key file has no password: for one, add the
+new credential (key add) and remove the old key.
+
+Examples:
+  $ pi-guard key passwd
+  $ PI_GUARD_PASSWORD_FILE=old.txt PI_GUARD_NEW_PASSWORD="$(cat new.txt)" pi-guard key passwd`,
+    )
+    .action(async (_opts: unknown, cmd: Command) => {
+      const ctx = context(cmd);
+      let password = process.env.PI_GUARD_NEW_PASSWORD;
+      if (password === undefined && process.stdin.isTTY && process.stderr.isTTY) {
+        password = await promptHidden("new password: ");
+        if (password && (await promptHidden("repeat new password: ")) !== password) throw new RepoError("the passwords do not match", "usage");
+      }
+      if (!password) throw new RepoError("no new password: set PI_GUARD_NEW_PASSWORD (or run it on a terminal, which asks)", "usage");
+      const repo = await ctx.open();
+      const { changePassword } = await import("../repo/keys.js");
+      const r = await changePassword(repo, await mirrorTargets(ctx), password);
+      reportKeyPlaces(ctx, r.places, `changed the password: key ${r.newKeyId.slice(0, 8)} replaces ${r.oldKeyId.slice(0, 8)} in`, { oldKeyId: r.oldKeyId, newKeyId: r.newKeyId });
+    });
+}
+
+/** The mirrors of the config file as targets (not the repository itself, when --repo names one). */
+async function mirrorTargets(ctx: Context) {
+  const { openTarget } = await import("../targets/open.js");
+  return ctx.config.mirrors.filter((m) => m !== ctx.config.repo).map((m) => openTarget({ repo: m }));
+}
+
+/** One line per copy a key command changed; a copy it could not change is a warning and exit 1. */
+function reportKeyPlaces(ctx: Context, places: KeyPlace[], done: string, json: Record<string, string>): void {
+  if (ctx.out.json) printJson({ ...json, places });
+  for (const p of places) {
+    if (!p.ok) warn(`${p.location}: ${p.error}; not changed there: run the same command again when it can be reached`);
+    else if (!p.present) info(ctx.out, `${p.location}: no repository there yet (the next snapshot makes it, with the keys of then)`);
+    else info(ctx.out, `${done} ${p.location}`);
+  }
+  if (places.some((p) => !p.ok)) process.exitCode = EXIT.failure;
 }
 
 export function registerDoctorCommand(program: Command): void {
@@ -293,8 +451,9 @@ export function registerDoctorCommand(program: Command): void {
       `
 Besides the repository and credentials, doctor looks for the hazards behind the accident
 pi-guard exists for: a package.json, node_modules or npm prefix in or beside the agent dir, a
-repository or key file inside it, a sessions dir that is a symlink, no watcher running and no
-snapshot in the last hour, and session files with a torn last line, glued entries or no header.
+repository or key file inside it, no copy of a credential known to exist off the machine (see
+pi-guard key export), a sessions dir that is a symlink, no watcher running and no snapshot in the
+last hour, and session files with a torn last line, glued entries or no header.
 It only reads. Each warning or error comes with a one-line fix.
 
 Exit code 1 when a check fails (an error); warnings do not change the exit code.

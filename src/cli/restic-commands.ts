@@ -8,11 +8,11 @@ import type { ResticSession } from "../restic/run.js";
 import type { SessionRecord } from "../sessions/catalog.js";
 import { context, type Context } from "./context.js";
 import { EXIT, formatBytes, formatDuration, info, printJson, table, warn } from "./output.js";
-import { policyFrom, type ForgetFlags } from "./prune-commands.js";
+import { policyFrom, reportEmptiedGroups, type ForgetFlags } from "./prune-commands.js";
 import { Progress } from "./progress.js";
 import { promptHidden } from "./prompt.js";
 import { printRestoreResult, type RestoreFlags } from "./restore-commands.js";
-import { exportAndReport, printSessionList, printSessionView, type ExportFlags, type ListFlags } from "./sessions-commands.js";
+import { checkExportFlags, exportAndReport, printSessionList, printSessionView, type ExportFlags, type ListFlags } from "./sessions-commands.js";
 
 /** `session(true)`: a new repository, whose prompted password is asked twice. */
 type Route = (ctx: Context, session: (isNew?: boolean) => Promise<ResticSession>, args: unknown[], opts: Record<string, unknown>) => Promise<void>;
@@ -31,6 +31,8 @@ const ROUTES: Record<string, Route> = {
   restore: async (ctx, session, [when], opts) => {
     const flags = opts as RestoreFlags;
     if (flags.delete) throw new RepoError("--delete is not available on a restic repository: a restore there creates and replaces files, never deletes (docs/RESTIC.md)", "usage");
+    if (flags.undo) throw new RepoError("--undo is not available on a restic repository: undo a restore there by restoring the pre-restore snapshot it printed (docs/RESTIC.md)", "usage");
+    if (flags.lock === false) throw new RepoError("--no-lock is not available on a restic repository: restic takes its own lock", "usage");
     const { resticRestore } = await import("../restic/restore.js");
     const progress = new Progress(!ctx.out.json && !ctx.out.quiet);
     const result = await resticRestore(ctx.config, await session(), String(when), {
@@ -39,10 +41,11 @@ const ROUTES: Record<string, Route> = {
       session: flags.session,
       dryRun: flags.dryRun,
       host: flags.host,
+      withMeta: flags.withMeta,
       onProgress: (p) => progress.update(`${p.files} files, ${formatBytes(p.bytes)}  ${p.current}`),
     });
     progress.done();
-    printRestoreResult(ctx, flags, { ...result, snapshot: { id: result.snapshot.id, snapshot: { time: result.snapshot.time, host: result.snapshot.host } } }, "");
+    printRestoreResult(ctx, flags, { ...result, snapshot: { id: result.snapshot.id, snapshot: { time: result.snapshot.time, host: result.snapshot.host } } }, true);
   },
   forget: async (ctx, session, [ids], opts) => {
     const flags = opts as ForgetFlags;
@@ -52,11 +55,16 @@ const ROUTES: Record<string, Route> = {
     if (!policy) throw new RepoError("nothing to forget by: give --keep-* options or --policy (forgetting every snapshot is never allowed)", "usage");
     if (flags.dryRun && flags.prune) throw new RepoError("--prune after a --dry-run would prune nothing; run them without --dry-run", "usage");
     const { resticForget } = await import("../restic/repository.js");
-    const r = await resticForget(await session(), policy, { dryRun: flags.dryRun, prune: flags.prune, host: flags.host, includeSpecial: flags.includeSpecial, maxUnused: flags.maxUnused });
-    if (ctx.out.json) return printJson(r);
+    const r = await resticForget(await session(), policy, { dryRun: flags.dryRun, prune: flags.prune, host: flags.host, includeSpecial: flags.includeSpecial, maxUnused: flags.maxUnused, allowRemoveAll: flags.unsafeAllowRemoveAll });
+    if (ctx.out.json) {
+      printJson(r);
+      return reportEmptiedGroups(ctx, r);
+    }
     const row = (k: { id: string; time: string; host: string; tags: string[]; reasons: string[] }) => ["  " + k.id.slice(0, 8), k.time, k.host, k.reasons.length ? k.reasons.join(", ") : k.tags.join(",")];
     if (r.keep.length) info(ctx.out, `keep ${r.keep.length} snapshot(s):\n${table(r.keep.map(row))}`);
-    if (r.remove.length) info(ctx.out, `${r.dryRun ? "would remove" : "remove"} ${r.remove.length} snapshot(s):\n${table(r.remove.map(row))}`);
+    if (r.remove.length) info(ctx.out, `${r.dryRun || r.refused ? "would remove" : "remove"} ${r.remove.length} snapshot(s):\n${table(r.remove.map(row))}`);
+    reportEmptiedGroups(ctx, r);
+    if (r.refused) return;
     if (!r.remove.length) info(ctx.out, `nothing to forget: the policy keeps all ${r.keep.length} snapshot(s)`);
     else if (r.dryRun) info(ctx.out, `dry run: would forget ${r.remove.length} and keep ${r.keep.length} snapshot(s); nothing was changed`);
     else info(ctx.out, `forgot ${r.removed} snapshot(s), kept ${r.keep.length}${r.pruned ? "; restic prune freed their data" : "; `pi-guard forget --prune` (or restic prune) frees their data"}`);
@@ -95,14 +103,8 @@ const ROUTES: Record<string, Route> = {
  * longer on disk is looked up in pi-guard's restic snapshots and read back with `restic dump`.
  */
 async function exportSession(ctx: Context, session: () => Promise<ResticSession>, id: string, opts: ExportFlags): Promise<void> {
-  const [{ parseFormat }, { bufferSource }, { SessionCatalog }, { resolveSession }] = await Promise.all([
-    import("../export/index.js"),
-    import("../export/entry-stream.js"),
-    import("../sessions/catalog.js"),
-    import("../sessions/query.js"),
-  ]);
-  // Checked before any work, so a typo fails fast and alone.
-  const format = parseFormat(opts.format, opts.output);
+  const [{ bufferSource }, { SessionCatalog }, { resolveSession }] = await Promise.all([import("../export/entry-stream.js"), import("../sessions/catalog.js"), import("../sessions/query.js")]);
+  const format = await checkExportFlags(ctx, opts);
   const live = await SessionCatalog.build({ config: ctx.config, repo: null });
   try {
     let found: SessionRecord | undefined;

@@ -101,7 +101,10 @@ function registerSchedule(program: Command): void {
       `
 Schedules live in the config file ("schedules": [{"job": "retention", "cron": "17 3 * * *"}]);
 jobs: ${SCHEDULED_JOBS.join(", ")}. Times are local (TZ), as in cron. The watcher (watch)
-runs them; without a watcher, put the printed lines in your crontab (crontab -e).
+runs them, and snapshots about a second after each change: it is the better way
+(pi-guard service install --enable). Without a watcher, put the printed lines in your crontab
+(crontab -e): they include a snapshot line (pi-guard snapshot --quiet) at the config's "snapshot"
+schedule, or every 5 minutes when it has none, since the jobs alone back nothing up.
 
 Examples:
   $ pi-guard schedule
@@ -109,7 +112,7 @@ Examples:
     )
     .action(async (_opts: unknown, cmd: Command) => {
       const ctx = context(cmd);
-      const { crontabLine, nextRuns, readScheduleState, scheduleStateFile } = await import("../watch/schedule.js");
+      const { crontabLine, crontabPlan, nextRuns, readScheduleState, scheduleStateFile } = await import("../watch/schedule.js");
       const { programPaths, unattendedEnvironment } = await import("../watch/service.js");
       const now = new Date();
       const { state, problem } = await readScheduleState(ctx.config.stateDir);
@@ -134,7 +137,8 @@ Examples:
           crontabNote: cron.note ?? null,
         };
       });
-      if (ctx.out.json) return printJson({ stateFile: scheduleStateFile(ctx.config.stateDir), schedules, crontabProblem: envProblem });
+      const crontab = env ? crontabPlan(ctx.config.schedules, programs, env) : null;
+      if (ctx.out.json) return printJson({ stateFile: scheduleStateFile(ctx.config.stateDir), schedules, crontab, crontabProblem: envProblem });
       if (schedules.length === 0) return info(ctx.out, `no schedules: "schedules" is empty in ${ctx.config.configFile}`);
       const rows = [["JOB", "CRON", "NEXT RUNS: LOCAL (UTC)", "LAST RUN"]];
       for (const s of schedules) {
@@ -143,9 +147,13 @@ Examples:
         rows.push([s.job, s.cron, next[0] ?? "never", last], ...next.slice(1).map((n) => ["", "", n, ""]));
       }
       info(ctx.out, table(rows));
-      info(ctx.out, `\nthe same schedule for system cron (crontab -e):`);
-      if (envProblem) info(ctx.out, `  (not available: ${envProblem})`);
-      for (const s of schedules) {
+      info(ctx.out, `\nfor a machine without the watcher, the same jobs for system cron (crontab -e), with a snapshot line:`);
+      if (envProblem || !crontab) return info(ctx.out, `  (not available: ${envProblem})`);
+      // Cron leaves everything since its last snapshot unsaved; the watcher is seconds behind.
+      info(ctx.out, "# the watcher is better: it snapshots about a second after each change (pi-guard service install --enable)");
+      if (crontab.snapshot.note) info(ctx.out, `# snapshot: ${crontab.snapshot.note}`);
+      if (crontab.snapshot.line) info(ctx.out, crontab.snapshot.line);
+      for (const s of schedules.filter((s) => s.job !== "snapshot")) {
         if (s.crontab) info(ctx.out, s.crontab);
         if (s.crontabNote) info(ctx.out, `# ${s.job}: ${s.crontabNote}`);
       }
@@ -217,7 +225,11 @@ function registerService(program: Command): void {
 Linux: a systemd user unit, $XDG_CONFIG_HOME/systemd/user/pi-guard-watch.service (Restart=on-failure).
 macOS: a launchd agent, ~/Library/LaunchAgents/dev.pi-guard.watch.plist (KeepAlive on failure).
 The service needs a key file or a password file (PI_GUARD_PASSWORD_FILE): it cannot answer a
-prompt, and the password itself is never written into the service file.
+prompt, and the password itself is never written into the service file. For an S3 repository the
+endpoint, region and profile go into the service file; the AWS keys come from a profile
+(~/.aws/credentials) or, with install --save-aws-credentials, from a 0600 file it names.
+install first runs the service's program with only the service's environment, and writes nothing
+unless that opens the repository.
 
 Examples:
   $ pi-guard service install --dry-run
@@ -229,24 +241,42 @@ Examples:
 
   service
     .command("install")
-    .description("write the service file (and with --enable, load and start it)")
+    .description("check that the service would open the repository, write the service file (and with --enable, load and start it)")
     .option(...platformOpt)
-    .option("-n, --dry-run", "print the file that would be written, write nothing")
+    .option("-n, --dry-run", "check, and print the file that would be written; write nothing")
     .option("--enable", "also run the commands that load and start it (systemctl --user / launchctl)")
-    .addHelpText("after", `\nExamples:\n  $ pi-guard service install\n  $ pi-guard service install --platform darwin --dry-run`)
-    .action(async (opts: { platform?: string; dryRun?: boolean; enable?: boolean }, cmd: Command) => {
+    .option("--save-aws-credentials", "keep this shell's AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY for the service in $XDG_CONFIG_HOME/pi-guard/aws-credentials (mode 0600), which the service file names")
+    .addHelpText(
+      "after",
+      `
+The check runs the service's own node and pi-guard with nothing but the environment the service
+file sets (as \`env -i\` would): the repository and each mirror must open, waiting out a storage
+outage for at most 10 s. Otherwise install exits 1 with the reason and writes nothing.
+
+S3: AWS_ENDPOINT_URL(_S3), AWS_REGION, AWS_PROFILE, AWS_CONFIG_FILE, AWS_SHARED_CREDENTIALS_FILE,
+PI_GUARD_S3_PATH_STYLE and the like are copied into the service file. AWS keys set only in this
+shell are refused (exit 2): put them in ~/.aws/credentials as a profile, or pass
+--save-aws-credentials. Temporary keys (AWS_SESSION_TOKEN) are refused either way.
+
+Examples:
+  $ pi-guard service install
+  $ AWS_PROFILE=backup pi-guard service install --enable
+  $ pi-guard service install --save-aws-credentials --enable
+  $ pi-guard service install --platform darwin --dry-run`,
+    )
+    .action(async (opts: { platform?: string; dryRun?: boolean; enable?: boolean; saveAwsCredentials?: boolean }, cmd: Command) => {
       const ctx = context(cmd);
-      const { planService, writeServiceFile, haveCommand, runCommands } = await import("../watch/service.js");
-      const plan = await planService(ctx.config, { platform: parsePlatform(opts.platform) });
-      // The service is only useful if what it is given opens the repository: check that now.
-      await ctx.open();
+      const { planService, installService, haveCommand, runCommands } = await import("../watch/service.js");
+      const plan = await planService(ctx.config, { platform: parsePlatform(opts.platform), saveAwsCredentials: opts.saveAwsCredentials });
       const enableText = plan.enable.map((c) => c.join(" ")).join(" && ");
+      const awsCredentialsFile = plan.awsCredentials?.file ?? null;
+      info(ctx.out, `checking that the service opens ${ctx.config.repo} with only its own environment...`);
+      const { replaced } = await installService(plan, { dryRun: opts.dryRun });
       if (opts.dryRun) {
-        if (ctx.out.json) return printJson({ dryRun: true, platform: plan.platform, file: plan.file, content: plan.content, enable: enableText, ran: [] });
-        info(ctx.out, `would write ${plan.file}:\n\n${plan.content}\nthen enable it with: ${enableText}`);
+        if (ctx.out.json) return printJson({ dryRun: true, platform: plan.platform, file: plan.file, content: plan.content, awsCredentialsFile, enable: enableText, ran: [] });
+        info(ctx.out, `would write ${plan.file}:\n\n${plan.content}${awsCredentialsFile ? `\nand the AWS keys into ${awsCredentialsFile} (mode 0600)\n` : ""}\nthen enable it with: ${enableText}`);
         return;
       }
-      const { replaced } = await writeServiceFile(plan);
       let ran: { command: string; ok: boolean; output: string }[] = [];
       let enableNote: string;
       if (!opts.enable) enableNote = `enable it with: ${enableText}`;
@@ -259,31 +289,34 @@ Examples:
         if (bad) process.exitCode = EXIT.failure;
         enableNote = bad ? `\`${bad.command}\` failed: ${bad.output.split("\n")[0]}` : "enabled and started";
       }
-      if (ctx.out.json) return printJson({ dryRun: false, platform: plan.platform, file: plan.file, replaced, content: plan.content, enable: enableText, ran });
+      if (ctx.out.json) return printJson({ dryRun: false, platform: plan.platform, file: plan.file, replaced, content: plan.content, awsCredentialsFile, enable: enableText, ran });
+      if (awsCredentialsFile) info(ctx.out, `saved this shell's AWS keys in ${awsCredentialsFile} (mode 0600)`);
       info(ctx.out, `${replaced ? "replaced" : "wrote"} ${plan.file}:\n\n${plan.content}`);
       (process.exitCode === EXIT.failure ? warn : (l: string) => info(ctx.out, l))(enableNote);
     });
 
   service
     .command("uninstall")
-    .description("remove the service file pi-guard wrote (and with --disable, stop it first)")
+    .description("remove the service file pi-guard wrote, and its saved AWS keys (with --disable, stop it first)")
     .option(...platformOpt)
     .option("-n, --dry-run", "say what would be removed, remove nothing")
     .option("--disable", "first stop and disable it (systemctl --user disable --now / launchctl unload)")
-    .addHelpText("after", `\nOnly a file with pi-guard's marker line is removed.\n\nExamples:\n  $ pi-guard service uninstall --disable\n  $ pi-guard service uninstall --json`)
+    .addHelpText("after", `\nOnly files with pi-guard's marker line are removed.\n\nExamples:\n  $ pi-guard service uninstall --disable\n  $ pi-guard service uninstall --json`)
     .action(async (opts: { platform?: string; dryRun?: boolean; disable?: boolean }, cmd: Command) => {
       const ctx = context(cmd);
-      const { defaultPlatform, serviceFile, serviceFileState, removeServiceFile, haveCommand, runCommands, SYSTEMD_UNIT } = await import("../watch/service.js");
+      const { awsCredentialsFile, defaultPlatform, serviceFile, ownedFileState, removeOwnedFile, haveCommand, runCommands, SYSTEMD_UNIT } = await import("../watch/service.js");
       const platform = parsePlatform(opts.platform) ?? defaultPlatform();
       const file = serviceFile(platform, ctx.config);
-      const state = await serviceFileState(file);
+      const state = await ownedFileState(file);
       if (state === "absent") throw new RepoError(`no service file at ${file}: nothing to remove`, "not-found");
       if (state === "foreign") throw new RepoError(`${file} was not written by pi-guard; it is left alone`, "exists");
+      const credFile = awsCredentialsFile(ctx.config);
+      const withCreds = (await ownedFileState(credFile)) === "ours";
       const disable = platform === "darwin" ? [["launchctl", "unload", "-w", file]] : [["systemctl", "--user", "disable", "--now", SYSTEMD_UNIT.replace(/\.service$/, "")]];
       const disableText = disable.map((c) => c.join(" ")).join(" && ");
       if (opts.dryRun) {
-        if (ctx.out.json) return printJson({ dryRun: true, file, removed: false, ran: [] });
-        return info(ctx.out, `would remove ${file}${opts.disable ? ` after: ${disableText}` : ""}`);
+        if (ctx.out.json) return printJson({ dryRun: true, file, removed: false, removedAwsCredentials: false, ran: [] });
+        return info(ctx.out, `would remove ${file}${withCreds ? ` and ${credFile}` : ""}${opts.disable ? ` after: ${disableText}` : ""}`);
       }
       let ran: { command: string; ok: boolean; output: string }[] = [];
       if (opts.disable) {
@@ -292,9 +325,10 @@ Examples:
         const bad = ran.find((r) => !r.ok);
         if (bad) throw new RepoError(`\`${bad.command}\` failed (${bad.output.split("\n")[0]}); ${file} was kept`, "io");
       }
-      await removeServiceFile(file);
-      if (ctx.out.json) return printJson({ dryRun: false, file, removed: true, ran });
-      info(ctx.out, `removed ${file}`);
+      await removeOwnedFile(file);
+      if (withCreds) await removeOwnedFile(credFile);
+      if (ctx.out.json) return printJson({ dryRun: false, file, removed: true, removedAwsCredentials: withCreds, ran });
+      info(ctx.out, `removed ${file}${withCreds ? ` and ${credFile}` : ""}`);
       if (!opts.disable) info(ctx.out, `if it was running, stop it with: ${disableText}${platform === "linux" ? " (then systemctl --user daemon-reload)" : ""}`);
     });
 
@@ -305,10 +339,10 @@ Examples:
     .addHelpText("after", `\nExit code 0 when installed, 1 when not.\n\nExamples:\n  $ pi-guard service status\n  $ pi-guard service status --json`)
     .action(async (opts: { platform?: string }, cmd: Command) => {
       const ctx = context(cmd);
-      const { defaultPlatform, serviceFile, serviceFileState, serviceActivity } = await import("../watch/service.js");
+      const { defaultPlatform, serviceFile, ownedFileState, serviceActivity } = await import("../watch/service.js");
       const platform = parsePlatform(opts.platform) ?? defaultPlatform();
       const file = serviceFile(platform, ctx.config);
-      const state = await serviceFileState(file);
+      const state = await ownedFileState(file);
       const activity = serviceActivity(platform);
       if (state !== "ours") process.exitCode = EXIT.failure;
       const installed = state === "ours";
@@ -320,5 +354,26 @@ Examples:
           [activity.tool, activity.available ? (activity.state ?? "") : `not available here`],
         ]),
       );
+    });
+
+  // What install runs, with the service's environment only: open what the watcher opens at its start.
+  service
+    .command("probe", { hidden: true })
+    .description("open the repository and each mirror as the watcher would, then exit (run by service install)")
+    .action(async (_opts: unknown, cmd: Command) => {
+      const ctx = context(cmd);
+      const [{ assertRepoOutsideAgentDir, openTarget }, { CHECK_RETRY_MS }] = await Promise.all([import("../engine.js"), import("../watch/service.js")]);
+      assertRepoOutsideAgentDir(ctx.config);
+      const retry = { maxMs: CHECK_RETRY_MS };
+      const repo = await ctx.open({ retry });
+      for (const mirror of ctx.config.mirrors) {
+        try {
+          await openTarget({ repo: mirror, retry: ctx.config.retry }, process.env, { retry }).head("config");
+        } catch (err) {
+          throw err instanceof RepoError ? new RepoError(`mirror ${mirror}: ${err.message}`, err.kind) : err;
+        }
+      }
+      if (ctx.out.json) return printJson({ repo: ctx.config.repo, id: repo.config.id, mirrors: ctx.config.mirrors });
+      info(ctx.out, `opened ${ctx.config.repo}`);
     });
 }

@@ -419,7 +419,8 @@ Examples:
     .argument("<id>", "session id or a unique prefix of it")
     .description("export a session (live or only in a snapshot) to Markdown, JSON or HTML")
     .option("-f, --format <format>", "markdown, json or html (default: from the --output extension, else markdown)")
-    .option("-o, --output <file>", "write here (atomically) instead of to stdout")
+    .option("-o, --output <file>", "write here (atomically) instead of to stdout; never into the agent dir")
+    .option("--force", "with --output: replace a file that is there")
     .option("--branch <entry>", "export the path to this entry instead of pi's leaf")
     .option("--redact", "mask API keys and tokens (known key shapes and the keys in auth.json and models.json)")
     .addHelpText(
@@ -429,6 +430,11 @@ Markdown reads well on GitHub; JSON has a stable shape (docs/SESSIONS.md); HTML 
 self-contained page (tree, search, branches, light/dark, print) that makes no network requests
 and embeds the session so \`pi-guard salvage --from-html\` can recover it.
 
+--output is written to a temp file beside it and renamed into place, so a failed export leaves
+no partial file. It is refused inside the agent dir or any other folder pi-guard backs up
+(symlinks resolved: a live session must never become its own export), and an existing file is
+replaced only with --force.
+
 Examples:
   $ pi-guard export 01a2 > session.md
   $ pi-guard export 01a2 --format html --output session.html
@@ -436,9 +442,7 @@ Examples:
     )
     .action(async (id: string, opts: ExportFlags, cmd: Command) => {
       const ctx = context(cmd);
-      const { parseFormat } = await import("../export/index.js");
-      // Check the format before any work, so a typo fails fast and alone.
-      const format = parseFormat(opts.format, opts.output);
+      const format = await checkExportFlags(ctx, opts);
       const { resolveSession } = await import("../sessions/index.js");
       await withCatalog(ctx, false, async (catalog) => {
         const record = resolveSession(catalog.sessions, id);
@@ -450,8 +454,18 @@ Examples:
 export interface ExportFlags {
   format?: string;
   output?: string;
+  force?: boolean;
   branch?: string;
   redact?: boolean;
+}
+
+/** The format and the output, checked before any work so that a mistake fails fast and alone; shared with the restic engine. */
+export async function checkExportFlags(ctx: Context, opts: ExportFlags): Promise<ExportFormat> {
+  const { checkExportTarget, parseFormat } = await import("../export/index.js");
+  const format = parseFormat(opts.format, opts.output);
+  if (opts.force && !opts.output) throw new RepoError("--force goes with --output only", "usage");
+  if (opts.output) await checkExportTarget(opts.output, ctx.config.roots, !!opts.force);
+  return format;
 }
 
 /** `export`'s writing and output, from bytes the caller found (closed here); shared with the restic engine. */
@@ -467,7 +481,7 @@ export async function exportAndReport(
   const output = opts.output;
   let written: number;
   try {
-    const sink = output ? () => fileSink(output) : async () => stdoutSink();
+    const sink = output ? () => fileSink(output, { overwrite: !!opts.force }) : async () => stdoutSink();
     written = await exportSessionTo(bytes, sink, { format, branch: opts.branch, redact: opts.redact, agentDir: ctx.config.agentDir, source, fallbackId: id });
   } finally {
     await bytes.close();

@@ -8,6 +8,7 @@ import { normalizeRepoLocation, parseRepoLocation } from "../targets/location.js
 import { agentDir as piAgentDir, sessionsDir as piSessionsDir } from "../pi/paths.js";
 import { DEFAULT_EXCLUDES, type SourceFilter, type SourceRoot } from "../snapshot/sources.js";
 import { scheduleProblems } from "../watch/schedule.js";
+import { DEFAULT_RETRY_MAX_MS } from "../targets/retry-report.js";
 
 type Env = Record<string, string | undefined>;
 
@@ -51,6 +52,7 @@ function configSchema(z: typeof Zod) {
       .strict()
       .optional(),
     schedules: z.array(z.object({ job: z.enum(SCHEDULED_JOBS), cron: z.string().min(1) }).strict()).optional(),
+    retry: z.object({ maxMs: z.number().int().min(0).max(MAX_RETRY_MS).optional() }).strict().optional(),
   })
   .strict();
 }
@@ -141,6 +143,7 @@ export interface Config {
   watch: WatchSettings;
   retention: RetentionPolicy;
   schedules: Schedule[];
+  retry: RetrySettings;
 }
 
 export interface ConfigFlags {
@@ -224,7 +227,30 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
     },
     retention: file.retention ? definedOnly(file.retention) : { ...DEFAULT_RETENTION },
     schedules: file.schedules ?? DEFAULT_SCHEDULES.map((s) => ({ ...s })),
+    retry: retrySettings(env, file.retry),
   };
+}
+
+// Retries of remote storage (src/targets/retry.ts): how long an S3 request may keep failing with
+// a transient error (refused or reset connections, timeouts, 5xx, throttling) before a command
+// gives up. PI_GUARD_RETRY_MAX (a duration: 30s, 5m, 0 for no retries) > "retry": {"maxMs"} > 5 min.
+
+export interface RetrySettings {
+  maxMs: number;
+}
+
+const MAX_RETRY_MS = 86_400_000;
+const RETRY_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, min: 60_000, h: 3_600_000 };
+
+export function retrySettings(env: Env, file: { maxMs?: number } = {}): RetrySettings {
+  const text = env.PI_GUARD_RETRY_MAX?.trim();
+  if (!text) return { maxMs: file.maxMs ?? DEFAULT_RETRY_MAX_MS };
+  const m = /^(\d+(?:\.\d+)?)(ms|s|min|m|h)$/.exec(text);
+  const ms = text === "0" ? 0 : m ? Math.round(Number(m[1]) * RETRY_UNITS[m[2]]) : NaN;
+  if (!(ms >= 0 && ms <= MAX_RETRY_MS)) {
+    throw new RepoError(`PI_GUARD_RETRY_MAX must be a duration up to 24h such as 30s, 5m or 0 (no retries), not "${env.PI_GUARD_RETRY_MAX}"`, "usage");
+  }
+  return { maxMs: ms };
 }
 
 /** A mirror holds a copy of pi-guard's own repository (docs/FORMAT.md §14), which a restic repository cannot. */

@@ -104,4 +104,4 @@ async function writeAll(open: () => Promise<ExportSink>, pieces: AsyncIterable<s
   return sink.bytes;
 }
 
-export { fileSink, stdoutSink, type ExportSink } from "./output.js";
+export { checkExportTarget, fileSink, stdoutSink, type ExportSink } from "./output.js";

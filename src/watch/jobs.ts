@@ -52,8 +52,13 @@ function checkJob(readData: boolean): JobFn {
 }
 
 async function forgetIn(repo: Repository, ctx: JobContext): Promise<JobResult> {
-  const { forget } = await import("../repo/retention.js");
+  const { emptiedGroupText, forget } = await import("../repo/retention.js");
+  // Never allowRemoveAll: a schedule has no one to confirm that emptying a group was meant.
   const r = await forget(repo, { policy: ctx.config.retention, lockWaitMs: ctx.lockWaitMs });
+  if (r.refused) {
+    const groups = r.emptiedGroups.map((g) => `the policy keeps no snapshot of ${emptiedGroupText(g)}`).join("; ");
+    return { ok: false, summary: `REFUSED: ${groups}; nothing was forgotten; fix "retention" in ${ctx.config.configFile}`, details: r };
+  }
   const unreadable = r.unreadable.length ? `; ${r.unreadable.length} unreadable snapshot(s) left alone` : "";
   const summary = `forgot ${r.removed} snapshot(s), kept ${r.keep.length}${unreadable}`;
   return { ok: r.removed === r.remove.length && r.unreadable.length === 0, summary, details: r };
@@ -88,7 +93,7 @@ async function retentionJob(ctx: JobContext): Promise<JobResult> {
   for (const mirror of ctx.config.mirrors) {
     const part = await (async () => {
       const [{ openReplica }, { openTarget }] = await Promise.all([import("../repo/replicate.js"), import("../targets/open.js")]);
-      const { repo: copy } = await openReplica(repo, openTarget({ repo: mirror }), { dataDir: ctx.config.dataDir });
+      const { repo: copy } = await openReplica(repo, openTarget({ repo: mirror, retry: ctx.config.retry }), { dataDir: ctx.config.dataDir });
       return retentionIn(copy, ctx);
     })().catch((err: unknown): JobResult => ({ ok: false, summary: ((err as Error)?.message ?? String(err)).split("\n")[0] }));
     parts.push({ where: mirror, ...part });

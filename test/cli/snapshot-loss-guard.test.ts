@@ -4,7 +4,7 @@
 // nor a parent, and fail loudly; `status` is unhealthy with no watcher running; `restore latest`
 // brings back the last whole state; `--accept-loss` is how a deliberate deletion is accepted.
 
-import { readFileSync, rmSync } from "node:fs";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cli, expectOneLineError, initRepo, ok, type RestoreJson, snapshot, type SnapshotJson } from "../helpers/cli.js";
@@ -101,9 +101,13 @@ describe("the suspect-loss guard on a plain and a scheduled snapshot", () => {
   });
 
   it("once everything is restored in place, the next snapshot is whole again and status is healthy", async () => {
+    // A file the restore replaces (not only creates) makes it take an undo snapshot first.
+    writeFileSync(path.join(sb.agentDir, "settings.json"), JSON.stringify({ changed: "after the accident" }));
     const r = await restoreJsonOf(sb, ["latest"]);
     expect(r.snapshotId).toBe(whole.snapshotId);
+    expect(r.replace).toBe(1);
     // The undo snapshot recorded the damaged state: it is tagged so, and is never a parent.
+    expect(r.undoSnapshot).toMatch(/^[0-9a-f]{64}$/);
     const undo = (await listed(sb)).find((s) => s.id === r.undoSnapshot)!;
     expect(undo.tags.sort()).toEqual(["pre-restore", "suspect-loss"]);
     expect(fingerprint(treeState(sb.agentDir))).toEqual(before);
