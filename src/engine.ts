@@ -1,6 +1,7 @@
 /**
  * The library entry points the CLI (and other programs) use: open a repository from a Config,
- * snapshot, restore safely in place, check. Nothing here prints.
+ * snapshot (guarded; `backup` is the whole snapshot policy), restore safely in place, check.
+ * Nothing here prints.
  */
 import { makeDirs } from "./fs-safe.js";
 import { promises as fs } from "node:fs";
@@ -21,6 +22,8 @@ import { findJournal, journalOutcome, newJournal, type RestoreJournal, writeJour
 import { targetRootDir, type TreeLayout } from "./restore/layout.js";
 import { applyUndo, checkRoots, checkUndo, undoPreview } from "./restore/undo.js";
 import { createSnapshot, type SnapshotOptions, type SnapshotResult } from "./snapshot/snapshotter.js";
+import { judgeLoss, sessionFileTest, type LossVerdict } from "./snapshot/loss-guard.js";
+import { SUSPECT_LOSS_TAG } from "./repo/format.js";
 import { pathInScope } from "./snapshot/scan.js";
 import {
   applyRestore,
@@ -96,14 +99,43 @@ function useLocalStaging(config: Config, repo: Repository): Repository {
   return repo;
 }
 
-export async function snapshotAgentDir(
-  config: Config,
-  repo: Repository,
-  opts: Partial<SnapshotOptions> = {},
-): Promise<SnapshotResult> {
-  assertRepoOutsideAgentDir(config);
-  return createSnapshot(repo, { roots: config.roots, filter: config.filter, ...opts });
+export interface AgentSnapshotOptions extends Partial<SnapshotOptions> {
+  /** The files that vanished were deleted on purpose: a loss is not tagged, the snapshot becomes the last whole state. */
+  acceptLoss?: boolean;
 }
+
+export interface AgentSnapshotResult extends SnapshotResult {
+  /** The snapshot lost most files of the last whole one: tagged suspect-loss, unless acceptLoss. */
+  loss?: LossVerdict;
+}
+
+/**
+ * Snapshot the agent dir, guarded (snapshot/loss-guard.ts): a snapshot that loses most files of
+ * the last whole one is tagged suspect-loss, so it is never "latest" nor a parent. This holds for
+ * every caller, an in-place restore's undo snapshot too: one that records the damaged state must
+ * not become the baseline a later snapshot is judged against. The policy around it (reserved
+ * tags, a missing agent dir, mirrors) is `backup` (snapshot/backup.ts).
+ */
+export async function snapshotAgentDir(config: Config, repo: Repository, opts: AgentSnapshotOptions = {}): Promise<AgentSnapshotResult> {
+  assertRepoOutsideAgentDir(config);
+  const { acceptLoss, ...snapshotOpts } = opts;
+  const isSession = sessionFileTest(config);
+  let loss: LossVerdict | undefined;
+  const result = await createSnapshot(repo, {
+    roots: config.roots,
+    filter: config.filter,
+    ...snapshotOpts,
+    tagsAtCommit: (scan) => {
+      loss = judgeLoss(scan.parentFiles(), scan.files, config.watch.suspectLoss, isSession);
+      const tags = snapshotOpts.tagsAtCommit?.(scan) ?? [];
+      const tagged = [...(snapshotOpts.tags ?? []), ...tags].includes(SUSPECT_LOSS_TAG);
+      return loss && !acceptLoss && !tagged ? [...tags, SUSPECT_LOSS_TAG] : tags;
+    },
+  });
+  return { ...result, loss };
+}
+
+export { backup, type BackupOptions, type BackupResult } from "./snapshot/backup.js";
 
 export interface SafeRestoreOptions extends Omit<RestoreOptions, "destinations" | "signal">, TreeLayout {
   lockWaitMs?: number;

@@ -5,16 +5,7 @@ import { Progress } from "./progress.js";
 import { promptHidden } from "./prompt.js";
 import { RepoError } from "../repo/errors.js";
 import { formatLocalTime } from "../restore/select.js";
-import { META_ROOT_NAME } from "../config/config.js";
 import type { KeyPlace } from "../repo/keys.js";
-
-async function anyRootExists(paths: string[]): Promise<boolean> {
-  const { promises: fs } = await import("node:fs");
-  // A root we may not look at exists: the snapshot then names it as skipped (exit 3).
-  const there = (err: NodeJS.ErrnoException) => err.code !== "ENOENT" && err.code !== "ENOTDIR";
-  for (const p of paths) if (await fs.stat(p).then((s) => s.isDirectory(), there)) return true;
-  return false;
-}
 
 function* slices<T>(items: readonly T[], size: number): Generator<readonly T[]> {
   for (let i = 0; i < items.length; i += size) yield items.slice(i, i + size);
@@ -93,7 +84,8 @@ Examples:
     .option("--from-tar <file>", "import a tarball of an agent dir (made by `pi-guard archive` or by hand) as a snapshot")
     .option("--time <iso>", "with --from-tar: the time to record for the imported snapshot (no zone: local time)")
     .option("--init", "create the repository first if there is none (a key file when no password is set)")
-    .option("--allow-empty", "a missing agent dir is not an error: say so, take no snapshot, exit 0")
+    .option("--allow-empty", "a missing agent dir is not an error: say so, take no snapshot, exit 0 (unless an earlier snapshot held it)")
+    .option("--accept-loss", "the files that vanished since the last snapshot were deleted on purpose: take this snapshot as the new whole state")
     .addHelpText(
       "after",
       `
@@ -102,7 +94,13 @@ large, live session costs about the size of what was appended.
 
 A path that cannot be read (permissions) is skipped and named; everything else is backed up, the
 snapshot is tagged "incomplete" and the exit code is 3, so that cron notices. A missing agent dir
-is an error (exit 1) unless --allow-empty is given.
+is an error (exit 1) unless --allow-empty is given, and still one when an earlier snapshot held it.
+
+If every session file, or most files, of the last whole snapshot are gone (the npm reify
+accident), the snapshot is still taken but tagged "suspect-loss": it is never "latest" nor the
+base of the next snapshot, \`pi-guard restore latest\` brings the files back, and the exit code is
+1 with one line saying what vanished. If you deleted them on purpose, --accept-loss takes the
+snapshot untagged, as the new whole state (a running watcher then clears its suspected loss).
 
 --from-tar refuses the whole archive, importing nothing, if any entry is unsafe: an absolute path,
 a ".." component, an invalid name, a hard link, a device or fifo, or anything under a symlink the
@@ -113,46 +111,24 @@ Examples:
   $ pi-guard snapshot
   $ pi-guard snapshot --init           # first run: create the repository, then back up
   $ pi-guard snapshot --json
+  $ pi-guard snapshot --accept-loss    # the sessions that vanished were deleted on purpose
   $ pi-guard snapshot --from-tar old-backup.tar.gz --time 2026-10-01T12:00:00Z`,
     )
-    .action(async (opts: { tag?: string[]; fromTar?: string; time?: string; init?: boolean; allowEmpty?: boolean }, cmd: Command) => {
+    .action(async (opts: { tag?: string[]; fromTar?: string; time?: string; init?: boolean; allowEmpty?: boolean; acceptLoss?: boolean }, cmd: Command) => {
       const ctx = context(cmd);
-      const { IMPORT_TAG, INCOMPLETE_TAG } = await import("../repo/format.js");
-      const { PRE_RESTORE_TAG } = await import("../restore/select.js");
-      // Tags pi-guard sets itself mean something ("latest" skips some): a user cannot borrow them.
-      const reserved = opts.fromTar ? [PRE_RESTORE_TAG, INCOMPLETE_TAG] : [PRE_RESTORE_TAG, INCOMPLETE_TAG, IMPORT_TAG];
-      const borrowed = (opts.tag ?? []).filter((t) => reserved.includes(t));
-      if (borrowed.length) throw new RepoError(`--tag ${borrowed[0]} is reserved for the tags that pi-guard sets itself`, "usage");
-      const sources = ctx.config.roots.filter((r) => r.name !== META_ROOT_NAME);
-      const missing = !opts.fromTar && !(await anyRootExists(sources.map((r) => r.path)));
-      if (missing && !opts.allowEmpty) {
-        throw new RepoError(`nothing to back up: ${ctx.config.agentDir} does not exist; set PI_CODING_AGENT_DIR or --agent-dir (or pass --allow-empty)`, "not-found");
-      }
-      if (opts.init) {
-        const { openTarget, initRepository } = await import("../engine.js");
-        if (!(await openTarget(ctx.config).head("config"))) {
-          const made = await initRepository(ctx.config);
-          info(ctx.out, `created repository at ${ctx.config.repo}${made.keyFile ? `; key file ${made.keyFile} (keep a copy somewhere safe)` : ""}`);
-        }
-      }
-      if (missing) {
+      const { backup } = await import("../engine.js");
+      const { describeLoss } = await import("../snapshot/loss-guard.js");
+      const progress = new Progress(!ctx.out.json && !ctx.out.quiet);
+      const onProgress = (p: { files: number; bytes: number; current: string }) =>
+        progress.update(`${p.files} files, ${formatBytes(p.bytes)}  ${p.current}`);
+      const r = await backup(ctx.config, () => ctx.open(), { ...opts, tags: opts.tag, lockWaitMs: ctx.lockWaitMs, onProgress }).finally(() => progress.done());
+      if (r.created) info(ctx.out, `created repository at ${ctx.config.repo}${r.created.keyFile ? `; key file ${r.created.keyFile} (keep a copy somewhere safe)` : ""}`);
+      const result = r.snapshot;
+      if (!result) {
         warn(`nothing to back up: ${ctx.config.agentDir} does not exist (set PI_CODING_AGENT_DIR or --agent-dir)`);
         if (ctx.out.json) printJson({ snapshotId: null, reason: "agent dir missing", agentDir: ctx.config.agentDir });
         return;
       }
-      const repo = await ctx.open();
-      const progress = new Progress(!ctx.out.json && !ctx.out.quiet);
-      const onProgress = (p: { files: number; bytes: number; current: string }) =>
-        progress.update(`${p.files} files, ${formatBytes(p.bytes)}  ${p.current}`);
-      let result;
-      if (opts.fromTar) {
-        const { importTar } = await import("../snapshot/tar-import.js");
-        result = await importTar(repo, opts.fromTar, { tags: opts.tag, time: opts.time, lockWaitMs: ctx.lockWaitMs, onProgress });
-      } else {
-        const { snapshotAgentDir } = await import("../engine.js");
-        result = await snapshotAgentDir(ctx.config, repo, { tags: opts.tag, lockWaitMs: ctx.lockWaitMs, onProgress });
-      }
-      progress.done();
       const s = result.snapshot.summary;
       const skipped = result.snapshot.skipped ?? [];
       if (skipped.length) {
@@ -164,25 +140,37 @@ Examples:
         }
         warn(`snapshot ${result.id.slice(0, 8)} is incomplete: ${skipped.length} path(s) could not be read (tagged "incomplete")`);
       }
-      // Each mirror gets the snapshot after the primary has it; a mirror that fails is retried next time.
-      const shipments = ctx.config.mirrors.length ? await (await import("../repo/ship.js")).shipToMirrors(ctx.config, repo) : [];
+      if (result.loss && !r.lossAccepted) {
+        if (!process.exitCode) process.exitCode = EXIT.failure;
+        warn(describeLoss(result.loss, result.id, result.snapshot.parent));
+      } else if (r.lossAccepted) info(ctx.out, `accepted the deletion of ${result.loss!.lost} of ${result.loss!.filesBefore} files: snapshot ${result.id.slice(0, 8)} is the new whole state`);
       const { reportShipments, shipmentJson } = await import("./copy-commands.js");
       if (ctx.out.json) {
-        printJson({ snapshotId: result.id, time: result.snapshot.time, parent: result.snapshot.parent ?? null, tags: result.snapshot.tags, skipped, ...s, ...(shipments.length ? { mirrors: shipments.map(shipmentJson) } : {}) });
-        reportShipments(ctx, shipments, result.id);
+        printJson({
+          snapshotId: result.id,
+          time: result.snapshot.time,
+          parent: result.snapshot.parent ?? null,
+          tags: result.snapshot.tags,
+          skipped,
+          ...s,
+          suspectLoss: result.loss ?? null,
+          lossAccepted: r.lossAccepted,
+          ...(r.mirrors.length ? { mirrors: r.mirrors.map(shipmentJson) } : {}),
+        });
+        reportShipments(ctx, r.mirrors, result.id);
         return;
       }
       info(
         ctx.out,
         table([
-          ["snapshot", `${result.id.slice(0, 8)}  ${result.snapshot.time}`],
+          ["snapshot", `${result.id.slice(0, 8)}  ${result.snapshot.time}${result.snapshot.tags.length ? `  [${result.snapshot.tags.join(", ")}]` : ""}`],
           ["files", `${s.files} (${s.filesNew} new, ${s.filesChanged} changed, ${s.filesUnchanged} unchanged)`],
           ["total", formatBytes(s.bytesTotal)],
           ["new data", `${formatBytes(s.bytesNew)} (${formatBytes(s.bytesStored)} stored)`],
           ["duration", formatDuration(s.durationMs)],
         ]),
       );
-      reportShipments(ctx, shipments, result.id);
+      reportShipments(ctx, r.mirrors, result.id);
     });
 
   program

@@ -4,6 +4,8 @@ import { EXIT, formatBytes, info, printJson, table, warn } from "./output.js";
 import { RepoError } from "../repo/errors.js";
 import type { renderSession as RenderSession, SessionCatalog, SessionRecord, SessionView } from "../sessions/index.js";
 import type { Lock } from "../repo/lock.js";
+import type { ExportFormat } from "../export/index.js";
+import type { ByteSource } from "../export/entry-stream.js";
 
 export interface ListFlags {
   project?: string;
@@ -457,29 +459,53 @@ Examples:
   $ pi-guard export 01a2 --format html --output session.html
   $ pi-guard export 01a2 --format json --branch 7f3c9e21 --redact -o branch.json`,
     )
-    .action(async (id: string, opts: { format?: string; output?: string; force?: boolean; branch?: string; redact?: boolean }, cmd: Command) => {
+    .action(async (id: string, opts: ExportFlags, cmd: Command) => {
       const ctx = context(cmd);
-      const { checkExportTarget, exportSessionTo, fileSink, parseFormat, stdoutSink } = await import("../export/index.js");
-      // Check the format and the output before any work, so a mistake fails fast and alone.
-      const format = parseFormat(opts.format, opts.output);
-      if (opts.force && !opts.output) throw new RepoError("--force goes with --output only", "usage");
-      if (opts.output) await checkExportTarget(opts.output, ctx.config.roots, !!opts.force);
+      const format = await checkExportFlags(ctx, opts);
       const { resolveSession } = await import("../sessions/index.js");
       await withCatalog(ctx, false, async (catalog) => {
         const record = resolveSession(catalog.sessions, id);
-        const source = catalog.describeSource(record.id);
-        const bytes = await catalog.byteSource(record.id);
-        const output = opts.output;
-        let written: number;
-        try {
-          const sink = output ? () => fileSink(output, { overwrite: !!opts.force }) : async () => stdoutSink();
-          written = await exportSessionTo(bytes, sink, { format, branch: opts.branch, redact: opts.redact, agentDir: ctx.config.agentDir, source, fallbackId: record.id, onWarning: warn });
-        } finally {
-          await bytes.close();
-        }
-        if (!output) return;
-        if (ctx.out.json) printJson({ id: record.id, format, output, bytes: written, source, redacted: !!opts.redact });
-        else info(ctx.out, `exported ${record.id.slice(0, 8)} (${format}, ${formatBytes(written)}) to ${output} from ${source}`);
+        await exportAndReport(ctx, opts, format, record.id, catalog.describeSource(record.id), await catalog.byteSource(record.id));
       });
     });
+}
+
+export interface ExportFlags {
+  format?: string;
+  output?: string;
+  force?: boolean;
+  branch?: string;
+  redact?: boolean;
+}
+
+/** The format and the output, checked before any work so that a mistake fails fast and alone; shared with the restic engine. */
+export async function checkExportFlags(ctx: Context, opts: ExportFlags): Promise<ExportFormat> {
+  const { checkExportTarget, parseFormat } = await import("../export/index.js");
+  const format = parseFormat(opts.format, opts.output);
+  if (opts.force && !opts.output) throw new RepoError("--force goes with --output only", "usage");
+  if (opts.output) await checkExportTarget(opts.output, ctx.config.roots, !!opts.force);
+  return format;
+}
+
+/** `export`'s writing and output, from bytes the caller found (closed here); shared with the restic engine. */
+export async function exportAndReport(
+  ctx: Context,
+  opts: ExportFlags,
+  format: ExportFormat,
+  id: string,
+  source: string,
+  bytes: ByteSource & { close(): Promise<void> },
+): Promise<void> {
+  const { exportSessionTo, fileSink, stdoutSink } = await import("../export/index.js");
+  const output = opts.output;
+  let written: number;
+  try {
+    const sink = output ? () => fileSink(output, { overwrite: !!opts.force }) : async () => stdoutSink();
+    written = await exportSessionTo(bytes, sink, { format, branch: opts.branch, redact: opts.redact, agentDir: ctx.config.agentDir, source, fallbackId: id, onWarning: warn });
+  } finally {
+    await bytes.close();
+  }
+  if (!output) return;
+  if (ctx.out.json) printJson({ id, format, output, bytes: written, source, redacted: !!opts.redact });
+  else info(ctx.out, `exported ${id.slice(0, 8)} (${format}, ${formatBytes(written)}) to ${output} from ${source}`);
 }

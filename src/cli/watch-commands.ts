@@ -24,7 +24,7 @@ watch event reported.
 If a batch would drop most of the files at once, or the sessions dir vanishes, the snapshot is
 still taken but tagged "suspect-loss": \`pi-guard restore latest\` skips it and restores the last
 whole state, and the state file marks the loss (\`pi-guard status\` exits non-zero) until the files
-come back. To accept a deliberate deletion, run \`pi-guard snapshot\` once.
+come back. To accept a deliberate deletion, run \`pi-guard snapshot --accept-loss\` once.
 
 Log: JSON lines in $XDG_STATE_HOME/pi-guard/watch-<hash>.log (rotated); --json also prints them
 to stdout. A human line per snapshot goes to stderr unless --quiet.
@@ -114,7 +114,7 @@ Examples:
               // Loud even with --quiet: this is the accident pi-guard exists for.
               warn(
                 `WARNING: suspected loss: ${r.suspect.reason === "sessions" ? "every session file vanished" : `${r.suspect.lost} of ${r.suspect.filesBefore} files vanished at once`}; ` +
-                  `snapshot ${r.id.slice(0, 8)} is tagged suspect-loss. \`pi-guard restore latest\` restores the last whole state; \`pi-guard snapshot\` accepts the deletion`,
+                  `snapshot ${r.id.slice(0, 8)} is tagged suspect-loss. \`pi-guard restore latest\` restores the last whole state; \`pi-guard snapshot --accept-loss\` accepts the deletion`,
               );
             } else if (r.kind === "snapshot") human(`snapshot ${r.id.slice(0, 8)}  ${r.files} files, ${formatBytes(r.bytesNew)} new, ${r.ms} ms`);
             else if (r.kind === "error") warn(`snapshot failed (retry in ${Math.round(r.retryInMs / 1000)} s): ${r.message}`);

@@ -6,7 +6,7 @@
  *   first, so a session that is written without pause is still saved every few seconds.
  * - One snapshot at a time: changes that arrive during a snapshot make the next one.
  * - A failed snapshot (locked repository, EACCES, a full disk) is logged and retried with backoff.
- * - The suspect-loss guard (suspect.ts) tags a snapshot that lost most files at once.
+ * - The suspect-loss guard (snapshot/loss-guard.ts) tags a snapshot that lost most files at once.
  * - chokidar can miss a folder made inside a folder it has just seen appear (see rescan): new
  *   folders, a restore and a recovery from a suspected loss are checked against what chokidar
  *   watches; and every watch.fullScanMs a stat walk compares the roots with the last snapshot
@@ -14,19 +14,17 @@
  * - Health (health.ts) is judged on every tick; each change of it runs the alert command (alert.ts).
  */
 import { promises as fs, statSync } from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import type { FSWatcher } from "chokidar";
-import { isInside, META_ROOT_NAME, type Config } from "../config/config.js";
-import { sessionsDir as piSessionsDir } from "../pi/paths.js";
+import { isInside, type Config } from "../config/config.js";
 import { CONFIG_KEY, SUSPECT_LOSS_TAG, isImport } from "../repo/format.js";
 import { RepoError } from "../repo/errors.js";
 import type { Repository } from "../repo/repository.js";
 import { compileFilter } from "../snapshot/scan.js";
-import { createSnapshot, type ParentFile } from "../snapshot/snapshotter.js";
+import { createSnapshot } from "../snapshot/snapshotter.js";
 import { PRE_RESTORE_TAG } from "../restore/select.js";
 import type { WatchLog } from "./log.js";
-import { judgeLoss, type LossVerdict } from "./suspect.js";
+import { ACCEPT_LOSS_COMMAND, judgeLoss, sessionFileTest, type LossVerdict } from "../snapshot/loss-guard.js";
 import type { WatcherState } from "./state.js";
 import { writeWatcherState } from "./state-file.js";
 import { hostName } from "../host.js";
@@ -401,15 +399,6 @@ export class Watcher {
     return result;
   }
 
-  /** Which files of a snapshot are pi's sessions: those below the sessions dir, wherever it is. */
-  private sessionFileTest(): (f: ParentFile) => boolean {
-    const dir = piSessionsDir({ agentDir: this.config.agentDir, home: process.env.HOME || os.homedir() }).dir;
-    const root = this.config.roots.find((r) => isInside(dir, r.path) && r.name !== META_ROOT_NAME);
-    if (!root) return () => false;
-    const prefix = path.relative(root.path, dir).split(path.sep).join("/");
-    return (f) => f.root === root.name && (prefix === "" || f.path.startsWith(`${prefix}/`));
-  }
-
   /**
    * chokidar does not follow a root folder that is deleted and made again when the root existed as
    * it was added, nor a missing root whose parent folder is missing too. So a root that is gone is
@@ -528,7 +517,7 @@ export class Watcher {
     this.lastSnapshotAt = Date.now();
     if (count > 0) this.opts.log.write("info", "change", { changes: count, sample });
     let verdict: LossVerdict | undefined;
-    const isSession = this.sessionFileTest();
+    const isSession = sessionFileTest(this.config);
     const started = Date.now();
     try {
       // A long-running process outlives mounts: an unmounted or moved repository must not be
@@ -626,7 +615,7 @@ export class Watcher {
       lost: v.lost,
       sample: v.sample,
       first,
-      advice: "`pi-guard restore latest` restores the last whole state; `pi-guard snapshot` accepts the deletion",
+      advice: `\`pi-guard restore latest\` restores the last whole state; \`${ACCEPT_LOSS_COMMAND}\` accepts the deletion`,
     });
   }
 
@@ -704,8 +693,9 @@ export class Watcher {
   }
 
   /**
-   * An explicit `pi-guard snapshot` after a suspected loss is the user saying the deletion was
-   * meant: it is newer than the loss and not tagged, so it becomes the last whole state.
+   * `pi-guard snapshot --accept-loss` after a suspected loss is the user saying the deletion was
+   * meant: it is newer than the loss and not tagged, so it becomes the last whole state. (A plain
+   * snapshot of the same state is tagged suspect-loss too, and accepts nothing.)
    */
   private async checkAccepted(): Promise<void> {
     const loss = this.state.suspectLoss;
