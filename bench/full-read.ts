@@ -204,7 +204,7 @@ async function main(): Promise<void> {
     lines.push(`full-read window: ${formatBytes(gen.sessionBytes + gen.otherBytes)} agent dir, ${gen.sessions} sessions; the ${files} largest grow (${formatBytes(growingBytes)} together)`);
     lines.push(`node ${process.version}, ${cpus().length} CPUs, load average ${loadBefore.map((l) => l.toFixed(1)).join(" ")} at the start, ${loadavg().map((l) => l.toFixed(1)).join(" ")} at the end`);
     lines.push("");
-    lines.push(`${"step".padEnd(28)} ${"restic".padStart(9)} ${"pi-guard".padStart(9)} ${"pi-guard read".padStart(14)}`);
+    lines.push(`${"step".padEnd(28)} ${"restic".padStart(9)} ${"pi-guard".padStart(9)} ${"(bytes read)".padStart(14)}`);
     const steps = [...new Set(cli.map((r) => r.step))];
     const secs = (r?: StepResult) => (r ? `${(r.ms / 1000).toFixed(2)} s` : "-");
     for (const step of steps) {

@@ -282,8 +282,8 @@ export interface SpecialPath {
 export const IMPORT_TAG = "import";
 export const INCOMPLETE_TAG = "incomplete";
 /**
- * Set by `watch` on a snapshot taken when most source files vanished at once (the npm reify
- * accident): kept by retention, never "latest", never a parent.
+ * Set on a snapshot taken when most source files vanished at once (the npm reify accident), by
+ * every snapshot path (snapshot/loss-guard.ts): kept by retention, never "latest", never a parent.
  */
 export const SUSPECT_LOSS_TAG = "suspect-loss";
 

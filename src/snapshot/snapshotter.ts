@@ -180,7 +180,8 @@ export async function withSnapshotBuilder(
   }
 }
 
-async function findParent(repo: Repository, parentId: string | undefined, host: string, roots: SourceRoot[]): Promise<SnapshotRecord | undefined> {
+/** The snapshot a new one of `roots` is compared with: `parentId`, else the newest of `host` with those roots that can be a parent. */
+export async function findParent(repo: Repository, parentId: string | undefined, host: string, roots: SourceRoot[]): Promise<SnapshotRecord | undefined> {
   if (parentId) {
     try {
       return { id: parentId, snapshot: await repo.loadSnapshot(parentId) };

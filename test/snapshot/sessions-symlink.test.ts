@@ -93,6 +93,9 @@ describe("a symlinked sessions dir", () => {
       expect(j.skipped.find((k: { root: string }) => k.root === "sessions").error).toMatch(/missing/);
       expect(j.tags).toContain("incomplete");
       expect(r.stderr).toMatch(/skipped sessions:/);
+      // And the loss guard counts the sessions behind the link as the sessions they are.
+      expect(j.suspectLoss).toMatchObject({ reason: "sessions" });
+      expect(j.tags).toContain("suspect-loss");
     } finally {
       renameSync(moved, big);
     }
