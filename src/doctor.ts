@@ -33,7 +33,9 @@ export async function runDoctor(config: Config, now = Date.now()): Promise<Docto
 
   const agentExists = await fs.stat(config.agentDir).then((s) => s.isDirectory(), () => false);
   add("agent dir", agentExists ? "ok" : "warn", agentExists ? config.agentDir : `${config.agentDir} does not exist: nothing to back up`, "set PI_CODING_AGENT_DIR (or --agent-dir) to the agent dir pi uses");
-  for (const root of config.roots.filter((r) => r.name === "sessions")) add("sessions dir", "ok", `${root.path} (outside the agent dir; backed up as root "${root.name}")`);
+  for (const root of config.roots.filter((r) => r.name === "sessions")) {
+    add("sessions dir", "ok", `${root.path} (${config.sessionsLink ? "a symlink, followed" : "outside the agent dir"}; backed up as root "${root.name}")`);
+  }
 
   const local = isLocalLocation(config.repo);
   const piHome = path.dirname(config.agentDir);

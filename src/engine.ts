@@ -124,6 +124,7 @@ export async function snapshotAgentDir(config: Config, repo: Repository, opts: A
   const result = await createSnapshot(repo, {
     roots: config.roots,
     filter: config.filter,
+    fullReadIntervalMs: config.snapshot.fullReadIntervalMs,
     ...snapshotOpts,
     tagsAtCommit: (scan) => {
       loss = judgeLoss(scan.parentFiles(), scan.files, config.watch.suspectLoss, isSession);

@@ -10,6 +10,7 @@ import { routeResticRepositories } from "./restic-commands.js";
 import { registerSalvageCommands } from "./salvage-commands.js";
 import { registerSessionsCommands } from "./sessions-commands.js";
 import { registerOpsCommands } from "./service-commands.js";
+import { registerVerifyCommand } from "./verify-command.js";
 import { registerWatchCommands } from "./watch-commands.js";
 import { argsForUnknownCommand, pointUnknownCommandsToHelp } from "./unknown-command.js";
 import { hideSdkNodeVersionWarning } from "./warnings.js";
@@ -55,6 +56,7 @@ Examples:
   $ pi-guard snapshots                 # list snapshots
   $ pi-guard restore "2h ago"          # put back the agent dir as of two hours ago (undoable)
   $ pi-guard check --read-data         # verify every byte of the repository
+  $ pi-guard verify                    # compare the live files with the latest snapshot, byte for byte
   $ pi-guard demo                      # watch a lost sessions dir come back, in a temp folder
 
 Environment: PI_GUARD_REPO, PI_GUARD_PASSWORD, PI_GUARD_PASSWORD_FILE, PI_GUARD_KEY_FILE,
@@ -66,6 +68,7 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 3 damaged repository data or an inco
   );
   registerRepoCommands(program);
   registerRestoreCommands(program);
+  registerVerifyCommand(program);
   registerKeyCommands(program);
   registerDoctorCommand(program);
   registerSalvageCommands(program);

@@ -7,6 +7,12 @@ import { RepoError } from "../repo/errors.js";
 import { formatLocalTime } from "../restore/select.js";
 import type { KeyPlace } from "../repo/keys.js";
 
+/** A snapshot path as the snapshot command names it: "root:path" outside the agent root, escaped when it holds control characters. */
+export function shownPath(root: string, rel: string): string {
+  const name = `${root === "agent" ? "" : `${root}:`}${rel || "."}`;
+  return /[\x00-\x1f\x7f]/.test(name) ? JSON.stringify(name) : name;
+}
+
 function* slices<T>(items: readonly T[], size: number): Generator<readonly T[]> {
   for (let i = 0; i < items.length; i += size) yield items.slice(i, i + size);
 }
@@ -86,15 +92,22 @@ Examples:
     .option("--init", "create the repository first if there is none (a key file when no password is set)")
     .option("--allow-empty", "a missing agent dir is not an error: say so, take no snapshot, exit 0 (unless an earlier snapshot held it)")
     .option("--accept-loss", "the files that vanished since the last snapshot were deleted on purpose: take this snapshot as the new whole state")
+    .option("--full-read", "read every file in full, trusting nothing of the last snapshot (after `pi-guard verify` found a difference)")
     .addHelpText(
       "after",
       `
 Files that only grew since the last snapshot are read from their last chunk on, so a snapshot of a
-large, live session costs about the size of what was appended.
+large, live session costs about the size of what was appended; once an hour (the config's
+snapshot.fullReadIntervalMs) such a file is read in full again. A file is unchanged, and not read,
+when its inode, size, mtime and ctime are all as before; --full-read reads every file anyway.
 
 A path that cannot be read (permissions) is skipped and named; everything else is backed up, the
-snapshot is tagged "incomplete" and the exit code is 3, so that cron notices. A missing agent dir
-is an error (exit 1) unless --allow-empty is given, and still one when an earlier snapshot held it.
+snapshot is tagged "incomplete" and the exit code is 3, so that cron notices. The same goes for a
+file that changed each time it was read (it is stored as last read and named), and for a sessions
+dir that is a symlink to nothing. A sessions dir that is a symlink to a folder is backed up from
+that folder (root "sessions"), and the output says so. FIFOs, sockets and devices are named, not
+backed up (exit 0). A missing agent dir is an error (exit 1) unless --allow-empty is given, and
+still one when an earlier snapshot held it.
 
 If every session file, or most files, of the last whole snapshot are gone (the npm reify
 accident), the snapshot is still taken but tagged "suspect-loss": it is never "latest" nor the
@@ -114,14 +127,14 @@ Examples:
   $ pi-guard snapshot --accept-loss    # the sessions that vanished were deleted on purpose
   $ pi-guard snapshot --from-tar old-backup.tar.gz --time 2026-10-01T12:00:00Z`,
     )
-    .action(async (opts: { tag?: string[]; fromTar?: string; time?: string; init?: boolean; allowEmpty?: boolean; acceptLoss?: boolean }, cmd: Command) => {
+    .action(async (opts: { tag?: string[]; fromTar?: string; time?: string; init?: boolean; allowEmpty?: boolean; acceptLoss?: boolean; fullRead?: boolean }, cmd: Command) => {
       const ctx = context(cmd);
       const { backup } = await import("../engine.js");
       const { describeLoss } = await import("../snapshot/loss-guard.js");
       const progress = new Progress(!ctx.out.json && !ctx.out.quiet);
       const onProgress = (p: { files: number; bytes: number; current: string }) =>
         progress.update(`${p.files} files, ${formatBytes(p.bytes)}  ${p.current}`);
-      const r = await backup(ctx.config, () => ctx.open(), { ...opts, tags: opts.tag, lockWaitMs: ctx.lockWaitMs, onProgress }).finally(() => progress.done());
+      const r = await backup(ctx.config, () => ctx.open(), { ...opts, tags: opts.tag, lockWaitMs: ctx.lockWaitMs, onProgress, readAll: opts.fullRead }).finally(() => progress.done());
       if (r.created) info(ctx.out, `created repository at ${ctx.config.repo}${r.created.keyFile ? `; key file ${r.created.keyFile} (keep a copy somewhere safe)` : ""}`);
       const result = r.snapshot;
       if (!result) {
@@ -131,14 +144,18 @@ Examples:
       }
       const s = result.snapshot.summary;
       const skipped = result.snapshot.skipped ?? [];
-      if (skipped.length) {
+      const { special = [], changedWhileRead = [] } = result.snapshot;
+      const { sessionsLinkNote } = await import("../pi/paths.js");
+      const notes = !opts.fromTar && ctx.config.sessionsLink ? [sessionsLinkNote(ctx.config.sessionsLink)] : [];
+      if (!ctx.out.json) for (const n of notes) info(ctx.out, `note: ${n}`);
+      for (const k of special) warn(`not backed up: ${shownPath(k.root, k.path)} (a ${k.kind.replace("-", " ")}: no bytes to copy)`);
+      for (const k of changedWhileRead) warn(`${shownPath(k.root, k.path)} changed while it was read (${k.reads} reads): stored as last read, which may mix two versions`);
+      if (skipped.length || changedWhileRead.length) {
         // Exit 3 as restic does: the snapshot exists, but it is not everything.
         process.exitCode = EXIT.damaged;
-        for (const k of skipped) {
-          const name = `${k.root === "agent" ? "" : `${k.root}:`}${k.path || "."}`;
-          warn(`skipped ${/[\x00-\x1f\x7f]/.test(name) ? JSON.stringify(name) : name}: ${k.error}`);
-        }
-        warn(`snapshot ${result.id.slice(0, 8)} is incomplete: ${skipped.length} path(s) could not be read (tagged "incomplete")`);
+        for (const k of skipped) warn(`skipped ${shownPath(k.root, k.path)}: ${k.error}`);
+        const why = [skipped.length ? `${skipped.length} path(s) could not be read` : "", changedWhileRead.length ? `${changedWhileRead.length} file(s) changed while read` : ""].filter(Boolean).join(", ");
+        warn(`snapshot ${result.id.slice(0, 8)} is incomplete: ${why} (tagged "incomplete")`);
       }
       if (result.loss && !r.lossAccepted) {
         if (!process.exitCode) process.exitCode = EXIT.failure;
@@ -152,6 +169,9 @@ Examples:
           parent: result.snapshot.parent ?? null,
           tags: result.snapshot.tags,
           skipped,
+          changedWhileRead,
+          special,
+          notes,
           ...s,
           suspectLoss: result.loss ?? null,
           lossAccepted: r.lossAccepted,
@@ -204,6 +224,8 @@ Examples:
           parent: s.parent ?? null,
           imported: s.imported ?? null,
           skipped: s.skipped ?? [],
+          changedWhileRead: s.changedWhileRead ?? [],
+          special: s.special ?? [],
           summary: s.summary,
         }));
         return;

@@ -5,8 +5,8 @@ import { createRequire } from "node:module";
 import type { z as Zod } from "zod";
 import { RepoError } from "../repo/errors.js";
 import { normalizeRepoLocation, parseRepoLocation } from "../targets/location.js";
-import { agentDir as piAgentDir, sessionsDir as piSessionsDir } from "../pi/paths.js";
-import { DEFAULT_EXCLUDES, type SourceFilter, type SourceRoot } from "../snapshot/sources.js";
+import { agentDir as piAgentDir, readSessionsLink, type SessionsLink, sessionsDir as piSessionsDir } from "../pi/paths.js";
+import { DEFAULT_EXCLUDES, DEFAULT_FULL_READ_INTERVAL_MS, type SourceFilter, type SourceRoot } from "../snapshot/sources.js";
 import { scheduleProblems } from "../watch/schedule.js";
 import { DEFAULT_RETRY_MAX_MS } from "../targets/retry-report.js";
 import { parseDuration } from "../watch/health.js";
@@ -64,6 +64,13 @@ function configSchema(z: typeof Zod) {
       .object({
         command: z.union([z.array(z.string().min(1).max(4096)).min(1).max(64), z.string().min(1).max(4096)]),
         timeoutMs: z.number().int().min(100).max(600_000).optional(),
+      })
+      .strict()
+      .optional(),
+    snapshot: z
+      .object({
+        // At most a week: a longer window is trust without a bound worth the name.
+        fullReadIntervalMs: z.number().int().min(0).max(7 * 86_400_000).optional(),
       })
       .strict()
       .optional(),
@@ -161,6 +168,17 @@ export interface AlertSettings {
   timeoutMs: number;
 }
 
+export interface SnapshotSettings {
+  /**
+   * A grown file whose last full read is older than this is read in full, not from its tail: the
+   * bound on how long a rewrite in place before the tail can go unseen (docs/FORMAT.md §10).
+   * Default one hour; 0 reads every grown file in full.
+   */
+  fullReadIntervalMs: number;
+}
+
+export const DEFAULT_SNAPSHOT: SnapshotSettings = { fullReadIntervalMs: DEFAULT_FULL_READ_INTERVAL_MS };
+
 export type ConfigFileShape = Zod.infer<ReturnType<typeof configSchema>>;
 
 /** Everything a command needs to know about where things are, resolved once. */
@@ -193,6 +211,9 @@ export interface Config {
   health: HealthSettings;
   /** null when no alert command is configured. */
   alerts: AlertSettings | null;
+  snapshot: SnapshotSettings;
+  /** When the agent dir's sessions dir is a symlink: where it points, and whether it is a root. */
+  sessionsLink?: SessionsLink;
 }
 
 export interface ConfigFlags {
@@ -249,7 +270,10 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
   const repo = flags.repo ?? env.PI_GUARD_REPO ?? file.repo ?? path.join(dataDir, "repo");
   const roots: SourceRoot[] = [{ name: "agent", path: agentDir }];
   const sessions = piSessionsDir({ env, home, agentDir });
-  if (!isInside(sessions.dir, agentDir)) roots.push({ name: "sessions", path: sessions.dir });
+  const sessionsLink = isInside(sessions.dir, agentDir) ? readSessionsLink(sessions.dir, agentDir) : undefined;
+  // A moved sessions dir, or one linked from inside the agent dir to elsewhere (the link itself
+  // stays in the agent root, so a restore puts the layout back): both are walked as root "sessions".
+  if (!isInside(sessions.dir, agentDir) || sessionsLink?.followed) roots.push({ name: "sessions", path: sessions.dir });
   // pi-guard's own metadata (session tags) is backed up with everything else.
   roots.push({ name: META_ROOT_NAME, path: path.join(dataDir, "meta") });
   const passwordFile = flags.passwordFile ?? env.PI_GUARD_PASSWORD_FILE ?? file.passwordFile;
@@ -280,6 +304,8 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
     retry: retrySettings(env, file.retry),
     health: healthSettings(file.health, watch),
     alerts: file.alerts ? { command: file.alerts.command, timeoutMs: file.alerts.timeoutMs ?? 10_000 } : null,
+    snapshot: { ...DEFAULT_SNAPSHOT, ...definedOnly(file.snapshot ?? {}) },
+    ...(sessionsLink ? { sessionsLink } : {}),
   };
 }
 

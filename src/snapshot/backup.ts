@@ -39,6 +39,8 @@ export interface BackupOptions {
   fromTar?: string;
   /** With fromTar: the snapshot time. */
   time?: string;
+  /** Read every file in full, trusting nothing of the parent (`snapshot --full-read`, SnapshotOptions.readAll). */
+  readAll?: boolean;
   lockWaitMs?: number;
   onProgress?: (p: SnapshotProgress) => void;
 }
@@ -121,7 +123,7 @@ export async function backup(config: Config, open: () => Promise<Repository>, op
     const { importTar } = await import("./tar-import.js");
     snapshot = await importTar(repo, opts.fromTar, { tags: opts.tags, time: opts.time, lockWaitMs: opts.lockWaitMs, onProgress: opts.onProgress });
   } else {
-    snapshot = await snapshotAgentDir(config, repo, { tags: opts.tags, lockWaitMs: opts.lockWaitMs, onProgress: opts.onProgress, acceptLoss: opts.acceptLoss });
+    snapshot = await snapshotAgentDir(config, repo, { tags: opts.tags, lockWaitMs: opts.lockWaitMs, onProgress: opts.onProgress, acceptLoss: opts.acceptLoss, readAll: opts.readAll });
   }
   // A suspect-loss snapshot is shipped too: its tag travels with it, so a mirror's "latest" skips it as well.
   const mirrors = config.mirrors.length ? await (await import("../repo/ship.js")).shipToMirrors(config, repo) : [];

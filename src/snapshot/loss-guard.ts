@@ -54,7 +54,8 @@ export function judgeLoss(
 /** Which files of a snapshot are pi's sessions: those below the sessions dir, wherever it is. */
 export function sessionFileTest(config: Pick<Config, "agentDir" | "roots">): (f: ParentFile) => boolean {
   const dir = sessionsDir({ agentDir: config.agentDir, home: process.env.HOME || os.homedir() }).dir;
-  const root = config.roots.find((r) => isInside(dir, r.path) && r.name !== META_ROOT_NAME);
+  // The deepest root that holds it: a symlinked sessions dir is a root of its own inside the agent root.
+  const root = config.roots.filter((r) => isInside(dir, r.path) && r.name !== META_ROOT_NAME).sort((a, b) => b.path.length - a.path.length)[0];
   if (!root) return () => false;
   const prefix = path.relative(root.path, dir).split(path.sep).join("/");
   return (f) => f.root === root.name && (prefix === "" || f.path.startsWith(`${prefix}/`));

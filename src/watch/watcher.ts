@@ -21,6 +21,7 @@ import { CONFIG_KEY, SUSPECT_LOSS_TAG, isImport } from "../repo/format.js";
 import { RepoError } from "../repo/errors.js";
 import type { Repository } from "../repo/repository.js";
 import { compileFilter } from "../snapshot/scan.js";
+import { watchPath } from "../snapshot/sources.js";
 import { createSnapshot } from "../snapshot/snapshotter.js";
 import { PRE_RESTORE_TAG } from "../restore/select.js";
 import type { WatchLog } from "./log.js";
@@ -196,7 +197,7 @@ export class Watcher {
   }
 
   async start(): Promise<void> {
-    this.watchedPaths = this.config.roots.map((r) => r.path);
+    this.watchedPaths = this.config.roots.map(watchPath);
     this.opts.log.write("info", "started", {
       pid: process.pid,
       agentDir: this.config.agentDir,
@@ -337,7 +338,7 @@ export class Watcher {
     this.config = config;
     this.accept = compileFilter(config.filter);
     this.opts.log.setLimits(config.watch.log.maxBytes, config.watch.log.keep);
-    const now = config.roots.map((r) => r.path);
+    const now = config.roots.map(watchPath);
     const removed = before.filter((p) => !now.includes(p));
     const added = now.filter((p) => !before.includes(p));
     for (const p of removed) this.orphaned.delete(p);
@@ -528,6 +529,7 @@ export class Watcher {
       const result = await createSnapshot(this.opts.repo, {
         roots: this.config.roots,
         filter: this.config.filter,
+        fullReadIntervalMs: this.config.snapshot.fullReadIntervalMs,
         host: this.state.host,
         lockWaitMs,
         signal: this.abandon.signal,
