@@ -127,7 +127,7 @@ export async function snapshotAgentDir(config: Config, repo: Repository, opts: A
     fullReadIntervalMs: config.snapshot.fullReadIntervalMs,
     ...snapshotOpts,
     tagsAtCommit: (scan) => {
-      loss = judgeLoss(scan.parentFiles(), scan.files, config.watch.suspectLoss, isSession);
+      loss = judgeLoss(scan.parentFiles(), scan.files, config.watch.suspectLoss, isSession, scan.baseline?.id);
       const tags = snapshotOpts.tagsAtCommit?.(scan) ?? [];
       const tagged = [...(snapshotOpts.tags ?? []), ...tags].includes(SUSPECT_LOSS_TAG);
       return loss && !acceptLoss && !tagged ? [...tags, SUSPECT_LOSS_TAG] : tags;

@@ -9,7 +9,7 @@ import { RepoError } from "./errors.js";
 import { listNames, ObjectExists, ObjectNotFound } from "../targets/target.js";
 import { IndexFiles } from "./index-files.js";
 import { MetaCache } from "./meta-cache.js";
-import { ParentHeads } from "./parent-heads.js";
+import { agentRootPath, ParentHeads } from "./parent-heads.js";
 import {
   AAD,
   CONFIG_KEY,
@@ -468,12 +468,26 @@ export class Repository {
    * candidate is checked to still exist. `null`: nothing recorded, list them all instead.
    */
   async latestSnapshotFor(host: string, roots: unknown): Promise<SnapshotRecord | null> {
-    for (const id of await this.heads.candidates(host, roots)) {
+    return this.firstLiveHead(await this.heads.candidates(host, roots), (s) => s.host === host && JSON.stringify(s.roots) === JSON.stringify(roots));
+  }
+
+  /**
+   * As latestSnapshotFor, the newest snapshot of `host` whose agent root is `agentPath`, whatever
+   * its other roots (snapshot/snapshotter.ts findBases). Call it after latestSnapshotFor, which
+   * read the record; `known`, already read, is not read again.
+   */
+  async latestSnapshotOfAgent(host: string, agentPath: string, known?: SnapshotRecord): Promise<SnapshotRecord | null> {
+    return this.firstLiveHead(await this.heads.agentCandidates(host, agentPath), (s) => s.host === host && agentRootPath(s.roots) === agentPath, known);
+  }
+
+  private async firstLiveHead(ids: string[], fits: (s: Snapshot) => boolean, known?: SnapshotRecord): Promise<SnapshotRecord | null> {
+    for (const id of ids) {
+      if (id === known?.id) return known;
       try {
         // From the target, not the cache: one read proves it still exists (not forgotten since),
         // and loading the cached snapshots would cost more than it saves here.
         const snapshot = parseSnapshot(await this.fetchSnapshotBody(id), id);
-        if (snapshot.host === host && JSON.stringify(snapshot.roots) === JSON.stringify(roots)) return { id, snapshot };
+        if (fits(snapshot)) return { id, snapshot };
       } catch (err) {
         if (!(err instanceof RepoError) && !(err instanceof ObjectNotFound)) throw err;
       }
