@@ -180,7 +180,7 @@ export async function restore(config: Config, repo: Repository, when: string, op
     const { refused, ...where } = await restoreDestinations(config, repo, snapshot, opts.targetDir, opts);
     if (opts.targetDir) await ensureWritableDir(path.resolve(opts.targetDir));
     const plan = await planRestore(repo, snapshot, { ...opts, ...where, durable: !opts.targetDir, scope: pathInScope(config.filter) });
-    if (opts.session) await checkSessionFound(repo, snapshot, opts.session, plan.sessionIds);
+    if (opts.session) await checkSessionFound(repo, snapshot, opts.session, plan.sessionIds, refused);
     const inPlace = !opts.targetDir;
     const done = { snapshot, resolved: chosen.resolved, warnings, discards: inPlace ? await measureDiscards(repo, plan) : undefined };
     if (opts.dryRun) return { ...done, report: withRefused(planReport(plan), refused) };
@@ -373,11 +373,13 @@ async function restoreDestinations(
 
 /**
  * `--session` must restore something or say why not: an unknown id, an ambiguous prefix, and a
- * session the chosen snapshot lacks (naming the last snapshot that holds it) are errors.
+ * session the chosen snapshot lacks (naming the last snapshot that holds it) are errors; so is one
+ * that may lie in a root this restore refused (`refused`), which is named.
  */
-async function checkSessionFound(repo: Repository, chosen: SnapshotRecord, session: string, ids: Set<string>): Promise<void> {
+async function checkSessionFound(repo: Repository, chosen: SnapshotRecord, session: string, ids: Set<string>, refused: RestoreFailure[]): Promise<void> {
   if (ids.size > 1) throw ambiguousSession(session, [...ids]);
   if (ids.size === 1) return;
+  if (refused.length) throw new RepoError(`no session "${session}" in the roots this restore writes; not restored: ${refused[0].error}`, "not-found");
   const matches = sessionMatcher(session);
   const snapshots = (await repo.listSnapshots()).filter((s) => s.id !== chosen.id).reverse();
   const reader = await SnapshotReader.open(repo);

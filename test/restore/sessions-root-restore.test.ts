@@ -11,7 +11,7 @@ import { appendFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFile
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { piAgentDir } from "../helpers/accident.js";
-import { cli, initRepo, ok, type RestoreJson, restoreJson, snapshot, type SnapshotJson } from "../helpers/cli.js";
+import { cli, expectOneLineError, initRepo, ok, type RestoreJson, restoreJson, snapshot, type SnapshotJson } from "../helpers/cli.js";
 import { fingerprint, listFiles, makeSandbox, type Sandbox, sessionFiles, sha256File, treeState } from "../helpers/tmp.js";
 import { craftSnapshot } from "./craft.js";
 
@@ -51,6 +51,9 @@ describe("restore latest after `rm -rf ~/.pi/agent` with a symlinked sessions di
 
   it("the folder behind the link survived: one run puts back the agent dir and its link, the sessions are found unchanged, exit 0", async () => {
     rmSync(sb.agentDir, { recursive: true, force: true });
+    // --session leaves the link out: the sessions behind it are refused, saying what to run.
+    const one = await cli(sb, ["restore", "latest", "--session", path.basename(sessionFiles(big)[0]).split("_")[1].slice(0, 8)]);
+    expect(expectOneLineError(one, 1)).toMatch(/not restored: root "sessions" .*--paths and --session leave out the link .*; restore without them first/);
     const r = await restoreJson(sb, ["latest"]);
     await expectAllBack(r);
     expect(r.unchanged).toBe(4);
@@ -194,19 +197,24 @@ describe("the rule cannot be used by a hostile snapshot to write elsewhere", () 
     expect(readlinkSync(sb.sessionsDir)).toBe(victim);
   });
 
-  it("a link into the agent dir, to a folder that holds it, or to a folder whose parent is missing, and a sessions root the link does not name: refused as not configured, nothing written", async () => {
-    const cases: { target: string; roots?: { name: string; path: string }[] }[] = [
+  it("a link (or sessionDir) into the agent dir, to a folder that holds it, or whose parent is missing, a relative sessionDir, and a sessions root nothing names: refused as not configured, nothing written", async () => {
+    const sessionDirIn = (dir: string) => ({ type: "file" as const, path: "settings.json", data: JSON.stringify({ sessionDir: dir }) });
+    const cases: { target: string; roots?: { name: string; path: string }[]; settings?: string }[] = [
       { target: path.join(sb.agentDir, "inside") },
       { target: sb.home },
       { target: "/" },
       { target: path.join(sb.root, "no-such-disk", "pi-sessions") },
       { target: victim, roots: [{ name: "agent", path: sb.agentDir }, { name: "sessions", path: victim }] },
+      // settings.json's sessionDir: one that holds the agent dir, a relative one, one the root does not have.
+      { target: sb.home, settings: sb.home, roots: [{ name: "agent", path: sb.agentDir }, { name: "sessions", path: sb.home }] },
+      { target: "victim", settings: "victim", roots: [{ name: "agent", path: sb.agentDir }, { name: "sessions", path: victim }] },
+      { target: victim, settings: path.join(sb.root, "elsewhere"), roots: [{ name: "agent", path: sb.agentDir }, { name: "sessions", path: victim }] },
     ];
     for (const c of cases) {
       const id = await craftSnapshot(
         sb,
         [
-          { type: "symlink", path: "sessions", target: c.target },
+          c.settings === undefined ? { type: "symlink", path: "sessions", target: c.target } : sessionDirIn(c.settings),
           { type: "file", root: "sessions", path: `--q--/${session}`, data: '{"type":"session"}\n' },
         ],
         c.roots ?? roots(sb.agentDir),
