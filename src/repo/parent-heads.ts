@@ -80,9 +80,9 @@ export class ParentHeads {
     return ((await this.load()).get(keyOf(host, roots)) ?? []).map((h) => h.id);
   }
 
-  /** Newest first, the snapshots of `host` whose agent root is `agentPath`; read with candidates(), not again. */
-  async agentCandidates(host: string, agentPath: string): Promise<string[]> {
-    return ((await this.load()).get(keyOf(host, { agent: agentPath })) ?? []).map((h) => h.id);
+  /** Newest first, the snapshots of `host` whose agent root is `agentPath` newer than `after`; read with candidates(), not again. */
+  async agentCandidates(host: string, agentPath: string, after = ""): Promise<string[]> {
+    return ((await this.load()).get(keyOf(host, { agent: agentPath })) ?? []).filter((h) => h.time > after).map((h) => h.id);
   }
 
   async record(records: { id: string; snapshot: Snapshot }[]): Promise<void> {

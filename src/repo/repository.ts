@@ -473,16 +473,17 @@ export class Repository {
 
   /**
    * As latestSnapshotFor, the newest snapshot of `host` whose agent root is `agentPath`, whatever
-   * its other roots (snapshot/snapshotter.ts findBases). Call it after latestSnapshotFor, which
-   * read the record; `known`, already read, is not read again.
+   * its other roots, if it is newer than `than` (snapshot/snapshotter.ts findBases); null when
+   * none is recorded. Call it after latestSnapshotFor, which read the record: nothing is read
+   * again, and no snapshot either unless a newer one is recorded.
    */
-  async latestSnapshotOfAgent(host: string, agentPath: string, known?: SnapshotRecord): Promise<SnapshotRecord | null> {
-    return this.firstLiveHead(await this.heads.agentCandidates(host, agentPath), (s) => s.host === host && agentRootPath(s.roots) === agentPath, known);
+  async newerSnapshotOfAgent(host: string, agentPath: string, than: SnapshotRecord): Promise<SnapshotRecord | null> {
+    const ids = await this.heads.agentCandidates(host, agentPath, than.snapshot.time);
+    return this.firstLiveHead(ids, (s) => s.host === host && agentRootPath(s.roots) === agentPath && s.time > than.snapshot.time);
   }
 
-  private async firstLiveHead(ids: string[], fits: (s: Snapshot) => boolean, known?: SnapshotRecord): Promise<SnapshotRecord | null> {
+  private async firstLiveHead(ids: string[], fits: (s: Snapshot) => boolean): Promise<SnapshotRecord | null> {
     for (const id of ids) {
-      if (id === known?.id) return known;
       try {
         // From the target, not the cache: one read proves it still exists (not forgotten since),
         // and loading the cached snapshots would cost more than it saves here.

@@ -220,8 +220,8 @@ export async function findBases(repo: Repository, parentId: string | undefined, 
   // Without listing snapshots/: the newest one this machine recorded for these roots, if it is still there.
   const recorded = await repo.latestSnapshotFor(host, roots);
   if (recorded) {
-    const newest = agent === undefined ? null : await repo.latestSnapshotOfAgent(host, agent, recorded);
-    return { parent: recorded, baseline: newest && newest.snapshot.time > recorded.snapshot.time ? newest : recorded };
+    const newer = agent === undefined ? null : await repo.newerSnapshotOfAgent(host, agent, recorded);
+    return { parent: recorded, baseline: newer ?? recorded };
   }
   const all = await repo.listSnapshots();
   await repo.rememberParents(all);
