@@ -47,31 +47,49 @@ export async function syncDir(dir: string | Buffer): Promise<void> {
 }
 
 /**
+ * One writev at most takes this many buffers (Linux's IOV_MAX) and bytes. Node reports the count
+ * of a larger write modulo 2^32 (a 2.2 GB writev "wrote" a negative number of bytes), and Linux
+ * writes at most 0x7ffff000 bytes per call anyway.
+ */
+const MAX_IOV = 1024;
+const MAX_WRITE_BYTES = 1 << 30;
+
+/**
  * Write every byte of `data` at `position`, looping over short writes: a full disk or a file size
  * limit (`ulimit -f`, whose signal Node ignores) makes a write return fewer bytes than asked, and
- * only the next write fails with the real reason (ENOSPC, EFBIG). Throws rather than return with
- * bytes missing. Returns the position after the data.
+ * only the next write fails with the real reason (ENOSPC, EFBIG). Each call writes a bounded
+ * piece, so any amount (a run of one repeated blob can be gigabytes) is written exactly. Throws
+ * rather than return with bytes missing. Returns the position after the data.
  */
 export async function writeFully(handle: fs.FileHandle, data: Uint8Array | readonly Uint8Array[], position: number): Promise<number> {
-  let pending = (data instanceof Uint8Array ? [data] : data).filter((p) => p.length > 0);
+  const parts = (data instanceof Uint8Array ? [data] : data).filter((p) => p.length > 0);
   let pos = position;
-  while (pending.length) {
-    const total = pending.reduce((n, p) => n + p.length, 0);
-    const { bytesWritten } = await handle.writev(pending as Uint8Array[], pos);
-    if (bytesWritten <= 0) throw Object.assign(new Error(`EIO: wrote 0 of ${total} bytes, write`), { code: "EIO" });
+  let next = 0;
+  let skip = 0; // bytes of parts[next] already written
+  while (next < parts.length) {
+    const piece: Uint8Array[] = [];
+    let bytes = 0;
+    for (let i = next; i < parts.length && piece.length < MAX_IOV && bytes < MAX_WRITE_BYTES; i++) {
+      const p = i === next ? parts[i].subarray(skip) : parts[i];
+      const take = p.subarray(0, MAX_WRITE_BYTES - bytes);
+      piece.push(take);
+      bytes += take.length;
+    }
+    const { bytesWritten } = await handle.writev(piece, pos);
+    if (!(bytesWritten > 0)) throw Object.assign(new Error(`EIO: wrote 0 of ${bytes} bytes, write`), { code: "EIO" });
+    if (bytesWritten > bytes) throw Object.assign(new Error(`EIO: a write of ${bytes} bytes reported ${bytesWritten}`), { code: "EIO" });
     pos += bytesWritten;
-    if (bytesWritten >= total) break;
-    let skip = bytesWritten;
-    const rest: Uint8Array[] = [];
-    for (const p of pending) {
-      if (skip >= p.length) {
-        skip -= p.length;
-        continue;
+    let left = bytesWritten;
+    while (left > 0) {
+      const rest = parts[next].length - skip;
+      if (left < rest) {
+        skip += left;
+        break;
       }
-      rest.push(skip ? p.subarray(skip) : p);
+      left -= rest;
+      next++;
       skip = 0;
     }
-    pending = rest;
   }
   return pos;
 }

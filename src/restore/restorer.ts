@@ -402,7 +402,9 @@ interface TempFile {
   /** The temp file we made: a reopen must find this very file again. */
   ino?: number;
   dev?: number;
+  /** Bytes written or left as a hole; and the end of the last byte actually written. */
   bytes: number;
+  written: number;
   busy: boolean;
   failed: boolean;
   renamed: boolean;
@@ -429,7 +431,7 @@ class TempFiles {
     const get = (f: number): TempFile => {
       let t = this.files.get(f);
       if (!t) {
-        t = { item: items[f], settle: (err) => settle(f, err), chain: Promise.resolve(), bytes: 0, busy: false, failed: false, renamed: false };
+        t = { item: items[f], settle: (err) => settle(f, err), chain: Promise.resolve(), bytes: 0, written: 0, busy: false, failed: false, renamed: false };
         this.files.set(f, t);
       }
       return t;
@@ -438,8 +440,14 @@ class TempFiles {
       write: (f, pos, parts) =>
         this.enqueue(get(f), async (t) => {
           await this.ensureOpen(t);
-          t.bytes += (await writeFully(t.handle!, parts, pos)) - pos;
+          const end = await writeFully(t.handle!, parts, pos);
+          t.bytes += end - pos;
+          t.written = Math.max(t.written, end);
         }),
+      // The temp file was created empty: zeros need no write, and stay a hole.
+      hole: (f, _pos, length) => {
+        get(f).bytes += length;
+      },
       done: (f) =>
         void this.enqueue(get(f), async (t) => {
           await this.ensureOpen(t);
@@ -543,9 +551,16 @@ class TempFiles {
   private async finish(t: TempFile): Promise<void> {
     const node = t.item.node!;
     const handle = t.handle!;
-    const size = (await handle.stat()).size;
-    if (t.bytes !== (node.size ?? 0)) throw new RepoError(`its data holds ${t.bytes} bytes where the snapshot's file list says ${node.size}`, "corrupt");
-    if (size !== t.bytes) throw Object.assign(new Error(`short write: ${size} of ${t.bytes} bytes on disk`), { code: "EIO" });
+    const size = node.size ?? 0;
+    if (t.bytes !== size) throw new RepoError(`its data holds ${t.bytes} bytes where the snapshot's file list says ${node.size}`, "corrupt");
+    let onDisk = (await handle.stat()).size;
+    if (onDisk < t.written) throw Object.assign(new Error(`short write: ${onDisk} of ${t.written} bytes on disk`), { code: "EIO" });
+    // A file that ends in zeros (a hole) is extended to its size.
+    if (onDisk < size) {
+      await handle.truncate(size);
+      onDisk = (await handle.stat()).size;
+    }
+    if (onDisk !== size) throw Object.assign(new Error(`short write: ${onDisk} of ${size} bytes on disk`), { code: "EIO" });
     await handle.chmod(node.mode & 0o7777);
     const mtime = new Date(node.mtimeMs);
     await handle.utimes(mtime, mtime);
