@@ -1,5 +1,6 @@
 import { setMaxListeners } from "node:events";
 import path from "node:path";
+import { retryOutOfDescriptors } from "../fs-safe.js";
 import { packKey } from "./format.js";
 import { collectYoung } from "./collect.js";
 import { RepoError } from "./errors.js";
@@ -431,7 +432,11 @@ export class PackOrderedRead {
     const blobs = job.frames.flatMap((fr, f) => [...fr.blobs.values()].map((b) => ({ frame: f, b })));
     let parts: Buffer[];
     try {
-      parts = await this.open(job.start, job.frames, blobs, src, job.raw);
+      // A local pack that cannot be opened for want of descriptors is opened again once some are
+      // closed (a fresh source each time: the last one went to the worker).
+      parts = src.file
+        ? await retryOutOfDescriptors(() => this.open(job.start, job.frames, blobs, this.localSource(read, job.start, job.end), job.raw))
+        : await this.open(job.start, job.frames, blobs, src, job.raw);
     } catch (err) {
       if (this.opts.signal?.aborted) return;
       beforeIsolate?.();
