@@ -126,3 +126,31 @@ describe("pack reads without a descriptor", () => {
     }
   });
 });
+
+describe("a local repository without a descriptor", () => {
+  it("put, get, getRange and readRange wait for one (and put still syncs its folder)", async () => {
+    const target = new LocalTarget(fx.sb.dir("shortage-target"));
+    const data = randomBytes(300 * 1024);
+    const original = softLimit();
+    setSoftLimit(openNow() + 50);
+    try {
+      const take = () => {
+        takeAllDescriptors();
+        setTimeout(release, 200);
+      };
+      take();
+      await target.put("data/ab/object", data);
+      take();
+      expect((await target.get("data/ab/object")).equals(data)).toBe(true);
+      take();
+      expect((await target.getRange("data/ab/object", 1000, 5000)).equals(data.subarray(1000, 6000))).toBe(true);
+      take();
+      const parts: Uint8Array[] = [];
+      for await (const p of target.readRange("data/ab/object", 7, data.length - 7)) parts.push(p);
+      expect(Buffer.concat(parts).equals(data.subarray(7))).toBe(true);
+    } finally {
+      release();
+      setSoftLimit(original);
+    }
+  });
+});
