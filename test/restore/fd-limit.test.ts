@@ -2,7 +2,8 @@
 // more files than the process may open at once restores every one of them, byte-identical, with
 // exit 0. Too many open files must never become "not restored": the restore keeps its descriptors
 // within a budget taken from the process's real limit. The built CLI runs in a child shell after
-// `ulimit -n N` (which sets the soft and the hard limit, so Node cannot raise it).
+// `ulimit -n N` (which sets the soft and the hard limit, so Node cannot raise it). Worker threads
+// that cannot start under the limit must not hang the restore either.
 
 import { spawn } from "node:child_process";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -12,9 +13,9 @@ import { BIN, type CliResult, collect, initRepo, snapshot } from "../helpers/cli
 import { FIXTURES_DIR, makeSandbox, type Sandbox, treeState } from "../helpers/tmp.js";
 
 /** `pi-guard <args>` with its open-file limit set to `limit` (soft and hard). */
-function underLimit(sb: Sandbox, limit: number, args: string[]): Promise<CliResult> {
-  const child = spawn("bash", ["-c", `ulimit -n ${limit} && exec "$0" "$@"`, process.execPath, BIN, ...args], { env: sb.env, stdio: ["ignore", "pipe", "pipe"] });
-  return collect(child, 600_000);
+function underLimit(sb: Sandbox, limit: number, args: string[], env: Record<string, string> = {}, timeoutMs = 600_000): Promise<CliResult> {
+  const child = spawn("bash", ["-c", `ulimit -n ${limit} && exec "$0" "$@"`, process.execPath, BIN, ...args], { env: { ...sb.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  return collect(child, timeoutMs);
 }
 
 /** The reason a run failed, short: its first lines of stderr (a failed restore names every file). */
@@ -67,6 +68,16 @@ describe(`3,000 sessions under ulimit -n ${LIMIT}`, () => {
     await snapshot(sb);
     const target = path.join(sb.root, "restored");
     const r = await underLimit(sb, LIMIT, ["restore", "latest", "--target", target, "--json"]);
+    expect(r.code, why(r)).toBe(0);
+    expect(r.json().failed).toEqual([]);
+    expect(treeState(target)).toEqual(before);
+  }, 600_000);
+
+  it("worker threads that cannot start (30 asked for: EMFILE loading their script) neither hang nor fail the restore", async () => {
+    await snapshot(sb);
+    const target = path.join(sb.root, "restored-workers");
+    // Killed after 5 minutes: a job posted to a dead worker never settled, and the restore hung.
+    const r = await underLimit(sb, LIMIT, ["restore", "latest", "--target", target, "--json"], { PI_GUARD_WORKERS: "30" }, 300_000);
     expect(r.code, why(r)).toBe(0);
     expect(r.json().failed).toEqual([]);
     expect(treeState(target)).toEqual(before);
