@@ -622,7 +622,8 @@ class TempFiles {
     if (!handle) return;
     t.handle = undefined;
     this.openFiles.delete(t);
-    // Until it is closed the slot is the closing descriptor's: `t` may reopen meanwhile, with a slot of its own.
+    // Until it is closed, the slot is the closing descriptor's: `t` may reopen meanwhile, with a
+    // slot of its own.
     if (to !== "keep") t.slot = false;
     try {
       await handle.close();
