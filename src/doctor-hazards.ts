@@ -157,7 +157,7 @@ async function sessionsSymlink(config: Config): Promise<DoctorCheck[]> {
     out.push({
       name: "sessions symlink",
       status: "warn",
-      message: `${dir} is a symlink to ${target}: a snapshot records the link, not the sessions behind it`,
+      message: `${dir} is a symlink to ${target}: snapshots follow it (root "sessions"), but if the link goes, pi starts an empty sessions dir and the folder behind it is no longer backed up`,
       fix: `set "sessionDir": "${path.resolve(path.dirname(dir), target)}" in settings.json (pi and pi-guard then use the real folder), and remove the link`,
     });
   }

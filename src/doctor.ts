@@ -6,7 +6,7 @@ import { promises as fs } from "node:fs";
 import path from "node:path";
 import type { Config } from "./config/config.js";
 import { isInside } from "./config/config.js";
-import { resolveCredentials } from "./config/credentials.js";
+import { readCredentialCopies, resolveCredentials } from "./config/credentials.js";
 import { openRepository, openTarget } from "./engine.js";
 import { isImport } from "./repo/format.js";
 import { isLocalLocation, parseRepoLocation } from "./targets/location.js";
@@ -33,7 +33,9 @@ export async function runDoctor(config: Config, now = Date.now()): Promise<Docto
 
   const agentExists = await fs.stat(config.agentDir).then((s) => s.isDirectory(), () => false);
   add("agent dir", agentExists ? "ok" : "warn", agentExists ? config.agentDir : `${config.agentDir} does not exist: nothing to back up`, "set PI_CODING_AGENT_DIR (or --agent-dir) to the agent dir pi uses");
-  for (const root of config.roots.filter((r) => r.name === "sessions")) add("sessions dir", "ok", `${root.path} (outside the agent dir; backed up as root "${root.name}")`);
+  for (const root of config.roots.filter((r) => r.name === "sessions")) {
+    add("sessions dir", "ok", `${root.path} (${config.sessionsLink ? "a symlink, followed" : "outside the agent dir"}; backed up as root "${root.name}")`);
+  }
 
   const local = isLocalLocation(config.repo);
   const piHome = path.dirname(config.agentDir);
@@ -56,6 +58,7 @@ export async function runDoctor(config: Config, now = Date.now()): Promise<Docto
   else if (!cred) add("credentials", "warn", "no password or key file: commands will ask for a password, and nothing can run unattended", "set PI_GUARD_PASSWORD_FILE, or pi-guard key add --new-key-file ~/.config/pi-guard/key");
   else add("credentials", "ok", cred.kind === "keyfile" ? `key file ${cred.path}` : `password from ${cred.source}`);
 
+  checks.push(...(await credentialCopyCheck(config)));
   checks.push(...(await findHazards(config)));
 
   const lastTime = await lastSnapshotCheck(config, cred, add, now);
@@ -116,4 +119,42 @@ async function lastSnapshotCheck(config: Config, cred: unknown, add: Add, now: n
     add("repository", "error", (err as Error).message, "pi-guard check");
     return undefined;
   }
+}
+
+/**
+ * Is a copy of any credential known to exist off this machine? Often the only one is the key file
+ * on the same disk as the agent dir, and without it the S3 copy cannot be read either. Known means:
+ * a recovery key that `key export` printed (credential-copies.json in the state dir) and that the
+ * repository still has. Needs no password: the config id and the key objects are plaintext. A
+ * repository that cannot be read is left to the checks that say so.
+ */
+async function credentialCopyCheck(config: Config): Promise<DoctorCheck[]> {
+  if (parseRepoLocation(config.repo).kind === "restic") return [];
+  const [{ readRepoId }, { listKeys }] = await Promise.all([import("./repo/peek.js"), import("./repo/keys.js")]);
+  let repoId: string;
+  let keyIds: Set<string>;
+  try {
+    const target = openTarget(config);
+    repoId = await readRepoId(target);
+    keyIds = new Set((await listKeys(target)).map((k) => k.id));
+  } catch {
+    return [];
+  }
+  const copies = (await readCredentialCopies(config.stateDir)).filter((c) => c.repoId === repoId);
+  const live = copies.filter((c) => keyIds.has(c.keyId));
+  const name = "credential copy";
+  if (live.length) {
+    const last = live.at(-1)!;
+    return [{ name, status: "ok", message: `recovery key ${last.keyId.slice(0, 8)} was exported at ${last.time} (${live.length} exported key(s) still open the repository)` }];
+  }
+  const lost = config.mirrors.length ? `the repository and its mirrors (${config.mirrors.join(", ")}) cannot be read` : "the backups cannot be read";
+  const gone = copies.length ? `the recovery key exported at ${copies.at(-1)!.time} (${copies.at(-1)!.keyId.slice(0, 8)}) was removed from the repository: ` : "";
+  return [
+    {
+      name,
+      status: "warn",
+      message: `${gone}no copy of any credential of repository ${repoId.slice(0, 8)} is known to exist off this machine: lose this disk and its key file or password file, and ${lost}`,
+      fix: "pi-guard key export > <a file on another device>, then keep the code in a password manager or on paper (or pi-guard key export --yes to show it here)",
+    },
+  ];
 }

@@ -1,6 +1,7 @@
 /**
  * The library entry points the CLI (and other programs) use: open a repository from a Config,
- * snapshot, restore safely in place, check. Nothing here prints.
+ * snapshot (guarded; `backup` is the whole snapshot policy), restore safely in place, check.
+ * Nothing here prints.
  */
 import { makeDirs } from "./fs-safe.js";
 import { promises as fs } from "node:fs";
@@ -11,11 +12,18 @@ import { createKeyFile, noCredentialsError, resolveCredentials } from "./config/
 import { RepoError } from "./repo/errors.js";
 import type { Credentials } from "./repo/keys.js";
 import { Repository, type SnapshotBriefRecord, type SnapshotRecord } from "./repo/repository.js";
-import { ObjectNotFound } from "./targets/target.js";
+import { ObjectNotFound, TargetError } from "./targets/target.js";
 import { openTarget, type OpenTargetOptions } from "./targets/open.js";
 import { isLocalLocation } from "./targets/location.js";
 import { withLock } from "./repo/lock.js";
+import type { ArchiveResult } from "./restore/archive.js";
+import { type DiscardReport, measureDiscards } from "./restore/discards.js";
+import { findJournal, journalOutcome, newJournal, type RestoreJournal, writeJournal } from "./restore/journal.js";
+import { targetRootDir, type TreeLayout } from "./restore/layout.js";
+import { applyUndo, checkRoots, checkUndo, undoPreview } from "./restore/undo.js";
 import { createSnapshot, type SnapshotOptions, type SnapshotResult } from "./snapshot/snapshotter.js";
+import { judgeLoss, sessionFileTest, type LossVerdict } from "./snapshot/loss-guard.js";
+import { SUSPECT_LOSS_TAG } from "./repo/format.js";
 import { pathInScope } from "./snapshot/scan.js";
 import {
   applyRestore,
@@ -27,10 +35,9 @@ import {
   type RestoreReport,
   sessionMatcher,
 } from "./restore/restorer.js";
-import { isSafeRootName } from "./restore/safe-path.js";
 import { SnapshotReader } from "./restore/snapshot-reader.js";
 import { parseSessionFileName } from "./pi/writer.js";
-import { PRE_RESTORE_TAG, type ResolvedTime, selectSnapshotAt, snapshotsOfHost } from "./restore/select.js";
+import { datedInFuture, PRE_RESTORE_TAG, type ResolvedTime, type Selection, selectSnapshotAt, snapshotsOfHost } from "./restore/select.js";
 import { hostName } from "./host.js";
 
 export { openTarget };
@@ -92,63 +99,238 @@ function useLocalStaging(config: Config, repo: Repository): Repository {
   return repo;
 }
 
-export async function snapshotAgentDir(
-  config: Config,
-  repo: Repository,
-  opts: Partial<SnapshotOptions> = {},
-): Promise<SnapshotResult> {
-  assertRepoOutsideAgentDir(config);
-  return createSnapshot(repo, { roots: config.roots, filter: config.filter, ...opts });
+export interface AgentSnapshotOptions extends Partial<SnapshotOptions> {
+  /** The files that vanished were deleted on purpose: a loss is not tagged, the snapshot becomes the last whole state. */
+  acceptLoss?: boolean;
 }
 
-export interface SafeRestoreOptions extends Omit<RestoreOptions, "destinations" | "signal"> {
+export interface AgentSnapshotResult extends SnapshotResult {
+  /** The snapshot lost most files of the last whole one: tagged suspect-loss, unless acceptLoss. */
+  loss?: LossVerdict;
+}
+
+/**
+ * Snapshot the agent dir, guarded (snapshot/loss-guard.ts): a snapshot that loses most files of
+ * the last whole one is tagged suspect-loss, so it is never "latest" nor a parent. This holds for
+ * every caller, an in-place restore's undo snapshot too: one that records the damaged state must
+ * not become the baseline a later snapshot is judged against. The policy around it (reserved
+ * tags, a missing agent dir, mirrors) is `backup` (snapshot/backup.ts).
+ */
+export async function snapshotAgentDir(config: Config, repo: Repository, opts: AgentSnapshotOptions = {}): Promise<AgentSnapshotResult> {
+  assertRepoOutsideAgentDir(config);
+  const { acceptLoss, ...snapshotOpts } = opts;
+  const isSession = sessionFileTest(config);
+  let loss: LossVerdict | undefined;
+  const result = await createSnapshot(repo, {
+    roots: config.roots,
+    filter: config.filter,
+    fullReadIntervalMs: config.snapshot.fullReadIntervalMs,
+    ...snapshotOpts,
+    tagsAtCommit: (scan) => {
+      loss = judgeLoss(scan.parentFiles(), scan.files, config.watch.suspectLoss, isSession);
+      const tags = snapshotOpts.tagsAtCommit?.(scan) ?? [];
+      const tagged = [...(snapshotOpts.tags ?? []), ...tags].includes(SUSPECT_LOSS_TAG);
+      return loss && !acceptLoss && !tagged ? [...tags, SUSPECT_LOSS_TAG] : tags;
+    },
+  });
+  return { ...result, loss };
+}
+
+export { backup, type BackupOptions, type BackupResult } from "./snapshot/backup.js";
+
+export interface SafeRestoreOptions extends Omit<RestoreOptions, "destinations" | "signal">, TreeLayout {
   lockWaitMs?: number;
   /** Restore into this folder instead of in place. */
   targetDir?: string;
   /** Choose among this host's snapshots (see HostChoice). */
   host?: string;
+  /** Take no repository lock (see withRestoreLock). */
+  noLock?: boolean;
 }
 
 export interface SafeRestoreResult {
   snapshot: SnapshotRecord;
   report: RestoreReport;
-  /** In-place restores first snapshot what they may replace; restoring this undoes the restore. */
+  /** The pre-restore snapshot of what an in-place restore replaced or deleted (none when it only creates). */
   undoSnapshot?: string;
   /** The moment a time expression was read as; absent for "latest" and ids. */
   resolved?: ResolvedTime;
+  /** What the user should know: skipped snapshots, a restore without a lock. */
+  warnings: string[];
+  /** In place: what the restore discards of the current state (discards.ts). */
+  discards?: DiscardReport;
+  /** In place, when it changed something: the restore's id, which `restore --undo` takes. */
+  undo?: string;
 }
 
 /**
- * Restore `when`. The restore is planned first; in place (no targetDir), when the plan changes
- * anything, the current state is snapshotted (tag "pre-restore"), so the restore itself can be
- * undone with `pi-guard restore <undoSnapshot>`. A run that changes nothing takes no snapshot.
+ * Restore `when`. The restore is planned first; in place (no targetDir), when the plan replaces or
+ * deletes anything, the current state is snapshotted (tag "pre-restore"), and what the restore
+ * changes is journaled (journal.ts), so that `undoRestore` puts back exactly that. A run that only
+ * creates files (a new machine, an empty agent dir) has nothing to save and writes nothing into
+ * the repository; a run that changes nothing takes no snapshot and no journal.
  */
 export async function restore(config: Config, repo: Repository, when: string, opts: SafeRestoreOptions = {}): Promise<SafeRestoreResult> {
-  // One shared lock from choosing the snapshot to the last byte written, so nothing that deletes
-  // (forget, prune) runs in between; the pre-restore snapshot's append lock goes beside it.
-  return withLock(repo, sharedRestoreLock(opts), async (signal) => {
-    const { record: snapshot, resolved } = await chooseSnapshotAt(repo, when, { host: opts.host });
-    const { destinations, refused } = restoreDestinations(config, snapshot, opts.targetDir);
+  const warnings: string[] = [];
+  return withRestoreLock(repo, "restore", opts, warnings, async (signal) => {
+    const chosen = await chooseSnapshotAt(repo, when, { host: opts.host });
+    warnings.push(...chosen.warnings);
+    const snapshot = chosen.record;
+    const { destinations, refused } = restoreDestinations(config, snapshot, opts.targetDir, opts);
     if (opts.targetDir) await ensureWritableDir(path.resolve(opts.targetDir));
     const plan = await planRestore(repo, snapshot, { ...opts, destinations, durable: !opts.targetDir, scope: pathInScope(config.filter) });
     if (opts.session) await checkSessionFound(repo, snapshot, opts.session, plan.sessionIds);
-    let undoSnapshot: string | undefined;
-    if (!opts.targetDir && !opts.dryRun && plan.changes > 0) {
-      const pre = await snapshotAgentDir(config, repo, { tags: [PRE_RESTORE_TAG], lockWaitMs: opts.lockWaitMs });
-      undoSnapshot = pre.id;
-      // A file the undo snapshot could not read could not be put back: do not restore over it.
-      const unsaved = pre.snapshot.skipped ?? [];
-      if (unsaved.length) {
-        throw new RepoError(`cannot save ${unsaved[0].path || unsaved[0].root} (${unsaved[0].error})${unsaved.length > 1 ? ` and ${unsaved.length - 1} more` : ""} before restoring over it; nothing was restored`, "io");
-      }
+    const inPlace = !opts.targetDir;
+    const done = { snapshot, resolved: chosen.resolved, warnings, discards: inPlace ? await measureDiscards(repo, plan) : undefined };
+    if (opts.dryRun) return { ...done, report: withRefused(planReport(plan), refused) };
+    const replaces = plan.items.some((i) => i.type !== "dir" && (i.action === "replace" || i.action === "delete"));
+    const undoSnapshot = inPlace && replaces ? await savePreRestore(config, repo, opts, "restore") : undefined;
+    const journal = inPlace && plan.changes > 0 ? newJournal(config, repo, plan, undoSnapshot) : undefined;
+    if (journal) {
+      await writeJournal(config.stateDir, journal).catch((err) => {
+        throw describeFsError(err, `the restore journal into ${config.stateDir} (nothing was restored)`);
+      });
     }
-    const report = opts.dryRun ? planReport(plan) : await applyRestore(repo, { ...plan, opts: { ...plan.opts, signal } });
-    report.failed.unshift(...refused);
-    return { snapshot, report, undoSnapshot, resolved };
+    const report = await applyRestore(repo, { ...plan, opts: { ...plan.opts, signal } });
+    if (journal) await writeJournal(config.stateDir, await journalOutcome(journal, plan, report));
+    return { ...done, report: withRefused(report, refused), undoSnapshot, undo: journal?.id };
   });
 }
 
-const sharedRestoreLock = (opts: SafeRestoreOptions) => ({ exclusive: false, command: "restore", waitMs: opts.lockWaitMs ?? 60_000 });
+function withRefused(report: RestoreReport, refused: RestoreFailure[]): RestoreReport {
+  report.failed.unshift(...refused);
+  return report;
+}
+
+/**
+ * Snapshot the agent dir (tag pre-restore) before something replaces files in it; its id. A file
+ * the snapshot could not read could not be put back, and a repository that takes no writes
+ * cannot hold the snapshot: either way nothing may be replaced.
+ */
+async function savePreRestore(config: Config, repo: Repository, opts: { lockWaitMs?: number }, step: "restore" | "undo"): Promise<string> {
+  const doing = step === "restore" ? "restoring over it" : "undoing over it";
+  const nothing = step === "restore" ? "nothing was restored" : "nothing was undone";
+  let pre: SnapshotResult;
+  try {
+    pre = await snapshotAgentDir(config, repo, { tags: [PRE_RESTORE_TAG], lockWaitMs: opts.lockWaitMs });
+  } catch (err) {
+    const refusal = writeRefusal(err);
+    if (!refusal) throw err;
+    throw new RepoError(`cannot save what is there before ${doing}: the repository takes no writes (${refusal}); ${nothing} (restore into an empty folder with --target instead)`, "io");
+  }
+  const unsaved = pre.snapshot.skipped ?? [];
+  if (unsaved.length) {
+    throw new RepoError(`cannot save ${unsaved[0].path || unsaved[0].root} (${unsaved[0].error})${unsaved.length > 1 ? ` and ${unsaved.length - 1} more` : ""} before ${doing}; ${nothing}`, "io");
+  }
+  return pre.id;
+}
+
+/** Why a write into the repository was refused for good, or undefined when `err` is not such a refusal. */
+function writeRefusal(err: unknown): string | undefined {
+  const code = (err as NodeJS.ErrnoException)?.code;
+  if (code === "EROFS") return "read-only file system";
+  if (code === "EACCES" || code === "EPERM") return "permission denied";
+  if (err instanceof TargetError && err.denied) return "access denied to these credentials";
+  return undefined;
+}
+
+/**
+ * Run a restore under a shared lock, so that nothing that deletes (forget, prune) runs between
+ * choosing the snapshot and the last byte written; a pre-restore snapshot's append lock goes
+ * beside it. A repository that takes no writes (read-only credentials or mount) cannot hold a
+ * lock: the restore goes on without one, with a warning, as with `noLock`. That costs only
+ * availability: every blob is checked against its id, so a pack pruned meanwhile makes the
+ * restore fail loudly on the files it held, and never hands back wrong bytes.
+ */
+async function withRestoreLock<T>(
+  repo: Repository,
+  command: string,
+  opts: { lockWaitMs?: number; noLock?: boolean },
+  warnings: string[],
+  fn: (signal?: AbortSignal) => Promise<T>,
+): Promise<T> {
+  if (opts.noLock) return fn(undefined);
+  let started = false;
+  try {
+    return await withLock(repo, { exclusive: false, command, waitMs: opts.lockWaitMs ?? 60_000 }, (signal) => {
+      started = true;
+      return fn(signal);
+    });
+  } catch (err) {
+    const refusal = started ? undefined : writeRefusal(err);
+    if (!refusal) throw err;
+    warnings.push(`the repository takes no writes (${refusal}): reading it without a lock; a prune running meanwhile would make this ${command} fail, never return wrong bytes`);
+    return fn(undefined);
+  }
+}
+
+export interface UndoOptions {
+  /** Also undo files that changed since the restore, after snapshotting the current state. */
+  force?: boolean;
+  dryRun?: boolean;
+  lockWaitMs?: number;
+  noLock?: boolean;
+}
+
+export interface UndoResult {
+  journal: RestoreJournal;
+  report: RestoreReport;
+  /** With force and changed files: the snapshot of the current state taken first. */
+  undoSnapshot?: string;
+  warnings: string[];
+}
+
+/**
+ * Undo one in-place restore (`which`: its id, its pre-restore snapshot's id, or "latest"): put
+ * back what it replaced or deleted, delete what it created, and touch nothing else. Files that
+ * changed since the restore are refused, naming them, unless `force`; then the current state is
+ * snapshotted first. What could not be undone stays in the journal for another try.
+ */
+export async function undoRestore(config: Config, repo: Repository, which: string, opts: UndoOptions = {}): Promise<UndoResult> {
+  const journal = await findJournal(config.stateDir, which);
+  if (journal.undone) throw new RepoError(`restore ${journal.id} was already undone at ${journal.undone.time}`, "not-found");
+  if (journal.repoId !== repo.config.id) throw new RepoError(`restore ${journal.id} read the repository ${journal.repo}: undo it with --repo ${journal.repo}`, "usage");
+  checkRoots(journal, Object.fromEntries(config.roots.map((r) => [r.name, r.path])));
+  const warnings: string[] = [];
+  return withRestoreLock(repo, "restore --undo", opts, warnings, async (signal) => {
+    const { ready, changed } = await checkUndo(journal);
+    if (changed.length && !opts.force) {
+      const shown = changed.slice(0, 3).map((c) => `${c.change.path} (${c.why})`).join(", ");
+      throw new RepoError(
+        `${changed.length} file(s) changed since restore ${journal.id}: ${shown}${changed.length > 3 ? ", ..." : ""}; nothing was undone (--force undoes them too, after a snapshot of what is there now)`,
+        "input",
+      );
+    }
+    const todo = [...ready, ...changed.map((c) => c.change)];
+    if (opts.dryRun) return { journal, report: undoPreview(journal, todo), warnings };
+    const undoSnapshot = changed.length ? await savePreRestore(config, repo, opts, "undo") : undefined;
+    const report = await applyUndo(repo, journal, todo, signal);
+    const failed = new Set(report.failed.map((f) => `${f.root}\0${f.path}`));
+    journal.changes = journal.changes.filter((c) => failed.has(`${c.root}\0${c.path}`));
+    if (!journal.changes.length) journal.undone = { time: new Date().toISOString(), snapshot: undoSnapshot ?? null };
+    await writeJournal(config.stateDir, journal);
+    return { journal, report, undoSnapshot, warnings };
+  });
+}
+
+/**
+ * `archive`: write `when` as a tarball (archive.ts), under the same read lock a restore takes.
+ */
+export async function archiveSnapshot(
+  repo: Repository,
+  when: string,
+  output: string,
+  opts: { paths?: string[]; host?: string; lockWaitMs?: number; noLock?: boolean } & TreeLayout = {},
+): Promise<Selection<SnapshotRecord> & { result: ArchiveResult }> {
+  // tar is loaded only for archives: most commands that open a repository never write one.
+  const { writeArchive } = await import("./restore/archive.js");
+  const warnings: string[] = [];
+  return withRestoreLock(repo, "archive", opts, warnings, async () => {
+    const chosen = await chooseSnapshotAt(repo, when, { host: opts.host });
+    warnings.push(...chosen.warnings);
+    return { ...chosen, warnings, result: await writeArchive(repo, chosen.record, output, opts) };
+  });
+}
 
 /**
  * Where each root of a snapshot goes. The snapshot is untrusted: into a target, a root lands in
@@ -159,15 +341,16 @@ function restoreDestinations(
   config: Config,
   snapshot: SnapshotRecord,
   targetDir: string | undefined,
+  layout: TreeLayout,
 ): { destinations: Record<string, string>; refused: RestoreFailure[] } {
   const destinations: Record<string, string> = {};
   const refused: RestoreFailure[] = [];
   for (const root of snapshot.snapshot.roots) {
     const refuse = (error: string) => refused.push({ path: `${String(root.name)}/`, root: String(root.name), error, kind: "refused" });
     if (targetDir) {
-      if (root.name === "agent") destinations[root.name] = path.resolve(targetDir);
-      else if (isSafeRootName(root.name)) destinations[root.name] = path.resolve(targetDir, `.${root.name}`);
-      else refuse("unsafe root name: not restored");
+      const dir = targetRootDir(root.name, targetDir, layout);
+      if (dir === "unsafe") refuse("unsafe root name: not restored");
+      else if (dir !== undefined) destinations[root.name] = dir;
       continue;
     }
     const current = config.roots.find((r) => r.name === root.name);
@@ -239,19 +422,36 @@ export async function chooseSnapshot(repo: Repository, when: string): Promise<Sn
  * chooseSnapshot, also saying which moment a time expression was read as. It chooses among the
  * snapshots' briefs (time, host, tags) and reads only the chosen one in full, from the repository.
  */
-export async function chooseSnapshotAt(repo: Repository, when: string, hosts?: HostChoice): Promise<{ record: SnapshotRecord; resolved?: ResolvedTime }> {
+export async function chooseSnapshotAt(repo: Repository, when: string, hosts?: HostChoice): Promise<Selection<SnapshotRecord>> {
   const ofHost = <R extends SnapshotBriefRecord | SnapshotRecord>(all: R[]): R[] => (hosts ? snapshotsOfHost(all, when, hosts.host, hostName()) : all);
   const briefs = ofHost(await repo.listSnapshotBriefs());
-  const { record: brief, resolved } = selectSnapshotAt(briefs, when, new Date(), repo.unreadableSnapshots);
-  try {
-    const snapshot = await repo.loadSnapshotFromTarget(brief.id);
-    if (snapshot.time === brief.snapshot.time) return { record: { id: brief.id, snapshot }, resolved };
-  } catch (err) {
-    // Forgotten since it was listed: choose again from a full listing, which no longer has it.
-    if (!(err instanceof ObjectNotFound)) throw err;
+  // A brief dated in the future makes "latest" skip or refuse it; it could be a cached lie, so
+  // such briefs (rare) are checked against their snapshots, and if one lies the choice is made
+  // from the snapshots themselves.
+  if (await briefsTrue(repo, briefs.filter((b) => datedInFuture(b, new Date())))) {
+    const { record: brief, resolved, warnings } = selectSnapshotAt(briefs, when, new Date(), repo.unreadableSnapshots);
+    try {
+      const snapshot = await repo.loadSnapshotFromTarget(brief.id);
+      if (snapshot.time === brief.snapshot.time) return { record: { id: brief.id, snapshot }, resolved, warnings };
+    } catch (err) {
+      // Forgotten since it was listed: choose again from a full listing, which no longer has it.
+      if (!(err instanceof ObjectNotFound)) throw err;
+    }
   }
   const snapshots = ofHost(await repo.listSnapshots());
   return selectSnapshotAt(snapshots, when, new Date(), repo.unreadableSnapshots);
+}
+
+/** Whether each brief's time is its snapshot's (one read each). */
+async function briefsTrue(repo: Repository, briefs: SnapshotBriefRecord[]): Promise<boolean> {
+  for (const b of briefs) {
+    const snapshot = await repo.loadSnapshotFromTarget(b.id).catch((err) => {
+      if (err instanceof ObjectNotFound) return undefined;
+      throw err;
+    });
+    if (snapshot?.time !== b.snapshot.time) return false;
+  }
+  return true;
 }
 
 /**

@@ -103,7 +103,7 @@ Examples:
           if (s.report.failed.length || s.report.unreadable.length) code = Math.max(code, EXIT.damaged);
           if (s.report.selected === 0 && !ctx.out.json) info(ctx.out, `${s.mirror}: no snapshot matched; nothing to copy`);
         } else {
-          warn(`${s.mirror}: ${s.error}`);
+          warn(s.error?.startsWith(s.mirror) ? s.error : `${s.mirror}: ${s.error}`);
           code = Math.max(code, EXIT.failure);
         }
       }

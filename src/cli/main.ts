@@ -1,7 +1,7 @@
 import { createRequire } from "node:module";
 import type * as Commander from "commander";
 import { VERSION } from "../version.js";
-import { EXIT, reportError } from "./output.js";
+import { EXIT, reportError, warn } from "./output.js";
 import { registerDoctorCommand, registerKeyCommands, registerRepoCommands } from "./repo-commands.js";
 import { registerPruneCommands } from "./prune-commands.js";
 import { registerCopyCommands } from "./copy-commands.js";
@@ -10,9 +10,11 @@ import { routeResticRepositories } from "./restic-commands.js";
 import { registerSalvageCommands } from "./salvage-commands.js";
 import { registerSessionsCommands } from "./sessions-commands.js";
 import { registerOpsCommands } from "./service-commands.js";
+import { registerVerifyCommand } from "./verify-command.js";
 import { registerWatchCommands } from "./watch-commands.js";
 import { argsForUnknownCommand, pointUnknownCommandsToHelp } from "./unknown-command.js";
 import { hideSdkNodeVersionWarning } from "./warnings.js";
+import { describeRetry, reportRetriesTo } from "../targets/retry-report.js";
 
 // Loaded as CommonJS: importing a CommonJS package from ESM costs a scan of its source for named
 // exports, a measurable part of a short command's start-up.
@@ -54,16 +56,19 @@ Examples:
   $ pi-guard snapshots                 # list snapshots
   $ pi-guard restore "2h ago"          # put back the agent dir as of two hours ago (undoable)
   $ pi-guard check --read-data         # verify every byte of the repository
+  $ pi-guard verify                    # compare the live files with the latest snapshot, byte for byte
   $ pi-guard demo                      # watch a lost sessions dir come back, in a temp folder
 
 Environment: PI_GUARD_REPO, PI_GUARD_PASSWORD, PI_GUARD_PASSWORD_FILE, PI_GUARD_KEY_FILE,
 PI_CODING_AGENT_DIR, XDG_CONFIG_HOME, XDG_DATA_HOME, NO_COLOR; for s3:// repositories the AWS SDK's
-AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_PROFILE, AWS_REGION, AWS_ENDPOINT_URL(_S3) (docs/TARGETS.md);
+AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_PROFILE, AWS_REGION, AWS_ENDPOINT_URL(_S3), and
+PI_GUARD_RETRY_MAX (how long an outage is waited out: 5m by default, 0 for never) (docs/TARGETS.md);
 for restic: repositories PI_GUARD_RESTIC (the restic binary) and restic's backend variables (docs/RESTIC.md).
 Exit codes: 0 ok, 1 failure, 2 usage error, 3 damaged repository data or an incomplete snapshot.`,
   );
   registerRepoCommands(program);
   registerRestoreCommands(program);
+  registerVerifyCommand(program);
   registerKeyCommands(program);
   registerDoctorCommand(program);
   registerSalvageCommands(program);
@@ -79,6 +84,8 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 3 damaged repository data or an inco
 
 export async function main(argv: string[]): Promise<number> {
   hideSdkNodeVersionWarning();
+  // A storage outage being waited out: one line per wait, on stderr (never in --json stdout).
+  reportRetriesTo((r) => warn(describeRetry(r)));
   const program = buildProgram();
   try {
     const unknown = argsForUnknownCommand(program, argv.slice(2));

@@ -1,10 +1,10 @@
 import type { Command } from "commander";
 import type { RetentionPolicy } from "../config/config.js";
 import { RepoError } from "../repo/errors.js";
-import type { ForgetReport } from "../repo/retention.js";
+import { emptiedGroupText, type EmptiedGroup, type ForgetReport } from "../repo/retention.js";
 import type { PruneReport } from "../repo/prune.js";
 import { context, type Context } from "./context.js";
-import { EXIT, formatBytes, info, printJson, table } from "./output.js";
+import { EXIT, formatBytes, info, printJson, table, warn } from "./output.js";
 import { Progress } from "./progress.js";
 
 export interface ForgetFlags {
@@ -23,6 +23,7 @@ export interface ForgetFlags {
   prune?: boolean;
   maxUnused?: string;
   allowDamaged?: boolean;
+  unsafeAllowRemoveAll?: boolean;
 }
 
 function count(flag: string, value: string | undefined): number | undefined {
@@ -60,19 +61,46 @@ export function policyFrom(flags: ForgetFlags, ctx: Context): RetentionPolicy | 
 const short = (id: string) => id.slice(0, 8);
 const when = (t: string) => (t ? t.replace("T", " ").replace(/\.\d+Z$/, "Z") : "(unreadable)");
 
-function printForget(ctx: Context, r: ForgetReport): void {
+/**
+ * The groups a forget empties or would empty, one line each; when it refused, a one-line error and
+ * exit 1: the command asked for was not carried out (the same on the restic engine).
+ */
+export function reportEmptiedGroups(ctx: Context, r: { dryRun: boolean; refused: boolean; emptiedGroups: EmptiedGroup[]; byIds?: boolean }): void {
+  const groups = r.emptiedGroups;
+  if (!groups.length) return;
+  const why = r.byIds ? "the ids name every snapshot of" : "the policy keeps no snapshot of";
+  for (const g of groups) {
+    if (r.refused) info(ctx.out, `refused: ${why} ${emptiedGroupText(g)}`);
+    else info(ctx.out, `${r.dryRun ? "would remove" : "removed"} every snapshot of ${emptiedGroupText(g)} (--unsafe-allow-remove-all)`);
+  }
+  if (!r.refused) return;
+  const fix = r.byIds
+    ? "leave one of each group out, or pass --unsafe-allow-remove-all"
+    : "fix the policy so that it keeps something of each group (see --dry-run), or, to empty a host's groups on purpose, pass --host and --unsafe-allow-remove-all";
+  warn(`refusing to forget: it would remove every snapshot of ${groups.length} group(s) (${groups.map((g) => `host ${g.host}`).join(", ")}); nothing ${r.dryRun ? "would be" : "was"} forgotten; ${fix}`);
+  process.exitCode = EXIT.failure;
+}
+
+/** "1.2 MiB freed (3.4 MiB → 2.2 MiB)": what a prune gave back. */
+function freed(r: PruneReport): string {
+  if (r.nothingToDo) return `nothing to free (${formatBytes(r.bytes.after)} in use)`;
+  return `${formatBytes(Math.max(0, r.bytes.before - r.bytes.after))} freed (${formatBytes(r.bytes.before)} → ${formatBytes(r.bytes.after)})`;
+}
+
+function printForget(ctx: Context, r: ForgetReport, pruned?: PruneReport): void {
   if (r.keep.length) {
     info(ctx.out, `keep ${r.keep.length} snapshot(s):`);
     info(ctx.out, table(r.keep.map((k) => ["  " + short(k.id), when(k.time), k.host, k.reasons.join(", ")])));
   }
   if (r.remove.length) {
-    info(ctx.out, `${r.dryRun ? "would remove" : "remove"} ${r.remove.length} snapshot(s):`);
+    info(ctx.out, `${r.dryRun || r.refused ? "would remove" : "remove"} ${r.remove.length} snapshot(s):`);
     info(ctx.out, table(r.remove.map((k) => ["  " + short(k.id), when(k.time), k.host, k.tags.join(",")])));
   }
   for (const u of r.unreadable) info(ctx.out, `left alone: snapshot ${short(u.id)} cannot be read (${u.error}); forget it by id`);
+  if (r.refused) return;
   if (r.remove.length === 0) info(ctx.out, `nothing to forget: the policy keeps all ${r.keep.length} snapshot(s)`);
   else if (r.dryRun) info(ctx.out, `dry run: would forget ${r.remove.length} and keep ${r.keep.length} snapshot(s); nothing was changed`);
-  else info(ctx.out, `forgot ${r.removed} snapshot(s), kept ${r.keep.length}; \`pi-guard prune\` frees their data`);
+  else info(ctx.out, `forgot ${r.removed} snapshot(s), kept ${r.keep.length}; ${pruned ? `pruned: ${freed(pruned)}` : "`pi-guard prune` frees their data"}`);
 }
 
 function printPrune(ctx: Context, r: PruneReport): void {
@@ -135,6 +163,7 @@ export function registerPruneCommands(program: Command): void {
     .option("--policy", "use the retention policy of the config file (default: 1h of everything, 48 hourly, 30 daily, 26 weekly)")
     .option("--host <host>", "only consider snapshots of this host")
     .option("--include-special", "let the policy also remove pre-restore, pre-delete, import and suspect-loss snapshots (kept by default)")
+    .option("--unsafe-allow-remove-all", "let the policy (with --host) or the ids remove every snapshot of a host+folders group")
     .option("--dry-run", "show what would be forgotten; change nothing")
     .option("--prune", "then run `pi-guard prune`")
     .option("--max-unused <percent>", "with --prune: see `pi-guard prune --help`", "10%")
@@ -150,11 +179,17 @@ option, --policy or ids, nothing is forgotten (exit 2): forgetting every snapsho
 Forgetting deletes snapshot objects only; \`pi-guard prune\` then removes the data no snapshot
 uses. Takes the exclusive lock (a dry run: a shared one). See docs/RETENTION.md.
 
+A forget never removes every snapshot of a group: if the policy keeps none of a group's snapshots
+(a typo in --keep-tag), or the ids name all of them, nothing at all is forgotten, each such group
+is named, and the exit code is 1; --dry-run shows the same. --unsafe-allow-remove-all allows it:
+by policy only together with --host, so that one host's groups can go but never the repository's.
+
 Examples:
   $ pi-guard forget --keep-within 1h --keep-hourly 48 --keep-daily 30 --dry-run
   $ pi-guard forget --policy --prune
   $ pi-guard forget --keep-last 10 --keep-tag important --json
-  $ pi-guard forget 1a2b3c4d`,
+  $ pi-guard forget 1a2b3c4d
+  $ pi-guard forget --host old-laptop --keep-tag keep --unsafe-allow-remove-all`,
     )
     .action(async (ids: string[], flags: ForgetFlags, cmd: Command) => {
       const ctx = context(cmd);
@@ -165,15 +200,25 @@ Examples:
       unusedShare(flags.maxUnused); // a bad value is a usage error before anything is forgotten
       const repo = await ctx.open();
       const { forget } = await import("../repo/retention.js");
-      const report = await forget(repo, { policy, ids: ids.length ? ids : undefined, dryRun: flags.dryRun, host: flags.host, includeSpecial: flags.includeSpecial, lockWaitMs: ctx.lockWaitMs });
-      const pruned = flags.prune ? await runPrune(ctx, repo, { maxUnused: flags.maxUnused, allowDamaged: flags.allowDamaged }) : undefined;
+      const report = await forget(repo, {
+        policy,
+        ids: ids.length ? ids : undefined,
+        dryRun: flags.dryRun,
+        host: flags.host,
+        includeSpecial: flags.includeSpecial,
+        allowRemoveAll: flags.unsafeAllowRemoveAll,
+        lockWaitMs: ctx.lockWaitMs,
+      });
+      // A refused forget changed nothing: a prune after it would only be work nobody asked for.
+      const pruned = flags.prune && !report.refused ? await runPrune(ctx, repo, { maxUnused: flags.maxUnused, allowDamaged: flags.allowDamaged }) : undefined;
       if (ctx.out.json) {
         printJson(pruned ? { ...report, prune: pruned } : report);
       }
       else {
-        printForget(ctx, report);
+        printForget(ctx, report, pruned);
         if (pruned) printPrune(ctx, pruned);
       }
+      reportEmptiedGroups(ctx, { ...report, byIds: ids.length > 0 });
       exitForDamage(pruned);
     });
 

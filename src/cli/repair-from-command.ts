@@ -17,7 +17,7 @@ export async function runRepairFrom(ctx: Context, fromLocation: string, toLocati
   const { openTarget } = await import("../engine.js");
   const { openReplica } = await import("../repo/replicate.js");
   const { repairFrom } = await import("../repo/repair-from.js");
-  const { repo: dest } = await openReplica(source, openTarget({ repo: to }), { create: false, dataDir: ctx.config.dataDir });
+  const { repo: dest } = await openReplica(source, openTarget({ repo: to, retry: ctx.config.retry }), { create: false, dataDir: ctx.config.dataDir });
   const progress = new Progress(!ctx.out.json && !ctx.out.quiet);
   let r: RepairFromReport;
   try {

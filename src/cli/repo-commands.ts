@@ -1,22 +1,36 @@
 import type { Command } from "commander";
-import { context } from "./context.js";
+import { context, type Context } from "./context.js";
 import { EXIT, formatBytes, formatDuration, info, printJson, printJsonArray, table, warn } from "./output.js";
 import { Progress } from "./progress.js";
 import { promptHidden } from "./prompt.js";
 import { RepoError } from "../repo/errors.js";
 import { formatLocalTime } from "../restore/select.js";
-import { META_ROOT_NAME } from "../config/config.js";
+import type { KeyPlace } from "../repo/keys.js";
 
-async function anyRootExists(paths: string[]): Promise<boolean> {
-  const { promises: fs } = await import("node:fs");
-  // A root we may not look at exists: the snapshot then names it as skipped (exit 3).
-  const there = (err: NodeJS.ErrnoException) => err.code !== "ENOENT" && err.code !== "ENOTDIR";
-  for (const p of paths) if (await fs.stat(p).then((s) => s.isDirectory(), there)) return true;
-  return false;
+/** A snapshot path as the snapshot command names it: "root:path" outside the agent root, escaped when it holds control characters. */
+export function shownPath(root: string, rel: string): string {
+  const name = `${root === "agent" ? "" : `${root}:`}${rel || "."}`;
+  return /[\x00-\x1f\x7f]/.test(name) ? JSON.stringify(name) : name;
 }
 
 function* slices<T>(items: readonly T[], size: number): Generator<readonly T[]> {
   for (let i = 0; i < items.length; i += size) yield items.slice(i, i + size);
+}
+
+/**
+ * After `init --repo X` (or with PI_GUARD_REPO=X) while another repository is where pi-guard would
+ * otherwise look: X is a separate repository, not a copy of that one, and a mirror is made by copy.
+ */
+async function noteOtherRepository(ctx: Context): Promise<void> {
+  const [{ loadConfig }, { otherRepository }, { openTarget }] = await Promise.all([import("../config/config.js"), import("../repo/replicate.js"), import("../targets/open.js")]);
+  const g = ctx.globals;
+  const flags = { passwordFile: g.passwordFile, keyFile: g.keyFile, agentDir: g.agentDir, configFile: g.config };
+  const usual = [loadConfig(flags).repo, loadConfig(flags, { ...process.env, PI_GUARD_REPO: undefined }).repo];
+  const other = await otherRepository(usual, ctx.config.repo, (location) => openTarget({ repo: location }));
+  if (!other) return;
+  warn(
+    `note: ${ctx.config.repo} is a new, separate repository, not a copy of repository ${other.id.slice(0, 8)} at ${other.location}; to make a mirror of that one instead, delete this new one and run \`pi-guard copy --to ${ctx.config.repo}\` (a mirror is made by copy into an empty location, never by init)`,
+  );
 }
 
 export function registerRepoCommands(program: Command): void {
@@ -29,7 +43,12 @@ export function registerRepoCommands(program: Command): void {
       `
 With PI_GUARD_PASSWORD or --password-file, the master key is wrapped by that password (scrypt).
 With neither and no terminal, a key file is created (mode 0600) for unattended use: keep a copy
-of it somewhere safe, because without it the repository cannot be read.
+of it somewhere safe, because without it the repository cannot be read (pi-guard key export).
+
+init makes a new, separate repository. A mirror (a copy of an existing repository, such as an S3
+copy of the local one) is not made by init: \`pi-guard copy --to <location>\` makes it in an empty
+location, or list it in "mirrors" of the config file and the next snapshot makes it. init refuses
+a location that the config names as a mirror.
 
 Examples:
   $ pi-guard init
@@ -37,6 +56,8 @@ Examples:
     )
     .action(async (opts: { keyFileOnly?: boolean }, cmd: Command) => {
       const ctx = context(cmd);
+      const { assertNotAMirror } = await import("../repo/replicate.js");
+      assertNotAMirror(ctx.config);
       const { initRepository } = await import("../engine.js");
       const { resolveCredentials } = await import("../config/credentials.js");
       let password: string | undefined;
@@ -49,6 +70,7 @@ Examples:
         } else password = undefined;
       }
       const result = await initRepository(ctx.config, { password, useKeyFile: opts.keyFileOnly });
+      await noteOtherRepository(ctx);
       if (ctx.out.json) {
         printJson({ repo: ctx.config.repo, id: result.repo.config.id, credential: result.credential, keyFile: result.keyFile ?? null });
         return;
@@ -56,7 +78,7 @@ Examples:
       info(ctx.out, `created repository ${result.repo.config.id.slice(0, 8)} at ${ctx.config.repo}`);
       if (result.keyFile) {
         info(ctx.out, `key file: ${result.keyFile} (mode 0600)`);
-        info(ctx.out, `keep a copy of it somewhere safe (a password manager, another disk): without it the backups cannot be read.`);
+        info(ctx.out, `keep a copy of it somewhere safe (a password manager, another disk): without it the backups cannot be read; \`pi-guard key export\` prints a recovery code for that.`);
       }
     });
 
@@ -68,16 +90,30 @@ Examples:
     .option("--from-tar <file>", "import a tarball of an agent dir (made by `pi-guard archive` or by hand) as a snapshot")
     .option("--time <iso>", "with --from-tar: the time to record for the imported snapshot (no zone: local time)")
     .option("--init", "create the repository first if there is none (a key file when no password is set)")
-    .option("--allow-empty", "a missing agent dir is not an error: say so, take no snapshot, exit 0")
+    .option("--allow-empty", "a missing agent dir is not an error: say so, take no snapshot, exit 0 (unless an earlier snapshot held it)")
+    .option("--accept-loss", "the files that vanished since the last snapshot were deleted on purpose: take this snapshot as the new whole state")
+    .option("--full-read", "read every file in full, trusting nothing of the last snapshot (after `pi-guard verify` found a difference)")
     .addHelpText(
       "after",
       `
 Files that only grew since the last snapshot are read from their last chunk on, so a snapshot of a
-large, live session costs about the size of what was appended.
+large, live session costs about the size of what was appended; once an hour (the config's
+snapshot.fullReadIntervalMs) such a file is read in full again. A file is unchanged, and not read,
+when its inode, size, mtime and ctime are all as before; --full-read reads every file anyway.
 
 A path that cannot be read (permissions) is skipped and named; everything else is backed up, the
-snapshot is tagged "incomplete" and the exit code is 3, so that cron notices. A missing agent dir
-is an error (exit 1) unless --allow-empty is given.
+snapshot is tagged "incomplete" and the exit code is 3, so that cron notices. The same goes for a
+file that changed each time it was read (it is stored as last read and named), and for a sessions
+dir that is a symlink to nothing. A sessions dir that is a symlink to a folder is backed up from
+that folder (root "sessions"), and the output says so. FIFOs, sockets and devices are named, not
+backed up (exit 0). A missing agent dir is an error (exit 1) unless --allow-empty is given, and
+still one when an earlier snapshot held it.
+
+If every session file, or most files, of the last whole snapshot are gone (the npm reify
+accident), the snapshot is still taken but tagged "suspect-loss": it is never "latest" nor the
+base of the next snapshot, \`pi-guard restore latest\` brings the files back, and the exit code is
+1 with one line saying what vanished. If you deleted them on purpose, --accept-loss takes the
+snapshot untagged, as the new whole state (a running watcher then clears its suspected loss).
 
 --from-tar refuses the whole archive, importing nothing, if any entry is unsafe: an absolute path,
 a ".." component, an invalid name, a hard link, a device or fifo, or anything under a symlink the
@@ -88,76 +124,73 @@ Examples:
   $ pi-guard snapshot
   $ pi-guard snapshot --init           # first run: create the repository, then back up
   $ pi-guard snapshot --json
+  $ pi-guard snapshot --accept-loss    # the sessions that vanished were deleted on purpose
   $ pi-guard snapshot --from-tar old-backup.tar.gz --time 2026-10-01T12:00:00Z`,
     )
-    .action(async (opts: { tag?: string[]; fromTar?: string; time?: string; init?: boolean; allowEmpty?: boolean }, cmd: Command) => {
+    .action(async (opts: { tag?: string[]; fromTar?: string; time?: string; init?: boolean; allowEmpty?: boolean; acceptLoss?: boolean; fullRead?: boolean }, cmd: Command) => {
       const ctx = context(cmd);
-      const { IMPORT_TAG, INCOMPLETE_TAG } = await import("../repo/format.js");
-      const { PRE_RESTORE_TAG } = await import("../restore/select.js");
-      // Tags pi-guard sets itself mean something ("latest" skips some): a user cannot borrow them.
-      const reserved = opts.fromTar ? [PRE_RESTORE_TAG, INCOMPLETE_TAG] : [PRE_RESTORE_TAG, INCOMPLETE_TAG, IMPORT_TAG];
-      const borrowed = (opts.tag ?? []).filter((t) => reserved.includes(t));
-      if (borrowed.length) throw new RepoError(`--tag ${borrowed[0]} is reserved for the tags that pi-guard sets itself`, "usage");
-      const sources = ctx.config.roots.filter((r) => r.name !== META_ROOT_NAME);
-      const missing = !opts.fromTar && !(await anyRootExists(sources.map((r) => r.path)));
-      if (missing && !opts.allowEmpty) {
-        throw new RepoError(`nothing to back up: ${ctx.config.agentDir} does not exist; set PI_CODING_AGENT_DIR or --agent-dir (or pass --allow-empty)`, "not-found");
-      }
-      if (opts.init) {
-        const { openTarget, initRepository } = await import("../engine.js");
-        if (!(await openTarget(ctx.config).head("config"))) {
-          const made = await initRepository(ctx.config);
-          info(ctx.out, `created repository at ${ctx.config.repo}${made.keyFile ? `; key file ${made.keyFile} (keep a copy somewhere safe)` : ""}`);
-        }
-      }
-      if (missing) {
+      const { backup } = await import("../engine.js");
+      const { describeLoss } = await import("../snapshot/loss-guard.js");
+      const progress = new Progress(!ctx.out.json && !ctx.out.quiet);
+      const onProgress = (p: { files: number; bytes: number; current: string }) =>
+        progress.update(`${p.files} files, ${formatBytes(p.bytes)}  ${p.current}`);
+      const r = await backup(ctx.config, () => ctx.open(), { ...opts, tags: opts.tag, lockWaitMs: ctx.lockWaitMs, onProgress, readAll: opts.fullRead }).finally(() => progress.done());
+      if (r.created) info(ctx.out, `created repository at ${ctx.config.repo}${r.created.keyFile ? `; key file ${r.created.keyFile} (keep a copy somewhere safe)` : ""}`);
+      const result = r.snapshot;
+      if (!result) {
         warn(`nothing to back up: ${ctx.config.agentDir} does not exist (set PI_CODING_AGENT_DIR or --agent-dir)`);
         if (ctx.out.json) printJson({ snapshotId: null, reason: "agent dir missing", agentDir: ctx.config.agentDir });
         return;
       }
-      const repo = await ctx.open();
-      const progress = new Progress(!ctx.out.json && !ctx.out.quiet);
-      const onProgress = (p: { files: number; bytes: number; current: string }) =>
-        progress.update(`${p.files} files, ${formatBytes(p.bytes)}  ${p.current}`);
-      let result;
-      if (opts.fromTar) {
-        const { importTar } = await import("../snapshot/tar-import.js");
-        result = await importTar(repo, opts.fromTar, { tags: opts.tag, time: opts.time, lockWaitMs: ctx.lockWaitMs, onProgress });
-      } else {
-        const { snapshotAgentDir } = await import("../engine.js");
-        result = await snapshotAgentDir(ctx.config, repo, { tags: opts.tag, lockWaitMs: ctx.lockWaitMs, onProgress });
-      }
-      progress.done();
       const s = result.snapshot.summary;
       const skipped = result.snapshot.skipped ?? [];
-      if (skipped.length) {
+      const { special = [], changedWhileRead = [] } = result.snapshot;
+      const { sessionsLinkNote } = await import("../pi/paths.js");
+      const notes = !opts.fromTar && ctx.config.sessionsLink ? [sessionsLinkNote(ctx.config.sessionsLink)] : [];
+      if (!ctx.out.json) for (const n of notes) info(ctx.out, `note: ${n}`);
+      for (const k of special) warn(`not backed up: ${shownPath(k.root, k.path)} (a ${k.kind.replace("-", " ")}: no bytes to copy)`);
+      for (const k of changedWhileRead) warn(`${shownPath(k.root, k.path)} changed while it was read (${k.reads} reads): stored as last read, which may mix two versions`);
+      if (skipped.length || changedWhileRead.length) {
         // Exit 3 as restic does: the snapshot exists, but it is not everything.
         process.exitCode = EXIT.damaged;
-        for (const k of skipped) {
-          const name = `${k.root === "agent" ? "" : `${k.root}:`}${k.path || "."}`;
-          warn(`skipped ${/[\x00-\x1f\x7f]/.test(name) ? JSON.stringify(name) : name}: ${k.error}`);
-        }
-        warn(`snapshot ${result.id.slice(0, 8)} is incomplete: ${skipped.length} path(s) could not be read (tagged "incomplete")`);
+        for (const k of skipped) warn(`skipped ${shownPath(k.root, k.path)}: ${k.error}`);
+        const why = [skipped.length ? `${skipped.length} path(s) could not be read` : "", changedWhileRead.length ? `${changedWhileRead.length} file(s) changed while read` : ""].filter(Boolean).join(", ");
+        warn(`snapshot ${result.id.slice(0, 8)} is incomplete: ${why} (tagged "incomplete")`);
       }
-      // Each mirror gets the snapshot after the primary has it; a mirror that fails is retried next time.
-      const shipments = ctx.config.mirrors.length ? await (await import("../repo/ship.js")).shipToMirrors(ctx.config, repo) : [];
+      if (result.loss && !r.lossAccepted) {
+        if (!process.exitCode) process.exitCode = EXIT.failure;
+        warn(describeLoss(result.loss, result.id, result.snapshot.parent));
+      } else if (r.lossAccepted) info(ctx.out, `accepted the deletion of ${result.loss!.lost} of ${result.loss!.filesBefore} files: snapshot ${result.id.slice(0, 8)} is the new whole state`);
       const { reportShipments, shipmentJson } = await import("./copy-commands.js");
       if (ctx.out.json) {
-        printJson({ snapshotId: result.id, time: result.snapshot.time, parent: result.snapshot.parent ?? null, tags: result.snapshot.tags, skipped, ...s, ...(shipments.length ? { mirrors: shipments.map(shipmentJson) } : {}) });
-        reportShipments(ctx, shipments, result.id);
+        printJson({
+          snapshotId: result.id,
+          time: result.snapshot.time,
+          parent: result.snapshot.parent ?? null,
+          tags: result.snapshot.tags,
+          skipped,
+          changedWhileRead,
+          special,
+          notes,
+          ...s,
+          suspectLoss: result.loss ?? null,
+          lossAccepted: r.lossAccepted,
+          ...(r.mirrors.length ? { mirrors: r.mirrors.map(shipmentJson) } : {}),
+        });
+        reportShipments(ctx, r.mirrors, result.id);
         return;
       }
       info(
         ctx.out,
         table([
-          ["snapshot", `${result.id.slice(0, 8)}  ${result.snapshot.time}`],
+          ["snapshot", `${result.id.slice(0, 8)}  ${result.snapshot.time}${result.snapshot.tags.length ? `  [${result.snapshot.tags.join(", ")}]` : ""}`],
           ["files", `${s.files} (${s.filesNew} new, ${s.filesChanged} changed, ${s.filesUnchanged} unchanged)`],
           ["total", formatBytes(s.bytesTotal)],
           ["new data", `${formatBytes(s.bytesNew)} (${formatBytes(s.bytesStored)} stored)`],
           ["duration", formatDuration(s.durationMs)],
         ]),
       );
-      reportShipments(ctx, shipments, result.id);
+      reportShipments(ctx, r.mirrors, result.id);
     });
 
   program
@@ -170,8 +203,14 @@ Examples:
       const ctx = context(cmd);
       const repo = await ctx.open();
       const wanted = (s: { tags: string[]; host: string }) => (!opts.tag || s.tags.includes(opts.tag)) && (!opts.host || s.host === opts.host);
+      const { allSnapshotsDamaged } = await import("../repo/snapshot-damage.js");
+      // Snapshot objects that are all unreadable are damage, never "no snapshots yet".
+      const readableOrDamage = <T>(list: T[]): T[] => {
+        if (!list.length && repo.unreadableSnapshots.length) throw allSnapshotsDamaged(repo.unreadableSnapshots, { location: ctx.config.repo, mirror: ctx.config.mirrors[0] });
+        return list;
+      };
       if (ctx.out.json) {
-        const all = (await repo.listSnapshots()).filter((r) => wanted(r.snapshot));
+        const all = readableOrDamage(await repo.listSnapshots()).filter((r) => wanted(r.snapshot));
         for (const bad of repo.unreadableSnapshots) warn(`skipped ${bad.error}; run \`pi-guard check\``);
         await printJsonArray(slices(all, 2000), ({ id, snapshot: s }) => ({
           id,
@@ -185,12 +224,14 @@ Examples:
           parent: s.parent ?? null,
           imported: s.imported ?? null,
           skipped: s.skipped ?? [],
+          changedWhileRead: s.changedWhileRead ?? [],
+          special: s.special ?? [],
           summary: s.summary,
         }));
         return;
       }
       // The table needs only the briefs: 100,000 snapshots list without parsing each in full.
-      const all = (await repo.listSnapshotBriefs()).filter((r) => wanted(r.snapshot));
+      const all = readableOrDamage(await repo.listSnapshotBriefs()).filter((r) => wanted(r.snapshot));
       for (const bad of repo.unreadableSnapshots) warn(`skipped ${bad.error}; run \`pi-guard check\``);
       if (all.length === 0) {
         info(ctx.out, "no snapshots yet (run `pi-guard snapshot`)");
@@ -212,25 +253,30 @@ Examples:
     .option("--all", "check the repository and each mirror of the config file, one after another")
     .addHelpText(
       "after",
-      `\nExit code 3 when damage is found. With --all, each target is reported on its own and the exit\ncode is the worst of them (3 damage, 1 a target that cannot be opened or reached).\n\nExamples:\n  $ pi-guard check\n  $ pi-guard check --read-data --json\n  $ pi-guard check --all --read-data    # the repository and every mirror`,
+      `\nExit code 3 when damage is found. Damage is one line per damaged pack: what is wrong with it,\nhow many files in how many snapshots use it, a few of their paths; then "next:" names the\ncommand that heals it (\`pi-guard repair --from <mirror> --to <repository>\` when a mirror is\nconfigured; \`pi-guard repair index\` for a damaged index). --json lists every damaged file of\nevery snapshot (damagedFiles), and the same grouping (damagedPacks, nextSteps).\n\nWith --all, each target is reported on its own and the exit code is the worst of them (3\ndamage, 1 a target that cannot be opened or reached).\n\nExamples:\n  $ pi-guard check\n  $ pi-guard check --read-data --json\n  $ pi-guard check --all --read-data    # the repository and every mirror`,
     )
     .action(async (opts: { readData?: boolean; all?: boolean }, cmd: Command) => {
       const ctx = context(cmd);
       const { runCheck } = await import("../repo/check-run.js");
-      const check = async (repo: Awaited<ReturnType<typeof ctx.open>>) => {
+      const { groupedProblems } = await import("../repo/check.js");
+      const targets = [ctx.config.repo, ...ctx.config.mirrors];
+      const check = async (repo: Awaited<ReturnType<typeof ctx.open>>, location: string) => {
         const progress = new Progress(!ctx.out.json && !ctx.out.quiet);
         try {
-          return await runCheck(repo, { readData: opts.readData, lockWaitMs: ctx.lockWaitMs, onProgress: (p) => progress.update(`reading packs ${p.packs}/${p.total}`) });
+          const otherCopies = targets.filter((t) => t !== location);
+          return await runCheck(repo, { readData: opts.readData, lockWaitMs: ctx.lockWaitMs, location, otherCopies, onProgress: (p) => progress.update(`reading packs ${p.packs}/${p.total}`) });
         } finally {
           progress.done();
         }
       };
+      // One line per damaged pack, however many files and snapshots need it; --json has them all.
       const print = (report: Awaited<ReturnType<typeof check>>, prefix: string) => {
-        for (const p of report.problems) (p.severity === "error" ? warn : (l: string) => info(ctx.out, l))(`${prefix}${p.severity}: ${p.message}`);
+        for (const p of groupedProblems(report)) (p.severity === "error" ? warn : (l: string) => info(ctx.out, l))(`${prefix}${p.severity}: ${p.message}`);
         info(ctx.out, `${prefix}${report.snapshots} snapshots, ${report.packs} packs, ${report.blobs} blobs${opts.readData ? `, ${formatBytes(report.bytesRead)} read` : ""}: ${report.ok ? "no errors" : "DAMAGED"}`);
+        for (const step of report.nextSteps) info(ctx.out, `${prefix}next: ${step}`);
       };
       if (!opts.all) {
-        const report = await check(await ctx.open());
+        const report = await check(await ctx.open(), ctx.config.repo);
         if (ctx.out.json) printJson(report);
         else print(report, "");
         if (!report.ok) process.exitCode = EXIT.damaged;
@@ -240,9 +286,9 @@ Examples:
       const { reportError } = await import("./output.js");
       const results: { target: string; ok: boolean; error: string | null; report: unknown }[] = [];
       let code: number = EXIT.ok;
-      for (const target of [ctx.config.repo, ...ctx.config.mirrors]) {
+      for (const target of targets) {
         try {
-          const report = await check(await openAt(ctx, target));
+          const report = await check(await openAt(ctx, target), target);
           results.push({ target, ok: report.ok, error: null, report });
           if (!ctx.out.json) print(report, `${target}: `);
           if (!report.ok) code = Math.max(code, EXIT.damaged);
@@ -294,6 +340,139 @@ export function registerKeyCommands(program: Command): void {
       if (ctx.out.json) printJson({ id, kind: cred.kind, keyFile: opts.newKeyFile ?? null });
       else info(ctx.out, `added key ${id.slice(0, 8)}${opts.newKeyFile ? ` (key file ${opts.newKeyFile}; keep a copy somewhere safe)` : ""}`);
     });
+  key
+    .command("export")
+    .description("make a recovery key and print its code once, to keep off this machine")
+    .option("--yes", "print the code even when stdout is a terminal")
+    .addHelpText(
+      "after",
+      `
+Adds a new key to the repository and to each mirror of the config file, whose password is a
+fresh recovery code (8 groups of 4 hex digits), and prints that code on stdout: nothing else goes
+there, the instructions go to stderr. The code is stored nowhere else. Keep it off this machine
+(a password manager, or on paper): with it, the repository and its copies (an S3 mirror) open on
+any machine, as a password, even when this disk and its key file are gone. Case, spaces and
+dashes do not matter when it is typed. It is printed once: another export makes another key.
+Revoke one with \`pi-guard key remove <id>\`. doctor warns until an exported key exists.
+
+A terminal keeps what it shows (scrollback, screen sharing), so without --yes the code is not
+printed onto one (exit 2): redirect stdout. Exit 1 when a mirror could not get the key (the code
+still works for the others, and the next snapshot ships the key there).
+
+Examples:
+  $ pi-guard key export > /media/usb/pi-guard-recovery.txt
+  $ pi-guard key export --yes            # show it here, to write it down
+  $ PI_GUARD_PASSWORD='<code>' PI_GUARD_REPO=s3://bucket/laptop pi-guard snapshots   # on a new machine`,
+    )
+    .action(async (opts: { yes?: boolean }, cmd: Command) => {
+      const ctx = context(cmd);
+      if (process.stdout.isTTY && !opts.yes) {
+        throw new RepoError("key export would show a secret on this terminal (scrollback, screen sharing): redirect it (pi-guard key export > /media/usb/pi-guard-recovery.txt) or pass --yes to show it here", "usage");
+      }
+      const repo = await ctx.open();
+      const [{ exportRecoveryKey }, { recordCredentialCopy }] = await Promise.all([import("../repo/keys.js"), import("../config/credentials.js")]);
+      const mirrors = await mirrorTargets(ctx);
+      const r = await exportRecoveryKey(repo, mirrors);
+      const failed = r.places.filter((p) => !p.ok);
+      const out = ctx.out.json
+        ? JSON.stringify({ keyId: r.keyId, code: r.code, repository: { location: ctx.config.repo, id: repo.config.id }, mirrors: r.places.slice(1) }, null, 2)
+        : r.code;
+      // Written before it is recorded: a record must never claim a code nobody received.
+      await new Promise<void>((resolve, reject) => process.stdout.write(`${out}\n`, (err) => (err ? reject(err) : resolve())));
+      await recordCredentialCopy(ctx.config.stateDir, { repoId: repo.config.id, keyId: r.keyId, kind: "recovery-code", time: new Date().toISOString() });
+      const opened = r.places.filter((p) => p.ok && p.present).map((p) => `  PI_GUARD_PASSWORD='<code>' pi-guard snapshots --repo ${p.location}`);
+      const later = r.places.filter((p) => !p.present).map((p) => `  ${p.location}: no repository there yet; the next snapshot makes it, with this key`);
+      process.stderr.write(
+        [
+          `recovery code for repository ${repo.config.id.slice(0, 8)} (key ${r.keyId.slice(0, 8)}) printed on stdout: store it off this machine (a password manager, or on paper), and delete any file of it left here.`,
+          `It opens the repository and its copies as a password, on any machine:`,
+          ...opened,
+          ...later,
+          `Revoke it with: pi-guard key remove ${r.keyId.slice(0, 8)}`,
+          "",
+        ].join("\n"),
+      );
+      for (const p of failed) warn(`${p.location}: ${p.error}; it did not get the recovery key (the next snapshot or pi-guard copy ships it there)`);
+      if (failed.length) process.exitCode = EXIT.failure;
+    });
+  key
+    .command("remove")
+    .argument("<id>", "the key's id, or a unique prefix of it (pi-guard key list)")
+    .description("revoke a key: delete it from the repository and from each mirror, verified")
+    .option("--allow-current", "also when it is the key that opened the repository now (another credential must open it)")
+    .addHelpText(
+      "after",
+      `
+The key object goes from each mirror of the config file first, then from the repository; each
+deletion is checked. It is never the last key, and never the key in use (the one this command
+opened the repository with) without --allow-current: whatever runs with that credential (the
+service, cron) is then locked out. A mirror is first given every other key, so no copy is left
+without one. A mirror that cannot be reached keeps the key (exit 1): run the same command again
+when it can be, which finds the key there too.
+
+Removing a key stops its credential from opening the repository from now on. Whoever already
+opened it with that credential may have kept the master key itself: against that, only a new
+repository helps (pi-guard init somewhere new, then snapshot).
+
+Examples:
+  $ pi-guard key list
+  $ pi-guard key remove 1a2b3c4d
+  $ PI_GUARD_PASSWORD_FILE=~/.secrets/new pi-guard key remove 5e6f7a8b   # the old key file's key`,
+    )
+    .action(async (id: string, opts: { allowCurrent?: boolean }, cmd: Command) => {
+      const ctx = context(cmd);
+      const repo = await ctx.open();
+      const { removeKey } = await import("../repo/keys.js");
+      const r = await removeKey(repo, await mirrorTargets(ctx), id, { allowCurrent: opts.allowCurrent });
+      reportKeyPlaces(ctx, r.places, `removed key ${r.keyId.slice(0, 8)} from`, { keyId: r.keyId });
+    });
+  key
+    .command("passwd")
+    .description("change the password of the key in use, in the repository and in each mirror")
+    .addHelpText(
+      "after",
+      `
+The new password comes from PI_GUARD_NEW_PASSWORD, or is asked twice on a terminal. A new key with
+it is added and checked to open the repository; then the old key is removed as \`key remove\` does
+(each mirror gets the new key before its old one goes, the repository last). A crash at any moment
+leaves every copy opening with the old password, the new one, or both; if both, \`pi-guard key
+remove <old id>\` with the new password finishes it. A key file has no password: for one, add the
+new credential (key add) and remove the old key.
+
+Examples:
+  $ pi-guard key passwd
+  $ PI_GUARD_PASSWORD_FILE=old.txt PI_GUARD_NEW_PASSWORD="$(cat new.txt)" pi-guard key passwd`,
+    )
+    .action(async (_opts: unknown, cmd: Command) => {
+      const ctx = context(cmd);
+      let password = process.env.PI_GUARD_NEW_PASSWORD;
+      if (password === undefined && process.stdin.isTTY && process.stderr.isTTY) {
+        password = await promptHidden("new password: ");
+        if (password && (await promptHidden("repeat new password: ")) !== password) throw new RepoError("the passwords do not match", "usage");
+      }
+      if (!password) throw new RepoError("no new password: set PI_GUARD_NEW_PASSWORD (or run it on a terminal, which asks)", "usage");
+      const repo = await ctx.open();
+      const { changePassword } = await import("../repo/keys.js");
+      const r = await changePassword(repo, await mirrorTargets(ctx), password);
+      reportKeyPlaces(ctx, r.places, `changed the password: key ${r.newKeyId.slice(0, 8)} replaces ${r.oldKeyId.slice(0, 8)} in`, { oldKeyId: r.oldKeyId, newKeyId: r.newKeyId });
+    });
+}
+
+/** The mirrors of the config file as targets (not the repository itself, when --repo names one). */
+async function mirrorTargets(ctx: Context) {
+  const { openTarget } = await import("../targets/open.js");
+  return ctx.config.mirrors.filter((m) => m !== ctx.config.repo).map((m) => openTarget({ repo: m }));
+}
+
+/** One line per copy a key command changed; a copy it could not change is a warning and exit 1. */
+function reportKeyPlaces(ctx: Context, places: KeyPlace[], done: string, json: Record<string, string>): void {
+  if (ctx.out.json) printJson({ ...json, places });
+  for (const p of places) {
+    if (!p.ok) warn(`${p.location}: ${p.error}; not changed there: run the same command again when it can be reached`);
+    else if (!p.present) info(ctx.out, `${p.location}: no repository there yet (the next snapshot makes it, with the keys of then)`);
+    else info(ctx.out, `${done} ${p.location}`);
+  }
+  if (places.some((p) => !p.ok)) process.exitCode = EXIT.failure;
 }
 
 export function registerDoctorCommand(program: Command): void {
@@ -305,8 +484,9 @@ export function registerDoctorCommand(program: Command): void {
       `
 Besides the repository and credentials, doctor looks for the hazards behind the accident
 pi-guard exists for: a package.json, node_modules or npm prefix in or beside the agent dir, a
-repository or key file inside it, a sessions dir that is a symlink, no watcher running and no
-snapshot in the last hour, and session files with a torn last line, glued entries or no header.
+repository or key file inside it, no copy of a credential known to exist off the machine (see
+pi-guard key export), a sessions dir that is a symlink, no watcher running and no snapshot in the
+last hour, and session files with a torn last line, glued entries or no header.
 It only reads. Each warning or error comes with a one-line fix.
 
 Exit code 1 when a check fails (an error); warnings do not change the exit code.

@@ -2,17 +2,17 @@
 // restic engine (src/restic/) supports get its action instead of their own, before they run;
 // every other command that opens a repository is refused by openTarget in one line (exit 2).
 import type { Command } from "commander";
-import { META_ROOT_NAME } from "../config/config.js";
 import { RepoError } from "../repo/errors.js";
 import { parseRepoLocation } from "../targets/location.js";
 import type { ResticSession } from "../restic/run.js";
+import type { SessionRecord } from "../sessions/catalog.js";
 import { context, type Context } from "./context.js";
 import { EXIT, formatBytes, formatDuration, info, printJson, table, warn } from "./output.js";
-import { policyFrom, type ForgetFlags } from "./prune-commands.js";
+import { policyFrom, reportEmptiedGroups, type ForgetFlags } from "./prune-commands.js";
 import { Progress } from "./progress.js";
 import { promptHidden } from "./prompt.js";
 import { printRestoreResult, type RestoreFlags } from "./restore-commands.js";
-import { printSessionList, printSessionView, type ListFlags } from "./sessions-commands.js";
+import { checkExportFlags, exportAndReport, printSessionList, printSessionView, type ExportFlags, type ListFlags } from "./sessions-commands.js";
 
 /** `session(true)`: a new repository, whose prompted password is asked twice. */
 type Route = (ctx: Context, session: (isNew?: boolean) => Promise<ResticSession>, args: unknown[], opts: Record<string, unknown>) => Promise<void>;
@@ -31,6 +31,8 @@ const ROUTES: Record<string, Route> = {
   restore: async (ctx, session, [when], opts) => {
     const flags = opts as RestoreFlags;
     if (flags.delete) throw new RepoError("--delete is not available on a restic repository: a restore there creates and replaces files, never deletes (docs/RESTIC.md)", "usage");
+    if (flags.undo) throw new RepoError("--undo is not available on a restic repository: undo a restore there by restoring the pre-restore snapshot it printed (docs/RESTIC.md)", "usage");
+    if (flags.lock === false) throw new RepoError("--no-lock is not available on a restic repository: restic takes its own lock", "usage");
     const { resticRestore } = await import("../restic/restore.js");
     const progress = new Progress(!ctx.out.json && !ctx.out.quiet);
     const result = await resticRestore(ctx.config, await session(), String(when), {
@@ -39,10 +41,11 @@ const ROUTES: Record<string, Route> = {
       session: flags.session,
       dryRun: flags.dryRun,
       host: flags.host,
+      withMeta: flags.withMeta,
       onProgress: (p) => progress.update(`${p.files} files, ${formatBytes(p.bytes)}  ${p.current}`),
     });
     progress.done();
-    printRestoreResult(ctx, flags, { ...result, snapshot: { id: result.snapshot.id, snapshot: { time: result.snapshot.time, host: result.snapshot.host } } }, "");
+    printRestoreResult(ctx, flags, { ...result, snapshot: { id: result.snapshot.id, snapshot: { time: result.snapshot.time, host: result.snapshot.host } } }, true);
   },
   forget: async (ctx, session, [ids], opts) => {
     const flags = opts as ForgetFlags;
@@ -52,11 +55,16 @@ const ROUTES: Record<string, Route> = {
     if (!policy) throw new RepoError("nothing to forget by: give --keep-* options or --policy (forgetting every snapshot is never allowed)", "usage");
     if (flags.dryRun && flags.prune) throw new RepoError("--prune after a --dry-run would prune nothing; run them without --dry-run", "usage");
     const { resticForget } = await import("../restic/repository.js");
-    const r = await resticForget(await session(), policy, { dryRun: flags.dryRun, prune: flags.prune, host: flags.host, includeSpecial: flags.includeSpecial, maxUnused: flags.maxUnused });
-    if (ctx.out.json) return printJson(r);
+    const r = await resticForget(await session(), policy, { dryRun: flags.dryRun, prune: flags.prune, host: flags.host, includeSpecial: flags.includeSpecial, maxUnused: flags.maxUnused, allowRemoveAll: flags.unsafeAllowRemoveAll });
+    if (ctx.out.json) {
+      printJson(r);
+      return reportEmptiedGroups(ctx, r);
+    }
     const row = (k: { id: string; time: string; host: string; tags: string[]; reasons: string[] }) => ["  " + k.id.slice(0, 8), k.time, k.host, k.reasons.length ? k.reasons.join(", ") : k.tags.join(",")];
     if (r.keep.length) info(ctx.out, `keep ${r.keep.length} snapshot(s):\n${table(r.keep.map(row))}`);
-    if (r.remove.length) info(ctx.out, `${r.dryRun ? "would remove" : "remove"} ${r.remove.length} snapshot(s):\n${table(r.remove.map(row))}`);
+    if (r.remove.length) info(ctx.out, `${r.dryRun || r.refused ? "would remove" : "remove"} ${r.remove.length} snapshot(s):\n${table(r.remove.map(row))}`);
+    reportEmptiedGroups(ctx, r);
+    if (r.refused) return;
     if (!r.remove.length) info(ctx.out, `nothing to forget: the policy keeps all ${r.keep.length} snapshot(s)`);
     else if (r.dryRun) info(ctx.out, `dry run: would forget ${r.remove.length} and keep ${r.keep.length} snapshot(s); nothing was changed`);
     else info(ctx.out, `forgot ${r.removed} snapshot(s), kept ${r.keep.length}${r.pruned ? "; restic prune freed their data" : "; `pi-guard forget --prune` (or restic prune) frees their data"}`);
@@ -78,6 +86,11 @@ const ROUTES: Record<string, Route> = {
     const all = await resticSessions(ctx.config, await session());
     await printSessionList(ctx, filterSessions(all, { project: flags.project, tag: flags.tag, deleted: flags.deleted, host: flags.host, ...range }));
   },
+  status: async (ctx, session, _args, opts) => {
+    const [{ resticStatus }, { printStatus, statusOptions }] = await Promise.all([import("../restic/status.js"), import("./service-commands.js")]);
+    const { maxAgeMs, alert } = await statusOptions(ctx, opts);
+    await printStatus(ctx, await resticStatus(ctx.config, await session(), { maxAgeMs }), alert);
+  },
   "sessions show": async (ctx, session, [id], opts) => {
     const [{ resticSessions, readResticSession }, sessions] = await Promise.all([import("../restic/sessions.js"), import("../sessions/index.js")]);
     const s = await session();
@@ -86,7 +99,36 @@ const ROUTES: Record<string, Route> = {
     const view = sessions.sessionView(sessions.loadSessionBytes(bytes, record.id), opts.branch as string | undefined);
     printSessionView(ctx, record, view, source, opts, sessions.renderSession);
   },
+  export: async (ctx, session, [id], opts) => exportSession(ctx, session, String(id), opts as ExportFlags),
 };
+
+/**
+ * `pi-guard export` on restic. A live session needs no repository: it is looked for among the
+ * live files first, without starting restic or asking for a password. Only a session that is no
+ * longer on disk is looked up in pi-guard's restic snapshots and read back with `restic dump`.
+ */
+async function exportSession(ctx: Context, session: () => Promise<ResticSession>, id: string, opts: ExportFlags): Promise<void> {
+  const [{ bufferSource }, { SessionCatalog }, { resolveSession }] = await Promise.all([import("../export/entry-stream.js"), import("../sessions/catalog.js"), import("../sessions/query.js")]);
+  const format = await checkExportFlags(ctx, opts);
+  const live = await SessionCatalog.build({ config: ctx.config, repo: null });
+  try {
+    let found: SessionRecord | undefined;
+    try {
+      found = resolveSession(live.sessions, id);
+    } catch (err) {
+      // None matches among the live files: look in the snapshots. An ambiguous id is still an error.
+      if (!(err instanceof RepoError && err.kind === "not-found")) throw err;
+    }
+    if (found) return await exportAndReport(ctx, opts, format, found.id, live.describeSource(found.id), await live.byteSource(found.id));
+    const { resticSessions, readResticSession } = await import("../restic/sessions.js");
+    const s = await session();
+    const record = resolveSession(await resticSessions(ctx.config, s), id);
+    const { bytes, source } = await readResticSession(s, record);
+    await exportAndReport(ctx, opts, format, record.id, source, { ...bufferSource(bytes), close: async () => {} });
+  } finally {
+    await live.close();
+  }
+}
 
 interface SnapshotFlags {
   tag?: string[];
@@ -94,68 +136,66 @@ interface SnapshotFlags {
   time?: string;
   init?: boolean;
   allowEmpty?: boolean;
+  acceptLoss?: boolean;
 }
 
 async function snapshot(ctx: Context, session: (isNew?: boolean) => Promise<ResticSession>, opts: SnapshotFlags): Promise<void> {
   if (opts.fromTar || opts.time) throw new RepoError("--from-tar is not available on a restic repository (import the tarball into a pi-guard repository, or use restic backup --stdin)", "usage");
-  const { PRE_RESTORE_TAG } = await import("../restore/select.js");
-  const { INCOMPLETE_TAG, IMPORT_TAG } = await import("../repo/format.js");
-  const { PI_GUARD_TAG, ROOT_TAG_PREFIX } = await import("../restic/snapshots.js");
-  const borrowed = (opts.tag ?? []).filter((t) => [PRE_RESTORE_TAG, INCOMPLETE_TAG, IMPORT_TAG, PI_GUARD_TAG].includes(t) || t.startsWith(ROOT_TAG_PREFIX));
-  if (borrowed.length) throw new RepoError(`--tag ${borrowed[0]} is reserved for the tags that pi-guard sets itself`, "usage");
-  const { promises: fs } = await import("node:fs");
-  const sources = ctx.config.roots.filter((r) => r.name !== META_ROOT_NAME);
-  let present = false;
-  for (const r of sources) if (await fs.stat(r.path).then((s) => s.isDirectory(), () => false)) present = true;
-  if (!present) {
-    if (!opts.allowEmpty) throw new RepoError(`nothing to back up: ${ctx.config.agentDir} does not exist; set PI_CODING_AGENT_DIR or --agent-dir (or pass --allow-empty)`, "not-found");
+  const [{ resticSnapshot }, { describeLoss }] = await Promise.all([import("../restic/backup.js"), import("../snapshot/loss-guard.js")]);
+  const progress = new Progress(!ctx.out.json && !ctx.out.quiet);
+  const onProgress = (p: { files: number; bytes: number; current: string }) => progress.update(`${p.files} files, ${formatBytes(p.bytes)}  ${p.current}`);
+  const { result, created, mirrors } = await resticSnapshot(ctx.config, () => session(), { ...opts, tags: opts.tag, onProgress }).finally(() => progress.done());
+  if (created) info(ctx.out, `created restic repository at ${ctx.config.repo.slice("restic:".length)}`);
+  if (!result) {
     warn(`nothing to back up: ${ctx.config.agentDir} does not exist (set PI_CODING_AGENT_DIR or --agent-dir)`);
     if (ctx.out.json) printJson({ snapshotId: null, reason: "agent dir missing", agentDir: ctx.config.agentDir });
     return;
   }
-  const s = await session();
-  if (opts.init) {
-    const { listResticSnapshots } = await import("../restic/snapshots.js");
-    const { resticInit } = await import("../restic/repository.js");
-    const exists = await listResticSnapshots(s).then(
-      () => true,
-      (err: unknown) => {
-        if (err instanceof RepoError && err.kind === "not-found") return false;
-        throw err;
-      },
-    );
-    if (!exists) {
-      await resticInit(s);
-      info(ctx.out, `created restic repository at ${ctx.config.repo.slice("restic:".length)}`);
-    }
-  }
-  const { resticBackup } = await import("../restic/backup.js");
-  const progress = new Progress(!ctx.out.json && !ctx.out.quiet);
-  const result = await resticBackup(ctx.config, s, { tags: opts.tag, onProgress: (p) => progress.update(`${p.files} files, ${formatBytes(p.bytes)}  ${p.current}`) });
-  progress.done();
   if (result.skipped.length) {
     process.exitCode = EXIT.damaged;
     for (const k of result.skipped) warn(`skipped ${JSON.stringify(k.path)}: ${k.error}`);
     warn(`restic snapshot ${result.id.slice(0, 8)} is incomplete: ${result.skipped.length} path(s) could not be read`);
   }
+  const lossAccepted = !!result.loss && !!opts.acceptLoss;
+  if (result.loss && !lossAccepted) {
+    if (!process.exitCode) process.exitCode = EXIT.failure;
+    warn(describeLoss(result.loss, result.id, result.parent));
+  } else if (lossAccepted) info(ctx.out, `accepted the deletion of ${result.loss!.lost} of ${result.loss!.filesBefore} files: snapshot ${result.id.slice(0, 8)} is the new whole state`);
   const sum = result.summary;
-  if (ctx.out.json) return printJson({ snapshotId: result.id, time: result.snapshot.time, parent: null, tags: result.snapshot.tags, skipped: result.skipped, engine: "restic", ...sum });
+  const { reportShipments, shipmentJson } = await import("./copy-commands.js");
+  if (ctx.out.json) {
+    printJson({
+      snapshotId: result.id,
+      time: result.snapshot.time,
+      parent: result.parent ?? null,
+      tags: result.snapshot.tags,
+      skipped: result.skipped,
+      engine: "restic",
+      ...sum,
+      suspectLoss: result.loss ?? null,
+      lossAccepted,
+      ...(mirrors.length ? { mirrors: mirrors.map(shipmentJson) } : {}),
+    });
+    reportShipments(ctx, mirrors, result.id);
+    return;
+  }
   info(
     ctx.out,
     table([
-      ["snapshot", `${result.id.slice(0, 8)}  ${result.snapshot.time}  (restic)`],
+      ["snapshot", `${result.id.slice(0, 8)}  ${result.snapshot.time}  (restic)${result.snapshot.tags.length ? `  [${result.snapshot.tags.join(", ")}]` : ""}`],
       ["files", `${sum.files} (${sum.filesNew} new, ${sum.filesChanged} changed, ${sum.filesUnchanged} unchanged)`],
       ["total", formatBytes(sum.bytesTotal)],
       ["new data", formatBytes(sum.bytesNew)],
       ["duration", formatDuration(sum.durationMs)],
     ]),
   );
+  reportShipments(ctx, mirrors, result.id);
 }
 
 async function snapshots(ctx: Context, session: () => Promise<ResticSession>, opts: { tag?: string; host?: string }): Promise<void> {
   const { listResticSnapshots } = await import("../restic/snapshots.js");
   const { formatLocalTime } = await import("../restore/select.js");
-  const all = (await listResticSnapshots(await session())).filter((s) => (!opts.tag || s.tags.includes(opts.tag)) && (!opts.host || s.host === opts.host));
+  const all = (await listResticSnapshots(await session(), { onUnreadable: (m) => warn(`skipped ${m}; run \`pi-guard check\``) })).filter((s) => (!opts.tag || s.tags.includes(opts.tag)) && (!opts.host || s.host === opts.host));
   if (ctx.out.json) {
     return printJson(all.map((s) => ({ id: s.id, shortId: s.id.slice(0, 8), time: s.time, localTime: formatLocalTime(new Date(s.time)), host: s.host, user: s.user, tags: s.tags, roots: s.roots, paths: s.paths })));
   }

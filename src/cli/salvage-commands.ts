@@ -40,7 +40,12 @@ export function registerSalvageCommands(program: Command): void {
       `
 Without --in-place the original is never touched: the repaired copy is FILE.repaired.jsonl
 (or FILE.repaired-2.jsonl ... if that exists). With --in-place the original is first copied to
-FILE.<time>.bak and the repaired file is swapped in atomically.
+FILE.<time>.bak and the repaired file is swapped in atomically. New files (the copy, the backup)
+are 0600: they hold session text.
+
+A header that has to be rebuilt takes its project dir (cwd) from --cwd, else from the name of
+pi's folder the file is in (--home-me-my-app--; lossy, so the reading that exists on this machine
+is taken, and the output says so), else the repair is refused (exit 2) until --cwd names it.
 
 Examples:
   $ pi-guard repair ~/.pi/agent/sessions/--home-me-proj--/2026-01-01T10-00-00-000Z_<id>.jsonl

@@ -1,9 +1,10 @@
 import type { Command } from "commander";
-import { context } from "./context.js";
+import { context, type Context } from "./context.js";
 import { EXIT, formatBytes, info, printJson, table, warn } from "./output.js";
 import { RepoError } from "../repo/errors.js";
 import { formatLocalTime } from "../restore/select.js";
 import { SCHEDULED_JOBS, type ScheduledJob } from "../config/config.js";
+import type { StatusReport } from "../watch/status.js";
 
 /** "3d 4h", "2h 5m", "4m 10s", "850 ms". */
 export function formatAge(ms: number): string {
@@ -33,63 +34,110 @@ export function registerOpsCommands(program: Command): void {
 function registerStatus(program: Command): void {
   program
     .command("status")
-    .description("is everything backed up? the last snapshot and its age, the watcher, the repository, the next jobs")
-    .option("--max-age <duration>", "unhealthy when the last good snapshot is older than this (e.g. 90s, 15m, 1h, 2d)")
+    .description("is everything backed up? the last snapshot and its age, the watcher, the mirrors, the repository, the next jobs")
+    .option("--max-age <duration>", "unhealthy when the last good snapshot, or a mirror, is older than this (e.g. 90s, 15m, 1h, 2d; default: config health.maxAge / health.mirrorMaxLag)")
+    .option("--alert", "run the config's alerts.command when health changed since the last alert (for cron without a watcher)")
     .addHelpText(
       "after",
       `
 The last good snapshot is the newest one that is not an import, a pre-restore snapshot or a
-suspected loss ("suspect-loss": taken by watch when most files vanished at once).
+suspected loss ("suspect-loss": taken by watch when most files vanished at once). Works on restic
+repositories too (no object counts, no mirrors there).
 
-Exit codes: 0 healthy; 1 unhealthy: no good snapshot yet, a suspected loss is pending (the newest
-snapshot is one, or the watcher reports one), or --max-age is given and the last good snapshot is
-older. Without --max-age the age alone never fails. A repository that cannot be opened is exit 1
-too (3 when its data is damaged).
+Exit codes: 0 healthy; 1 unhealthy, when any of these holds:
+  - no good snapshot yet, or a suspected loss is pending (the newest snapshot is one, or the
+    watcher reports one);
+  - the last good snapshot is older than --max-age (or config health.maxAge; without either,
+    age alone never fails);
+  - the watcher's snapshots have been failing, or changes have waited unsaved, for longer than
+    health.stuckAfter (default the larger of 2 min and 2 x watch.remoteBatchMs); or the watcher
+    is hung (its state file not rewritten for 5 min);
+  - a mirror lacks a snapshot for longer than --max-age (or health.mirrorMaxLag, default 15 min),
+    or, with no watcher running, cannot be reached.
+A repository that cannot be opened is exit 1 too (3 when its data is damaged).
+
+With a watcher running, each mirror's lag is the watcher's; otherwise status lists each mirror
+(at most 10 s each). --alert runs alerts.command (docs/OPERATIONS.md) when the set of problems
+differs from the last one alerted, remembered in the state dir; while a watcher runs, the watcher
+sends the alerts and --alert sends none.
 
 Examples:
   $ pi-guard status
   $ pi-guard status --max-age 1h --json
-  $ pi-guard status --max-age 15m -q || notify-send "pi-guard: backups are behind"`,
+  $ pi-guard status --max-age 15m -q || notify-send "pi-guard: backups are behind"
+  */10 * * * * pi-guard status --alert -q`,
     )
-    .action(async (opts: { maxAge?: string }, cmd: Command) => {
+    .action(async (opts: StatusFlags, cmd: Command) => {
       const ctx = context(cmd);
-      const { gatherStatus, parseDuration } = await import("../watch/status.js");
-      let maxAgeMs: number | undefined;
-      if (opts.maxAge !== undefined) {
-        maxAgeMs = parseDuration(opts.maxAge);
-        if (maxAgeMs === undefined) throw new RepoError(`--max-age must be a duration such as 90s, 15m, 1h or 2d, not "${opts.maxAge}"`, "usage");
-      }
+      const { maxAgeMs, alert } = await statusOptions(ctx, opts);
+      const { gatherStatus } = await import("../watch/status.js");
       const repo = await ctx.open();
-      const r = await gatherStatus(ctx.config, repo, { maxAgeMs });
-      if (!r.healthy) process.exitCode = EXIT.failure;
-      if (ctx.out.json) return printJson(r);
-      for (const p of r.problems) warn(p);
-      const rows: string[][] = [];
-      const snap = (s: { id: string; time: string; ageMs: number }) => `${s.id.slice(0, 8)}  ${both(s.time)}, ${formatAge(s.ageMs)} ago`;
-      rows.push(["last good snapshot", r.lastGoodSnapshot ? snap(r.lastGoodSnapshot) : "none"]);
-      if (r.newestSnapshot && r.newestSnapshot.id !== r.lastGoodSnapshot?.id) {
-        rows.push(["newest snapshot", `${snap(r.newestSnapshot)}${r.newestSnapshot.suspectLoss ? "  SUSPECTED LOSS" : ""}`]);
-      }
-      const w = r.watcher;
-      if (w.state === "running") {
-        rows.push(["watcher", `running, pid ${w.pid}, up ${formatAge(w.uptimeMs ?? 0)}, CPU ${w.cpu?.percent ?? 0}%, RSS ${formatBytes(w.rssBytes ?? 0)}`]);
-        rows.push(["watcher snapshots", `${w.snapshots?.made ?? 0} made, ${w.snapshots?.failed ?? 0} failed`]);
-      } else rows.push(["watcher", w.message]);
-      if (w.lastError) rows.push(["watcher last error", `${w.lastError.time}: ${w.lastError.message}`]);
-      const requests = (q: NonNullable<typeof w.requests>) =>
-        `${q.puts} PUT, ${q.gets} GET, ${q.lists} LIST in ${formatAge(q.overMs)}${q.putsPerDay === null ? "" : `; about ${q.putsPerDay} PUTs/day (extrapolated from this run)`}`;
-      if (w.requests) rows.push(["watcher requests", requests(w.requests)]);
-      for (const m of w.mirrorRequests ?? []) rows.push([`mirror requests`, `${m.mirror}: ${requests(m)}`]);
-      const o = r.repository.objects;
-      rows.push(["repository", r.repository.location]);
-      rows.push(["snapshots", String(r.repository.snapshots)]);
-      rows.push(["objects", `${o.data.count} packs, ${o.index.count} index, ${o.snapshots.count} snapshot, ${o.keys.count} key, ${o.locks.count} lock`]);
-      rows.push(["size", formatBytes(r.repository.bytes)]);
-      for (const s of r.schedules) rows.push([`next ${s.job}`, `${both(s.next)}${s.lastRun ? `; last ${s.lastRun.ok ? "ok" : "FAILED"} ${s.lastRun.start}` : ""}`]);
-      rows.push(["status", r.healthy ? "healthy" : `UNHEALTHY (${r.problems.length} problem${r.problems.length === 1 ? "" : "s"})`]);
-      info(ctx.out, table(rows));
-      for (const n of r.notes) info(ctx.out, `note: ${n}`);
+      await printStatus(ctx, await gatherStatus(ctx.config, repo, { maxAgeMs }), alert);
     });
+}
+
+export interface StatusFlags {
+  maxAge?: string;
+  alert?: boolean;
+}
+
+/** The status flags checked (usage errors before any repository is opened). */
+export async function statusOptions(ctx: Context, opts: StatusFlags): Promise<{ maxAgeMs?: number; alert: boolean }> {
+  if (opts.alert && !ctx.config.alerts) throw new RepoError(`--alert: there is no alerts.command in ${ctx.config.configFile} (docs/OPERATIONS.md)`, "usage");
+  if (opts.maxAge === undefined) return { alert: !!opts.alert };
+  const { parseDuration } = await import("../watch/health.js");
+  const maxAgeMs = parseDuration(opts.maxAge);
+  if (maxAgeMs === undefined) throw new RepoError(`--max-age must be a duration such as 90s, 15m, 1h or 2d, not "${opts.maxAge}"`, "usage");
+  return { maxAgeMs, alert: !!opts.alert };
+}
+
+/** Print a status report (both engines), send the alert when asked, and set the exit code. */
+export async function printStatus(ctx: Context, r: StatusReport, alert: boolean): Promise<void> {
+  const sent = alert ? await (await import("../watch/alert.js")).statusAlert(ctx.config, r) : undefined;
+  if (!r.healthy) process.exitCode = EXIT.failure;
+  if (ctx.out.json) return printJson(sent ? { ...r, alert: sent } : r);
+  for (const p of r.problems) warn(p);
+  if (sent?.outcome && !sent.outcome.run.ok) warn(`the alert command failed: ${sent.outcome.run.error}`);
+  const rows: string[][] = [];
+  const snap = (s: { id: string; time: string; ageMs: number }) => `${s.id.slice(0, 8)}  ${both(s.time)}, ${formatAge(s.ageMs)} ago`;
+  const ago = (iso: string) => `${both(iso)}, ${formatAge(Date.now() - Date.parse(iso))} ago`;
+  rows.push(["last good snapshot", r.lastGoodSnapshot ? snap(r.lastGoodSnapshot) : "none"]);
+  if (r.newestSnapshot && r.newestSnapshot.id !== r.lastGoodSnapshot?.id) {
+    rows.push(["newest snapshot", `${snap(r.newestSnapshot)}${r.newestSnapshot.suspectLoss ? "  SUSPECTED LOSS" : ""}`]);
+  }
+  const w = r.watcher;
+  if (w.state === "running") {
+    const cpu = w.cpu?.percent === null || w.cpu === undefined ? "CPU too early to tell" : `CPU ${w.cpu.percent} % (last ${formatAge(w.cpu.overMs)})`;
+    rows.push(["watcher", `running, pid ${w.pid}, up ${formatAge(w.uptimeMs ?? 0)}, ${cpu}, RSS ${formatBytes(w.rssBytes ?? 0)}`]);
+    rows.push(["watcher snapshots", `${w.snapshots?.made ?? 0} made, ${w.snapshots?.failed ?? 0} failed`]);
+    if (w.failingSince) rows.push(["watcher failing", `since ${ago(w.failingSince)} (${w.failures} attempts)`]);
+    if (w.pendingSince) rows.push(["unsaved changes", `since ${ago(w.pendingSince)}`]);
+    const f = w.fullScan;
+    if (f) rows.push(["full scan", `${ago(f.time)}: ${f.files} files against ${f.snapshot.slice(0, 8)}, ${f.differences ? `${f.differences} differed, ${f.missed} missed by the watches${f.sample.length ? ` (${f.sample.join(", ")})` : ""}` : "no difference"}`]);
+  } else rows.push(["watcher", w.message]);
+  if (w.lastError) rows.push(["watcher last error", `${w.lastError.time}: ${w.lastError.message}`]);
+  const requests = (q: NonNullable<typeof w.requests>) => `${q.puts} PUT, ${q.gets} GET, ${q.lists} LIST in ${formatAge(q.overMs)}; ${q.putsPerDay === null ? `PUTs/day: ${q.why}` : `about ${q.putsPerDay} PUTs/day (extrapolated from this run)`}`;
+  if (w.requests) rows.push(["watcher requests", requests(w.requests)]);
+  for (const m of w.mirrorRequests ?? []) rows.push([`mirror requests`, `${m.mirror}: ${requests(m)}`]);
+  for (const m of r.mirrors) rows.push(["mirror", `${m.mirror}: ${mirrorLine(m)}`]);
+  const o = r.repository.objects;
+  rows.push(["repository", r.engine === "restic" ? `${r.repository.location} (restic)` : r.repository.location]);
+  rows.push(["snapshots", String(r.repository.snapshots)]);
+  if (o) rows.push(["objects", `${o.data.count} packs, ${o.index.count} index, ${o.snapshots.count} snapshot, ${o.keys.count} key, ${o.locks.count} lock`]);
+  if (r.repository.bytes !== null) rows.push(["size", formatBytes(r.repository.bytes)]);
+  for (const s of r.schedules) rows.push([`next ${s.job}`, `${both(s.next)}${s.lastRun ? `; last ${s.lastRun.ok ? "ok" : "FAILED"} ${s.lastRun.start}` : ""}`]);
+  rows.push(["status", r.healthy ? "healthy" : `UNHEALTHY (${r.problems.length} problem${r.problems.length === 1 ? "" : "s"})`]);
+  if (sent) rows.push(["alert", sent.skipped ?? (sent.outcome ? `${sent.outcome.event} alert ${sent.outcome.run.ok ? "sent" : "FAILED"}` : "nothing changed since the last alert; none sent")]);
+  info(ctx.out, table(rows));
+  for (const n of r.notes) info(ctx.out, `note: ${n}`);
+}
+
+function mirrorLine(m: StatusReport["mirrors"][number]): string {
+  if (m.unreachable) return `cannot be reached: ${m.unreachable}`;
+  const last = m.lastShipped ? `last shipped ${m.lastShipped.id.slice(0, 8)} of ${both(m.lastShipped.time)}` : "nothing shipped yet";
+  const failing = m.lastAttempt && !m.lastAttempt.ok ? `: ${m.lastAttempt.error}` : "";
+  if (!m.behind) return `in sync (${last})${failing ? `; the last attempt failed${failing}` : ""}`;
+  return `behind by ${m.behind} snapshot${m.behind === 1 ? "" : "s"} since ${both(m.behindSince ?? "")}${failing} (${last})`;
 }
 
 function registerSchedule(program: Command): void {
@@ -101,7 +149,10 @@ function registerSchedule(program: Command): void {
       `
 Schedules live in the config file ("schedules": [{"job": "retention", "cron": "17 3 * * *"}]);
 jobs: ${SCHEDULED_JOBS.join(", ")}. Times are local (TZ), as in cron. The watcher (watch)
-runs them; without a watcher, put the printed lines in your crontab (crontab -e).
+runs them, and snapshots about a second after each change: it is the better way
+(pi-guard service install --enable). Without a watcher, put the printed lines in your crontab
+(crontab -e): they include a snapshot line (pi-guard snapshot --quiet) at the config's "snapshot"
+schedule, or every 5 minutes when it has none, since the jobs alone back nothing up.
 
 Examples:
   $ pi-guard schedule
@@ -109,7 +160,7 @@ Examples:
     )
     .action(async (_opts: unknown, cmd: Command) => {
       const ctx = context(cmd);
-      const { crontabLine, nextRuns, readScheduleState, scheduleStateFile } = await import("../watch/schedule.js");
+      const { crontabLine, crontabPlan, nextRuns, readScheduleState, scheduleStateFile } = await import("../watch/schedule.js");
       const { programPaths, unattendedEnvironment } = await import("../watch/service.js");
       const now = new Date();
       const { state, problem } = await readScheduleState(ctx.config.stateDir);
@@ -134,7 +185,8 @@ Examples:
           crontabNote: cron.note ?? null,
         };
       });
-      if (ctx.out.json) return printJson({ stateFile: scheduleStateFile(ctx.config.stateDir), schedules, crontabProblem: envProblem });
+      const crontab = env ? crontabPlan(ctx.config.schedules, programs, env) : null;
+      if (ctx.out.json) return printJson({ stateFile: scheduleStateFile(ctx.config.stateDir), schedules, crontab, crontabProblem: envProblem });
       if (schedules.length === 0) return info(ctx.out, `no schedules: "schedules" is empty in ${ctx.config.configFile}`);
       const rows = [["JOB", "CRON", "NEXT RUNS: LOCAL (UTC)", "LAST RUN"]];
       for (const s of schedules) {
@@ -143,9 +195,13 @@ Examples:
         rows.push([s.job, s.cron, next[0] ?? "never", last], ...next.slice(1).map((n) => ["", "", n, ""]));
       }
       info(ctx.out, table(rows));
-      info(ctx.out, `\nthe same schedule for system cron (crontab -e):`);
-      if (envProblem) info(ctx.out, `  (not available: ${envProblem})`);
-      for (const s of schedules) {
+      info(ctx.out, `\nfor a machine without the watcher, the same jobs for system cron (crontab -e), with a snapshot line:`);
+      if (envProblem || !crontab) return info(ctx.out, `  (not available: ${envProblem})`);
+      // Cron leaves everything since its last snapshot unsaved; the watcher is seconds behind.
+      info(ctx.out, "# the watcher is better: it snapshots about a second after each change (pi-guard service install --enable)");
+      if (crontab.snapshot.note) info(ctx.out, `# snapshot: ${crontab.snapshot.note}`);
+      if (crontab.snapshot.line) info(ctx.out, crontab.snapshot.line);
+      for (const s of schedules.filter((s) => s.job !== "snapshot")) {
         if (s.crontab) info(ctx.out, s.crontab);
         if (s.crontabNote) info(ctx.out, `# ${s.job}: ${s.crontabNote}`);
       }
@@ -217,7 +273,11 @@ function registerService(program: Command): void {
 Linux: a systemd user unit, $XDG_CONFIG_HOME/systemd/user/pi-guard-watch.service (Restart=on-failure).
 macOS: a launchd agent, ~/Library/LaunchAgents/dev.pi-guard.watch.plist (KeepAlive on failure).
 The service needs a key file or a password file (PI_GUARD_PASSWORD_FILE): it cannot answer a
-prompt, and the password itself is never written into the service file.
+prompt, and the password itself is never written into the service file. For an S3 repository the
+endpoint, region and profile go into the service file; the AWS keys come from a profile
+(~/.aws/credentials) or, with install --save-aws-credentials, from a 0600 file it names.
+install first runs the service's program with only the service's environment, and writes nothing
+unless that opens the repository.
 
 Examples:
   $ pi-guard service install --dry-run
@@ -229,24 +289,42 @@ Examples:
 
   service
     .command("install")
-    .description("write the service file (and with --enable, load and start it)")
+    .description("check that the service would open the repository, write the service file (and with --enable, load and start it)")
     .option(...platformOpt)
-    .option("-n, --dry-run", "print the file that would be written, write nothing")
+    .option("-n, --dry-run", "check, and print the file that would be written; write nothing")
     .option("--enable", "also run the commands that load and start it (systemctl --user / launchctl)")
-    .addHelpText("after", `\nExamples:\n  $ pi-guard service install\n  $ pi-guard service install --platform darwin --dry-run`)
-    .action(async (opts: { platform?: string; dryRun?: boolean; enable?: boolean }, cmd: Command) => {
+    .option("--save-aws-credentials", "keep this shell's AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY for the service in $XDG_CONFIG_HOME/pi-guard/aws-credentials (mode 0600), which the service file names")
+    .addHelpText(
+      "after",
+      `
+The check runs the service's own node and pi-guard with nothing but the environment the service
+file sets (as \`env -i\` would): the repository and each mirror must open, waiting out a storage
+outage for at most 10 s. Otherwise install exits 1 with the reason and writes nothing.
+
+S3: AWS_ENDPOINT_URL(_S3), AWS_REGION, AWS_PROFILE, AWS_CONFIG_FILE, AWS_SHARED_CREDENTIALS_FILE,
+PI_GUARD_S3_PATH_STYLE and the like are copied into the service file. AWS keys set only in this
+shell are refused (exit 2): put them in ~/.aws/credentials as a profile, or pass
+--save-aws-credentials. Temporary keys (AWS_SESSION_TOKEN) are refused either way.
+
+Examples:
+  $ pi-guard service install
+  $ AWS_PROFILE=backup pi-guard service install --enable
+  $ pi-guard service install --save-aws-credentials --enable
+  $ pi-guard service install --platform darwin --dry-run`,
+    )
+    .action(async (opts: { platform?: string; dryRun?: boolean; enable?: boolean; saveAwsCredentials?: boolean }, cmd: Command) => {
       const ctx = context(cmd);
-      const { planService, writeServiceFile, haveCommand, runCommands } = await import("../watch/service.js");
-      const plan = await planService(ctx.config, { platform: parsePlatform(opts.platform) });
-      // The service is only useful if what it is given opens the repository: check that now.
-      await ctx.open();
+      const { planService, installService, haveCommand, runCommands } = await import("../watch/service.js");
+      const plan = await planService(ctx.config, { platform: parsePlatform(opts.platform), saveAwsCredentials: opts.saveAwsCredentials });
       const enableText = plan.enable.map((c) => c.join(" ")).join(" && ");
+      const awsCredentialsFile = plan.awsCredentials?.file ?? null;
+      info(ctx.out, `checking that the service opens ${ctx.config.repo} with only its own environment...`);
+      const { replaced } = await installService(plan, { dryRun: opts.dryRun });
       if (opts.dryRun) {
-        if (ctx.out.json) return printJson({ dryRun: true, platform: plan.platform, file: plan.file, content: plan.content, enable: enableText, ran: [] });
-        info(ctx.out, `would write ${plan.file}:\n\n${plan.content}\nthen enable it with: ${enableText}`);
+        if (ctx.out.json) return printJson({ dryRun: true, platform: plan.platform, file: plan.file, content: plan.content, awsCredentialsFile, enable: enableText, ran: [] });
+        info(ctx.out, `would write ${plan.file}:\n\n${plan.content}${awsCredentialsFile ? `\nand the AWS keys into ${awsCredentialsFile} (mode 0600)\n` : ""}\nthen enable it with: ${enableText}`);
         return;
       }
-      const { replaced } = await writeServiceFile(plan);
       let ran: { command: string; ok: boolean; output: string }[] = [];
       let enableNote: string;
       if (!opts.enable) enableNote = `enable it with: ${enableText}`;
@@ -259,31 +337,34 @@ Examples:
         if (bad) process.exitCode = EXIT.failure;
         enableNote = bad ? `\`${bad.command}\` failed: ${bad.output.split("\n")[0]}` : "enabled and started";
       }
-      if (ctx.out.json) return printJson({ dryRun: false, platform: plan.platform, file: plan.file, replaced, content: plan.content, enable: enableText, ran });
+      if (ctx.out.json) return printJson({ dryRun: false, platform: plan.platform, file: plan.file, replaced, content: plan.content, awsCredentialsFile, enable: enableText, ran });
+      if (awsCredentialsFile) info(ctx.out, `saved this shell's AWS keys in ${awsCredentialsFile} (mode 0600)`);
       info(ctx.out, `${replaced ? "replaced" : "wrote"} ${plan.file}:\n\n${plan.content}`);
       (process.exitCode === EXIT.failure ? warn : (l: string) => info(ctx.out, l))(enableNote);
     });
 
   service
     .command("uninstall")
-    .description("remove the service file pi-guard wrote (and with --disable, stop it first)")
+    .description("remove the service file pi-guard wrote, and its saved AWS keys (with --disable, stop it first)")
     .option(...platformOpt)
     .option("-n, --dry-run", "say what would be removed, remove nothing")
     .option("--disable", "first stop and disable it (systemctl --user disable --now / launchctl unload)")
-    .addHelpText("after", `\nOnly a file with pi-guard's marker line is removed.\n\nExamples:\n  $ pi-guard service uninstall --disable\n  $ pi-guard service uninstall --json`)
+    .addHelpText("after", `\nOnly files with pi-guard's marker line are removed.\n\nExamples:\n  $ pi-guard service uninstall --disable\n  $ pi-guard service uninstall --json`)
     .action(async (opts: { platform?: string; dryRun?: boolean; disable?: boolean }, cmd: Command) => {
       const ctx = context(cmd);
-      const { defaultPlatform, serviceFile, serviceFileState, removeServiceFile, haveCommand, runCommands, SYSTEMD_UNIT } = await import("../watch/service.js");
+      const { awsCredentialsFile, defaultPlatform, serviceFile, ownedFileState, removeOwnedFile, haveCommand, runCommands, SYSTEMD_UNIT } = await import("../watch/service.js");
       const platform = parsePlatform(opts.platform) ?? defaultPlatform();
       const file = serviceFile(platform, ctx.config);
-      const state = await serviceFileState(file);
+      const state = await ownedFileState(file);
       if (state === "absent") throw new RepoError(`no service file at ${file}: nothing to remove`, "not-found");
       if (state === "foreign") throw new RepoError(`${file} was not written by pi-guard; it is left alone`, "exists");
+      const credFile = awsCredentialsFile(ctx.config);
+      const withCreds = (await ownedFileState(credFile)) === "ours";
       const disable = platform === "darwin" ? [["launchctl", "unload", "-w", file]] : [["systemctl", "--user", "disable", "--now", SYSTEMD_UNIT.replace(/\.service$/, "")]];
       const disableText = disable.map((c) => c.join(" ")).join(" && ");
       if (opts.dryRun) {
-        if (ctx.out.json) return printJson({ dryRun: true, file, removed: false, ran: [] });
-        return info(ctx.out, `would remove ${file}${opts.disable ? ` after: ${disableText}` : ""}`);
+        if (ctx.out.json) return printJson({ dryRun: true, file, removed: false, removedAwsCredentials: false, ran: [] });
+        return info(ctx.out, `would remove ${file}${withCreds ? ` and ${credFile}` : ""}${opts.disable ? ` after: ${disableText}` : ""}`);
       }
       let ran: { command: string; ok: boolean; output: string }[] = [];
       if (opts.disable) {
@@ -292,9 +373,10 @@ Examples:
         const bad = ran.find((r) => !r.ok);
         if (bad) throw new RepoError(`\`${bad.command}\` failed (${bad.output.split("\n")[0]}); ${file} was kept`, "io");
       }
-      await removeServiceFile(file);
-      if (ctx.out.json) return printJson({ dryRun: false, file, removed: true, ran });
-      info(ctx.out, `removed ${file}`);
+      await removeOwnedFile(file);
+      if (withCreds) await removeOwnedFile(credFile);
+      if (ctx.out.json) return printJson({ dryRun: false, file, removed: true, removedAwsCredentials: withCreds, ran });
+      info(ctx.out, `removed ${file}${withCreds ? ` and ${credFile}` : ""}`);
       if (!opts.disable) info(ctx.out, `if it was running, stop it with: ${disableText}${platform === "linux" ? " (then systemctl --user daemon-reload)" : ""}`);
     });
 
@@ -305,10 +387,10 @@ Examples:
     .addHelpText("after", `\nExit code 0 when installed, 1 when not.\n\nExamples:\n  $ pi-guard service status\n  $ pi-guard service status --json`)
     .action(async (opts: { platform?: string }, cmd: Command) => {
       const ctx = context(cmd);
-      const { defaultPlatform, serviceFile, serviceFileState, serviceActivity } = await import("../watch/service.js");
+      const { defaultPlatform, serviceFile, ownedFileState, serviceActivity } = await import("../watch/service.js");
       const platform = parsePlatform(opts.platform) ?? defaultPlatform();
       const file = serviceFile(platform, ctx.config);
-      const state = await serviceFileState(file);
+      const state = await ownedFileState(file);
       const activity = serviceActivity(platform);
       if (state !== "ours") process.exitCode = EXIT.failure;
       const installed = state === "ours";
@@ -320,5 +402,26 @@ Examples:
           [activity.tool, activity.available ? (activity.state ?? "") : `not available here`],
         ]),
       );
+    });
+
+  // What install runs, with the service's environment only: open what the watcher opens at its start.
+  service
+    .command("probe", { hidden: true })
+    .description("open the repository and each mirror as the watcher would, then exit (run by service install)")
+    .action(async (_opts: unknown, cmd: Command) => {
+      const ctx = context(cmd);
+      const [{ assertRepoOutsideAgentDir, openTarget }, { CHECK_RETRY_MS }] = await Promise.all([import("../engine.js"), import("../watch/service.js")]);
+      assertRepoOutsideAgentDir(ctx.config);
+      const retry = { maxMs: CHECK_RETRY_MS };
+      const repo = await ctx.open({ retry });
+      for (const mirror of ctx.config.mirrors) {
+        try {
+          await openTarget({ repo: mirror, retry: ctx.config.retry }, process.env, { retry }).head("config");
+        } catch (err) {
+          throw err instanceof RepoError ? new RepoError(`mirror ${mirror}: ${err.message}`, err.kind) : err;
+        }
+      }
+      if (ctx.out.json) return printJson({ repo: ctx.config.repo, id: repo.config.id, mirrors: ctx.config.mirrors });
+      info(ctx.out, `opened ${ctx.config.repo}`);
     });
 }

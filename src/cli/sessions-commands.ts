@@ -1,9 +1,11 @@
 import type { Command } from "commander";
 import { context, type Context } from "./context.js";
-import { formatBytes, info, printJson, table } from "./output.js";
+import { EXIT, formatBytes, info, printJson, table, warn } from "./output.js";
 import { RepoError } from "../repo/errors.js";
 import type { renderSession as RenderSession, SessionCatalog, SessionRecord, SessionView } from "../sessions/index.js";
 import type { Lock } from "../repo/lock.js";
+import type { ExportFormat } from "../export/index.js";
+import type { ByteSource } from "../export/entry-stream.js";
 
 export interface ListFlags {
   project?: string;
@@ -63,6 +65,14 @@ async function withCatalog<T>(ctx: Context, liveOnly: boolean, fn: (c: SessionCa
   }
 }
 
+/** Snapshots the catalog could not read: a warning, or damage (exit 3) when it could read none. */
+function reportSnapshotDamage(ctx: Context, catalog: SessionCatalog): void {
+  const damage = catalog.snapshotDamage({ location: ctx.config.repo, mirror: ctx.config.mirrors[0] });
+  if (!damage) return;
+  warn(damage.message);
+  if (damage.all) process.exitCode = EXIT.damaged;
+}
+
 /** A catalog record as `sessions list --json` shows it: the per-day breakdown and copies are for `stats`. */
 const listRow = ({ usage: _u, turnsByDay: _t, copied: _c, origins: _o, ...row }: SessionRecord) => row;
 
@@ -84,6 +94,7 @@ async function gatherStats(ctx: Context, gap: string) {
   if (!Number.isFinite(gapHours) || gapHours <= 0) throw new RepoError(`--gap must be a number of hours above 0, not "${gap}"`, "usage");
   const { computeStats } = await import("../sessions/stats.js");
   return withCatalog(ctx, false, async (catalog) => {
+    reportSnapshotDamage(ctx, catalog);
     const timeline = catalog.snapshots.map((r) => ({ id: r.id, time: r.time, host: r.host, tags: r.tags }));
     const { statsOriginKeys } = await import("../sessions/index.js");
     return computeStats(catalog.sessions, { target: ctx.config.repo, timeline }, { gapHours, originKeys: await statsOriginKeys(catalog) });
@@ -123,10 +134,12 @@ export function printSessionView(ctx: Context, record: SessionRecord, view: Sess
       labels: Object.fromEntries(view.labels),
       compactions: view.compactions.map((e) => e.id),
       path: view.path,
+      warnings: view.warnings,
     });
     return;
   }
   info(ctx.out, render(view, { toolLines: opts.full ? 0 : 8, source }));
+  for (const w of view.warnings) warn(w);
 }
 
 /** The filters `sessions list` and `sessions search` share. */
@@ -155,7 +168,9 @@ export function registerSessionsCommands(program: Command): void {
       "after",
       `
 Sessions are read from the live files and from every snapshot. Summaries are cached in
-$XDG_DATA_HOME/pi-guard/catalog (rebuildable; delete it any time).
+$XDG_DATA_HOME/pi-guard/catalog (rebuildable; delete it any time). Snapshot objects that cannot
+be read are named on stderr; when none can be read, that is damage: the live sessions are
+listed and the exit code is 3.
 
 Examples:
   $ pi-guard sessions list
@@ -168,9 +183,10 @@ Examples:
       const { filterSessions } = await import("../sessions/query.js");
       const { timeRange } = await import("../sessions/time-filter.js");
       const range = timeRange(opts);
-      const list = await withCatalog(ctx, !!opts.live, async (c) =>
-        filterSessions(c.sessions, { project: opts.project, tag: opts.tag, deleted: opts.deleted, host: opts.host, ...range }),
-      );
+      const list = await withCatalog(ctx, !!opts.live, async (c) => {
+        reportSnapshotDamage(ctx, c);
+        return filterSessions(c.sessions, { project: opts.project, tag: opts.tag, deleted: opts.deleted, host: opts.host, ...range });
+      });
       await printSessionList(ctx, list);
     });
 
@@ -232,8 +248,10 @@ Examples:
       const range = timeRange(opts);
       const filter = { project: opts.project, tag: opts.tag, deleted: opts.deleted, host: opts.host, ...range };
       await withCatalog(ctx, !!opts.live, async (catalog) => {
+        reportSnapshotDamage(ctx, catalog);
         await withSearchIndex(ctx.config.dataDir, async (index) => {
           const sync = await index.sync(catalog, !opts.live);
+          for (const w of sync.warnings) warn(w);
           const started = performance.now();
           // Without list filters, only the records of the sessions shown are read.
           const filtered = Object.values(filter).some((v) => v !== undefined && v !== false);
@@ -324,7 +342,10 @@ Examples:
         const ra = resolveSession(catalog.sessions, a);
         const rb = resolveSession(catalog.sessions, b);
         if (ra.id === rb.id) throw new RepoError(`"${a}" and "${b}" are the same session ${ra.id.slice(0, 8)}: give two different sessions`, "usage");
-        const merged = mergeSessions({ id: ra.id, name: ra.name, session: await loadSession(catalog, ra) }, { id: rb.id, name: rb.name, session: await loadSession(catalog, rb) });
+        const [sa, sb] = [await loadSession(catalog, ra), await loadSession(catalog, rb)];
+        // What was read only in part is written so: the merged file holds those parts as text.
+        for (const [r, loaded] of [[ra, sa], [rb, sb]] as const) for (const w of loaded.warnings) warn(`session ${r.id}: ${w}`);
+        const merged = mergeSessions({ id: ra.id, name: ra.name, session: sa }, { id: rb.id, name: rb.name, session: sb });
         const file = opts.output ?? mergedSessionPath(ctx.config, merged.header);
         await writeNewSession(file, merged, !opts.output);
         const messages = merged.entries.filter((e) => e.type === "message").length;
@@ -417,7 +438,8 @@ Examples:
     .argument("<id>", "session id or a unique prefix of it")
     .description("export a session (live or only in a snapshot) to Markdown, JSON or HTML")
     .option("-f, --format <format>", "markdown, json or html (default: from the --output extension, else markdown)")
-    .option("-o, --output <file>", "write here (atomically) instead of to stdout")
+    .option("-o, --output <file>", "write here (atomically) instead of to stdout; never into the agent dir")
+    .option("--force", "with --output: replace a file that is there")
     .option("--branch <entry>", "export the path to this entry instead of pi's leaf")
     .option("--redact", "mask API keys and tokens (known key shapes and the keys in auth.json and models.json)")
     .addHelpText(
@@ -427,32 +449,63 @@ Markdown reads well on GitHub; JSON has a stable shape (docs/SESSIONS.md); HTML 
 self-contained page (tree, search, branches, light/dark, print) that makes no network requests
 and embeds the session so \`pi-guard salvage --from-html\` can recover it.
 
+--output is written to a temp file beside it and renamed into place, so a failed export leaves
+no partial file. It is refused inside the agent dir or any other folder pi-guard backs up
+(symlinks resolved: a live session must never become its own export), and an existing file is
+replaced only with --force.
+
 Examples:
   $ pi-guard export 01a2 > session.md
   $ pi-guard export 01a2 --format html --output session.html
   $ pi-guard export 01a2 --format json --branch 7f3c9e21 --redact -o branch.json`,
     )
-    .action(async (id: string, opts: { format?: string; output?: string; branch?: string; redact?: boolean }, cmd: Command) => {
+    .action(async (id: string, opts: ExportFlags, cmd: Command) => {
       const ctx = context(cmd);
-      const { exportSessionTo, fileSink, parseFormat, stdoutSink } = await import("../export/index.js");
-      // Check the format before any work, so a typo fails fast and alone.
-      const format = parseFormat(opts.format, opts.output);
+      const format = await checkExportFlags(ctx, opts);
       const { resolveSession } = await import("../sessions/index.js");
       await withCatalog(ctx, false, async (catalog) => {
         const record = resolveSession(catalog.sessions, id);
-        const source = catalog.describeSource(record.id);
-        const bytes = await catalog.byteSource(record.id);
-        const output = opts.output;
-        let written: number;
-        try {
-          const sink = output ? () => fileSink(output) : async () => stdoutSink();
-          written = await exportSessionTo(bytes, sink, { format, branch: opts.branch, redact: opts.redact, agentDir: ctx.config.agentDir, source, fallbackId: record.id });
-        } finally {
-          await bytes.close();
-        }
-        if (!output) return;
-        if (ctx.out.json) printJson({ id: record.id, format, output, bytes: written, source, redacted: !!opts.redact });
-        else info(ctx.out, `exported ${record.id.slice(0, 8)} (${format}, ${formatBytes(written)}) to ${output} from ${source}`);
+        await exportAndReport(ctx, opts, format, record.id, catalog.describeSource(record.id), await catalog.byteSource(record.id));
       });
     });
+}
+
+export interface ExportFlags {
+  format?: string;
+  output?: string;
+  force?: boolean;
+  branch?: string;
+  redact?: boolean;
+}
+
+/** The format and the output, checked before any work so that a mistake fails fast and alone; shared with the restic engine. */
+export async function checkExportFlags(ctx: Context, opts: ExportFlags): Promise<ExportFormat> {
+  const { checkExportTarget, parseFormat } = await import("../export/index.js");
+  const format = parseFormat(opts.format, opts.output);
+  if (opts.force && !opts.output) throw new RepoError("--force goes with --output only", "usage");
+  if (opts.output) await checkExportTarget(opts.output, ctx.config.roots, !!opts.force);
+  return format;
+}
+
+/** `export`'s writing and output, from bytes the caller found (closed here); shared with the restic engine. */
+export async function exportAndReport(
+  ctx: Context,
+  opts: ExportFlags,
+  format: ExportFormat,
+  id: string,
+  source: string,
+  bytes: ByteSource & { close(): Promise<void> },
+): Promise<void> {
+  const { exportSessionTo, fileSink, stdoutSink } = await import("../export/index.js");
+  const output = opts.output;
+  let written: number;
+  try {
+    const sink = output ? () => fileSink(output, { overwrite: !!opts.force }) : async () => stdoutSink();
+    written = await exportSessionTo(bytes, sink, { format, branch: opts.branch, redact: opts.redact, agentDir: ctx.config.agentDir, source, fallbackId: id, onWarning: warn });
+  } finally {
+    await bytes.close();
+  }
+  if (!output) return;
+  if (ctx.out.json) printJson({ id, format, output, bytes: written, source, redacted: !!opts.redact });
+  else info(ctx.out, `exported ${id.slice(0, 8)} (${format}, ${formatBytes(written)}) to ${output} from ${source}`);
 }

@@ -5,9 +5,11 @@ import { createRequire } from "node:module";
 import type { z as Zod } from "zod";
 import { RepoError } from "../repo/errors.js";
 import { normalizeRepoLocation, parseRepoLocation } from "../targets/location.js";
-import { agentDir as piAgentDir, sessionsDir as piSessionsDir } from "../pi/paths.js";
-import { DEFAULT_EXCLUDES, type SourceFilter, type SourceRoot } from "../snapshot/sources.js";
+import { agentDir as piAgentDir, readSessionsLink, type SessionsLink, sessionsDir as piSessionsDir } from "../pi/paths.js";
+import { DEFAULT_EXCLUDES, DEFAULT_FULL_READ_INTERVAL_MS, type SourceFilter, type SourceRoot } from "../snapshot/sources.js";
 import { scheduleProblems } from "../watch/schedule.js";
+import { DEFAULT_RETRY_MAX_MS } from "../targets/retry-report.js";
+import { parseDuration } from "../watch/health.js";
 
 type Env = Record<string, string | undefined>;
 
@@ -34,6 +36,7 @@ function configSchema(z: typeof Zod) {
         remoteBatchMs: z.number().int().min(0).max(86_400_000).optional(),
         suspectLoss: z.object({ minFiles: z.number().int().min(1).optional(), fraction: z.number().gt(0).lte(1).optional() }).strict().optional(),
         log: z.object({ maxBytes: z.number().int().min(4096).optional(), keep: z.number().int().min(1).max(100).optional() }).strict().optional(),
+        fullScanMs: z.number().int().min(0).max(86_400_000).optional(),
       })
       .strict()
       .optional(),
@@ -51,8 +54,35 @@ function configSchema(z: typeof Zod) {
       .strict()
       .optional(),
     schedules: z.array(z.object({ job: z.enum(SCHEDULED_JOBS), cron: z.string().min(1) }).strict()).optional(),
+    retry: z.object({ maxMs: z.number().int().min(0).max(MAX_RETRY_MS).optional() }).strict().optional(),
+    // Health bounds and alerts (docs/OPERATIONS.md §3): durations are written like --max-age.
+    health: z
+      .object({ maxAge: duration(z), mirrorMaxLag: duration(z), stuckAfter: duration(z) })
+      .strict()
+      .optional(),
+    alerts: z
+      .object({
+        command: z.union([z.array(z.string().min(1).max(4096)).min(1).max(64), z.string().min(1).max(4096)]),
+        timeoutMs: z.number().int().min(100).max(600_000).optional(),
+      })
+      .strict()
+      .optional(),
+    snapshot: z
+      .object({
+        // At most a week: a longer window is trust without a bound worth the name.
+        fullReadIntervalMs: z.number().int().min(0).max(7 * 86_400_000).optional(),
+      })
+      .strict()
+      .optional(),
   })
   .strict();
+}
+
+function duration(z: typeof Zod) {
+  return z
+    .string()
+    .refine((t) => parseDuration(t) !== undefined, { message: "must be a duration such as 90s, 15m, 1h or 2d" })
+    .optional();
 }
 
 /** What a schedule can run: `retention` is forget by the configured policy, then prune. */
@@ -101,6 +131,11 @@ export interface WatchSettings {
    * interval (default 30000), so requests per day stay bounded; a local repository is not batched.
    */
   remoteBatchMs: number;
+  /**
+   * Every this often (default 300000; 0: never) the roots are compared with the last snapshot by a
+   * stat walk, as a backstop for a change chokidar did not report (docs/WATCH.md).
+   */
+  fullScanMs: number;
 }
 
 // Together: no change waits more than about a second, and a burst of writes (one pi turn appends
@@ -111,7 +146,38 @@ export const DEFAULT_WATCH: WatchSettings = {
   suspectLoss: { minFiles: 3, fraction: 0.5 },
   log: { maxBytes: 10 * 1024 * 1024, keep: 3 },
   remoteBatchMs: 30_000,
+  fullScanMs: 300_000,
 };
+
+/** When pi-guard counts as unhealthy, beside a suspected loss (src/watch/health.ts). */
+export interface HealthSettings {
+  /** The last good snapshot may be this old (default: no bound; `status --max-age` gives one per run). */
+  maxAgeMs: number | null;
+  /** A mirror may lack a snapshot for this long (default 15 min). */
+  mirrorMaxLagMs: number;
+  /** The watcher may fail, or hold unsaved changes, this long (default the larger of 2 min and 2 × watch.remoteBatchMs). */
+  stuckAfterMs: number;
+}
+
+export const DEFAULT_MIRROR_MAX_LAG_MS = 15 * 60_000;
+
+/** A command run on each change of health (src/watch/alert.ts): argv without a shell, or a string for /bin/sh -c. */
+export interface AlertSettings {
+  command: string[] | string;
+  /** The command is killed after this long (default 10000). */
+  timeoutMs: number;
+}
+
+export interface SnapshotSettings {
+  /**
+   * A grown file whose last full read is older than this is read in full, not from its tail: the
+   * bound on how long a rewrite in place before the tail can go unseen (docs/FORMAT.md §10).
+   * Default one hour; 0 reads every grown file in full.
+   */
+  fullReadIntervalMs: number;
+}
+
+export const DEFAULT_SNAPSHOT: SnapshotSettings = { fullReadIntervalMs: DEFAULT_FULL_READ_INTERVAL_MS };
 
 export type ConfigFileShape = Zod.infer<ReturnType<typeof configSchema>>;
 
@@ -141,6 +207,13 @@ export interface Config {
   watch: WatchSettings;
   retention: RetentionPolicy;
   schedules: Schedule[];
+  retry: RetrySettings;
+  health: HealthSettings;
+  /** null when no alert command is configured. */
+  alerts: AlertSettings | null;
+  snapshot: SnapshotSettings;
+  /** When the agent dir's sessions dir is a symlink: where it points, and whether it is a root. */
+  sessionsLink?: SessionsLink;
 }
 
 export interface ConfigFlags {
@@ -197,10 +270,19 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
   const repo = flags.repo ?? env.PI_GUARD_REPO ?? file.repo ?? path.join(dataDir, "repo");
   const roots: SourceRoot[] = [{ name: "agent", path: agentDir }];
   const sessions = piSessionsDir({ env, home, agentDir });
-  if (!isInside(sessions.dir, agentDir)) roots.push({ name: "sessions", path: sessions.dir });
+  const sessionsLink = isInside(sessions.dir, agentDir) ? readSessionsLink(sessions.dir, agentDir) : undefined;
+  // A moved sessions dir, or one linked from inside the agent dir to elsewhere (the link itself
+  // stays in the agent root, so a restore puts the layout back): both are walked as root "sessions".
+  if (!isInside(sessions.dir, agentDir) || sessionsLink?.followed) roots.push({ name: "sessions", path: sessions.dir });
   // pi-guard's own metadata (session tags) is backed up with everything else.
   roots.push({ name: META_ROOT_NAME, path: path.join(dataDir, "meta") });
   const passwordFile = flags.passwordFile ?? env.PI_GUARD_PASSWORD_FILE ?? file.passwordFile;
+  const watch: WatchSettings = {
+    ...DEFAULT_WATCH,
+    ...definedOnly(file.watch ?? {}),
+    suspectLoss: { ...DEFAULT_WATCH.suspectLoss, ...definedOnly(file.watch?.suspectLoss ?? {}) },
+    log: { ...DEFAULT_WATCH.log, ...definedOnly(file.watch?.log ?? {}) },
+  };
   return {
     configDir,
     dataDir,
@@ -216,15 +298,47 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
     agentDir,
     roots,
     filter: { include: file.sources.include, exclude: [...DEFAULT_EXCLUDES, ...file.sources.exclude] },
-    watch: {
-      ...DEFAULT_WATCH,
-      ...definedOnly(file.watch ?? {}),
-      suspectLoss: { ...DEFAULT_WATCH.suspectLoss, ...definedOnly(file.watch?.suspectLoss ?? {}) },
-      log: { ...DEFAULT_WATCH.log, ...definedOnly(file.watch?.log ?? {}) },
-    },
+    watch,
     retention: file.retention ? definedOnly(file.retention) : { ...DEFAULT_RETENTION },
     schedules: file.schedules ?? DEFAULT_SCHEDULES.map((s) => ({ ...s })),
+    retry: retrySettings(env, file.retry),
+    health: healthSettings(file.health, watch),
+    alerts: file.alerts ? { command: file.alerts.command, timeoutMs: file.alerts.timeoutMs ?? 10_000 } : null,
+    snapshot: { ...DEFAULT_SNAPSHOT, ...definedOnly(file.snapshot ?? {}) },
+    ...(sessionsLink ? { sessionsLink } : {}),
   };
+}
+
+function healthSettings(h: ConfigFileShape["health"], watch: WatchSettings): HealthSettings {
+  const ms = (t: string | undefined) => (t === undefined ? undefined : parseDuration(t));
+  return {
+    maxAgeMs: ms(h?.maxAge) ?? null,
+    mirrorMaxLagMs: ms(h?.mirrorMaxLag) ?? DEFAULT_MIRROR_MAX_LAG_MS,
+    // Remote batching holds changes back on purpose: the default bound leaves room for two batches.
+    stuckAfterMs: ms(h?.stuckAfter) ?? Math.max(120_000, 2 * watch.remoteBatchMs),
+  };
+}
+
+// Retries of remote storage (src/targets/retry.ts): how long an S3 request may keep failing with
+// a transient error (refused or reset connections, timeouts, 5xx, throttling) before a command
+// gives up. PI_GUARD_RETRY_MAX (a duration: 30s, 5m, 0 for no retries) > "retry": {"maxMs"} > 5 min.
+
+export interface RetrySettings {
+  maxMs: number;
+}
+
+const MAX_RETRY_MS = 86_400_000;
+const RETRY_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, min: 60_000, h: 3_600_000 };
+
+export function retrySettings(env: Env, file: { maxMs?: number } = {}): RetrySettings {
+  const text = env.PI_GUARD_RETRY_MAX?.trim();
+  if (!text) return { maxMs: file.maxMs ?? DEFAULT_RETRY_MAX_MS };
+  const m = /^(\d+(?:\.\d+)?)(ms|s|min|m|h)$/.exec(text);
+  const ms = text === "0" ? 0 : m ? Math.round(Number(m[1]) * RETRY_UNITS[m[2]]) : NaN;
+  if (!(ms >= 0 && ms <= MAX_RETRY_MS)) {
+    throw new RepoError(`PI_GUARD_RETRY_MAX must be a duration up to 24h such as 30s, 5m or 0 (no retries), not "${env.PI_GUARD_RETRY_MAX}"`, "usage");
+  }
+  return { maxMs: ms };
 }
 
 /** A mirror holds a copy of pi-guard's own repository (docs/FORMAT.md §14), which a restic repository cannot. */

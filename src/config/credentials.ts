@@ -1,4 +1,4 @@
-import { makeDirs, writeFully } from "../fs-safe.js";
+import { makeDirs, syncDir, writeFully } from "../fs-safe.js";
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
@@ -81,3 +81,59 @@ export function noCredentialsError(config: Config): RepoError {
 
 export const NO_CREDENTIALS_HINT =
   "no password: set PI_GUARD_PASSWORD or PI_GUARD_PASSWORD_FILE, or use the key file made by `pi-guard init`";
+
+// ---------------------------------------------------------------------------------------------
+// What pi-guard knows about copies of a credential kept off this machine: `key export` records
+// each recovery key it printed, and `doctor` warns while a repository has none whose key still
+// exists. The file holds ids and times only, never a secret: <stateDir>/credential-copies.json.
+
+export interface CredentialCopy {
+  /** The repository (config id) the key opens, and the key object's id. */
+  repoId: string;
+  keyId: string;
+  /** "recovery-code": printed once by `key export`. */
+  kind: "recovery-code";
+  time: string;
+}
+
+export const credentialCopiesFile = (stateDir: string): string => path.join(stateDir, "credential-copies.json");
+
+/** A bound on the file: it is ours, but anyone who can write the state dir can make it huge. */
+const COPIES_MAX_BYTES = 1024 * 1024;
+const COPIES_KEPT = 1000;
+
+/** The records, each one checked; a missing, oversized or damaged file is no record (never an error). */
+export async function readCredentialCopies(stateDir: string): Promise<CredentialCopy[]> {
+  const file = credentialCopiesFile(stateDir);
+  const size = await fs.stat(file).then((st) => st.size, () => 0);
+  if (size === 0 || size > COPIES_MAX_BYTES) return [];
+  let raw: unknown;
+  try {
+    raw = JSON.parse(await fs.readFile(file, "utf8"));
+  } catch {
+    return [];
+  }
+  const copies = (raw as { copies?: unknown })?.copies;
+  if (!Array.isArray(copies)) return [];
+  return copies.filter(
+    (c): c is CredentialCopy =>
+      !!c && typeof c === "object" && /^[0-9a-f]{32}$/.test(c.repoId) && /^[0-9a-f]{64}$/.test(c.keyId) && c.kind === "recovery-code" && typeof c.time === "string" && Number.isFinite(Date.parse(c.time)),
+  );
+}
+
+/** Add one record: the file is rewritten whole (temp file, fsync, rename), the newest 1000 kept. */
+export async function recordCredentialCopy(stateDir: string, copy: CredentialCopy): Promise<void> {
+  const copies = [...(await readCredentialCopies(stateDir)), copy].slice(-COPIES_KEPT);
+  await makeDirs(stateDir, 0o700);
+  const file = credentialCopiesFile(stateDir);
+  const temp = `${file}.tmp-${process.pid}`;
+  const handle = await fs.open(temp, "w", 0o600);
+  try {
+    await writeFully(handle, Buffer.from(JSON.stringify({ version: 1, copies }, null, 2) + "\n"), 0);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  await fs.rename(temp, file);
+  await syncDir(stateDir);
+}

@@ -14,7 +14,7 @@
 
 import { isUtf8 } from "node:buffer";
 import { promises as fs } from "node:fs";
-import { SessionLineDecoder } from "../pi/lines.js";
+import { nestingWarnings, SessionLineDecoder } from "../pi/lines.js";
 import { readLines, sessionVersion, type RawLine } from "../pi/parse.js";
 import type { AssistantMessage, RawSessionEntry, SessionEntry, SessionHeader } from "../pi/types.js";
 import { CURRENT_SESSION_VERSION } from "../pi/types.js";
@@ -63,6 +63,8 @@ export interface SessionStream {
   fromVersion: number;
   /** Lines the tolerant parser skipped or repaired. */
   issues: number;
+  /** What the export must tell the user (LoadedSession.warnings). */
+  warnings: string[];
   /** Every entry's record, in file order; indices below refer to this array. */
   records: readonly EntryRecord[];
   /** The entry the exported path ends at: pi's leaf (the last entry) unless `branch` chose one. */
@@ -98,6 +100,7 @@ class EntryDecoder {
   header: SessionHeader | null = null;
   headerFragment: Record<string, unknown> | undefined;
   issues = 0;
+  readonly warnings: string[] = [];
 
   decode(raw: RawLine): { entry: RawSessionEntry; text: string }[] {
     const out: { entry: RawSessionEntry; text: string }[] = [];
@@ -105,7 +108,10 @@ class EntryDecoder {
       if (item.kind === "entry") out.push({ entry: item.entry, text: item.text });
       else if (item.kind === "header") this.header = item.header;
       else if (item.kind === "header-fragment") this.headerFragment = item.fields;
-      else if (item.kind === "issue") this.issues++;
+      else if (item.kind === "issue") {
+        this.issues++;
+        this.warnings.push(...nestingWarnings([item.issue]));
+      }
     }
     return out;
   }
@@ -226,6 +232,7 @@ export async function openSessionStream(source: ByteSource, opts: OpenOptions): 
     header,
     fromVersion,
     issues: dec.issues,
+    warnings: dec.warnings,
     records,
     leafId,
     branch,

@@ -67,7 +67,11 @@ export async function writeExport(file: string, text: string): Promise<void> {
  * export was written; on any failure it is aborted (no file is left) and the error propagates.
  * Returns the number of bytes written.
  */
-export async function exportSessionTo(bytes: ByteSource, sink: () => Promise<ExportSink>, opts: ExportOptions & { fallbackId: string }): Promise<number> {
+export async function exportSessionTo(
+  bytes: ByteSource,
+  sink: () => Promise<ExportSink>,
+  opts: ExportOptions & { fallbackId: string; onWarning?: (line: string) => void },
+): Promise<number> {
   const redactor = opts.redact ? makeRedactor(await agentSecrets(opts.agentDir)) : undefined;
   const redact = redactor ? (text: string) => redactor(text) : (text: string) => text;
   // Pass 1 runs before the output is opened: a bad --branch leaves nothing behind.
@@ -77,6 +81,7 @@ export async function exportSessionTo(bytes: ByteSource, sink: () => Promise<Exp
     redact,
     mapEntry: redactor ? (e) => redactDeep(e, redactor) : undefined,
   });
+  for (const w of stream.warnings) opts.onWarning?.(redact(w));
   // As in exportSession: the model is redacted before rendering, the rendered text once more.
   const meta = { header: redactor ? redactDeep(stream.header, redactor) : stream.header, source: redact(opts.source), redacted: !!redactor, redact };
   const pieces =
@@ -104,4 +109,4 @@ async function writeAll(open: () => Promise<ExportSink>, pieces: AsyncIterable<s
   return sink.bytes;
 }
 
-export { fileSink, stdoutSink, type ExportSink } from "./output.js";
+export { checkExportTarget, fileSink, stdoutSink, type ExportSink } from "./output.js";

@@ -6,8 +6,10 @@ import { randomBytes } from "node:crypto";
 import { once } from "node:events";
 import { promises as fs, rmSync } from "node:fs";
 import path from "node:path";
+import { isInside, META_ROOT_NAME } from "../config/config.js";
 import { syncDir, writeFully } from "../fs-safe.js";
 import { RepoError } from "../repo/errors.js";
+import type { SourceRoot } from "../snapshot/sources.js";
 
 export interface ExportSink {
   write(text: string): Promise<void>;
@@ -42,8 +44,63 @@ const SIGNALS: NodeJS.Signals[] = ["SIGINT", "SIGTERM", "SIGHUP"];
 /** Text is gathered into writes of about this many bytes. */
 const FLUSH_BYTES = 1 << 20;
 
-/** Write `file` atomically: a temp file in the same folder (mode 0600), renamed over it at commit. */
-export async function fileSink(file: string): Promise<ExportSink> {
+/** A path with the symlinks of its existing part resolved, the rest appended as given. */
+async function realLocation(p: string): Promise<string> {
+  const missing: string[] = [];
+  for (let current = path.resolve(p); ; current = path.dirname(current)) {
+    try {
+      return path.join(await fs.realpath(current), ...missing.reverse());
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if ((code !== "ENOENT" && code !== "ENOTDIR") || path.dirname(current) === current) return path.resolve(p);
+      missing.push(path.basename(current));
+    }
+  }
+}
+
+const ROOT_NAMES: Record<string, string> = { agent: "the agent dir", sessions: "pi's sessions dir", [META_ROOT_NAME]: "pi-guard's metadata dir" };
+
+/**
+ * Where an export may be written: never inside a source root (the agent dir first of all, where it
+ * could replace a live session with Markdown; symlinks on the way resolved), and never over an
+ * existing file unless `overwrite`. The file itself is not followed: it is replaced by a rename,
+ * so a symlink there is replaced, not written through.
+ */
+export async function checkExportTarget(file: string, roots: readonly SourceRoot[], overwrite: boolean): Promise<void> {
+  const real = path.join(await realLocation(path.dirname(path.resolve(file))), path.basename(file));
+  for (const root of roots) {
+    if (isInside(real, await realLocation(root.path))) {
+      throw new RepoError(`refusing to write ${file}: it is inside ${ROOT_NAMES[root.name] ?? `the source root ${root.name}`} ${root.path}; export somewhere else`, "usage");
+    }
+  }
+  if (!overwrite && (await fs.lstat(file).catch(() => undefined))) throw existsError(file);
+}
+
+const existsError = (file: string) => new RepoError(`${file} exists: an export replaces a file only with --force`, "exists");
+
+/** Make `tmp` `file`: replacing what is there, or (not `overwrite`) only if nothing is, atomically. */
+async function moveIntoPlace(tmp: string, file: string, overwrite: boolean): Promise<void> {
+  if (overwrite) return fs.rename(tmp, file);
+  try {
+    // A hard link fails if the name is taken, even by a file made since the check.
+    await fs.link(tmp, file);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "EEXIST") throw existsError(file);
+    // A file system without hard links: check, then rename (a file made in between is replaced).
+    if (code !== "EPERM" && code !== "ENOTSUP" && code !== "EOPNOTSUPP" && code !== "EMLINK") throw err;
+    if (await fs.lstat(file).catch(() => undefined)) throw existsError(file);
+    return fs.rename(tmp, file);
+  }
+  await fs.unlink(tmp);
+}
+
+/**
+ * Write `file` atomically: a temp file in the same folder (mode 0600), renamed over it at commit;
+ * with `overwrite: false`, commit fails rather than replace a file that is there by then.
+ */
+export async function fileSink(file: string, opts: { overwrite?: boolean } = {}): Promise<ExportSink> {
+  const overwrite = opts.overwrite ?? true;
   const dir = path.dirname(file);
   const tmp = path.join(dir, `.${path.basename(file)}.${randomBytes(6).toString("hex")}.tmp`);
   // Ctrl-C or a kill while exporting must not leave the temp file behind (SIGKILL cannot be
@@ -77,7 +134,7 @@ export async function fileSink(file: string): Promise<ExportSink> {
   };
   const fail = async (err: unknown): Promise<never> => {
     await sink.abort();
-    throw writeError(file, err);
+    throw err instanceof RepoError ? err : writeError(file, err);
   };
   const sink: ExportSink = {
     get bytes() {
@@ -98,7 +155,7 @@ export async function fileSink(file: string): Promise<ExportSink> {
         // The bytes on disk must be the bytes written: a filesystem that lost some is a failure.
         const { size } = await fs.stat(tmp);
         if (size !== position) throw Object.assign(new Error(`wrote ${position} bytes but the file holds ${size}`), { code: "EIO" });
-        await fs.rename(tmp, file);
+        await moveIntoPlace(tmp, file, overwrite);
         done = true;
         untrap();
       } catch (err) {

@@ -7,3 +7,4 @@ export * from "./writer.js";
 export * from "./repair.js";
 export * from "./stats.js";
 export * from "./paths.js";
+export * from "./nesting.js";

@@ -2,6 +2,7 @@
 // Everything here is pure: it turns one physical line into header/entry/issue items and never
 // throws, because session files reach us torn, glued, truncated or overwritten with junk.
 
+import { nestingNote, parseBounded } from "./nesting.js";
 import type { RawSessionEntry, SessionHeader } from "./types.js";
 import { KNOWN_ENTRY_TYPES } from "./types.js";
 
@@ -19,7 +20,9 @@ export type ParseIssueKind =
   | "missing-header"
   | "invalid-header"
   | "extra-header"
-  | "unknown-version";
+  | "unknown-version"
+  /** Kept, but containers nested deeper than MAX_NESTING became their raw JSON text. */
+  | "too-deep";
 
 export interface ParseIssue {
   kind: ParseIssueKind;
@@ -51,19 +54,17 @@ const PREVIEW_CHARS = 160;
 const GLUE_MARK = '{"type":"';
 const ENTRY_TYPES: ReadonlySet<string> = new Set<string>([...KNOWN_ENTRY_TYPES, "session"]);
 
+/** The "too-deep" issues as lines a reader prints ("line 7: entry 1a2b3c4d is nested deeper ..."). */
+export function nestingWarnings(issues: readonly ParseIssue[]): string[] {
+  return issues.filter((i) => i.kind === "too-deep").map((i) => `line ${i.line}: ${i.message}`);
+}
+
 export function preview(text: string): string {
   return text.length > PREVIEW_CHARS ? `${text.slice(0, PREVIEW_CHARS)}…` : text;
 }
 
-type Parsed = { ok: true; value: unknown } | { ok: false };
-
-function tryParse(text: string): Parsed {
-  try {
-    return { ok: true, value: JSON.parse(text) };
-  } catch {
-    return { ok: false };
-  }
-}
+/** Every line is parsed bounded (nesting.ts): a hostile line must not overflow a later walk. */
+const tryParse = (text: string) => parseBounded(text);
 
 function isEntryObject(value: unknown): value is RawSessionEntry {
   return typeof value === "object" && value !== null && !Array.isArray(value) && typeof (value as { type?: unknown }).type === "string";
@@ -88,6 +89,8 @@ function glueCandidates(text: string): number[] {
 export interface GluedPiece {
   text: string;
   value?: RawSessionEntry;
+  /** Containers of `value` cut to raw text for nesting too deep. */
+  cut?: number;
 }
 
 /**
@@ -104,12 +107,14 @@ export function splitGlued(text: string): GluedPiece[] | null {
   while (s < bounds.length - 1) {
     let matched = -1;
     let value: RawSessionEntry | undefined;
+    let cut = 0;
     // The shortest valid piece wins; longer ones are tried because a candidate may be nested.
     for (let e = s + 1; e < bounds.length; e++) {
       const parsed = tryParse(text.slice(bounds[s], bounds[e]));
       if (parsed.ok && isEntryObject(parsed.value)) {
         matched = e;
         value = parsed.value;
+        cut = parsed.cut;
         break;
       }
     }
@@ -120,7 +125,7 @@ export function splitGlued(text: string): GluedPiece[] | null {
       else pieces.push({ text: piece });
       s += 1;
     } else {
-      pieces.push({ text: text.slice(bounds[s], bounds[matched]), value });
+      pieces.push({ text: text.slice(bounds[s], bounds[matched]), value, ...(cut ? { cut } : {}) });
       s = matched;
     }
   }
@@ -173,7 +178,7 @@ export class SessionLineDecoder {
     const whole = tryParse(text);
     if (whole.ok) {
       if (!input.terminated) issue("missing-final-newline", "last line has no trailing newline; pi's next append would glue onto it");
-      if (isEntryObject(whole.value)) this.accept(whole.value, text, input.line, first, items, issue);
+      if (isEntryObject(whole.value)) this.accept(whole.value, text, input.line, first, items, issue, whole.cut);
       else issue("not-an-entry", "valid JSON but not an object with a string type", text);
       return items;
     }
@@ -198,7 +203,7 @@ export class SessionLineDecoder {
     issue("glued-entries", `line holds ${pieces.length} glued pieces; ${recovered} recovered`);
     pieces.forEach((piece, index) => {
       if (piece.value) {
-        this.accept(piece.value, piece.text, input.line, first && index === 0, items, issue);
+        this.accept(piece.value, piece.text, input.line, first && index === 0, items, issue, piece.cut ?? 0);
       } else if (first && index === 0 && piece.text.startsWith('{"type":"session"')) {
         issue("invalid-header", "session header is torn", piece.text);
         items.push({ kind: "header-fragment", line: input.line, fields: salvageHeaderFields(piece.text) });
@@ -217,7 +222,9 @@ export class SessionLineDecoder {
     first: boolean,
     items: SessionItem[],
     issue: (kind: ParseIssueKind, message: string, text?: string) => void,
+    cut: number,
   ): void {
+    if (cut) issue("too-deep", nestingNote(typeof value.id === "string" ? `entry ${value.id}` : value.type === "session" ? "the session header" : `the ${value.type} entry`));
     if (value.type !== "session") {
       if (first) issue("missing-header", "first line is not a session header");
       items.push({ kind: "entry", line, entry: value, text });

@@ -10,7 +10,7 @@ import type { RawSessionEntry, SessionEntry, SessionHeader } from "./types.js";
 import { CURRENT_SESSION_VERSION } from "./types.js";
 
 export type { ParseIssue, ParseIssueKind, SessionItem } from "./lines.js";
-export { splitGlued } from "./lines.js";
+export { nestingWarnings, splitGlued } from "./lines.js";
 
 export interface ParseResult {
   header: SessionHeader | null;

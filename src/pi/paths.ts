@@ -1,9 +1,9 @@
 // Where pi keeps its data (pi 0.73.1 config.js, main.js, settings-manager.js). Read-only:
 // settings.json is parsed but never created or rewritten.
 
-import { readFileSync } from "node:fs";
+import { lstatSync, readFileSync, readlinkSync, realpathSync, statSync } from "node:fs";
 import { homedir } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, isAbsolute, join, relative, resolve } from "node:path";
 
 export const ENV_AGENT_DIR = "PI_CODING_AGENT_DIR";
 export const ENV_SESSION_DIR = "PI_CODING_AGENT_SESSION_DIR";
@@ -93,4 +93,81 @@ export function sessionsDir(options: SessionsDirOptions = {}): SessionsDirResult
   const fromGlobal = settingsSessionDir(join(base, "settings.json"));
   if (fromGlobal) return moved(fromGlobal, "settings");
   return { dir: join(base, "sessions"), source: "default", flat: false };
+}
+
+/**
+ * A sessions dir inside the agent dir that is a symlink (the folder moved to a bigger disk and
+ * linked back). pi follows it; a snapshot that recorded only the link would hold no session.
+ */
+export interface SessionsLink {
+  /** The link itself, e.g. <agent dir>/sessions. */
+  path: string;
+  /** What the link says, made absolute. */
+  target: string;
+  /** Where it leads when it resolves. */
+  real?: string;
+  /**
+   * folder: a folder outside the agent dir; inside-agent-dir: a folder the agent root holds anyway;
+   * holds-agent-dir: a folder the agent dir is in (its parent, the home folder); missing and loop:
+   * broken; not-a-folder: it leads to a file.
+   */
+  state: "folder" | "inside-agent-dir" | "holds-agent-dir" | "missing" | "loop" | "not-a-folder";
+  /**
+   * A source root "sessions": a folder outside the agent dir, and also a broken link or one that
+   * holds the agent dir, which the scan then names as skipped (a loss, docs/FORMAT.md §10) instead
+   * of a snapshot holding no session without a word.
+   */
+  followed: boolean;
+}
+
+const within = (child: string, parent: string): boolean => {
+  const rel = relative(parent, child);
+  return rel === "" || (!rel.startsWith("..") && !isAbsolute(rel));
+};
+
+/** What `dir` is when it is a symlink; undefined for a real folder or nothing at all. Read-only. */
+export function readSessionsLink(dir: string, agentDir: string): SessionsLink | undefined {
+  let target: string;
+  try {
+    if (!lstatSync(dir).isSymbolicLink()) return undefined;
+    target = resolve(dirname(dir), readlinkSync(dir));
+  } catch {
+    return undefined;
+  }
+  let real: string;
+  try {
+    real = realpathSync(dir);
+  } catch (err) {
+    const loop = (err as NodeJS.ErrnoException).code === "ELOOP";
+    return { path: dir, target, state: loop ? "loop" : "missing", followed: true };
+  }
+  if (!statSync(real, { throwIfNoEntry: false })?.isDirectory()) return { path: dir, target, real, state: "not-a-folder", followed: false };
+  const agentReal = (() => {
+    try {
+      return realpathSync(agentDir);
+    } catch {
+      return resolve(agentDir);
+    }
+  })();
+  if (within(real, agentReal)) return { path: dir, target, real, state: "inside-agent-dir", followed: false };
+  if (within(agentReal, real)) return { path: dir, target, real, state: "holds-agent-dir", followed: true };
+  return { path: dir, target, real, state: "folder", followed: true };
+}
+
+/** One line for a snapshot's output: what pi-guard does with the link. */
+export function sessionsLinkNote(link: SessionsLink): string {
+  switch (link.state) {
+    case "folder":
+      return `${link.path} is a symlink to ${link.real}: backed up from there as root "sessions" (the link itself is kept in the agent root)`;
+    case "inside-agent-dir":
+      return `${link.path} is a symlink to ${link.real}, inside the agent dir: backed up there with the agent dir`;
+    case "holds-agent-dir":
+      return `${link.path} is a symlink to ${link.real}, which holds the agent dir: not walked (it would back up the agent dir again, and everything beside it)`;
+    case "missing":
+      return `${link.path} is a symlink to ${link.target}, which is missing: no session behind it could be backed up`;
+    case "loop":
+      return `${link.path} is a symlink loop: no session behind it could be backed up`;
+    case "not-a-folder":
+      return `${link.path} is a symlink to ${link.real}, which is not a folder: only the link is backed up`;
+  }
 }

@@ -12,8 +12,13 @@ import { parseSessionFileName } from "./writer.js";
 export interface RepairOptions {
   /** The file's name; pi names files `<time>_<session id>.jsonl`, which gives back a lost id. */
   fileName?: string;
-  /** cwd for a synthesised header when the old one is unreadable (default ""). */
+  /** cwd for a synthesised header when the old one is unreadable (--cwd). */
   fallbackCwd?: string;
+  /**
+   * Asked only when neither the old header nor fallbackCwd names the cwd: another source (pi's
+   * folder name), with a sentence saying how sure it is. Without one the cwd stays unknown.
+   */
+  guessCwd?: () => { cwd: string; how: string } | undefined;
   /** Clock for a header with no other time source. */
   now?: () => Date;
 }
@@ -31,6 +36,8 @@ export interface RepairReport {
   droppedLines: number[];
   /** Entries in the repaired file (header not counted). */
   entries: number;
+  /** A header had to be synthesised and nothing named the project dir: its cwd is "". */
+  cwdUnknown: boolean;
 }
 
 export interface RepairResult {
@@ -75,23 +82,25 @@ function synthesizeHeader(
   fragment: Record<string, unknown> | undefined,
   entries: readonly RawSessionEntry[],
   options: RepairOptions,
-): SessionHeader {
+): { header: SessionHeader; cwdHow?: string } {
   const fromName = options.fileName ? parseSessionFileName(options.fileName) : null;
   const str = (v: unknown): string | undefined => (typeof v === "string" && v ? v : undefined);
   const firstEntryTime = entries.map((e) => str(e.timestamp)).find((t) => t !== undefined);
   const version = typeof fragment?.version === "number" ? fragment.version : sessionVersion(null, entries);
+  const known = str(fragment?.cwd) ?? str(options.fallbackCwd);
+  const guessed = known === undefined ? options.guessCwd?.() : undefined;
   // Key order follows pi's header: type, version, id, timestamp, cwd, parentSession.
   const header: SessionHeader = {
     type: "session",
     ...(version >= 2 ? { version } : {}),
     id: str(fragment?.id) ?? fromName?.id ?? randomUUID(),
     timestamp: str(fragment?.timestamp) ?? firstEntryTime ?? fromName?.timestamp ?? (options.now?.() ?? new Date()).toISOString(),
-    cwd: str(fragment?.cwd) ?? options.fallbackCwd ?? "",
+    cwd: known ?? guessed?.cwd ?? "",
   };
   for (const [key, value] of Object.entries(fragment ?? {})) {
     if (!(key in header) && key !== "type") header[key] = value;
   }
-  return header;
+  return { header, cwdHow: guessed?.how };
 }
 
 export function repairSessionText(input: string | Uint8Array, options: RepairOptions = {}): RepairResult {
@@ -116,19 +125,21 @@ export function repairSessionText(input: string | Uint8Array, options: RepairOpt
   if (headerText === undefined && entries.length === 0 && !fragment) {
     return {
       text: original,
-      report: { changed: false, issues, actions: [], headerSynthesized: false, recoveredEntries: 0, droppedLines: [], entries: 0 },
+      report: { changed: false, issues, actions: [], headerSynthesized: false, recoveredEntries: 0, droppedLines: [], entries: 0, cwdUnknown: false },
     };
   }
 
   const headerSynthesized = headerText === undefined;
-  const header = headerSynthesized ? synthesizeHeader(fragment, entries, options) : (JSON.parse(headerText!) as SessionHeader);
+  const synthesized = headerSynthesized ? synthesizeHeader(fragment, entries, options) : undefined;
+  const header = synthesized?.header ?? (JSON.parse(headerText!) as SessionHeader);
   if (headerSynthesized) headerText = JSON.stringify(header);
   const idActions = sessionVersion(header, []) >= 2 ? giveMissingIds(entries, entryTexts, entryLines) : [];
   let text = `${headerText}\n`;
   for (const t of entryTexts) text += `${t}\n`;
 
   const changed = text !== original || issues.some((i) => i.kind === "invalid-utf8");
-  const actions = changed ? [...new Set(issues.map(describe).filter((a): a is string => a !== null)), ...idActions] : [];
+  const cwdActions = synthesized?.cwdHow ? [synthesized.cwdHow] : [];
+  const actions = changed ? [...new Set(issues.map(describe).filter((a): a is string => a !== null)), ...cwdActions, ...idActions] : [];
   const gluedLines = new Set(issues.filter((i) => i.kind === "glued-entries").map((i) => i.line));
   const report: RepairReport = {
     changed,
@@ -138,6 +149,7 @@ export function repairSessionText(input: string | Uint8Array, options: RepairOpt
     recoveredEntries: entryLines.filter((line) => gluedLines.has(line)).length,
     droppedLines: issues.filter((i) => DROPPING_KINDS.has(i.kind)).map((i) => i.line),
     entries: entries.length,
+    cwdUnknown: headerSynthesized && header.cwd === "",
   };
   return { text, report };
 }

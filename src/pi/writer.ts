@@ -51,9 +51,9 @@ export function parseSessionFileName(fileName: string): { id: string; timestamp:
 export interface AtomicWriteOptions {
   /** Replace an existing file. Default false: fail with EEXIST instead. */
   overwrite?: boolean;
-  /** File mode for a new file. Default 0o644 (pi's default umask result). */
+  /** File mode for a new file. Default 0o600: these files hold session text. */
   mode?: number;
-  /** Create the parent directory if needed. */
+  /** Create the parent directory if needed (0700). */
   mkdir?: boolean;
 }
 
@@ -65,9 +65,9 @@ export interface AtomicWriteOptions {
  */
 export async function writeFileAtomic(path: string, data: string | Uint8Array, options: AtomicWriteOptions = {}): Promise<void> {
   const dir = dirname(path);
-  if (options.mkdir) await makeDirs(dir);
+  if (options.mkdir) await makeDirs(dir, 0o700);
   const tmp = join(dir, `.${basename(path)}.${randomBytes(6).toString("hex")}.tmp`);
-  const handle = await fs.open(tmp, "wx", options.mode ?? 0o644);
+  const handle = await fs.open(tmp, "wx", options.mode ?? 0o600);
   try {
     try {
       await handle.writeFile(data);

@@ -1,4 +1,4 @@
-import { checkRepository, type CheckReport } from "./check.js";
+import { checkRepository, type CheckOptions, type CheckReport } from "./check.js";
 import { acquireLock, removeStaleLocks } from "./lock.js";
 import type { Repository } from "./repository.js";
 
@@ -9,13 +9,13 @@ import type { Repository } from "./repository.js";
  */
 export async function runCheck(
   repo: Repository,
-  opts: { readData?: boolean; lockWaitMs?: number; onProgress?: (p: { packs: number; total: number }) => void } = {},
+  opts: CheckOptions & { lockWaitMs?: number } = {},
 ): Promise<CheckReport> {
   await removeStaleLocks(repo);
   const lock = await acquireLock(repo, { exclusive: false, command: opts.readData ? "check --read-data" : "check", waitMs: opts.lockWaitMs ?? 60_000 });
   try {
     await repo.target.cleanTemp?.(60 * 60 * 1000);
-    const report = await checkRepository(repo, { readData: opts.readData, onProgress: opts.onProgress });
+    const report = await checkRepository(repo, opts);
     lock.assertHeld();
     return report;
   } finally {

@@ -224,6 +224,11 @@ export interface SnapshotSummary {
   filesChanged: number;
   filesUnchanged: number;
   durationMs: number;
+  /**
+   * Bytes read from the source files (every attempt of a file read again counted). Absent in
+   * snapshots of versions before it, and in imports.
+   */
+  bytesRead?: number;
 }
 
 export interface Snapshot {
@@ -239,6 +244,14 @@ export interface Snapshot {
   imported?: string;
   /** Paths the snapshot could not read (the snapshot is then tagged "incomplete"). */
   skipped?: SkippedPath[];
+  /**
+   * Files that changed while they were read, every time they were read (docs/FORMAT.md §10): their
+   * bytes are stored as last read and may never have been on disk together. The snapshot is then
+   * tagged "incomplete".
+   */
+  changedWhileRead?: ChangedWhileRead[];
+  /** FIFOs, sockets and device nodes found in the sources: they hold no bytes to back up. */
+  special?: SpecialPath[];
   program: string;
   summary: SnapshotSummary;
 }
@@ -250,12 +263,27 @@ export interface SkippedPath {
   error: string;
 }
 
+export interface ChangedWhileRead {
+  root: string;
+  path: string;
+  /** How many times it was read. */
+  reads: number;
+}
+
+export type SpecialKind = "fifo" | "socket" | "char-device" | "block-device";
+
+export interface SpecialPath {
+  root: string;
+  path: string;
+  kind: SpecialKind;
+}
+
 /** Tags pi-guard sets itself. */
 export const IMPORT_TAG = "import";
 export const INCOMPLETE_TAG = "incomplete";
 /**
- * Set by `watch` on a snapshot taken when most source files vanished at once (the npm reify
- * accident): kept by retention, never "latest", never a parent.
+ * Set on a snapshot taken when most source files vanished at once (the npm reify accident), by
+ * every snapshot path (snapshot/loss-guard.ts): kept by retention, never "latest", never a parent.
  */
 export const SUSPECT_LOSS_TAG = "suspect-loss";
 
@@ -278,8 +306,20 @@ export interface TreeNode {
   type: "file" | "dir" | "symlink";
   mode: number;
   mtimeMs: number;
+  /**
+   * The inode's change time when the file was read (files only). A same-size rewrite whose mtime
+   * was put back (cp -p, touch -r) changes only this. A node without it was written by an older
+   * version: its file is read in full once (docs/FORMAT.md §10).
+   */
+  ctimeMs?: number;
   size?: number;
   ino?: number;
+  /**
+   * When (ms since the epoch, the writer's clock) every byte of the file was last read from offset
+   * 0; appends and unchanged snapshots carry it over. The append path trusts the bytes before the
+   * parent's last cut only while this is less than `snapshot.fullReadIntervalMs` ago (§10).
+   */
+  fullReadMs?: number;
   content?: string[];
   /**
    * How many trailing `content` blobs hold the bytes after the file's last content-defined cut:

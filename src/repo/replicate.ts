@@ -49,12 +49,7 @@ export async function createReplica(source: Repository, dest: Target, opts: { ve
     const destId = await readRepoId(dest).catch((err: unknown) => {
       throw new RepoError(`${dest.location} holds something that is not a pi-guard repository (${err instanceof Error ? err.message : String(err)}); a mirror must be an empty location or a copy of ${short(source.config.id)}`, "exists");
     });
-    if (destId !== source.config.id) {
-      throw new RepoError(
-        `${dest.location} holds repository ${short(destId)}, not ${short(source.config.id)} of ${source.target.location}: a mirror must be an empty location or a copy of the same repository`,
-        "exists",
-      );
-    }
+    if (destId !== source.config.id) throw await foreignRepository(source, dest, destId);
     if (!destConfig.equals(sourceConfig)) {
       throw new RepoError(`${dest.location} holds repository ${short(destId)} with a config that differs from ${source.target.location}'s: refusing to mix them`, "corrupt");
     }
@@ -89,6 +84,54 @@ export async function createReplica(source: Repository, dest: Target, opts: { ve
     return { ...(await createReplica(source, dest)), keysCopied };
   }
   return { created: true, keysCopied };
+}
+
+/**
+ * The refusal for a destination that holds another repository, saying what to do. One without a
+ * snapshot is what `init --repo <there>` leaves, the usual way to get here: deleting it loses
+ * nothing, and copy then makes the mirror. One with snapshots is someone's backups: never suggest
+ * deleting it.
+ */
+async function foreignRepository(source: Repository, dest: Target, destId: string): Promise<RepoError> {
+  const snapshots = await listSnapshotIds(dest).catch(() => undefined);
+  const what = `${dest.location} holds repository ${short(destId)}, not ${short(source.config.id)} of ${source.target.location}`;
+  if (snapshots?.length === 0) {
+    return new RepoError(
+      `${what} (another repository, with no snapshot: what \`pi-guard init\` leaves): a mirror is made by copy into an empty location, not by init; if nothing there is needed, delete everything under ${dest.location}, then run \`pi-guard copy --to ${dest.location}\` again`,
+      "exists",
+    );
+  }
+  const held = snapshots ? `with ${snapshots.length} snapshot(s)` : "whose snapshots cannot be listed";
+  return new RepoError(`${what} (another repository, ${held}): refusing to mix them; choose an empty location for the mirror (copy makes it there) or a copy of ${short(source.config.id)}`, "exists");
+}
+
+/**
+ * A location the config names as a mirror is made by copy (or the next snapshot's shipping), never
+ * by init: init would put a separate repository there, and every shipment would then be refused.
+ */
+export function assertNotAMirror(config: { repo: string; mirrors: string[]; configFile: string }): void {
+  if (!config.mirrors.includes(config.repo)) return;
+  throw new RepoError(
+    `${config.repo} is a mirror in the config file ${config.configFile}: a mirror is made by \`pi-guard copy --to ${config.repo}\` (or by the next snapshot), not by init, which would make a separate repository there`,
+    "usage",
+  );
+}
+
+/**
+ * The first of `locations` (other than `initialised`) that holds a pi-guard repository, with its id:
+ * when `init --repo X` runs while another repository is configured, X is likely meant as its
+ * mirror, and init should say that a mirror is made by copy. Best effort: nothing here fails.
+ */
+export async function otherRepository(locations: string[], initialised: string, open: (location: string) => Target): Promise<{ location: string; id: string } | undefined> {
+  for (const location of new Set(locations)) {
+    if (location === initialised) continue;
+    try {
+      return { location, id: await readRepoId(open(location)) };
+    } catch {
+      // Not there, not reachable, not ours: nothing to say about it.
+    }
+  }
+  return undefined;
 }
 
 /**

@@ -90,47 +90,71 @@ export function specialReason(s: Snapshot): string | undefined {
 }
 
 /**
+ * Why a snapshot is kept outside the counting: special (unless `includeSpecial`), or a time that is
+ * unreadable or after `now`. Empty when it counts.
+ */
+function outsideReasons(s: Snapshot, time: number, now: Date, opts: PolicyOptions): string[] {
+  const out: string[] = [];
+  const special = opts.includeSpecial ? undefined : specialReason(s);
+  if (special) out.push(special);
+  if (Number.isNaN(time)) out.push("unreadable time");
+  else if (time > now.getTime()) out.push("in the future");
+  return out;
+}
+
+const timeOf = (s: Snapshot): number => new Date(typeof s.time === "string" ? s.time : NaN).getTime();
+
+type Member = { record: SnapshotRecord; time: number };
+
+/** Snapshots grouped by host and roots, each group newest first. */
+function groupsOf(members: Member[]): Member[][] {
+  const groups = new Map<string, Member[]>();
+  for (const m of members) {
+    const key = JSON.stringify([m.record.snapshot.host, m.record.snapshot.roots]);
+    let group = groups.get(key);
+    if (!group) groups.set(key, (group = []));
+    group.push(m);
+  }
+  const order = (t: number) => (Number.isNaN(t) ? -Infinity : t);
+  for (const group of groups.values()) group.sort((a, b) => order(b.time) - order(a.time) || b.record.id.localeCompare(a.record.id));
+  return [...groups.values()];
+}
+
+/**
  * Decide, for every snapshot, keep (with the reasons) or remove. Special snapshots take no part in
  * the counting unless `includeSpecial`: a suspect-loss snapshot must not use up the hour whose real
  * data it would then push out. A snapshot whose time is unreadable or after `now` is kept and does
  * not count either: a hostile or skewed clock must not make `keepWithin` drop every real one.
+ * This only decides: that a decision may empty a group is for `emptiedGroups` to find.
  */
 export function applyPolicy(snapshots: SnapshotRecord[], policy: RetentionPolicy, now: Date, opts: PolicyOptions = {}): PolicyResult {
   validatePolicy(policy);
   const reasons = new Map<SnapshotRecord, string[]>();
   const add = (r: SnapshotRecord, why: string) => reasons.get(r)!.push(why);
-  const groups = new Map<string, { record: SnapshotRecord; time: Date }[]>();
+  const counted: Member[] = [];
   for (const record of snapshots) {
-    reasons.set(record, []);
     const s = record.snapshot;
-    const time = new Date(typeof s.time === "string" ? s.time : NaN);
-    const special = opts.includeSpecial ? undefined : specialReason(s);
-    if (special) add(record, special);
-    if (Number.isNaN(time.getTime())) add(record, "unreadable time");
-    else if (time.getTime() > now.getTime()) add(record, "in the future");
+    const time = timeOf(s);
+    const outside = outsideReasons(s, time, now, opts);
+    reasons.set(record, [...outside]);
     const tags = Array.isArray(s.tags) ? s.tags : [];
     for (const want of policy.keepTags ?? []) {
       if (want.split(",").every((t) => tags.includes(t.trim()))) add(record, `tag ${want}`);
     }
-    if (special || Number.isNaN(time.getTime()) || time.getTime() > now.getTime()) continue;
-    const key = JSON.stringify([s.host, s.roots]);
-    let group = groups.get(key);
-    if (!group) groups.set(key, (group = []));
-    group.push({ record, time });
+    if (!outside.length) counted.push({ record, time });
   }
-  for (const group of groups.values()) {
-    group.sort((a, b) => b.time.getTime() - a.time.getTime() || b.record.id.localeCompare(a.record.id));
+  for (const group of groupsOf(counted)) {
     group.slice(0, policy.keepLast ?? 0).forEach((g) => add(g.record, "last"));
     if (policy.keepWithin && group.length) {
-      const cutoff = subtractDuration(group[0].time, policy.keepWithin).getTime();
-      for (const g of group) if (g.time.getTime() >= cutoff) add(g.record, `within ${policy.keepWithin}`);
+      const cutoff = subtractDuration(new Date(group[0].time), policy.keepWithin).getTime();
+      for (const g of group) if (g.time >= cutoff) add(g.record, `within ${policy.keepWithin}`);
     }
     for (const [key, name, bucketOf] of BUCKETS) {
       let left = policy[key] ?? 0;
       let last: string | undefined;
       for (const g of group) {
         if (left <= 0) break;
-        const bucket = bucketOf(g.time);
+        const bucket = bucketOf(new Date(g.time));
         if (bucket === last) continue;
         last = bucket;
         left--;
@@ -145,6 +169,49 @@ export function applyPolicy(snapshots: SnapshotRecord[], policy: RetentionPolicy
     else result.remove.push({ record });
   }
   return result;
+}
+
+/** A host+roots group that a forget would leave without a snapshot (docs/RETENTION.md). */
+export interface EmptiedGroup {
+  host: string;
+  roots: Snapshot["roots"];
+  /** How many snapshots of the group count (see emptiedGroups). */
+  snapshots: number;
+  /** Its newest snapshot's id. */
+  newest: string;
+}
+
+/**
+ * The groups that removing the snapshots `remove` names would leave empty. For a policy, a group
+ * is made of the snapshots the policy counts: special snapshots and ones with an unreadable or
+ * future time are kept anyway, but they are not the group's newest truth (a pre-restore snapshot
+ * left alone must not let a typo remove every real one). By id (`everySnapshot`), each snapshot of
+ * the same host and roots counts: naming the last of them, special or not, empties the group.
+ */
+export function emptiedGroups(snapshots: SnapshotRecord[], remove: ReadonlySet<string>, now: Date, opts: PolicyOptions & { everySnapshot?: boolean } = {}): EmptiedGroup[] {
+  const members = snapshots.map((record) => ({ record, time: timeOf(record.snapshot) })).filter((m) => opts.everySnapshot || !outsideReasons(m.record.snapshot, m.time, now, opts).length);
+  return groupsOf(members)
+    .filter((group) => group.every((m) => remove.has(m.record.id)))
+    .map((group) => ({ host: group[0].record.snapshot.host, roots: group[0].record.snapshot.roots, snapshots: group.length, newest: group[0].record.id }));
+}
+
+/** One group for a line of text: host, roots, how many and the newest. */
+export function emptiedGroupText(g: EmptiedGroup): string {
+  // Host and roots come from snapshot objects: no control character of theirs reaches a terminal or a log line.
+  // eslint-disable-next-line no-control-regex
+  const clean = (v: unknown) => String(v).replace(/[\u0000-\u001f\u007f]/g, "?");
+  const roots = Array.isArray(g.roots) ? g.roots.map((r) => `${clean(r?.name)} ${clean(r?.path)}`).join(", ") : "?";
+  return `host ${clean(g.host)} (${roots}): ${g.snapshots} snapshot(s), newest ${g.newest.slice(0, 8)}`;
+}
+
+/**
+ * --unsafe-allow-remove-all by policy needs a host: it may empty that host's groups, never every
+ * group of the repository at once (as restic requires a snapshot filter for it).
+ */
+export function assertRemoveAllScoped(opts: { allowRemoveAll?: boolean; host?: string; byIds?: boolean }): void {
+  if (opts.allowRemoveAll && !opts.byIds && opts.host === undefined) {
+    throw new RepoError("--unsafe-allow-remove-all needs --host when forgetting by policy: it may empty that host's groups, never the whole repository", "usage");
+  }
 }
 
 export interface ForgetEntry {
@@ -165,6 +232,10 @@ export interface ForgetReport {
   removed: number;
   /** Snapshot objects that could not be read: a policy leaves them alone (forget them by id). */
   unreadable: { id: string; error: string }[];
+  /** Groups this forget empties (allowed by allowRemoveAll) or would empty (then it is `refused`). */
+  emptiedGroups: EmptiedGroup[];
+  /** It would have emptied a group without allowRemoveAll: nothing was forgotten. */
+  refused: boolean;
 }
 
 export interface ForgetOptions extends PolicyOptions {
@@ -174,6 +245,8 @@ export interface ForgetOptions extends PolicyOptions {
   host?: string;
   lockWaitMs?: number;
   now?: Date;
+  /** Let the policy or the ids remove every snapshot of a group (--unsafe-allow-remove-all). */
+  allowRemoveAll?: boolean;
 }
 
 const entry = (r: SnapshotRecord): ForgetEntry => ({ id: r.id, time: r.snapshot.time, host: r.snapshot.host, tags: Array.isArray(r.snapshot.tags) ? r.snapshot.tags : [] });
@@ -195,17 +268,21 @@ function resolveIds(wanted: string[], all: string[]): string[] {
 /**
  * Delete the snapshot objects a policy does not keep, or the ones named by id. Under the exclusive
  * lock (a dry run: shared), so no restore is reading a snapshot as it goes. Each deletion is
- * checked: the object must be gone afterwards.
+ * checked: the object must be gone afterwards. If that would leave a host+roots group without a
+ * snapshot, nothing at all is deleted (`refused`, the groups named) unless allowRemoveAll: a policy
+ * that empties one group is likely wrong (a typo in keepTags) for the others too.
  */
 export async function forget(repo: Repository, opts: ForgetOptions): Promise<ForgetReport> {
   const byIds = (opts.ids ?? []).length > 0;
   if (byIds && opts.policy) throw new RepoError("give snapshot ids or a policy, not both", "usage");
   if (!byIds && !opts.policy) throw new RepoError("nothing to forget by: give --keep-* options, --policy, or snapshot ids (forgetting every snapshot is never allowed)", "usage");
   if (opts.policy) validatePolicy(opts.policy);
+  assertRemoveAllScoped({ ...opts, byIds });
   const dryRun = !!opts.dryRun;
   const lock = await acquireLock(repo, { mode: dryRun ? "shared" : "exclusive", command: "forget", waitMs: opts.lockWaitMs ?? 60_000 });
   try {
     const all = await repo.listSnapshots();
+    const now = opts.now ?? new Date();
     const unreadable = repo.unreadableSnapshots;
     const inScope = opts.host === undefined ? all : all.filter((r) => r.snapshot.host === opts.host);
     let keep: ForgetReport["keep"];
@@ -222,12 +299,14 @@ export async function forget(repo: Repository, opts: ForgetOptions): Promise<For
       }
       keep = inScope.filter((r) => !ids.has(r.id)).map((r) => ({ ...entry(r), reasons: ["not named"] }));
     } else {
-      const decided = applyPolicy(inScope, opts.policy!, opts.now ?? new Date(), opts);
+      const decided = applyPolicy(inScope, opts.policy!, now, opts);
       keep = decided.keep.map((k) => ({ ...entry(k.record), reasons: k.reasons }));
       remove = decided.remove.map((r) => entry(r.record));
     }
+    const emptied = emptiedGroups(byIds ? all : inScope, new Set(remove.map((r) => r.id)), now, { includeSpecial: opts.includeSpecial, everySnapshot: byIds });
+    const refused = emptied.length > 0 && !opts.allowRemoveAll;
     let removed = 0;
-    if (!dryRun) {
+    if (!dryRun && !refused) {
       for (const r of remove) {
         lock.assertHeld();
         await repo.target.delete(snapshotKey(r.id));
@@ -245,6 +324,8 @@ export async function forget(repo: Repository, opts: ForgetOptions): Promise<For
       remove,
       removed,
       unreadable: opts.host === undefined ? unreadable : [],
+      emptiedGroups: emptied,
+      refused,
     };
   } finally {
     await lock.release();

@@ -29,7 +29,7 @@ export const shipped = (s: MirrorShipment): boolean => !s.error && !!s.report &&
  * or the other CopyOptions to choose otherwise. Mirrors are done one after another.
  */
 export async function shipToMirrors(
-  config: Pick<Config, "mirrors" | "dataDir">,
+  config: Pick<Config, "mirrors" | "dataDir"> & Partial<Pick<Config, "retry">>,
   repo: Repository,
   opts: CopyOptions = {},
   /** How each mirror's storage is opened (the watcher counts its requests). */
@@ -38,7 +38,7 @@ export async function shipToMirrors(
   const out: MirrorShipment[] = [];
   for (const mirror of config.mirrors) {
     try {
-      const { repo: dest, setup } = await openReplica(repo, openTarget({ repo: mirror }, process.env, open(mirror)), { create: true, dataDir: config.dataDir });
+      const { repo: dest, setup } = await openReplica(repo, openTarget({ repo: mirror, retry: config.retry }, process.env, open(mirror)), { create: true, dataDir: config.dataDir });
       const hasChoice = opts.select || opts.ids?.length || opts.host || opts.latestOnly;
       const report = await copySnapshots(repo, dest, hasChoice ? opts : { ...opts, select: shipSelection });
       const failed = report.failed.length ? `${report.failed.length} snapshot(s) not copied: ${report.failed[0].error}` : undefined;

@@ -1,15 +1,24 @@
 // `pi-guard snapshot` on a restic repository: restic backs up the same roots, minus the same
-// excludes, as pi-guard's own snapshot would take, tagged so that pi-guard finds its way back.
+// excludes, as pi-guard's own snapshot would take, tagged so that pi-guard finds its way back, by
+// the same policy as a native snapshot (snapshot/backup.ts): reserved tags, a missing agent dir,
+// --init, and the suspect-loss guard.
 import { hostName } from "../host.js";
 import { promises as fs } from "node:fs";
 import type { Config } from "../config/config.js";
+import type { MirrorShipment } from "../repo/ship.js";
 import { RepoError } from "../repo/errors.js";
+import { SUSPECT_LOSS_TAG } from "../repo/format.js";
+import { agentDirPresent, assertOwnTags, checkMissingAgentDir } from "../snapshot/backup.js";
+import { judgeLoss, sessionFileTest, type LossVerdict } from "../snapshot/loss-guard.js";
+import { scanSources } from "../snapshot/scan.js";
 import type { SourceRoot } from "../snapshot/sources.js";
 import { runRestic, type ResticSession, unexpectedOutput } from "./run.js";
-import { listResticSnapshots, PI_GUARD_TAG, type ResticSnapshotRecord, rootTag } from "./snapshots.js";
+import { listResticNodes, listResticSnapshots, nodeRoot, PI_GUARD_TAG, type ResticNode, type ResticSnapshotRecord, ROOT_TAG_PREFIX, rootTag } from "./snapshots.js";
 
 export interface ResticBackupOptions {
   tags?: string[];
+  /** The files that vanished since the last whole snapshot were deleted on purpose: no suspect-loss tag. */
+  acceptLoss?: boolean;
   onProgress?: (p: { files: number; bytes: number; current: string }) => void;
   signal?: AbortSignal;
 }
@@ -20,6 +29,105 @@ export interface ResticBackupResult {
   summary: { files: number; filesNew: number; filesChanged: number; filesUnchanged: number; bytesTotal: number; bytesNew: number; durationMs: number };
   /** restic exit code 3: these could not be read, the snapshot holds everything else. */
   skipped: { path: string; error: string }[];
+  /** The snapshot lost most files of the last whole one: tagged suspect-loss, unless acceptLoss. */
+  loss?: LossVerdict;
+  /** The last whole snapshot the loss was judged against. */
+  parent?: string;
+}
+
+export interface ResticSnapshotOptions extends ResticBackupOptions {
+  allowEmpty?: boolean;
+  init?: boolean;
+}
+
+/**
+ * `pi-guard snapshot` on restic, by the native policy; null when there was nothing to back up
+ * (allowEmpty). Mirrors are pi-guard repositories: each one of the config is reported as not
+ * shipped to, rather than left out in silence.
+ */
+export async function resticSnapshot(
+  config: Config,
+  open: () => Promise<ResticSession>,
+  opts: ResticSnapshotOptions = {},
+): Promise<{ result: ResticBackupResult | null; created: boolean; mirrors: MirrorShipment[] }> {
+  assertOwnTags(opts.tags, { also: (t) => t === PI_GUARD_TAG || t.startsWith(ROOT_TAG_PREFIX) });
+  const missing = !(await agentDirPresent(config));
+  if (missing && !opts.allowEmpty) await checkMissingAgentDir(config, opts, async () => undefined);
+  // Opened only now: a missing agent dir is said as such, not as a missing password.
+  const s = await open();
+  let created = false;
+  if (opts.init && !(await resticRepositoryExists(s))) {
+    const { resticInit } = await import("./repository.js");
+    await resticInit(s);
+    created = true;
+  }
+  if (missing) {
+    const heldAgentDir = (r: ResticSnapshotRecord) => r.roots.some((root) => root.name === "agent" && root.path === config.agentDir);
+    await checkMissingAgentDir(config, opts, async () => (created || !(await resticRepositoryExists(s)) ? undefined : lastWholeSnapshot(s, heldAgentDir)));
+    return { result: null, created, mirrors: [] };
+  }
+  const result = await resticBackup(config, s, opts);
+  const mirrors = config.mirrors.map((mirror) => ({ mirror, error: "mirrors are shipped to only from pi-guard's own repositories, not from a restic one (docs/RESTIC.md)" }));
+  return { result, created, mirrors };
+}
+
+async function resticRepositoryExists(s: ResticSession): Promise<boolean> {
+  return listResticSnapshots(s).then(
+    () => true,
+    (err: unknown) => {
+      if (err instanceof RepoError && err.kind === "not-found") return false;
+      throw err;
+    },
+  );
+}
+
+/**
+ * The newest pi-guard snapshot of this host that is no suspected loss and passes `fits`, as
+ * native parents are chosen (snapshotter.ts findParent).
+ */
+async function lastWholeSnapshot(s: ResticSession, fits: (r: ResticSnapshotRecord) => boolean, signal?: AbortSignal): Promise<ResticSnapshotRecord | undefined> {
+  const host = hostName();
+  return (await listResticSnapshots(s, { signal })).filter((r) => r.host === host && !r.tags.includes(SUSPECT_LOSS_TAG) && fits(r)).at(-1);
+}
+
+/** Same roots, in any order: restic records the roots it was given, which are those present. */
+const sameRoots = (a: SourceRoot[], b: SourceRoot[]) => {
+  const key = (rs: SourceRoot[]) => JSON.stringify(rs.map((r) => [r.name, r.path]).sort());
+  return key(a) === key(b);
+};
+
+/**
+ * The suspect-loss guard for restic (loss-guard.ts): the files of the last whole snapshot (`restic
+ * ls`) against the files on disk now, scanned with the same roots and filter, before restic runs,
+ * so that the tag is part of the snapshot from the start (restic can only add one later by
+ * rewriting it). A deletion in the seconds between the scan and restic's own read is not seen.
+ */
+async function judgeResticLoss(config: Config, s: ResticSession, roots: SourceRoot[], signal?: AbortSignal): Promise<{ loss?: LossVerdict; parent?: string }> {
+  const host = hostName();
+  const nodeKey = (root: string, rel: string) => `${root}\0${rel}`;
+  const now = new Set<string>();
+  for await (const e of scanSources(roots, config.filter, () => undefined)) if (e.type === "file") now.add(nodeKey(e.root, e.path));
+  let parent: ResticSnapshotRecord | undefined;
+  const before: { root: string; path: string; found: boolean }[] = [];
+  const collect = (node: ResticNode) => {
+    const where = node.type === "file" ? nodeRoot(parent!, node.path) : undefined;
+    if (where) before.push({ root: where.root, path: where.rel, found: now.has(nodeKey(where.root, where.rel)) });
+  };
+  // Most often the newest snapshot holding these roots is the last whole one: one restic process.
+  const whole = (r: ResticSnapshotRecord | undefined) => !!r && r.host === host && !r.tags.includes(SUSPECT_LOSS_TAG) && sameRoots(r.roots, roots);
+  const onSnapshot = (r: ResticSnapshotRecord | undefined) => {
+    if (whole(r)) parent = r;
+    return parent !== undefined;
+  };
+  const listed = await listResticNodes(s, { host, paths: roots.map((r) => r.path) }, collect, { signal, onSnapshot });
+  if (!listed) return {};
+  if (!parent) {
+    // The newest is a suspected loss (or holds more roots): the last whole one is older.
+    parent = await lastWholeSnapshot(s, (r) => sameRoots(r.roots, roots), signal);
+    if (!parent) return {};
+    await listResticNodes(s, parent.id, collect, { signal });
+  }
+  return { loss: judgeLoss(before, now.size, config.watch.suspectLoss, sessionFileTest(config)), parent: parent.id };
 }
 
 /** restic patterns treat * ? [ and \ specially; a root path is meant literally. */
@@ -55,8 +163,11 @@ export async function resticBackup(config: Config, s: ResticSession, opts: Resti
   const roots = await presentRoots(config.roots);
   if (!roots.length) throw new RepoError(`nothing to back up: ${config.agentDir} does not exist`, "not-found");
   for (const t of opts.tags ?? []) if (t.includes(",") || t.trim() === "") throw new RepoError(`--tag "${t}": restic tags cannot be empty or hold a comma`, "usage");
-  const tags = [PI_GUARD_TAG, ...roots.map(rootTag), ...(opts.tags ?? [])];
-  const args = ["backup", "--json", "--host", hostName(), ...tags.flatMap((t) => ["--tag", t]), ...excludeArgs(roots, config.filter), "--", ...roots.map((r) => r.path)];
+  const excludes = excludeArgs(roots, config.filter);
+  const { loss, parent } = await judgeResticLoss(config, s, roots, opts.signal);
+  const guard = loss && !opts.acceptLoss && !opts.tags?.includes(SUSPECT_LOSS_TAG) ? [SUSPECT_LOSS_TAG] : [];
+  const tags = [PI_GUARD_TAG, ...roots.map(rootTag), ...(opts.tags ?? []), ...guard];
+  const args = ["backup", "--json", "--host", hostName(), ...tags.flatMap((t) => ["--tag", t]), ...excludes, "--", ...roots.map((r) => r.path)];
   let summary: Record<string, unknown> | undefined;
   let bad: string | undefined;
   const skipped: { path: string; error: string }[] = [];
@@ -96,7 +207,7 @@ export async function resticBackup(config: Config, s: ResticSession, opts: Resti
   const id = made.id;
   if (r.exitCode === 3 && skipped.length === 0) skipped.push({ path: "", error: "restic could not read some files (exit 3)" });
   const summaryOut = { files: numbers.filesNew + numbers.filesChanged + numbers.filesUnchanged, ...numbers, durationMs: Date.now() - started };
-  return { id, snapshot: made, summary: summaryOut, skipped };
+  return { id, snapshot: made, summary: summaryOut, skipped, loss, parent };
 }
 
 function errorItem(o: Record<string, unknown>): { path: string; error: string } {

@@ -5,7 +5,7 @@ import { isInside } from "../config/config.js";
 import { RepoError } from "../repo/errors.js";
 import type { Snapshot } from "../repo/format.js";
 import type { SnapshotRecord } from "../repo/repository.js";
-import { applyPolicy } from "../repo/retention.js";
+import { applyPolicy, assertRemoveAllScoped, emptiedGroups, type EmptiedGroup } from "../repo/retention.js";
 import { parseRepoLocation } from "../targets/location.js";
 import { findRestic } from "./binary.js";
 import { resticError, runRestic, type ResticSession, unexpectedOutput } from "./run.js";
@@ -73,6 +73,10 @@ export interface ResticForgetReport {
   /** Snapshots restic forgot (0 in a dry run). */
   removed: number;
   pruned: boolean;
+  /** Groups this forget empties (allowed by allowRemoveAll) or would empty (then it is `refused`). */
+  emptiedGroups: EmptiedGroup[];
+  /** It would have emptied a group without allowRemoveAll: restic was asked to forget nothing. */
+  refused: boolean;
 }
 
 /**
@@ -80,17 +84,22 @@ export interface ResticForgetReport {
  * than passing --keep-* to restic keeps both engines' decisions the same: pre-restore snapshots
  * are kept and do not use up a period (restic would count the pre-restore snapshot as the
  * "last" one and drop the real one), and the groups are host and roots. Only pi-guard's
- * snapshots (tag pi-guard) are considered; with `prune`, restic prune follows.
+ * snapshots (tag pi-guard) are considered; with `prune`, restic prune follows. A decision that
+ * would empty a group forgets nothing (restic 0.14 does not refuse that itself; 0.17 does), unless
+ * allowRemoveAll.
  */
 export async function resticForget(
   s: ResticSession,
   policy: RetentionPolicy,
-  opts: { dryRun?: boolean; prune?: boolean; host?: string; includeSpecial?: boolean; maxUnused?: string; now?: Date } = {},
+  opts: { dryRun?: boolean; prune?: boolean; host?: string; includeSpecial?: boolean; maxUnused?: string; now?: Date; allowRemoveAll?: boolean } = {},
 ): Promise<ResticForgetReport> {
+  assertRemoveAllScoped(opts);
+  const now = opts.now ?? new Date();
   const snapshots = (await listResticSnapshots(s)).filter((r) => !opts.host || r.host === opts.host);
   // applyPolicy reads time, host, tags and roots: the fields a restic snapshot record has.
   const records = snapshots.map((r) => ({ id: r.id, snapshot: { time: r.time, host: r.host, tags: r.tags, roots: r.roots } as unknown as Snapshot, r }));
-  const decided = applyPolicy(records, policy, opts.now ?? new Date(), { includeSpecial: opts.includeSpecial });
+  const decided = applyPolicy(records, policy, now, { includeSpecial: opts.includeSpecial });
+  const emptied = emptiedGroups(records, new Set(decided.remove.map((k) => k.record.id)), now, { includeSpecial: opts.includeSpecial });
   const entry = (rec: SnapshotRecord, reasons: string[]): ResticForgetEntry => {
     const r = (rec as (typeof records)[number]).r;
     return { id: r.id, time: r.time, host: r.host, tags: r.tags, reasons };
@@ -101,8 +110,10 @@ export async function resticForget(
     remove: decided.remove.map((k) => entry(k.record, [])),
     removed: 0,
     pruned: false,
+    emptiedGroups: emptied,
+    refused: emptied.length > 0 && !opts.allowRemoveAll,
   };
-  if (opts.dryRun || report.remove.length === 0) return report;
+  if (opts.dryRun || report.refused || report.remove.length === 0) return report;
   await runRestic(s, ["forget", ...report.remove.map((r) => r.id)]);
   // Verified: none of them is listed any more.
   const left = new Set((await listResticSnapshots(s)).map((r) => r.id));

@@ -16,15 +16,16 @@ import { makeDirs, syncDir, writeFully } from "../fs-safe.js";
 import { parseSessionFileName } from "../pi/writer.js";
 import { RepoError } from "../repo/errors.js";
 import { describeFsError, type FileAction, type RestoreFailure, type RestoreReport, sessionMatcher } from "../restore/restorer.js";
-import { type FsPath, isSafeRootName, joinPath, nodeComponents, RefusedPath, resolveDestRoot, walkDirs } from "../restore/safe-path.js";
-import { PRE_RESTORE_TAG, type ResolvedTime, selectSnapshotAt, snapshotsOfHost } from "../restore/select.js";
+import { targetRootDir, type TreeLayout } from "../restore/layout.js";
+import { type FsPath, joinPath, nodeComponents, RefusedPath, resolveDestRoot, walkDirs } from "../restore/safe-path.js";
+import { PRE_RESTORE_TAG, type ResolvedTime, type Selection, selectSnapshotAt, snapshotsOfHost } from "../restore/select.js";
 import { hostName } from "../host.js";
 import { resticBackup } from "./backup.js";
 import { escapePattern } from "./backup.js";
 import { runRestic, type ResticSession } from "./run.js";
 import { findInResticSnapshots, listResticNodes, listResticSnapshots, nodeRoot, type ResticNode, type ResticSnapshotRecord } from "./snapshots.js";
 
-export interface ResticRestoreOptions {
+export interface ResticRestoreOptions extends TreeLayout {
   targetDir?: string;
   paths?: string[];
   session?: string;
@@ -39,6 +40,8 @@ export interface ResticRestoreResult {
   report: RestoreReport;
   undoSnapshot?: string;
   resolved?: ResolvedTime;
+  /** What the choice of snapshot should tell the user (select.ts). */
+  warnings: string[];
 }
 
 interface Item {
@@ -51,22 +54,22 @@ interface Item {
 }
 
 /** `<when>` among pi-guard's snapshots in the repository, by pi-guard's rules (select.ts). */
-export async function chooseResticSnapshot(s: ResticSession, when: string, host?: string): Promise<{ record: ResticSnapshotRecord; resolved?: ResolvedTime }> {
+export async function chooseResticSnapshot(s: ResticSession, when: string, host?: string): Promise<Selection<ResticSnapshotRecord>> {
   const all = await listResticSnapshots(s);
   const choosable = all.map((r) => ({ id: r.id, snapshot: { time: r.time, host: r.host, tags: r.tags }, record: r }));
-  const { record, resolved } = selectSnapshotAt(snapshotsOfHost(choosable, when, host, hostName()), when);
-  return { record: record.record, resolved };
+  const { record, resolved, warnings } = selectSnapshotAt(snapshotsOfHost(choosable, when, host, hostName()), when);
+  return { record: record.record, resolved, warnings };
 }
 
 export async function resticRestore(config: Config, s: ResticSession, when: string, opts: ResticRestoreOptions = {}): Promise<ResticRestoreResult> {
   const started = Date.now();
-  const { record: snap, resolved } = await chooseResticSnapshot(s, when, opts.host);
+  const { record: snap, resolved, warnings } = await chooseResticSnapshot(s, when, opts.host);
   const failed: RestoreFailure[] = [];
   const destinations = new Map<string, string>();
   for (const root of snap.roots) {
     if (opts.targetDir) {
-      if (root.name === "agent") destinations.set(root.name, path.resolve(opts.targetDir));
-      else if (isSafeRootName(root.name)) destinations.set(root.name, path.resolve(opts.targetDir, `.${root.name}`));
+      const dir = targetRootDir(root.name, opts.targetDir, opts);
+      if (dir !== undefined && dir !== "unsafe") destinations.set(root.name, dir);
       continue;
     }
     const current = config.roots.find((r) => r.name === root.name);
@@ -130,7 +133,7 @@ export async function resticRestore(config: Config, s: ResticSession, when: stri
     if (opts.dryRun) {
       report.files = items.map(entry);
       report.durationMs = Date.now() - started;
-      return { snapshot: snap, report, resolved };
+      return { snapshot: snap, report, resolved, warnings };
     }
     if (opts.targetDir) await makeDirs(path.resolve(opts.targetDir));
     let undoSnapshot: string | undefined;
@@ -158,7 +161,7 @@ export async function resticRestore(config: Config, s: ResticSession, when: stri
       opts.onProgress?.({ files: report.files.length, bytes: report.bytesWritten, current: item.rel });
     }
     report.durationMs = Date.now() - started;
-    return { snapshot: snap, report, undoSnapshot, resolved };
+    return { snapshot: snap, report, undoSnapshot, resolved, warnings };
   } finally {
     await fs.rm(staging, { recursive: true, force: true });
   }

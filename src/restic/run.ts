@@ -67,18 +67,25 @@ export async function runRestic(s: ResticSession, args: string[], opts: ResticRu
   const child = spawnRestic(await findRestic(s.env ?? process.env), s, args, { signal: opts.signal });
   let stdout = "";
   let badLine: string | undefined;
+  // The lines after the first one that is not JSON, a little of them: restic prints damage there.
+  let badText = "";
   for await (const line of child.iterable({ from: "stdout" })) {
     const text = String(line);
     if (!opts.onJson) {
       if (stdout.length < MAX_TEXT) stdout += `${text}\n`;
       continue;
     }
-    if (text.trim() === "" || badLine !== undefined) continue;
+    if (text.trim() === "") continue;
+    if (badLine !== undefined) {
+      if (badText.length < 4096) badText += `${text}\n`;
+      continue;
+    }
     let value: unknown;
     try {
       value = JSON.parse(text);
     } catch {
       badLine = text;
+      badText = `${text}\n`;
       continue;
     }
     opts.onJson(value);
@@ -88,8 +95,44 @@ export async function runRestic(s: ResticSession, args: string[], opts: ResticRu
   const exitCode = typeof r.exitCode === "number" ? r.exitCode : -1;
   if (r.isCanceled) throw new RepoError("cancelled while restic was running", "io");
   if (exitCode !== 0 && !(opts.okExitCodes ?? []).includes(exitCode)) throw resticError(args[0], exitCode, stderr, r.signal);
-  if (badLine !== undefined) throw unexpectedOutput(args[0], badLine);
+  if (badLine !== undefined) {
+    // `restic find` prints "Unable to load tree …" among its JSON and exits 0: that is damage, not another program.
+    const damage = resticDamage(`${badText}\n${stderr}`);
+    throw damage ? damagedError(args[0], damage) : unexpectedOutput(args[0], badLine);
+  }
   return { exitCode, stdout, stderr };
+}
+
+const short = (id: string) => id.slice(0, 8);
+
+/**
+ * How restic 0.14 names damaged repository data, checked against real damage: a corrupted index
+ * file, tree pack or data pack, a truncated or a missing pack, a lost index. Each pattern gives a
+ * short description; the first that matches anywhere in the text wins, so the more specific come first.
+ */
+const DAMAGE: [RegExp, (m: RegExpExecArray) => string][] = [
+  [/Unable to load tree ([0-9a-f]{8,64})(?:\s*\.\.\. which belongs to snapshot ([0-9a-f]{8,64}))?/, (m) => `tree ${short(m[1])}${m[2] ? ` of snapshot ${short(m[2])}` : ""} cannot be read`],
+  [/load <(index|snapshot|key)\/([0-9a-f]{8,64})>: (.+)/, (m) => `${m[1]} file ${short(m[2])} cannot be read (${m[3]})`],
+  [/decrypting blob ([0-9a-f]{8,64}) failed: (.+)/, (m) => `blob ${short(m[1])} cannot be decrypted (${m[2]})`],
+  [/\/data\/[0-9a-f]{2}\/([0-9a-f]{64}): no such file or directory/, (m) => `pack ${short(m[1])} is missing`],
+  [/<data\/([0-9a-f]{8,64})>[^\n]*(?:unexpected EOF|: EOF$)/m, (m) => `pack ${short(m[1])} is truncated`],
+  [/\bid ([0-9a-f]{64}) not found in repository/, (m) => `blob ${short(m[1])} is missing (no index names a pack for it)`],
+  [/ignoring error for (.+?): (.*(?:ciphertext verification failed|invalid data returned).*)/, (m) => `cannot decrypt the data of ${m[1]} (${m[2]})`],
+];
+
+/** What restic's output says is damaged in the repository; undefined when it names no damage. */
+export function resticDamage(text: string): string | undefined {
+  const t = text.replace(/\r/g, "");
+  for (const [re, describe] of DAMAGE) {
+    const m = re.exec(t);
+    if (m) return clean(describe(m));
+  }
+  return undefined;
+}
+
+/** Damage is exit 3 (kind corrupt), named in one line. */
+function damagedError(command: string, damage: string): RepoError {
+  return new RepoError(`restic ${command}: the restic repository is damaged: ${damage}; \`pi-guard check --read-data\` (restic check --read-data) names all of it`, "corrupt");
 }
 
 /** restic printed something pi-guard cannot read: name the command and show the start of it. */
@@ -114,6 +157,8 @@ export function resticError(command: string, exitCode: number, stderr: string, s
   if (has(/Please specify repository location|password is empty|Fatal: an empty password is not a password/i)) {
     return new RepoError(`restic ${command}: ${firstLine(text, /Fatal/)}`, "no-password");
   }
+  const damage = resticDamage(text);
+  if (damage) return damagedError(command, damage);
   const why = firstLine(text, /Fatal|error/i) || (signal ? `killed by ${signal}` : `exit code ${exitCode}`);
   return new RepoError(`restic ${command} failed: ${why}`, exitCode === 3 ? "corrupt" : "io");
 }
@@ -122,7 +167,12 @@ export function resticError(command: string, exitCode: number, stderr: string, s
 function firstLine(text: string, prefer: RegExp): string {
   const lines = text.split("\n").map((l) => l.trim()).filter(Boolean);
   const line = lines.find((l) => prefer.test(l)) ?? lines[0] ?? "";
+  return clean(line.replace(/^Fatal:\s*/, ""));
+}
+
+/** No control characters, at most 200 of them: restic's text goes into one line on a terminal. */
+export function clean(text: string): string {
   // eslint-disable-next-line no-control-regex
-  const clean = line.replace(/^Fatal:\s*/, "").replace(/[\u0000-\u001f\u007f]/g, "?");
-  return clean.length > 200 ? `${clean.slice(0, 200)}…` : clean;
+  const c = text.replace(/[\u0000-\u001f\u007f]/g, "?");
+  return c.length > 200 ? `${c.slice(0, 200)}…` : c;
 }

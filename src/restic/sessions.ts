@@ -121,7 +121,10 @@ export async function readResticSession(s: ResticSession, record: SessionRecord)
   }
   if (size > version.size) child.kill();
   const r = await child;
-  if (size !== version.size) throw new RepoError(`restic dump of session ${record.id} gave ${size > version.size ? "more than" : size} bytes, the snapshot lists ${version.size}`, "corrupt");
+  const mismatch = () => new RepoError(`restic dump of session ${record.id} gave ${size > version.size ? "more than" : size} bytes, the snapshot lists ${version.size}`, "corrupt");
+  if (size > version.size) throw mismatch();
+  // restic's own failure first: it names what is damaged, the short read only shows that something is.
   if (r.exitCode !== 0) throw resticError("dump", r.exitCode ?? -1, r.stderr ? Buffer.from(r.stderr as Uint8Array).toString("utf8") : "", r.signal);
+  if (size !== version.size) throw mismatch();
   return { bytes: Buffer.concat(chunks), source: `restic snapshot ${snapshotId.slice(0, 8)} ${version.path}` };
 }

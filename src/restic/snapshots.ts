@@ -2,7 +2,7 @@
 // about them (snapshot lists, `ls` nodes) as hostile input.
 import { RepoError } from "../repo/errors.js";
 import type { SourceRoot } from "../snapshot/sources.js";
-import { runRestic, type ResticSession, unexpectedOutput } from "./run.js";
+import { clean, runRestic, type ResticSession, unexpectedOutput } from "./run.js";
 
 /** Every snapshot pi-guard makes carries this tag; the others in the repository are not ours. */
 export const PI_GUARD_TAG = "pi-guard";
@@ -64,11 +64,15 @@ export function readSnapshot(raw: unknown): ResticSnapshotRecord | undefined {
   };
 }
 
-/** pi-guard's snapshots in the repository, oldest first (restic's own order is by time too, but not promised). */
-export async function listResticSnapshots(s: ResticSession, opts: { signal?: AbortSignal } = {}): Promise<ResticSnapshotRecord[]> {
+/**
+ * pi-guard's snapshots in the repository, oldest first (restic's own order is by time too, but not
+ * promised). restic leaves a snapshot object it cannot read out of its list and says so on stderr
+ * only: `onUnreadable` hears of each one, as a native listing's `unreadableSnapshots`.
+ */
+export async function listResticSnapshots(s: ResticSession, opts: { signal?: AbortSignal; onUnreadable?: (message: string) => void } = {}): Promise<ResticSnapshotRecord[]> {
   let parsed: unknown;
   let lines = 0;
-  await runRestic(s, ["snapshots", "--json", "--tag", PI_GUARD_TAG], {
+  const { stderr } = await runRestic(s, ["snapshots", "--json", "--tag", PI_GUARD_TAG], {
     signal: opts.signal,
     onJson: (v) => {
       lines++;
@@ -76,6 +80,7 @@ export async function listResticSnapshots(s: ResticSession, opts: { signal?: Abo
     },
   });
   if (lines !== 1 || !Array.isArray(parsed)) throw unexpectedOutput("snapshots", lines === 0 ? "(nothing)" : JSON.stringify(parsed)?.slice(0, 60) ?? "");
+  for (const m of stderr.matchAll(/^could not load snapshot ([0-9a-f]{8,64}): (.+)$/gm)) opts.onUnreadable?.(`restic snapshot ${m[1].slice(0, 8)}: it cannot be read (${clean(m[2])})`);
   const out: ResticSnapshotRecord[] = [];
   for (const raw of parsed) {
     const r = readSnapshot(raw);
@@ -94,30 +99,59 @@ export interface ResticNode {
   mtime?: string;
 }
 
-/** Each node of a snapshot, from `restic ls --json <id>`, validated; the snapshot line is checked too. */
-export async function listResticNodes(s: ResticSession, id: string, onNode: (node: ResticNode) => void, opts: { signal?: AbortSignal } = {}): Promise<void> {
-  if (!/^[0-9a-f]{64}$/.test(id)) throw new RepoError(`not a restic snapshot id: ${id}`, "usage");
+/** The newest pi-guard snapshot of `host` whose paths include all of `paths`, as restic's `latest` chooses it. */
+export interface ResticLatest {
+  host: string;
+  paths: string[];
+}
+
+/**
+ * Each node of a snapshot, from `restic ls --json`, validated; the snapshot line is checked too.
+ * `which` is a snapshot id, or ResticLatest. `onSnapshot` is told which snapshot is listed before
+ * its first node, and may decline its nodes. Returns whether a snapshot was listed (a latest that
+ * matches none is not listed).
+ */
+export async function listResticNodes(
+  s: ResticSession,
+  which: string | ResticLatest,
+  onNode: (node: ResticNode) => void,
+  opts: { signal?: AbortSignal; onSnapshot?: (snap: ResticSnapshotRecord | undefined) => boolean } = {},
+): Promise<boolean> {
+  const id = typeof which === "string" ? which : undefined;
+  if (id !== undefined && !/^[0-9a-f]{64}$/.test(id)) throw new RepoError(`not a restic snapshot id: ${id}`, "usage");
+  const latest = typeof which === "string" ? [] : ["latest", "--host", which.host, "--tag", PI_GUARD_TAG, ...which.paths.flatMap((p) => ["--path", p])];
   let sawSnapshot = false;
+  let wanted = true;
   let problem: string | undefined;
-  await runRestic(s, ["ls", "--json", id], {
+  await runRestic(s, ["ls", "--json", ...(id !== undefined ? [id] : latest)], {
     signal: opts.signal,
     onJson: (v) => {
       if (problem) return;
       const o = v as Record<string, unknown>;
       if (!o || typeof o !== "object" || Array.isArray(o)) return void (problem = JSON.stringify(v));
       if (o.struct_type === "snapshot") {
-        if (o.id !== id) problem = `a listing of snapshot ${String(o.id).slice(0, 16)}`;
+        if (sawSnapshot || (id !== undefined && o.id !== id)) problem = `a listing of snapshot ${String(o.id).slice(0, 16)}`;
         sawSnapshot = true;
+        if (!opts.onSnapshot) return;
+        let snap: ResticSnapshotRecord | undefined;
+        try {
+          snap = readSnapshot(o);
+        } catch {
+          return void (problem = JSON.stringify(v).slice(0, 60));
+        }
+        wanted = opts.onSnapshot(snap);
         return;
       }
       if (o.struct_type !== "node" || !sawSnapshot) return void (problem = JSON.stringify(v).slice(0, 60));
       const node = readNode(o);
       if (!node) return void (problem = JSON.stringify(v).slice(0, 60));
-      onNode(node);
+      if (wanted) onNode(node);
     },
   });
   if (problem) throw unexpectedOutput("ls", problem);
-  if (!sawSnapshot) throw unexpectedOutput("ls", "(no snapshot line)");
+  // restic says "no snapshot matched" on stderr only, and exits 0.
+  if (!sawSnapshot && id !== undefined) throw unexpectedOutput("ls", "(no snapshot line)");
+  return sawSnapshot;
 }
 
 /**

@@ -12,16 +12,12 @@ import type { TreeNode } from "../repo/format.js";
 import type { Repository, SnapshotRecord } from "../repo/repository.js";
 import { SealPool } from "../repo/seal-pool.js";
 import { readTree } from "../snapshot/tree.js";
+import { rootFolder, type TreeLayout } from "./layout.js";
 import { describeFsError } from "./restorer.js";
-import { isSafeRootName, nodeComponents } from "./safe-path.js";
+import { nodeComponents } from "./safe-path.js";
 
 const BLOCK = 512;
 const BATCH_BYTES = 8 * 1024 * 1024;
-
-/** Path of a node inside the archive: the agent dir at the top, other roots under .<name>/. */
-export function archivePath(node: Pick<TreeNode, "root" | "path">): string {
-  return node.root === "agent" ? node.path : `.${node.root}/${node.path}`;
-}
 
 /**
  * Why a node cannot go into an archive, or undefined when it can. The snapshot is hostile input and
@@ -29,7 +25,7 @@ export function archivePath(node: Pick<TreeNode, "root" | "path">): string {
  * names here are UTF-8 text), no odd root names, and nothing below a symlink the archive holds.
  */
 function unsafeForArchive(node: TreeNode, links: Set<string>): string | undefined {
-  if (node.root !== "agent" && !isSafeRootName(node.root)) return `unsafe root name ${JSON.stringify(node.root)}`;
+  if (rootFolder(node.root, { withMeta: true }) === "unsafe") return `unsafe root name ${JSON.stringify(node.root)}`;
   let parts;
   try {
     parts = nodeComponents(node);
@@ -44,16 +40,24 @@ function unsafeForArchive(node: TreeNode, links: Set<string>): string | undefine
   return undefined;
 }
 
+export interface ArchiveResult {
+  files: number;
+  bytes: number;
+  /** Nodes the archive could not hold safely, with why. */
+  skipped: { path: string; error: string }[];
+}
+
 /**
  * Stream a snapshot out as a gzip'd POSIX tar (PAX headers for long names), one blob batch at a
- * time. Written to a temp file and renamed, so a failed archive never leaves a half file behind.
+ * time, laid out as layout.ts says (pi-guard's metadata only with `withMeta`). Written to a temp
+ * file and renamed, so a failed archive never leaves a half file behind.
  */
 export async function writeArchive(
   repo: Repository,
   record: SnapshotRecord,
   output: string,
-  opts: { paths?: string[] } = {},
-): Promise<{ files: number; bytes: number; skipped: { path: string; error: string }[] }> {
+  opts: { paths?: string[] } & TreeLayout = {},
+): Promise<ArchiveResult> {
   await repo.loadIndex();
   const want = opts.paths?.length ? picomatch(opts.paths, { dot: true }) : () => true;
   const toStdout = output === "-";
@@ -85,8 +89,10 @@ export async function writeArchive(
         skipped.push({ path: String(node.path), error: unsafe });
         continue;
       }
+      const folder = rootFolder(node.root, opts);
+      if (folder === undefined) continue;
       if (node.type === "symlink") links.add(`${node.root}\0${node.path}`);
-      await writeEntry(write, reader, node);
+      await writeEntry(write, reader, node, folder);
       if (node.type === "file") {
         files++;
         bytes += node.size ?? 0;
@@ -114,8 +120,8 @@ export async function writeArchive(
   return { files, bytes, skipped };
 }
 
-async function writeEntry(write: (b: Buffer) => Promise<void>, reader: BlobReader, node: TreeNode): Promise<void> {
-  const name = archivePath(node) + (node.type === "dir" ? "/" : "");
+async function writeEntry(write: (b: Buffer) => Promise<void>, reader: BlobReader, node: TreeNode, folder: string): Promise<void> {
+  const name = (folder ? `${folder}/${node.path}` : node.path) + (node.type === "dir" ? "/" : "");
   const data = {
     path: name,
     mode: node.mode,

@@ -26,6 +26,11 @@ export interface RestoreOptions {
   /** Which paths a snapshot would have taken: --delete never touches anything outside it. */
   scope?: (rel: string) => boolean;
   /**
+   * Only these paths, by root and tree key (the path, or base64 of its bytes when they are not
+   * UTF-8): an undo names exactly the files a restore changed, which globs cannot.
+   */
+  select?: (root: string, key: string) => boolean;
+  /**
    * fsync each file before it is renamed into place. On for in-place restores, which replace the
    * user's files; a restore into a fresh target folder replaces nothing and skips it.
    */
@@ -61,7 +66,7 @@ export interface RestoreReport {
   durationMs: number;
 }
 
-interface PlanItem {
+export interface PlanItem {
   type: "file" | "symlink" | "dir" | "delete";
   node?: TreeNode;
   root: string;
@@ -69,6 +74,8 @@ interface PlanItem {
   rootDir: string;
   comps: FsPath[];
   rel: string;
+  /** The tree's key for the path (see RestoreOptions.select). */
+  key: string;
   action: FileAction;
 }
 
@@ -112,7 +119,8 @@ export async function planRestore(repo: Repository, record: SnapshotRecord, opts
   const reader = new BlobReader(repo, pool);
   const wantPath = opts.paths?.length ? picomatch(opts.paths, { dot: true }) : () => true;
   const wantSession = opts.session ? sessionMatcher(opts.session) : () => true;
-  const filtered = !!(opts.paths?.length || opts.session);
+  const select = opts.select ?? (() => true);
+  const filtered = !!(opts.paths?.length || opts.session || opts.select);
   const plan: RestorePlan = { record, opts, items: [], failed: [], sessionIds: new Set(), changes: 0, started };
   const kept = new Map<string, Set<string>>();
   // Nothing is written while planning, so each folder is walked once.
@@ -126,7 +134,7 @@ export async function planRestore(repo: Repository, record: SnapshotRecord, opts
       const rootDir = rootDirs.get(node.root);
       if (!rootDir) continue;
       const rel = typeof node.path === "string" ? node.path : JSON.stringify(node.path);
-      if (node.type === "dir" ? filtered : !wantPath(rel) || !wantSession(rel)) continue;
+      if (node.type === "dir" ? filtered : !wantPath(rel) || !wantSession(rel) || !select(node.root, nodeKey(node))) continue;
       const refuse = (error: string) => plan.failed.push({ path: rel, root: node.root, error, kind: "refused" });
       if (node.type !== "file" && node.type !== "dir" && node.type !== "symlink") {
         refuse(`unknown node type ${JSON.stringify(node.type)}`);
@@ -146,7 +154,7 @@ export async function planRestore(repo: Repository, record: SnapshotRecord, opts
       }
       try {
         const action = await plannedAction(repo, walkParent(rootDir, comps), comps, node);
-        plan.items.push({ type: node.type, node, root: node.root, rootDir, comps, rel, action });
+        plan.items.push({ type: node.type, node, root: node.root, rootDir, comps, rel, key: nodeKey(node), action });
         if (action !== "unchanged" && node.type !== "dir") plan.changes++;
       } catch (err) {
         plan.failed.push(failure(rel, node.root, err));
@@ -161,9 +169,9 @@ export async function planRestore(repo: Repository, record: SnapshotRecord, opts
     for (const [root, rootDir] of rootDirs) {
       const keep = kept.get(root) ?? new Set<string>();
       for (const f of await listFiles(rootDir)) {
-        if (keep.has(f.key) || !wantPath(f.rel) || !wantSession(f.rel) || !(opts.scope?.(f.rel) ?? true)) continue;
+        if (keep.has(f.key) || !wantPath(f.rel) || !wantSession(f.rel) || !select(root, f.key) || !(opts.scope?.(f.rel) ?? true)) continue;
         if (blocked.some((b) => `${root}\0${f.rel}`.startsWith(b))) continue;
-        plan.items.push({ type: "delete", root, rootDir, comps: f.comps, rel: f.rel, action: "delete" });
+        plan.items.push({ type: "delete", root, rootDir, comps: f.comps, rel: f.rel, key: f.key, action: "delete" });
         plan.changes++;
       }
     }
@@ -281,7 +289,7 @@ function fileEntry(item: PlanItem): RestoreReport["files"][number] {
   return { path: item.rel, root: item.root, action: item.action, size, dest: showPath(joinPath(item.rootDir, item.rel)) };
 }
 
-function failure(rel: string, root: string, err: unknown): RestoreFailure {
+export function failure(rel: string, root: string, err: unknown): RestoreFailure {
   if (err instanceof RefusedPath) return { path: rel, root, error: err.message, kind: "refused" };
   if (err instanceof RepoError) return { path: rel, root, error: err.message, kind: err.kind === "corrupt" ? "damaged" : "io" };
   return { path: rel, root, error: fsReason(err), kind: "io" };
@@ -685,7 +693,7 @@ async function restoreSymlink(item: PlanItem, parent: Promise<FsPath | undefined
 }
 
 /** true when a file was deleted; a file already gone is not counted. */
-async function deleteFile(item: PlanItem): Promise<boolean> {
+export async function deleteFile(item: Pick<PlanItem, "rootDir" | "comps">): Promise<boolean> {
   const dir = await walkDirs(item.rootDir, item.comps.slice(0, -1), false);
   if (!dir) return false;
   const dest = joinPath(dir, item.comps[item.comps.length - 1]);

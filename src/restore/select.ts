@@ -1,5 +1,6 @@
 import { createRequire } from "node:module";
 import { RepoError } from "../repo/errors.js";
+import { allSnapshotsDamaged } from "../repo/snapshot-damage.js";
 import { isImport, SUSPECT_LOSS_TAG } from "../repo/format.js";
 import type { Snapshot } from "../repo/format.js";
 
@@ -85,11 +86,39 @@ export function resolveTime(when: string, now = new Date()): Date {
 export const PRE_RESTORE_TAG = "pre-restore";
 
 /**
+ * How far past this machine's clock a snapshot may be dated and still count as taken now: the
+ * clocks of hosts that share a repository drift by seconds, a clock that was wrong once is off by
+ * hours or years.
+ */
+export const CLOCK_SKEW_MS = 5 * 60_000;
+
+/** A snapshot dated after now (plus CLOCK_SKEW_MS) cannot be "latest". */
+export const datedInFuture = (s: Choosable, now: Date): boolean => Date.parse(s.snapshot.time) > now.getTime() + CLOCK_SKEW_MS;
+
+const FUTURE = "dated in the future by this machine's clock (a wrong clock?)";
+
+/** At most three snapshots by id and time, the newest last. */
+function listed(snaps: Choosable[]): string {
+  const shown = snaps.slice(-3).map((s) => `${s.id.slice(0, 8)} (${String(s.snapshot.time)})`);
+  return shown.join(", ") + (snaps.length > 3 ? ` and ${snaps.length - 3} more` : "");
+}
+
+/** A choice of snapshot, and what the user should know about it (skipped or odd snapshots). */
+export interface Selection<R> {
+  record: R;
+  /** The moment a time expression was read as; absent for "latest" and ids. */
+  resolved?: ResolvedTime;
+  warnings: string[];
+}
+
+/**
  * Resolve `<when>` to a snapshot: "latest", an id prefix, or a time (newest snapshot at or before it).
  * `snapshots` must be sorted oldest first. "latest" skips pre-restore snapshots, so that
  * `restore latest` twice does not undo itself; name those by id or time (restore prints the id).
  * It also skips imported snapshots, whose time an archive chose; name those by id. And it skips
  * suspect-loss snapshots (`watch` saw most files vanish at once): "latest" is the last whole state.
+ * Nor is a snapshot dated in the future "latest" (a clock that was wrong once would otherwise pin
+ * every restore to it): it is skipped with a warning, and named by id it is taken, with one.
  * `unreadable` are ids of damaged snapshots, so that asking for one says so.
  */
 export function selectSnapshot<R extends Choosable>(
@@ -98,12 +127,25 @@ export function selectSnapshot<R extends Choosable>(
   now = new Date(),
   unreadable: { id: string; error: string }[] = [],
 ): R {
+  return selectSnapshotAt(snapshots, when, now, unreadable).record;
+}
+
+/** selectSnapshot, also saying which moment a time expression was taken as (none for latest or an id), and what to warn about. */
+export function selectSnapshotAt<R extends Choosable>(
+  snapshots: R[],
+  when: string,
+  now = new Date(),
+  unreadable: { id: string; error: string }[] = [],
+): Selection<R> {
   const expr = when.trim();
   if (expr === "") throw new RepoError(`no time given: ${WHEN_HELP}`, "usage");
   if (/^[0-9a-f]{4,64}$/i.test(expr)) {
     const prefix = expr.toLowerCase();
     const hits = snapshots.filter((s) => s.id.startsWith(prefix));
-    if (hits.length === 1) return hits[0];
+    if (hits.length === 1) {
+      const warnings = datedInFuture(hits[0], now) ? [`snapshot ${listed(hits)} is ${FUTURE}; taken because it was named by id`] : [];
+      return { record: hits[0], warnings };
+    }
     if (hits.length > 1) {
       throw new RepoError(`snapshot id ${expr} is ambiguous: ${hits.slice(0, 5).map((h) => h.id.slice(0, 12)).join(", ")}…`, "usage");
     }
@@ -111,7 +153,7 @@ export function selectSnapshot<R extends Choosable>(
     if (damaged) throw new RepoError(damaged.error, "corrupt");
     if (!/^\d+$/.test(expr)) throw new RepoError(`no snapshot has an id starting with ${expr}`, "not-found");
   }
-  if (snapshots.length === 0) throw new RepoError("the repository has no snapshots yet", "not-found");
+  if (snapshots.length === 0) throw unreadable.length ? allSnapshotsDamaged(unreadable) : new RepoError("the repository has no snapshots yet", "not-found");
   if (expr === "latest") {
     // An import's time is the archive's claim (it may lie in the future): name imports by id.
     const own = snapshots.filter((s) => !isImport(s.snapshot));
@@ -119,11 +161,17 @@ export function selectSnapshot<R extends Choosable>(
       const ids = snapshots.slice(-3).map((s) => s.id.slice(0, 8)).join(", ");
       throw new RepoError(`"latest" never means an imported snapshot, and all snapshots here are imports: name one by id (${ids})`, "not-found");
     }
+    const dated = own.filter((s) => !datedInFuture(s, now));
+    const skipped = own.filter((s) => datedInFuture(s, now));
+    if (dated.length === 0) {
+      throw new RepoError(`"latest" never means a snapshot ${FUTURE}, and every snapshot here is one: ${listed(skipped)}; name one by id`, "not-found");
+    }
     const tagged = (s: R, tag: string) => Array.isArray(s.snapshot.tags) && s.snapshot.tags.includes(tag);
-    const whole = own.filter((s) => !tagged(s, SUSPECT_LOSS_TAG));
+    const whole = dated.filter((s) => !tagged(s, SUSPECT_LOSS_TAG));
     const real = whole.filter((s) => !tagged(s, PRE_RESTORE_TAG));
-    const candidates = real.length ? real : whole.length ? whole : own;
-    return candidates[candidates.length - 1];
+    const candidates = real.length ? real : whole.length ? whole : dated;
+    const warnings = skipped.length ? [`"latest" skipped ${skipped.length === 1 ? "snapshot" : "snapshots"} ${listed(skipped)}, ${FUTURE}; name one by id to restore it`] : [];
+    return { record: candidates[candidates.length - 1], warnings };
   }
   const time = resolveTime(expr, now);
   let best: R | undefined;
@@ -134,24 +182,7 @@ export function selectSnapshot<R extends Choosable>(
       "not-found",
     );
   }
-  return best;
-}
-
-/** selectSnapshot, also saying which moment a time expression was taken as (none for latest or an id). */
-export function selectSnapshotAt<R extends Choosable>(
-  snapshots: R[],
-  when: string,
-  now = new Date(),
-  unreadable: { id: string; error: string }[] = [],
-): { record: R; resolved?: ResolvedTime } {
-  const record = selectSnapshot(snapshots, when, now, unreadable);
-  const expr = when.trim();
-  if (expr === "latest" || record.id.startsWith(expr.toLowerCase())) return { record };
-  try {
-    return { record, resolved: describeTime(expr, resolveTime(expr, now)) };
-  } catch {
-    return { record }; // chosen some other way than by time
-  }
+  return { record: best, resolved: describeTime(expr, time), warnings: [] };
 }
 
 /**

@@ -2,6 +2,8 @@
 // pi-hermes-memory has text only (tool names, no calls or results, long text cut), hermes-agent
 // has OpenAI-style calls and results but no usage or provider. What is missing is counted.
 
+import { parseBounded } from "../pi/nesting.js";
+import { deepGap } from "./input.js";
 import { nameOnlyCall, unrecordedResult } from "./not-recorded.js";
 
 /** Hermes times are ISO strings, Unix seconds (REAL) or milliseconds. */
@@ -30,9 +32,11 @@ export interface MapStats {
   unansweredCalls: number;
   systemDropped: number;
   unknownRoles: number;
+  /** JSON values (tool_calls, arguments) nested too deep to keep whole: partly kept as text. */
+  deep: number;
 }
 
-export const emptyStats = (): MapStats => ({ truncated: 0, toolOnlyDropped: 0, toolNamesOnly: 0, namedCalls: 0, badToolNames: 0, unansweredCalls: 0, systemDropped: 0, unknownRoles: 0 });
+export const emptyStats = (): MapStats => ({ truncated: 0, toolOnlyDropped: 0, toolNamesOnly: 0, namedCalls: 0, badToolNames: 0, unansweredCalls: 0, systemDropped: 0, unknownRoles: 0, deep: 0 });
 
 const text = (t: string) => [{ type: "text", text: t }];
 
@@ -59,7 +63,7 @@ export function memoryRow(row: Record<string, unknown>, fallbackTime: number, st
   if (TRUNCATED.test(content)) stats.truncated++;
   if (row.role === "user") return [{ role: "user", content: text(content), timestamp }];
   if (row.role === "assistant") {
-    const parsed = parseJson(row.tool_calls);
+    const parsed = parseJson(row.tool_calls, stats);
     const names = Array.isArray(parsed) ? parsed.filter(isToolName) : [];
     if (names.length > 0) stats.toolNamesOnly++;
     if (Array.isArray(parsed)) stats.badToolNames += parsed.length - names.length;
@@ -83,13 +87,12 @@ export function memoryRow(row: Record<string, unknown>, fallbackTime: number, st
 /** A name as tools are named; anything else in a hostile row is counted, not turned into a call. */
 const isToolName = (n: unknown): n is string => typeof n === "string" && /^[\w.:-]{1,128}$/.test(n);
 
-function parseJson(value: unknown): unknown {
+function parseJson(value: unknown, stats: MapStats): unknown {
   if (typeof value !== "string" || value === "") return undefined;
-  try {
-    return JSON.parse(value);
-  } catch {
-    return undefined;
-  }
+  const parsed = parseBounded(value);
+  if (!parsed.ok) return undefined;
+  if (parsed.cut) stats.deep++;
+  return parsed.value;
 }
 
 interface OpenAiCall {
@@ -105,13 +108,13 @@ export function agentRow(row: Record<string, unknown>, model: string | undefined
     case "user":
       return { role: "user", content: text(content), timestamp };
     case "assistant": {
-      const calls = (parseJson(row.tool_calls) as OpenAiCall[] | undefined) ?? [];
+      const calls = (parseJson(row.tool_calls, stats) as OpenAiCall[] | undefined) ?? [];
       const blocks: Record<string, unknown>[] = content ? text(content) : [];
       for (const call of Array.isArray(calls) ? calls : []) {
         const id = String(call.id ?? "");
         const name = String(call.function?.name ?? "unknown");
         names.set(id, name);
-        const args = parseJson(call.function?.arguments);
+        const args = parseJson(call.function?.arguments, stats);
         blocks.push({ type: "toolCall", id, name, arguments: typeof args === "object" && args !== null ? args : { _raw: call.function?.arguments ?? "" } });
       }
       if (blocks.length === 0) return undefined;
@@ -140,6 +143,7 @@ export function statGaps(stats: MapStats): string[] {
   if (stats.toolOnlyDropped) gaps.push(`${stats.toolOnlyDropped} empty assistant row(s) (no text, no tools) left out`);
   if (stats.systemDropped) gaps.push(`${stats.systemDropped} system prompt row(s) left out (pi does not store the system prompt)`);
   if (stats.unknownRoles) gaps.push(`${stats.unknownRoles} row(s) with an unknown role left out`);
+  if (stats.deep) gaps.push(deepGap(`${stats.deep} tool_calls or arguments value(s)`));
   return gaps;
 }
 

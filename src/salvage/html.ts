@@ -3,9 +3,9 @@
 // (export-html/index.js). Decoding it gives back every entry exactly as pi held it.
 
 import { promises as fs } from "node:fs";
-import type { SessionEntry, SessionHeader } from "../pi/index.js";
+import { parseBounded, type SessionEntry, type SessionHeader } from "../pi/index.js";
 import { RepoError } from "../repo/errors.js";
-import { statInput } from "./input.js";
+import { deepGap, statInput } from "./input.js";
 import type { SourceResult } from "./types.js";
 
 const OPEN = /<script\s+id="session-data"\s+type="application\/json"\s*>/;
@@ -27,12 +27,9 @@ export async function salvageHtml(file: string): Promise<SourceResult> {
   const payload = html.slice(start, end).trim();
   if (!BASE64.test(payload) || payload.length % 4 !== 0) throw notExport(file, "the session-data element is not base64");
 
-  let data: { header?: SessionHeader; entries?: SessionEntry[]; leafId?: string | null };
-  try {
-    data = JSON.parse(Buffer.from(payload, "base64").toString("utf8"));
-  } catch {
-    throw notExport(file, "the session data is not valid JSON");
-  }
+  const parsed = parseBounded(Buffer.from(payload, "base64").toString("utf8"));
+  if (!parsed.ok) throw notExport(file, "the session data is not valid JSON");
+  const data = parsed.value as { header?: SessionHeader; entries?: SessionEntry[]; leafId?: string | null };
   const header = data?.header;
   if (!header || header.type !== "session" || typeof header.id !== "string") throw notExport(file, "the session data has no session header");
   if (!Array.isArray(data.entries)) throw notExport(file, "the session data has no entry list");
@@ -44,6 +41,7 @@ export async function salvageHtml(file: string): Promise<SourceResult> {
   const leafId = typeof data.leafId === "string" ? data.leafId : null;
   // The export holds pi's in-memory view: a v1/v2 file was migrated before export, so old
   // line-level details (v1 firstKeptEntryIndex, hookMessage) cannot come back.
+  if (parsed.cut) gaps.push(deepGap(`the session data (${parsed.cut} place${parsed.cut === 1 ? "" : "s"})`));
   if ((header.version ?? 1) < 3) gaps.push(`the export came from a version ${header.version ?? 1} file; entries are pi's migrated v3 form`);
   return {
     source: { kind: "html", path: file },

@@ -2,6 +2,7 @@
 // one-line errors, and never opens anything for writing.
 
 import { promises as fs, type Stats } from "node:fs";
+import { MAX_NESTING } from "../pi/nesting.js";
 import { RepoError } from "../repo/errors.js";
 
 export async function statInput(file: string): Promise<Stats> {
@@ -24,4 +25,9 @@ export async function readInput(file: string): Promise<{ bytes: Buffer; stat: St
   if (stat.size === 0) throw new RepoError(`${file} is empty`, "input");
   const bytes = await fs.readFile(file);
   return { bytes, stat };
+}
+
+/** The gap a source reports for JSON it had to bound (pi/nesting.ts): nothing is lost, but some structure is text. */
+export function deepGap(where: string): string {
+  return `${where}: JSON nested deeper than ${MAX_NESTING} levels; the deeper parts were kept as raw JSON text`;
 }

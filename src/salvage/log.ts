@@ -5,7 +5,7 @@
 import { isUtf8 } from "node:buffer";
 import { readLines, type SessionHeader } from "../pi/index.js";
 import { RepoError } from "../repo/errors.js";
-import { statInput } from "./input.js";
+import { deepGap, statInput } from "./input.js";
 import { buildLogEntries, inventedSessionId } from "./log-entries.js";
 import { readLogLine } from "./log-lines.js";
 import { messageText } from "./message-key.js";
@@ -20,6 +20,8 @@ interface Current {
   /** The lines that named this session's id and cwd. */
   idFrom?: Named;
   cwdFrom?: Named;
+  /** Lines of the log whose JSON was nested too deep to keep whole (pi/nesting.ts). */
+  deepLines?: number[];
 }
 
 const fresh = (): Current => ({ header: {}, idKnown: false, log: new LogSession() });
@@ -146,6 +148,7 @@ function toSession(file: string, c: Current, flags: LogFlags): SalvagedSession {
   const idKnown = c.idKnown || flags.sessionId !== undefined;
   if (!idKnown) gaps.push(NO_ID_GAP);
   if (!header.cwd) gaps.push(NO_CWD_GAP);
+  if (c.deepLines) gaps.push(deepGap(`line${c.deepLines.length === 1 ? "" : "s"} ${c.deepLines.slice(0, 5).join(", ")}${c.deepLines.length > 5 ? ", …" : ""} of the log`));
   const identity = { sessionId: chosen(file, c.idFrom, flags.sessionId), cwd: chosen(file, c.cwdFrom, flags.cwd) };
   return { header, idKnown, cwdKnown: header.cwd !== "", entries: built.entries, sources: [{ kind: "log", path: file }], identity, gaps };
 }
@@ -176,6 +179,7 @@ export async function salvageLog(file: string, sink?: (s: SalvagedSession) => vo
       const named = eventIdentity(line.value);
       if (named.sessionId || named.cwd || named.moved) reader.identity(named, at(), line.value.type === "session" ? (line.value as Partial<SessionHeader>) : undefined);
       reader.event(line.value);
+      if (line.cut) (reader.cur.deepLines ??= []).push(raw.line);
       continue;
     }
     if (line.kind === "text") reader.stats.text++;

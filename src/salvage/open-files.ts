@@ -91,7 +91,7 @@ export async function recoverOpenFiles(options: OpenFileOptions): Promise<OpenFi
  * copy under its final name is always complete. Streaming keeps a 1.6 GB database out of memory.
  */
 async function copyOut(source: string, outDir: string, name: string): Promise<string> {
-  await makeDirs(outDir);
+  await makeDirs(outDir, 0o700);
   const tmp = join(outDir, `.${name}.${process.pid}.tmp`);
   try {
     await pipeline(createReadStream(source), createWriteStream(tmp, { flags: "wx", mode: 0o600 }));

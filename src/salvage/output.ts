@@ -7,7 +7,9 @@ import { makeDirs } from "../fs-safe.js";
 import { randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
 import { basename, dirname, join } from "node:path";
-import { sessionDirName, sessionFileName, sessionsDir } from "../pi/index.js";
+import { parseSessionFileName, sessionDirName, sessionFileName, sessionsDir } from "../pi/index.js";
+import { listLiveFiles } from "../sessions/live.js";
+import { headerSeed } from "../sessions/read.js";
 import { RepoError } from "../repo/errors.js";
 import { sessionText } from "./finalize.js";
 import type { SalvagedSession } from "./types.js";
@@ -41,7 +43,41 @@ function installDir(session: SalvagedSession, agentDir?: string): string {
 /** pi would show two files with one session id as two sessions; refuse to create the second. */
 async function existingCopy(dir: string, id: string): Promise<string | undefined> {
   const names = await fs.readdir(dir).catch(() => [] as string[]);
-  return names.find((n) => n.endsWith(`_${id}.jsonl`));
+  const name = names.find((n) => n.endsWith(`_${id}.jsonl`));
+  return name === undefined ? undefined : join(dir, name);
+}
+
+/**
+ * The live file that already holds session `id`, in any folder pi reads sessions from: the
+ * session may live under another project's folder than the one it would be installed in (a
+ * different --cwd, a moved project). Named `<time>_<id>.jsonl` as pi names them, or, for other
+ * names, with that id in its header line.
+ */
+async function liveCopy(session: SalvagedSession, agentDir?: string): Promise<string | undefined> {
+  const id = session.header.id;
+  const dirs = [sessionsDir({ agentDir }).dir, sessionsDir({ agentDir, cwd: session.header.cwd }).dir];
+  if (agentDir) dirs.push(join(agentDir, "sessions"));
+  for (const f of listLiveFiles([...new Set(dirs)])) {
+    const name = basename(f.path);
+    if (name.endsWith(`_${id}.jsonl`)) return f.path;
+    if (parseSessionFileName(name) === null && (await headerId(f.path)) === id) return f.path;
+  }
+  return undefined;
+}
+
+/** The id in a file's header line (its first 64 KiB, as headerSeed reads it). */
+async function headerId(file: string): Promise<string | undefined> {
+  const handle = await fs.open(file, "r").catch(() => undefined);
+  if (!handle) return undefined;
+  try {
+    const buf = Buffer.alloc(64 * 1024);
+    const { bytesRead } = await handle.read(buf, 0, buf.length, 0);
+    return headerSeed(buf.subarray(0, bytesRead), "") || undefined;
+  } catch {
+    return undefined; // unreadable: not a file pi could show either
+  } finally {
+    await handle.close();
+  }
 }
 
 async function fsyncDir(dir: string): Promise<void> {
@@ -62,14 +98,17 @@ export class SessionWriter {
   async stage(session: SalvagedSession): Promise<void> {
     const dir = this.target.install ? installDir(session, this.target.agentDir) : this.target.outDir!;
     const path = join(dir, sessionFileName(session.header));
+    const live = this.target.install ? await liveCopy(session, this.target.agentDir) : undefined;
+    if (live) throw new RepoError(`${live} already holds session ${session.header.id} (salvage --out DIR writes the salvaged copy elsewhere); nothing was written`, "exists");
     const clash = (await existingCopy(dir, session.header.id)) ?? this.staged.find((s) => s.sessionId === session.header.id)?.path;
-    if (clash) throw new RepoError(`${join(dir, basename(clash))} already holds session ${session.header.id}; nothing was written`, "exists");
+    if (clash) throw new RepoError(`${clash} already holds session ${session.header.id}; nothing was written`, "exists");
     const text = sessionText(session);
-    const made = await makeDirs(dir);
+    // Session text is private, like pi's auth.json: folders 0700, files 0600.
+    const made = await makeDirs(dir, 0o700);
     if (made) this.created.push(made);
     const tmp = join(dir, `.${basename(path)}.${randomBytes(6).toString("hex")}.tmp`);
     this.staged.push({ sessionId: session.header.id, path, tmp });
-    const handle = await fs.open(tmp, "wx", 0o644);
+    const handle = await fs.open(tmp, "wx", 0o600);
     try {
       await handle.writeFile(text);
       await handle.sync();

@@ -2,7 +2,7 @@
 // By default the repaired text goes to a new file beside it; --in-place first copies the original
 // to a backup, then swaps the repaired file in with a rename so readers never see half a file.
 
-import { constants, promises as fs } from "node:fs";
+import { constants, promises as fs, statSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { repairSessionText, writeFileAtomic, type RepairReport } from "../pi/index.js";
 import { RepoError } from "../repo/errors.js";
@@ -47,20 +47,63 @@ async function writeNew(names: string[], text: string, mode: number): Promise<st
 
 const NO_HEADER = new Set(["empty-file", "missing-header", "invalid-header"]);
 
+const isDir = (p: string) => {
+  try {
+    return statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * The folder on this machine that pi's folder name `--a-b-c--` stands for. The name is lossy (a
+ * "-" is a "/" or a "-"), so the readings are tried against the disk, longest name first at each
+ * level; a bounded number of lookups, since each "-" doubles the readings.
+ */
+export function folderOnDisk(parts: readonly string[], root = "/"): string | undefined {
+  let lookups = 4096;
+  const walk = (dir: string, i: number): string | undefined => {
+    if (i === parts.length) return dir;
+    for (let j = parts.length; j > i; j--) {
+      const name = parts.slice(i, j).join("-");
+      if (!name || --lookups < 0) continue;
+      const next = join(dir, name);
+      const found = isDir(next) ? walk(next, j) : undefined;
+      if (found) return found;
+    }
+    return undefined;
+  };
+  return walk(root, 0);
+}
+
+/** pi keeps a session in sessions/--<cwd with / \ : turned into ->--/: the cwd back from that name. */
+function cwdFromFolder(file: string): { cwd: string; how: string } | undefined {
+  const folder = basename(dirname(file));
+  const inner = /^--(.+)--$/.exec(folder)?.[1];
+  if (!inner) return undefined;
+  const parts = inner.split("-");
+  const found = folderOnDisk(parts);
+  if (found) return { cwd: found, how: `took the project dir ${found} from the folder name ${folder}; such names are lossy (a "-" may stand for a "/"), and this is the reading that exists here: --cwd sets another` };
+  const guess = `/${parts.join("/")}`;
+  return { cwd: guess, how: `took the project dir ${guess} from the folder name ${folder}, a guess: it does not exist on this machine and such names are lossy; --cwd sets the right one` };
+}
+
 export async function repairFile(file: string, options: RepairFileOptions = {}): Promise<RepairFileResult> {
   if (options.inPlace && options.out) throw new RepoError("--in-place and --out exclude each other", "usage");
   const { bytes, stat } = await readInput(file);
-  const { text, report } = repairSessionText(bytes, { fileName: basename(file), fallbackCwd: options.fallbackCwd });
+  const { text, report } = repairSessionText(bytes, { fileName: basename(file), fallbackCwd: options.fallbackCwd, guessCwd: () => cwdFromFolder(file) });
   // Nothing pi could use survived: a "repair" would only invent an empty session.
   const noHeader = report.headerSynthesized || report.issues.some((i) => NO_HEADER.has(i.kind));
   if (report.entries === 0 && noHeader) {
     throw new RepoError(`${file} is not a pi session: no session header and no entries could be read`, "input");
   }
+  // pi would file the session under no project at all: ask rather than write "cwd": "".
+  if (report.cwdUnknown) throw new RepoError(`${file}: the session header is lost and nothing names the project dir; pass --cwd <project dir>`, "usage");
   if (!report.changed) return { file, output: null, backup: null, report };
-  const mode = stat.mode & 0o777;
 
   if (!options.inPlace) {
-    const output = await writeNew(options.out ? [options.out] : candidateNames(file), text, mode);
+    // A new file holding session text: private (0600) whatever the original's mode.
+    const output = await writeNew(options.out ? [options.out] : candidateNames(file), text, 0o600);
     return { file, output, backup: null, report };
   }
 
@@ -68,12 +111,14 @@ export async function repairFile(file: string, options: RepairFileOptions = {}):
   // Not *.jsonl, so pi does not list the backup as a second copy of the session.
   const backup = join(dirname(file), `${basename(file)}.${stamp}.bak`);
   await fs.copyFile(file, backup, constants.COPYFILE_EXCL);
+  await fs.chmod(backup, 0o600);
   // pi may still be appending: if the file moved on since we read it, a swap would drop that append.
   const now = await fs.stat(file);
   if (now.size !== stat.size || now.mtimeMs !== stat.mtimeMs || now.ino !== stat.ino) {
     await fs.rm(backup, { force: true });
     throw new RepoError(`${file} changed while it was being repaired (is pi still writing it?); nothing was changed`, "io");
   }
-  await writeFileAtomic(file, text, { overwrite: true, mode });
+  // The file itself keeps its mode: the user chose it.
+  await writeFileAtomic(file, text, { overwrite: true, mode: stat.mode & 0o777 });
   return { file, output: file, backup, report };
 }

@@ -1,6 +1,6 @@
 // The finished catalog as one cache file, <dataDir>/catalog/view-<repo id>.json, laid out so that
 // a command can read one session's record without parsing the others:
-//   line 1: {"version", "fingerprint", "ids": [...], "offsets": [...]}
+//   line 1: {"version", "fingerprint", "ids": [...], "offsets": [...], "unreadable": [...]}
 //   then one line per session, in the catalog's order: {"record": {...}, "source": {...} | null}
 //   last line: {"snapshots": [...]}
 // `offsets` are the string offsets of those lines in the file's text (after line 1). A warm
@@ -27,6 +27,8 @@ export interface CatalogData {
   /** Sessions that are not live (live ones are read from `SessionRecord.live`). */
   sources: Record<string, SnapshotSource>;
   snapshots: SnapshotMeta[];
+  /** Snapshot objects that could not be read: the sessions only they hold are missing. */
+  unreadable: { id: string; error: string }[];
 }
 
 interface Header {
@@ -34,6 +36,7 @@ interface Header {
   fingerprint: string;
   ids: string[];
   offsets: number[];
+  unreadable: { id: string; error: string }[];
 }
 
 interface Line {
@@ -52,13 +55,14 @@ export class CatalogView {
     readonly ids: readonly string[],
     private readonly text: string,
     private readonly offsets: readonly number[],
+    readonly unreadable: readonly { id: string; error: string }[],
   ) {
     this.position = new Map(ids.map((id, i) => [id, i]));
     this.lines = new Array(ids.length);
   }
 
   static fromData(data: CatalogData): CatalogView {
-    const view = new CatalogView(data.fingerprint, data.sessions.map((s) => s.id), "", []);
+    const view = new CatalogView(data.fingerprint, data.sessions.map((s) => s.id), "", [], data.unreadable);
     data.sessions.forEach((record, i) => (view.lines[i] = { record, source: data.sources[record.id] ?? null }));
     view.all = data.sessions;
     view.metas = data.snapshots;
@@ -71,8 +75,9 @@ export class CatalogView {
       const text = readFileSync(file, "utf8");
       const end = text.indexOf("\n");
       const header = JSON.parse(text.slice(0, end)) as Header;
-      if (header?.version !== CATALOG_CACHE_VERSION || header.offsets.length !== header.ids.length + 2) return undefined;
-      return new CatalogView(header.fingerprint, header.ids, text.slice(end + 1), header.offsets);
+      // A view written before it recorded unreadable snapshots is rebuilt (from the other caches).
+      if (header?.version !== CATALOG_CACHE_VERSION || header.offsets.length !== header.ids.length + 2 || !Array.isArray(header.unreadable)) return undefined;
+      return new CatalogView(header.fingerprint, header.ids, text.slice(end + 1), header.offsets, header.unreadable);
     } catch {
       return undefined;
     }
@@ -83,7 +88,7 @@ export class CatalogView {
     lines.push(JSON.stringify({ snapshots: this.snapshots }));
     const offsets = [0];
     for (const l of lines) offsets.push(offsets[offsets.length - 1] + l.length + 1);
-    const header: Header = { version: CATALOG_CACHE_VERSION, fingerprint: this.fingerprint, ids: [...this.ids], offsets };
+    const header: Header = { version: CATALOG_CACHE_VERSION, fingerprint: this.fingerprint, ids: [...this.ids], offsets, unreadable: [...this.unreadable] };
     return writeCacheText(file, `${JSON.stringify(header)}\n${lines.join("\n")}\n`);
   }
 

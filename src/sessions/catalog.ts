@@ -9,6 +9,7 @@ import { promises as fs } from "node:fs";
 import path from "node:path";
 import type { Config } from "../config/config.js";
 import { parseSessionFileName } from "../pi/writer.js";
+import { allSnapshotsDamaged } from "../repo/snapshot-damage.js";
 import type { SnapshotReader } from "../restore/snapshot-reader.js";
 import { JsonMapCache } from "./cache.js";
 import { CatalogView, type CatalogData, type SnapshotSource } from "./catalog-view.js";
@@ -69,7 +70,7 @@ export class SessionCatalog {
   private snapshotIds: string[] = [];
   private readonly liveFiles = new Map<string, LiveFile>();
   private history?: Promise<SnapshotHistory>;
-  private view = CatalogView.fromData({ fingerprint: "", sessions: [], sources: {}, snapshots: [] });
+  private view = CatalogView.fromData({ fingerprint: "", sessions: [], sources: {}, snapshots: [], unreadable: [] });
 
   private constructor(private readonly repo: RepositorySource | null) {}
 
@@ -100,6 +101,17 @@ export class SessionCatalog {
   /** Every readable snapshot, oldest first (empty without a repository). */
   get snapshots(): SnapshotMeta[] {
     return this.view.snapshots;
+  }
+
+  /**
+   * What the user must hear about snapshot objects that could not be read: the sessions only
+   * they hold are missing from this catalog. `all`: none could be read (damage, exit 3).
+   */
+  snapshotDamage(where: { location?: string; mirror?: string }): { all: boolean; message: string } | undefined {
+    const bad = this.view.unreadable;
+    if (!bad.length) return undefined;
+    if (bad.length >= this.snapshotIds.length) return { all: true, message: allSnapshotsDamaged(bad, where).message };
+    return { all: false, message: `${bad.length} of ${this.snapshotIds.length} snapshots could not be read (${bad[0].error}); sessions only in them are not listed: \`pi-guard check\` names the damage` };
   }
 
   static async build(opts: CatalogOptions): Promise<SessionCatalog> {
@@ -133,7 +145,8 @@ export class SessionCatalog {
     if (this.repo) this.files = new SnapshotFiles(path.join(catalogDir, this.repo.id), this.repo, () => this.snapshotReader());
     const viewFile = path.join(catalogDir, `view-${this.repo?.id ?? "live"}.json`);
     const cached = CatalogView.read(viewFile);
-    if (cached?.fingerprint === fingerprint) {
+    // A view that could not read some snapshots is not reused: they may have been healed since.
+    if (cached?.fingerprint === fingerprint && !cached.unreadable.length) {
       this.view = cached;
       return;
     }
@@ -190,6 +203,7 @@ export class SessionCatalog {
       if (headersRead) await this.files.save(history);
     }
 
+    const unreadable = this.files ? (await this.snapshotHistory()).unreadable : [];
     const sessions: SessionRecord[] = [];
     const sources: Record<string, SnapshotSource> = {};
     for (const id of new Set([...live.keys(), ...inSnapshots.keys()])) {
@@ -217,7 +231,7 @@ export class SessionCatalog {
     }
     await summaries?.save(true);
     sessions.sort((a, b) => compareStrings(b.lastActivity ?? "", a.lastActivity ?? "") || compareStrings(a.id, b.id));
-    return { sessions, sources, snapshots };
+    return { sessions, sources, snapshots, unreadable };
   }
 
   private async snapshotSummary(cache: JsonMapCache<SessionSummary>, history: SnapshotHistory, h: FileHistory): Promise<SessionSummary> {

@@ -15,7 +15,7 @@ export function mergedSessionPath(config: Config, header: SessionHeader, env: Re
 /** `mkdir` only for pi's own project folder: a user's --output folder must exist already. */
 export async function writeNewSession(file: string, session: MergedSession, mkdir: boolean): Promise<void> {
   try {
-    await writeFileAtomic(file, serializeSession(session.header, session.entries), { mkdir, mode: 0o644 });
+    await writeFileAtomic(file, serializeSession(session.header, session.entries), { mkdir });
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === "EEXIST") throw new RepoError(`${file} exists: merge never overwrites a file`, "exists");

@@ -3,7 +3,7 @@
 // `--branch` ids printed by `sessions show` stay valid on the next run and in exports.
 
 import { createHash } from "node:crypto";
-import { readSessionText, type ReadSessionResult, type SessionEntry, type SessionHeader } from "../pi/index.js";
+import { nestingWarnings, readSessionText, type ReadSessionResult, type SessionEntry, type SessionHeader } from "../pi/index.js";
 
 export interface LoadedSession {
   header: SessionHeader;
@@ -11,6 +11,8 @@ export interface LoadedSession {
   fromVersion: number;
   /** Lines the tolerant parser skipped or repaired (never fatal). */
   issues: number;
+  /** What a reader must tell the user: entries kept only in part (nesting too deep to walk). */
+  warnings: string[];
 }
 
 export function stableIdGenerator(seed: string): (taken: ReadonlySet<string>, index: number) => string {
@@ -58,5 +60,6 @@ export function loadSessionBytes(bytes: Uint8Array, fallbackId: string): LoadedS
     entries: result.entries,
     fromVersion: result.fromVersion,
     issues: result.issues.length,
+    warnings: nestingWarnings(result.issues),
   };
 }

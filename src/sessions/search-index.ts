@@ -53,6 +53,8 @@ export interface SyncReport {
   appended: number;
   removed: number;
   ms: number;
+  /** What reading the indexed sessions found that the user must hear (entries indexed in part). */
+  warnings: string[];
 }
 
 /** What the index knows of a session's indexed version. */
@@ -70,6 +72,17 @@ function edgeHash(bytes: Uint8Array, length: number): string {
     .update(bytes.subarray(0, Math.min(EDGE_BYTES, length)))
     .update(bytes.subarray(Math.max(0, length - EDGE_BYTES), length))
     .digest("hex");
+}
+
+/**
+ * Warnings about one session, named; `before` is the part of the file an append skipped (the
+ * lines of `warnings` count from the header, so they move down by its lines but the header).
+ */
+function sessionWarnings(id: string, warnings: string[], before: Uint8Array | undefined): string[] {
+  let skipped = 0;
+  if (before) for (let i = before.indexOf(0x0a); i !== -1; i = before.indexOf(0x0a, i + 1)) skipped++;
+  const moved = (w: string) => (skipped > 1 ? w.replace(/^line (\d+):/, (_, n: string) => `line ${Number(n) === 1 ? 1 : Number(n) + skipped - 1}:`) : w);
+  return warnings.map((w) => `session ${id}: ${moved(w)}`);
 }
 
 export function searchIndexFile(dataDir: string): string {
@@ -139,7 +152,7 @@ export class SearchIndex {
     // sync means every version key is unchanged, so there is nothing to compare.
     const stamp = `${catalog.fingerprint} ${prune ? "prune" : "keep"}`;
     const synced = this.db.prepare("SELECT value FROM info WHERE key = 'synced'").get()?.value;
-    const report: SyncReport = { sessions: catalog.size, indexed: 0, appended: 0, removed: 0, ms: 0 };
+    const report: SyncReport = { sessions: catalog.size, indexed: 0, appended: 0, removed: 0, ms: 0, warnings: [] };
     if (synced !== stamp) {
       const docs = this.docState;
       let unread = 0;
@@ -158,7 +171,9 @@ export class SearchIndex {
         // The parser loads only when a session changed: a warm search never needs it.
         const [{ loadSessionBytes }, { indexedEntry }] = await Promise.all([import("./read.js"), import("./search-text.js")]);
         const text = appendFrom ? Buffer.concat([bytes.subarray(0, bytes.indexOf(0x0a) + 1), bytes.subarray(appendFrom)]) : bytes;
-        const entries = loadSessionBytes(text, s.id).entries.map(indexedEntry).filter((e) => e !== undefined);
+        const loaded = loadSessionBytes(text, s.id);
+        const entries = loaded.entries.map(indexedEntry).filter((e) => e !== undefined);
+        if (loaded.warnings.length) report.warnings.push(...sessionWarnings(s.id, loaded.warnings, appendFrom ? bytes.subarray(0, appendFrom) : undefined));
         // Appends continue only from a version that ended with a whole line.
         const indexedBytes = bytes[bytes.length - 1] === 0x0a ? bytes.length : 0;
         if (!this.index(s.id, { key, bytes: indexedBytes, edge: edgeHash(bytes, indexedBytes) }, entries, appendFrom ? doc!.key : undefined)) {

@@ -132,7 +132,8 @@ export class SnapshotFiles {
     if (!cached) await rm(path.join(this.cacheDir, "snapshots"), { recursive: true, force: true });
     const old = cached ?? { snapshots: [], unreadable: [], files: [] };
     const present = new Set(ids);
-    const known = new Set([...old.snapshots.map((m) => m.id), ...old.unreadable.map((u) => u.id)]);
+    // Snapshots that could not be read are tried again: `repair --from` puts back the same names.
+    const known = new Set(old.snapshots.map((m) => m.id));
     const added = ids.filter((id) => !known.has(id));
     const removed = [...known].some((id) => !present.has(id));
     if (!added.length && !removed) return old;
@@ -144,7 +145,7 @@ export class SnapshotFiles {
       if (present.has(m.id)) newIndex[i] = kept.push(m) - 1;
     });
     let files = old.files.map((f) => ({ ...f, runs: remapRuns(f.runs, newIndex) })).filter((f) => f.runs.length > 0);
-    const unreadable = old.unreadable.filter((u) => present.has(u.id));
+    const unreadable: SnapshotHistory["unreadable"] = [];
 
     // Added snapshots: decrypt them (this needs the key) and place them in time order.
     const fresh: SnapshotMeta[] = [];

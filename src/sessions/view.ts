@@ -17,6 +17,8 @@ export interface SessionView {
   leaves: SessionEntry[];
   compactions: SessionEntry[];
   name: string | undefined;
+  /** The loaded session's warnings (LoadedSession.warnings). */
+  warnings: string[];
 }
 
 /** Resolve `--branch`: an entry id or a unique prefix of one; any entry, not only leaves. */
@@ -48,5 +50,6 @@ export function sessionView(session: LoadedSession, branch?: string): SessionVie
     leaves: leaves(tree),
     compactions: compactions(session.entries),
     name: sessionName(session.entries),
+    warnings: session.warnings,
   };
 }

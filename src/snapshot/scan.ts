@@ -1,6 +1,8 @@
 import { promises as fs, type Stats } from "node:fs";
 import path from "node:path";
 import picomatch from "picomatch";
+import type { SpecialKind } from "../repo/format.js";
+import { isInside } from "../config/config.js";
 import type { SourceFilter, SourceRoot } from "./sources.js";
 
 export { DEFAULT_EXCLUDES, type SourceFilter, type SourceRoot } from "./sources.js";
@@ -14,7 +16,9 @@ export interface ScannedEntry {
   /** A Buffer when the path is not valid UTF-8, so that it can still be opened. */
   abs: string | Buffer;
   stat: Stats;
-  type: "file" | "dir" | "symlink";
+  /** "special": a FIFO, socket or device node (`kind`), which holds no bytes to back up. */
+  type: "file" | "dir" | "symlink" | "special";
+  kind?: SpecialKind;
 }
 
 export function compileFilter(filter: SourceFilter): (rel: string, isDir: boolean) => boolean {
@@ -45,20 +49,62 @@ export function isPathError(err: unknown): boolean {
   return ["EACCES", "EPERM", "EIO"].includes((err as NodeJS.ErrnoException)?.code ?? "");
 }
 
-/** Walk the roots in sorted order (the tree stream must be sorted), yielding files, dirs and links. */
+/** An error for a root that cannot be walked, worded for the snapshot's `skipped` list (one clause: no ", "). */
+function rootError(code: string, message: string): NodeJS.ErrnoException {
+  return Object.assign(new Error(`${code}: ${message}`), { code });
+}
+
+/**
+ * Why a root that exists as a path cannot be walked, beyond permissions: a symlink whose target is
+ * gone (a sessions dir linked to a disk that is not there is a loss, not an empty source) or a
+ * loop. Undefined when the path itself does not exist (a sessions dir pi has not made yet).
+ */
+async function rootLinkProblem(root: string, err: unknown): Promise<NodeJS.ErrnoException | undefined> {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === "ELOOP") return err as NodeJS.ErrnoException;
+  if (code !== "ENOENT" && code !== "ENOTDIR") return undefined;
+  const link = await fs.lstat(root).catch(() => undefined);
+  if (!link?.isSymbolicLink()) return undefined;
+  const target = await fs.readlink(root).catch(() => "?");
+  return rootError(code, `it is a symlink to ${target} and that is missing`);
+}
+
+/**
+ * Walk the roots in sorted order (the tree stream must be sorted), yielding files, dirs, links and
+ * special files. A root after the first that holds the first one (a sessions link to the agent
+ * dir's parent, a sessionDir of "~") is not walked: it would back up the first root again, and
+ * whatever else is there.
+ */
 export async function* scanSources(roots: SourceRoot[], filter: SourceFilter, onUnreadable?: OnUnreadable): AsyncGenerator<ScannedEntry> {
   const accept = compileFilter(filter);
-  for (const root of roots) {
+  const firstReal = roots.length > 1 ? await fs.realpath(roots[0].path).catch(() => undefined) : undefined;
+  for (const [i, root] of roots.entries()) {
     let rootStat: Stats;
     try {
       rootStat = await fs.stat(root.path);
     } catch (err) {
-      if (onUnreadable && isPathError(err)) onUnreadable(root.name, "", err as NodeJS.ErrnoException);
+      const problem = isPathError(err) ? (err as NodeJS.ErrnoException) : await rootLinkProblem(root.path, err);
+      if (onUnreadable && problem) onUnreadable(root.name, "", problem);
       continue;
     }
     if (!rootStat.isDirectory()) continue;
+    if (i > 0 && firstReal) {
+      const real = await fs.realpath(root.path).catch(() => undefined);
+      if (real && isInside(firstReal, real)) {
+        onUnreadable?.(root.name, "", rootError("EINVAL", `it holds ${roots[0].path} (root "${roots[0].name}"): not walked`));
+        continue;
+      }
+    }
     yield* walk(root, root.path, "", accept, onUnreadable);
   }
+}
+
+function specialKind(stat: Stats): SpecialKind | undefined {
+  if (stat.isFIFO()) return "fifo";
+  if (stat.isSocket()) return "socket";
+  if (stat.isCharacterDevice()) return "char-device";
+  if (stat.isBlockDevice()) return "block-device";
+  return undefined;
 }
 
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
@@ -113,6 +159,9 @@ async function* walk(
     } else if (stat.isFile() || stat.isSymbolicLink()) {
       if (!accept(relPath, false)) continue;
       yield { ...entry, type: stat.isFile() ? "file" : "symlink" };
+    } else {
+      const kind = specialKind(stat);
+      if (kind && accept(relPath, false)) yield { ...entry, type: "special", kind };
     }
   }
 }

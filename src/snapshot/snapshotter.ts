@@ -1,8 +1,8 @@
-import { promises as fs } from "node:fs";
+import { constants, promises as fs, type Stats } from "node:fs";
 import os from "node:os";
 import { BlobReader } from "../repo/blob-reader.js";
 import { BlobWriter } from "../repo/blob-writer.js";
-import { BlobType, INCOMPLETE_TAG, type SkippedPath, type Snapshot, type SnapshotSummary, type TreeNode } from "../repo/format.js";
+import { BlobType, type ChangedWhileRead, INCOMPLETE_TAG, type SkippedPath, type Snapshot, type SnapshotSummary, type SpecialPath, type TreeNode } from "../repo/format.js";
 import { acquireLock } from "../repo/lock.js";
 import { RepoError } from "../repo/errors.js";
 import { removeWriterTempFiles } from "../repo/repair-index.js";
@@ -13,6 +13,7 @@ import { SealPool } from "../repo/seal-pool.js";
 import { ContentChunker } from "./content-chunker.js";
 import { isPathError, scanSources, type ScannedEntry, type SourceFilter, type SourceRoot } from "./scan.js";
 import { nodeKey, readTree, TreeWriter } from "./tree.js";
+import { DEFAULT_FULL_READ_INTERVAL_MS } from "./sources.js";
 import { PROGRAM } from "../version.js";
 import { hostName } from "../host.js";
 
@@ -29,7 +30,20 @@ export interface SnapshotOptions {
   signal?: AbortSignal;
   /** More tags, decided once the scan is done and before the snapshot is written (watch's suspect-loss guard). */
   tagsAtCommit?: (scan: { files: number; parent?: SnapshotRecord; parentFiles: () => ParentFile[] }) => string[];
+  /**
+   * A grown file whose last full read is older than this is read in full instead of from its tail
+   * (config `snapshot.fullReadIntervalMs`; default one hour; 0 reads every grown file in full).
+   */
+  fullReadIntervalMs?: number;
+  /**
+   * Read every file in full, trusting nothing of the parent, not even an unchanged stat
+   * (`snapshot --full-read`: what to do when `verify` found a difference).
+   */
+  readAll?: boolean;
 }
+
+/** How much of the parent a snapshot may trust instead of reading (SnapshotOptions). */
+export type ReadPolicy = Pick<SnapshotOptions, "fullReadIntervalMs" | "readAll">;
 
 /** A file of the parent snapshot, and whether this snapshot's scan found it again. */
 export interface ParentFile {
@@ -58,14 +72,46 @@ const READ_BLOCK = 1024 * 1024;
  */
 export const MAX_TAIL_PIECES = 64;
 
+/**
+ * How many times a file that changes while it is read is read before it is stored as last read and
+ * named in `changedWhileRead`: a file rewritten once mid-read is read again, and one rewritten
+ * without pause costs at most this many reads.
+ */
+const MAX_READS = 3;
+
+/**
+ * File times advance in clock ticks (a few ms on Linux), so a change made within one tick of the
+ * previous one can leave ctime as it was (git's "racy" files). A file whose ctime is younger than
+ * this is read only once it is this old: any change during the read, or after it, then shows in
+ * ctime. One that changes again meanwhile (or whose ctime is ahead of the clock, which then went
+ * back) gets no ctimeMs, so that the next snapshot does not take it for unchanged.
+ */
+const RACY_MS = 20;
+
 /** What a file node records about its bytes (the node is built in addEntry). */
-type StoredFile = Required<Pick<TreeNode, "ino" | "content" | "size" | "mtimeMs">> & Pick<TreeNode, "tail">;
+type StoredFile = Required<Pick<TreeNode, "ino" | "content" | "size" | "mtimeMs">> & Pick<TreeNode, "tail" | "fullReadMs" | "ctimeMs">;
+
+/** What reading a file's bytes gives: the blob list, before the stat fields are added. */
+type StoredBytes = Pick<StoredFile, "content" | "size" | "tail">;
+
+/** The fields that show a change: inode, size, mtime and ctime (restic and borg compare ctime too). */
+const sameStat = (a: Pick<TreeNode, "ino" | "size" | "mtimeMs" | "ctimeMs">, b: Stats): boolean =>
+  a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs && a.ctimeMs === b.ctimeMs;
+
+/**
+ * Whether the append path may still trust a grown file's old bytes: its last full read is less than
+ * `intervalMs` ago. A tree is untrusted and clocks go back, so a time that is not a finite number
+ * in the past means "read it all".
+ */
+function prefixTrusted(fullReadMs: unknown, now: number, intervalMs: number): boolean {
+  return typeof fullReadMs === "number" && Number.isFinite(fullReadMs) && fullReadMs <= now && now - fullReadMs < intervalMs;
+}
 
 /** The `tail` field: absent when it is 1, the value every node without it has. */
 const tailField = (count: number): number | undefined => (count > 1 ? count : undefined);
 
 /** Read into all of `buf` from `offset`, stopping early only at the end of the file. */
-async function readAt(handle: fs.FileHandle, buf: Buffer, offset: number): Promise<number> {
+export async function readAt(handle: fs.FileHandle, buf: Buffer, offset: number): Promise<number> {
   let have = 0;
   while (have < buf.length) {
     const { bytesRead } = await handle.read(buf, have, buf.length - have, offset + have);
@@ -75,9 +121,16 @@ async function readAt(handle: fs.FileHandle, buf: Buffer, offset: number): Promi
   return have;
 }
 
+/**
+ * Open for reading without blocking on a FIFO or following a symlink that replaced the file since
+ * the scan: such a path is no longer the regular file the scan saw.
+ */
+const OPEN_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+
 /** Take a snapshot of `opts.roots` into `repo`, holding an append lock throughout (docs/FORMAT.md §9). */
 export function createSnapshot(repo: Repository, opts: SnapshotOptions): Promise<SnapshotResult> {
-  return withSnapshotBuilder(repo, { command: "snapshot", lockWaitMs: opts.lockWaitMs, onProgress: opts.onProgress, signal: opts.signal }, async (builder) => {
+  const settings = { command: "snapshot", lockWaitMs: opts.lockWaitMs, onProgress: opts.onProgress, signal: opts.signal, reading: { fullReadIntervalMs: opts.fullReadIntervalMs, readAll: opts.readAll } };
+  return withSnapshotBuilder(repo, settings, async (builder) => {
     const host = opts.host ?? hostName();
     let parent = await findParent(repo, opts.parent, host, opts.roots);
     if (parent) {
@@ -105,7 +158,7 @@ export function createSnapshot(repo: Repository, opts: SnapshotOptions): Promise
  */
 export async function withSnapshotBuilder(
   repo: Repository,
-  opts: { command: string; lockWaitMs?: number; onProgress?: (p: SnapshotProgress) => void; signal?: AbortSignal },
+  opts: { command: string; lockWaitMs?: number; onProgress?: (p: SnapshotProgress) => void; signal?: AbortSignal; reading?: ReadPolicy },
   build: (builder: SnapshotBuilder) => Promise<SnapshotResult>,
 ): Promise<SnapshotResult> {
   opts.signal?.throwIfAborted();
@@ -116,7 +169,7 @@ export async function withSnapshotBuilder(
     // Other appenders may be writing: only files of writers known to be dead go (docs/FORMAT.md §9).
     await removeWriterTempFiles(repo.target, repo.stagingDir, "dead");
     await repo.loadIndex(true);
-    builder = new SnapshotBuilder(repo, pool, opts.onProgress, opts.signal ? AbortSignal.any([lock.signal, opts.signal]) : lock.signal, () => lock.confirm());
+    builder = new SnapshotBuilder(repo, pool, opts.onProgress, opts.signal ? AbortSignal.any([lock.signal, opts.signal]) : lock.signal, () => lock.confirm(), opts.reading);
     return await build(builder);
   } catch (err) {
     await builder?.abort();
@@ -127,7 +180,8 @@ export async function withSnapshotBuilder(
   }
 }
 
-async function findParent(repo: Repository, parentId: string | undefined, host: string, roots: SourceRoot[]): Promise<SnapshotRecord | undefined> {
+/** The snapshot a new one of `roots` is compared with: `parentId`, else the newest of `host` with those roots that can be a parent. */
+export async function findParent(repo: Repository, parentId: string | undefined, host: string, roots: SourceRoot[]): Promise<SnapshotRecord | undefined> {
   if (parentId) {
     try {
       return { id: parentId, snapshot: await repo.loadSnapshot(parentId) };
@@ -148,8 +202,9 @@ async function findParent(repo: Repository, parentId: string | undefined, host: 
 
 /**
  * A file's node with the fields that change on an append (the end of `content`, `tail`, `size`,
- * `mtimeMs`) last and together, so that an append changes one stretch of the tree stream, mostly
- * one tree blob, however long the content list is.
+ * `mtimeMs`, `ctimeMs`) last and together, so that an append changes one stretch of the tree
+ * stream, mostly one tree blob, however long the content list is. `fullReadMs` changes only when
+ * the file is read in full, and goes before `content`.
  */
 function fileNode(base: Pick<TreeNode, "root" | "path" | "pathBytes" | "mode">, f: StoredFile): TreeNode {
   return {
@@ -159,19 +214,23 @@ function fileNode(base: Pick<TreeNode, "root" | "path" | "pathBytes" | "mode">, 
     type: "file",
     mode: base.mode,
     ino: f.ino,
+    ...(f.fullReadMs !== undefined ? { fullReadMs: f.fullReadMs } : {}),
     content: f.content,
     ...(tailField(f.tail ?? 1) ? { tail: f.tail } : {}),
     size: f.size,
     mtimeMs: f.mtimeMs,
+    ...(f.ctimeMs !== undefined ? { ctimeMs: f.ctimeMs } : {}),
   };
 }
 
 /**
  * Builds one snapshot. Files are compared with the parent snapshot:
- * - same inode, size and mtime: the parent's chunk list is reused without reading the file;
- * - same inode, grown, and the parent's bytes near both ends unchanged: only the bytes after the
- *   parent's last content-defined cut are read, and about the appended bytes stored (storeAppend);
- * - anything else (new inode, shrunk, changed bytes): the whole file is re-chunked.
+ * - same inode, size, mtime and ctime: the parent's chunk list is reused without reading the file;
+ * - same inode, grown, last read in full less than fullReadIntervalMs ago, and the parent's bytes
+ *   near both ends unchanged: only the bytes after the parent's last content-defined cut are read,
+ *   and about the appended bytes stored (storeAppend);
+ * - anything else (new inode, shrunk, changed bytes, a node without ctime): the whole file is re-chunked.
+ * A file whose stat changes while it is read is read again (MAX_READS).
  */
 export class SnapshotBuilder {
   private readonly writer: BlobWriter;
@@ -180,8 +239,10 @@ export class SnapshotBuilder {
   private readonly parentNodes = new Map<string, TreeNode>();
   /** Paths that could not be read; the snapshot still takes everything else. */
   private readonly skipped: SkippedPath[] = [];
+  private readonly changedWhileRead: ChangedWhileRead[] = [];
+  private readonly special: SpecialPath[] = [];
   private readonly started = Date.now();
-  private readonly counts = { files: 0, dirs: 0, bytesTotal: 0, filesNew: 0, filesChanged: 0, filesUnchanged: 0 };
+  private readonly counts = { files: 0, dirs: 0, bytesTotal: 0, filesNew: 0, filesChanged: 0, filesUnchanged: 0, bytesRead: 0 };
   private lastProgress = 0;
 
   constructor(
@@ -192,6 +253,7 @@ export class SnapshotBuilder {
     private readonly lockLost?: AbortSignal,
     /** Throws unless the lock object is still there: checked before the index and the snapshot are written. */
     private readonly confirmLock?: () => Promise<void>,
+    private readonly reading: ReadPolicy = {},
   ) {
     this.writer = new BlobWriter(repo, pool);
     this.tree = new TreeWriter(repo, this.writer);
@@ -243,6 +305,8 @@ export class SnapshotBuilder {
         return undefined;
       });
       if (target !== undefined) await this.tree.add({ ...base, type: "symlink", target });
+    } else if (entry.type === "special") {
+      this.special.push({ root: entry.root, path: entry.path, kind: entry.kind! });
     } else {
       const stored = await this.storeFile(entry);
       if (stored) await this.tree.add(fileNode(base, stored));
@@ -271,18 +335,42 @@ export class SnapshotBuilder {
     const key = nodeKey(entry.root, entry.pathBytes ?? entry.path);
     const prev = this.parentNodes.get(key);
     if (prev) this.parentFound.add(key);
-    if (prev && prev.ino === stat.ino && prev.size === stat.size && prev.mtimeMs === stat.mtimeMs && prev.content) {
+    if (prev && prev.content && !this.reading.readAll && sameStat(prev, stat)) {
       this.count("unchanged", stat.size, entry.path);
       // The tail count is carried over as read; only an integer is worth carrying (appendPoint checks it fully).
       const tail = Number.isInteger(prev.tail) ? prev.tail : undefined;
-      return { ino: stat.ino, content: prev.content, tail, size: stat.size, mtimeMs: stat.mtimeMs };
+      return { ino: stat.ino, content: prev.content, tail, size: stat.size, mtimeMs: stat.mtimeMs, ctimeMs: stat.ctimeMs, fullReadMs: prev.fullReadMs };
     }
+    for (let reads = 1; ; reads++) {
+      const read = await this.readFile(entry, prev);
+      if (!read) return undefined;
+      if (read.steady || reads === MAX_READS) {
+        if (!read.steady) {
+          // Maybe torn: no ctime and no full read on record, so the next snapshot reads it all again.
+          this.changedWhileRead.push({ root: entry.root, path: entry.path, reads });
+          delete read.stored.ctimeMs;
+          delete read.stored.fullReadMs;
+        } else if (!read.settled) delete read.stored.ctimeMs;
+        this.count(prev ? "changed" : "new", read.stored.size, entry.path);
+        return read.stored;
+      }
+    }
+  }
+
+  /**
+   * One read of a file, and whether it held still meanwhile: the same size, mtime and ctime after the
+   * read as before it, and the path still naming the same inode. Anything else (a truncation and
+   * rewrite, an append, a rename over it) may have mixed bytes of two versions. Undefined when the
+   * path no longer names a regular file that can be read.
+   */
+  private async readFile(entry: ScannedEntry, prev: TreeNode | undefined): Promise<{ stored: StoredFile; steady: boolean; settled: boolean } | undefined> {
     let handle;
     try {
-      handle = await fs.open(entry.abs, "r");
+      handle = await fs.open(entry.abs, OPEN_FLAGS);
     } catch (err) {
-      // Deleted between scan and read: the next snapshot will not list it either.
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      // Deleted (or replaced by a link) between scan and read: the next snapshot will see what is there.
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === "ENOENT" || code === "ELOOP") return undefined;
       if (isPathError(err)) {
         this.skip(entry.root, entry.path, err as NodeJS.ErrnoException);
         return undefined;
@@ -290,18 +378,39 @@ export class SnapshotBuilder {
       throw err;
     }
     try {
-      const st = await handle.stat();
-      const grown = prev && st.ino === prev.ino && typeof prev.size === "number" && st.size > prev.size;
-      const stored = (grown && (await this.storeAppend(handle, prev, st.size))) || (await this.storeWhole(handle, 0, st.size, []));
-      this.count(prev ? "changed" : "new", stored.size, entry.path);
-      return { ino: st.ino, ...stored, mtimeMs: st.mtimeMs };
+      let before = await handle.stat();
+      if (!before.isFile()) return undefined;
+      const age = Date.now() - before.ctimeMs;
+      if (age >= 0 && age < RACY_MS) {
+        await new Promise((r) => setTimeout(r, RACY_MS - age));
+        before = await handle.stat();
+      }
+      const now = Date.now();
+      // Changed again while we waited, or a ctime ahead of the clock: a change in the same tick could hide.
+      const settled = now - before.ctimeMs >= RACY_MS;
+      const grown = prev && before.ino === prev.ino && typeof prev.size === "number" && before.size > prev.size;
+      const interval = this.reading.readAll ? 0 : (this.reading.fullReadIntervalMs ?? DEFAULT_FULL_READ_INTERVAL_MS);
+      const appended = grown && prefixTrusted(prev.fullReadMs, now, interval) ? await this.storeAppend(handle, prev, before.size) : undefined;
+      const bytes = appended ?? (await this.storeWhole(handle, 0, before.size, []));
+      const after = await handle.stat();
+      const onPath = await fs.lstat(entry.abs).catch(() => undefined);
+      // A short read means it was truncated meanwhile. A path that is gone now is no sign of a torn
+      // read: what was read is the file as it was.
+      const steady =
+        bytes.size === before.size &&
+        after.size === before.size &&
+        after.mtimeMs === before.mtimeMs &&
+        after.ctimeMs === before.ctimeMs &&
+        (!onPath || onPath.ino === before.ino);
+      const fullReadMs = appended ? prev!.fullReadMs : now;
+      return { stored: { ino: before.ino, ...bytes, mtimeMs: before.mtimeMs, ctimeMs: before.ctimeMs, fullReadMs }, steady, settled };
     } finally {
       await handle.close();
     }
   }
 
   /** Chunk [from, end) of the file after the blobs `kept`, streaming; the result has no pieces. */
-  private async storeWhole(handle: fs.FileHandle, from: number, end: number, kept: string[], head?: Buffer): Promise<Omit<StoredFile, "ino" | "mtimeMs">> {
+  private async storeWhole(handle: fs.FileHandle, from: number, end: number, kept: string[], head?: Buffer): Promise<StoredBytes> {
     let pos = from;
     if (head) {
       await this.content.push(head);
@@ -311,8 +420,9 @@ export class SnapshotBuilder {
       const space = this.content.space;
       const want = Math.min(space.length, READ_BLOCK, end - pos);
       const { bytesRead } = await handle.read(space, 0, want, pos);
-      if (bytesRead === 0) break; // truncated while we read: keep what was there
+      if (bytesRead === 0) break; // truncated while we read: keep what was there (the stat after the read shows it)
       pos += bytesRead;
+      this.counts.bytesRead += bytesRead;
       await this.content.filled(bytesRead);
     }
     const { ids } = await this.content.end();
@@ -327,13 +437,13 @@ export class SnapshotBuilder {
    * fork still shares them) and the remainder becomes the single tail blob. docs/FORMAT.md §10.
    * Undefined when the parent's bytes are not where they were (a rewrite): chunk the whole file.
    */
-  private async storeAppend(handle: fs.FileHandle, prev: TreeNode, end: number): Promise<Omit<StoredFile, "ino" | "mtimeMs"> | undefined> {
+  private async storeAppend(handle: fs.FileHandle, prev: TreeNode, end: number): Promise<StoredBytes | undefined> {
     const resume = await this.appendPoint(handle, prev);
     if (!resume) return undefined;
     const oldLength = prev.size! - resume.offset;
     const max = this.repo.dataChunker.params.max;
     const region = Buffer.allocUnsafe(Math.min(end - resume.offset, max));
-    const have = await readAt(handle, region, resume.offset);
+    const have = await this.readAt(handle, region, resume.offset);
     // The bytes after the cut must still be the parent's tail blobs, one after another.
     if (have < oldLength || !this.sameBlobs(region.subarray(0, oldLength), resume.tail)) return undefined;
     if (resume.offset + have < end && have === region.length) {
@@ -392,7 +502,14 @@ export class SnapshotBuilder {
     const loc = this.repo.index.get(id);
     if (!loc) return false;
     const buf = Buffer.allocUnsafe(loc.rawLength);
-    return (await readAt(handle, buf, offset)) === loc.rawLength && this.repo.blobId(buf) === id;
+    return (await this.readAt(handle, buf, offset)) === loc.rawLength && this.repo.blobId(buf) === id;
+  }
+
+  /** readAt, counted in the summary's bytesRead. */
+  private async readAt(handle: fs.FileHandle, buf: Buffer, offset: number): Promise<number> {
+    const n = await readAt(handle, buf, offset);
+    this.counts.bytesRead += n;
+    return n;
   }
 
   /** Whether `bytes` are exactly the blobs `ids`, in order. */
@@ -449,17 +566,21 @@ export class SnapshotBuilder {
       bytesStored: this.writer.bytesStored,
       durationMs: Date.now() - this.started,
     };
+    // Either way the snapshot is not a faithful copy of everything it names.
+    const incomplete = this.skipped.length > 0 || this.changedWhileRead.length > 0;
     const snapshot: Snapshot = {
       version: 1,
       time: meta.time ?? new Date().toISOString(),
       host: meta.host,
       user: os.userInfo().username,
-      tags: this.skipped.length ? [...new Set([...meta.tags, INCOMPLETE_TAG])] : meta.tags,
+      tags: incomplete ? [...new Set([...meta.tags, INCOMPLETE_TAG])] : meta.tags,
       roots: meta.roots,
       tree,
       parent: meta.parent,
       imported: meta.imported,
       skipped: this.skipped.length ? this.skipped : undefined,
+      changedWhileRead: this.changedWhileRead.length ? this.changedWhileRead : undefined,
+      special: this.special.length ? this.special : undefined,
       program: PROGRAM,
       summary,
     };

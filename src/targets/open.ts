@@ -1,8 +1,9 @@
 import { RepoError } from "../repo/errors.js";
-import type { Config } from "../config/config.js";
+import { retrySettings, type Config } from "../config/config.js";
 import { LimitTarget } from "./limit.js";
 import { LocalTarget } from "./local.js";
 import { parseRepoLocation } from "./location.js";
+import { retryReporter, type RetryReporter } from "./retry-report.js";
 import { RetryTarget } from "./retry.js";
 import { S3Target } from "./s3.js";
 import type { Target } from "./target.js";
@@ -12,14 +13,19 @@ export const REMOTE_CONCURRENCY = 8;
 
 /**
  * The storage a config's repository location names. Remote targets are wrapped: retries with
- * back-off outside (a retry waiting does not hold a slot), the concurrency limit inside.
+ * back-off outside (a retry waiting does not hold a slot), the concurrency limit inside. The retry
+ * budget is the config's (`retry`), or for a bare location PI_GUARD_RETRY_MAX and the default.
  */
-export function openTarget(config: Pick<Config, "repo">, env: NodeJS.ProcessEnv = process.env, opts: OpenTargetOptions = {}): Target {
+export function openTarget(config: Pick<Config, "repo"> & Partial<Pick<Config, "retry">>, env: NodeJS.ProcessEnv = process.env, opts: OpenTargetOptions = {}): Target {
   const loc = parseRepoLocation(config.repo);
   // A restic repository is read and written only by restic (src/restic/), never as pi-guard objects.
   if (loc.kind === "restic") throw new RepoError(`${config.repo} is a restic repository: this command works only on pi-guard's own repositories (docs/RESTIC.md)`, "usage");
   const wrap = opts.wrapStorage ?? ((t: Target) => t);
-  if (loc.kind === "s3") return new RetryTarget(new LimitTarget(wrap(new S3Target({ bucket: loc.bucket, prefix: loc.prefix, env }), { multipartPartSize: S3_PART_SIZE }), REMOTE_CONCURRENCY));
+  if (loc.kind === "s3") {
+    const storage = new LimitTarget(wrap(new S3Target({ bucket: loc.bucket, prefix: loc.prefix, env }), { multipartPartSize: S3_PART_SIZE }), REMOTE_CONCURRENCY);
+    const maxMs = Math.min((config.retry ?? retrySettings(env)).maxMs, opts.retry?.maxMs ?? Infinity);
+    return new RetryTarget(storage, { maxMs, onRetry: opts.retry?.onRetry ?? retryReporter() });
+  }
   return wrap(new LocalTarget(loc.path), {});
 }
 
@@ -29,6 +35,11 @@ export interface OpenTargetOptions {
    * request sent, retries included). `multipartPartSize` is set for storage that splits big uploads.
    */
   wrapStorage?: (storage: Target, info: { multipartPartSize?: number }) => Target;
+  /**
+   * `maxMs` caps the configured retry budget (a check that must answer soon); `onRetry` is told
+   * of each wait instead of the process's reporter (reportRetriesTo).
+   */
+  retry?: { maxMs?: number; onRetry?: RetryReporter };
 }
 
 /** S3Target's default multipart part size. */

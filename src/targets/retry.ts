@@ -1,15 +1,21 @@
 import { RepoError } from "../repo/errors.js";
+import { DEFAULT_RETRY_MAX_MS, firstLine, formatWait, type RetryReporter } from "./retry-report.js";
 import { ObjectExists, ObjectNotFound, TargetError, type ObjectInfo, type OpOptions, type Target } from "./target.js";
 import { TargetWrapper } from "./wrap.js";
 
 export interface RetryOptions {
-  /** Tries per operation, the first included. */
+  /**
+   * How long an operation may keep failing before it gives up, from its first failure (default
+   * DEFAULT_RETRY_MAX_MS); 0 never retries. The last wait is cut to what is left of it.
+   */
+  maxMs?: number;
+  /** Tries per operation at most, the first included (default: no limit, the budget decides). */
   attempts?: number;
   /** The first back-off; it doubles per retry up to maxDelayMs. */
   baseDelayMs?: number;
   maxDelayMs?: number;
-  /** Told before each wait (the CLI can show "retrying"). */
-  onRetry?: (info: { attempt: number; delayMs: number; error: unknown }) => void;
+  /** Told before each wait (the CLI prints one line). */
+  onRetry?: RetryReporter;
   random?: () => number;
 }
 
@@ -29,11 +35,14 @@ export function isTransient(err: unknown): boolean {
 
 /**
  * Retries transient failures with exponential back-off and jitter (restic's backend/retry is the
- * model): a flaky connection costs a few seconds, never a snapshot, while a permanent error fails
- * on its first try. Jitter keeps many hosts that lost the same server from retrying in lockstep.
- * A retried put is safe: objects are content-addressed or (locks) replaced whole.
+ * model) for as long as the budget allows: an outage of minutes costs a wait, never a snapshot,
+ * while a permanent error fails on its first try. Jitter keeps many hosts that lost the same
+ * server from retrying in lockstep. A retried put is safe: objects are content-addressed or
+ * (locks) replaced whole. An operation that is still failing when the budget is spent fails with
+ * its last error and how long it kept failing.
  */
 export class RetryTarget extends TargetWrapper {
+  private readonly maxMs: number;
   private readonly attempts: number;
   private readonly baseDelayMs: number;
   private readonly maxDelayMs: number;
@@ -43,9 +52,10 @@ export class RetryTarget extends TargetWrapper {
     private readonly opts: RetryOptions = {},
   ) {
     super(inner);
-    this.attempts = opts.attempts ?? 5;
+    this.maxMs = opts.maxMs ?? DEFAULT_RETRY_MAX_MS;
+    this.attempts = opts.attempts ?? Infinity;
     this.baseDelayMs = opts.baseDelayMs ?? 250;
-    this.maxDelayMs = opts.maxDelayMs ?? 4000;
+    this.maxDelayMs = opts.maxDelayMs ?? 30_000;
   }
 
   /** Half the capped exponential delay fixed, half random ("equal jitter"). */
@@ -54,15 +64,43 @@ export class RetryTarget extends TargetWrapper {
     return Math.round(cap / 2 + (this.opts.random ?? Math.random)() * (cap / 2));
   }
 
+  /** One operation's tries: `failed` waits before the next one, or throws when there is none. */
+  private tries(signal?: AbortSignal): { failed(err: unknown): Promise<void>; progressed(): void } {
+    let attempt = 0;
+    let since: number | undefined;
+    return {
+      failed: async (err) => {
+        attempt++;
+        if (!isTransient(err) || signal?.aborted) throw err;
+        const now = Date.now();
+        since ??= now;
+        const elapsedMs = now - since;
+        const left = this.maxMs - elapsedMs;
+        if (attempt >= this.attempts || left <= 0) throw attempt === 1 ? err : this.gaveUp(err, attempt, elapsedMs);
+        const delayMs = Math.min(this.delayFor(attempt - 1), left);
+        this.opts.onRetry?.({ attempt, delayMs, elapsedMs, budgetMs: this.maxMs, error: err });
+        await sleep(delayMs, signal);
+      },
+      // A stream that got further before it broke starts its count and its budget again.
+      progressed: () => {
+        attempt = 0;
+        since = undefined;
+      },
+    };
+  }
+
+  private gaveUp(err: unknown, attempts: number, elapsedMs: number): TargetError {
+    const why = attempts >= this.attempts ? `${attempts} tries is the limit` : `the retry budget is ${formatWait(this.maxMs)} (PI_GUARD_RETRY_MAX, or retry.maxMs in the config file)`;
+    return new TargetError(`${firstLine(err)}, still failing after ${attempts} tries over ${formatWait(elapsedMs)}: ${why}`, err instanceof RepoError ? err.kind : "io", true);
+  }
+
   protected override async run<T>(op: () => Promise<T>, signal?: AbortSignal): Promise<T> {
-    for (let attempt = 1; ; attempt++) {
+    const tries = this.tries(signal);
+    for (;;) {
       try {
         return await op();
       } catch (err) {
-        if (attempt >= this.attempts || !isTransient(err) || signal?.aborted) throw err;
-        const delayMs = this.delayFor(attempt - 1);
-        this.opts.onRetry?.({ attempt, delayMs, error: err });
-        await sleep(delayMs, signal);
+        await tries.failed(err);
       }
     }
   }
@@ -72,9 +110,10 @@ export class RetryTarget extends TargetWrapper {
    * backend does the same): the caller sees each byte once. Tries count again after progress.
    */
   override async *readRange(key: string, offset: number, length: number, opts?: OpOptions): AsyncIterable<Uint8Array> {
+    const tries = this.tries(opts?.signal);
     let got = 0;
     let gotAtFailure = 0;
-    for (let attempt = 1; ; attempt++) {
+    for (;;) {
       try {
         for await (const chunk of this.inner.readRange(key, offset + got, length - got, opts)) {
           got += chunk.length;
@@ -82,20 +121,18 @@ export class RetryTarget extends TargetWrapper {
         }
         return;
       } catch (err) {
-        if (got > gotAtFailure) attempt = 1;
+        if (got > gotAtFailure) tries.progressed();
         gotAtFailure = got;
-        if (attempt >= this.attempts || !isTransient(err) || opts?.signal?.aborted) throw err;
-        const delayMs = this.delayFor(attempt - 1);
-        this.opts.onRetry?.({ attempt, delayMs, error: err });
-        await sleep(delayMs, opts?.signal);
+        await tries.failed(err);
       }
     }
   }
 
   /** A listing that fails part-way starts over and skips what it already yielded (keys come sorted). */
   override async *list(prefix: string, opts?: OpOptions): AsyncIterable<ObjectInfo> {
+    const tries = this.tries(opts?.signal);
     let last: string | undefined;
-    for (let attempt = 1; ; attempt++) {
+    for (;;) {
       try {
         for await (const info of this.inner.list(prefix, opts)) {
           if (last !== undefined && info.key <= last) continue;
@@ -104,10 +141,7 @@ export class RetryTarget extends TargetWrapper {
         }
         return;
       } catch (err) {
-        if (attempt >= this.attempts || !isTransient(err) || opts?.signal?.aborted) throw err;
-        const delayMs = this.delayFor(attempt - 1);
-        this.opts.onRetry?.({ attempt, delayMs, error: err });
-        await sleep(delayMs, opts?.signal);
+        await tries.failed(err);
       }
     }
   }

@@ -7,6 +7,8 @@ export interface S3ErrorContext {
   /** The endpoint's host, or "" for AWS itself. */
   endpointHost: string;
   region?: string;
+  /** AWS_PROFILE, when set: then the profile is what gave no credentials. */
+  profile?: string;
   op: string;
   key?: string;
 }
@@ -56,6 +58,9 @@ export function describeS3Error(err: unknown, c: S3ErrorContext): Error {
   if (name === "NoSuchBucket" || (name === "NotFound" && c.key === undefined)) {
     return new TargetError(`S3 bucket "${c.bucket}" does not exist${where}: create it, or fix the bucket name in ${c.location}`, "not-found", false);
   }
+  // Any other 404 on an object (servers differ in the error name, or send none for HEAD) is the
+  // object missing: the caller reports it as damage, never as an unexplained failure.
+  if (status === 404 && c.key !== undefined) return new ObjectNotFound(c.key);
   if (name === "InvalidAccessKeyId") {
     return new TargetError(`S3${where} does not know the access key (InvalidAccessKeyId): check AWS_ACCESS_KEY_ID or AWS_PROFILE`, "io", false);
   }
@@ -63,7 +68,10 @@ export function describeS3Error(err: unknown, c: S3ErrorContext): Error {
     return new TargetError(`S3${where} rejected the request signature (SignatureDoesNotMatch): check AWS_SECRET_ACCESS_KEY for this access key`, "io", false);
   }
   if (name === "CredentialsProviderError" || /Could not load credentials/i.test(e.message ?? "")) {
-    return new TargetError(`no AWS credentials found for ${c.location}: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE`, "io", false);
+    const fix = c.profile
+      ? `profile "${c.profile}" (AWS_PROFILE) gave none; check it in ~/.aws/credentials and ~/.aws/config`
+      : "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE";
+    return new TargetError(`no AWS credentials found for ${c.location}: ${fix}`, "io", false);
   }
   if (name === "PermanentRedirect" || name === "AuthorizationHeaderMalformed" || name === "IllegalLocationConstraintException" || status === 301) {
     const region = regionOf(e);
@@ -74,12 +82,14 @@ export function describeS3Error(err: unknown, c: S3ErrorContext): Error {
     );
   }
   if (name === "AccessDenied" || name === "Forbidden" || status === 403) {
-    return new TargetError(`access denied: ${what} in ${c.location}${where} (${name || "HTTP 403"}); the credentials need s3:GetObject, PutObject, DeleteObject and ListBucket on it`, "io", false);
+    return new TargetError(`access denied: ${what} in ${c.location}${where} (${name || "HTTP 403"}); the credentials need s3:GetObject, PutObject, DeleteObject and ListBucket on it`, "io", false, true);
   }
   const net = networkCode(e);
   if (net) return new TargetError(`cannot reach S3${where || " (AWS)"}: ${net} during ${what}`, "io", true);
+  // An answer without a body (HEAD) has no error code: the SDK calls it "Unknown"; the status says more.
+  const code = name && name !== "Unknown" ? `${name}${status ? ` (HTTP ${status})` : ""}` : status ? `HTTP ${status}` : "error";
   if (RETRYABLE_NAMES.has(name) || (status !== undefined && (status >= 500 || status === 429))) {
-    return new TargetError(`S3${where} failed ${what}: ${name || "error"}${status ? ` (HTTP ${status})` : ""}`, "io", true);
+    return new TargetError(`S3${where} failed ${what}: ${code}`, "io", true);
   }
-  return new TargetError(`S3${where} failed ${what}: ${name || "error"}${status ? ` (HTTP ${status})` : ""}: ${firstLine(e.message)}`, "io", false);
+  return new TargetError(`S3${where} failed ${what}: ${code}: ${firstLine(e.message)}`, "io", false);
 }

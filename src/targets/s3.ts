@@ -43,8 +43,8 @@ export function s3Endpoint(env: NodeJS.ProcessEnv): { endpoint?: string; host: s
 /**
  * A repository under a prefix of an S3 bucket (AWS, MinIO, R2, B2, ...), through the AWS SDK.
  * Credentials come from the SDK's standard chain and are never stored by pi-guard. Retries are
- * left to RetryTarget (the SDK makes one attempt per call), so a server that is down fails in
- * seconds with one line. The SDK loads on first use: commands that never touch S3 do not pay for it.
+ * left to RetryTarget (the SDK makes one attempt per call), which waits out an outage for its
+ * budget and says so. The SDK loads on first use: commands that never touch S3 do not pay for it.
  */
 export class S3Target implements Target {
   readonly location: string;
@@ -83,7 +83,8 @@ export class S3Target implements Target {
         endpoint: this.endpoint.endpoint,
         forcePathStyle: this.endpoint.pathStyle,
         maxAttempts: 1,
-        // Short connect timeout: a server that is down must fail the command in seconds.
+        // Short connect timeout: a try at a server that is down fails in seconds, and RetryTarget
+        // decides whether to try again.
         requestHandler: { connectionTimeout: 3000, requestTimeout: 120_000 },
         // Objects carry their own SHA-256 names; the SDK's default trailing checksums break
         // S3-compatible servers that do not know them (aws-chunked uploads).
@@ -102,7 +103,7 @@ export class S3Target implements Target {
   private async fail(err: unknown, op: string, key?: string, signal?: AbortSignal): Promise<Error> {
     if (signal?.aborted) return signal.reason as Error;
     const region = await this.sdk?.then((s) => s.region).catch(() => undefined);
-    const ctx: S3ErrorContext = { bucket: this.bucket, location: this.location, endpointHost: this.endpoint.host, region, op, key };
+    const ctx: S3ErrorContext = { bucket: this.bucket, location: this.location, endpointHost: this.endpoint.host, region, profile: this.env.AWS_PROFILE || undefined, op, key };
     return describeS3Error(err, ctx);
   }
 

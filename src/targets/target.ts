@@ -168,6 +168,8 @@ export class TargetError extends RepoError {
     message: string,
     kind: RepoErrorKind,
     readonly transient: boolean,
+    /** The storage refused the request for these credentials (S3's 403): a read-only user, say. */
+    readonly denied = false,
   ) {
     super(message, kind);
     this.name = "TargetError";

@@ -2,8 +2,7 @@
  * What a scheduled job does: job name → engine call. The map is injectable, so `watch` can run
  * jobs on its open repository and tests can run real jobs beside crafted ones.
  */
-import { promises as fs } from "node:fs";
-import { META_ROOT_NAME, type Config, type ScheduledJob } from "../config/config.js";
+import type { Config, ScheduledJob } from "../config/config.js";
 import type { Repository } from "../repo/repository.js";
 
 export interface JobResult {
@@ -23,18 +22,21 @@ export interface JobContext {
 export type JobFn = (ctx: JobContext) => Promise<JobResult>;
 export type JobMap = Record<ScheduledJob, JobFn>;
 
+/** `pi-guard snapshot`'s policy (engine backup): a missing agent dir fails, a suspected loss is tagged and fails, mirrors get it. */
 async function snapshotJob(ctx: JobContext): Promise<JobResult> {
-  // As `pi-guard snapshot` does: an empty snapshot of a missing agent dir would become "latest".
-  const sources = ctx.config.roots.filter((r) => r.name !== META_ROOT_NAME);
-  const present = await Promise.all(sources.map((r) => fs.stat(r.path).then((s) => s.isDirectory(), (e: NodeJS.ErrnoException) => e.code !== "ENOENT" && e.code !== "ENOTDIR")));
-  if (!present.some(Boolean)) return { ok: false, summary: `nothing to back up: ${ctx.config.agentDir} does not exist; no snapshot was taken` };
-  const { snapshotAgentDir } = await import("../engine.js");
-  const result = await snapshotAgentDir(ctx.config, await ctx.repo(), { lockWaitMs: ctx.lockWaitMs });
-  const s = result.snapshot.summary;
-  const skipped = result.snapshot.skipped ?? [];
-  const what = `snapshot ${result.id.slice(0, 8)}: ${s.files} files, ${s.filesNew} new, ${s.filesChanged} changed`;
-  if (skipped.length) return { ok: false, summary: `${what}; incomplete: ${skipped.length} path(s) could not be read`, details: { id: result.id, skipped } };
-  return { ok: true, summary: what, details: { id: result.id } };
+  const [{ backup }, { describeLoss }, { shipped }] = await Promise.all([import("../engine.js"), import("../snapshot/loss-guard.js"), import("../repo/ship.js")]);
+  const r = await backup(ctx.config, ctx.repo, { lockWaitMs: ctx.lockWaitMs });
+  // Without allowEmpty, backup throws rather than take no snapshot.
+  const made = r.snapshot!;
+  const s = made.snapshot.summary;
+  const skipped = made.snapshot.skipped ?? [];
+  const problems: string[] = [];
+  if (made.loss) problems.push(describeLoss(made.loss, made.id, made.snapshot.parent));
+  if (skipped.length) problems.push(`incomplete: ${skipped.length} path(s) could not be read`);
+  for (const m of r.mirrors) if (!shipped(m)) problems.push(`mirror ${m.mirror} failed: ${m.error ?? "not everything was copied"}; the next snapshot retries`);
+  const what = `snapshot ${made.id.slice(0, 8)}: ${s.files} files, ${s.filesNew} new, ${s.filesChanged} changed`;
+  const details = { id: made.id, tags: made.snapshot.tags, skipped, suspectLoss: made.loss ?? null, mirrors: r.mirrors.map((m) => ({ mirror: m.mirror, ok: shipped(m), error: m.error ?? null })) };
+  return { ok: problems.length === 0, summary: [what, ...problems].join("; "), details };
 }
 
 function checkJob(readData: boolean): JobFn {
@@ -50,8 +52,13 @@ function checkJob(readData: boolean): JobFn {
 }
 
 async function forgetIn(repo: Repository, ctx: JobContext): Promise<JobResult> {
-  const { forget } = await import("../repo/retention.js");
+  const { emptiedGroupText, forget } = await import("../repo/retention.js");
+  // Never allowRemoveAll: a schedule has no one to confirm that emptying a group was meant.
   const r = await forget(repo, { policy: ctx.config.retention, lockWaitMs: ctx.lockWaitMs });
+  if (r.refused) {
+    const groups = r.emptiedGroups.map((g) => `the policy keeps no snapshot of ${emptiedGroupText(g)}`).join("; ");
+    return { ok: false, summary: `REFUSED: ${groups}; nothing was forgotten; fix "retention" in ${ctx.config.configFile}`, details: r };
+  }
   const unreadable = r.unreadable.length ? `; ${r.unreadable.length} unreadable snapshot(s) left alone` : "";
   const summary = `forgot ${r.removed} snapshot(s), kept ${r.keep.length}${unreadable}`;
   return { ok: r.removed === r.remove.length && r.unreadable.length === 0, summary, details: r };
@@ -86,7 +93,7 @@ async function retentionJob(ctx: JobContext): Promise<JobResult> {
   for (const mirror of ctx.config.mirrors) {
     const part = await (async () => {
       const [{ openReplica }, { openTarget }] = await Promise.all([import("../repo/replicate.js"), import("../targets/open.js")]);
-      const { repo: copy } = await openReplica(repo, openTarget({ repo: mirror }), { dataDir: ctx.config.dataDir });
+      const { repo: copy } = await openReplica(repo, openTarget({ repo: mirror, retry: ctx.config.retry }), { dataDir: ctx.config.dataDir });
       return retentionIn(copy, ctx);
     })().catch((err: unknown): JobResult => ({ ok: false, summary: ((err as Error)?.message ?? String(err)).split("\n")[0] }));
     parts.push({ where: mirror, ...part });

@@ -439,18 +439,52 @@ function shellWord(s: string): string {
 
 /**
  * The system crontab line that runs `job` at the same times: `<cron> <env> <node> <pi-guard>
- * run-scheduled --job <job>`. System cron has no seconds field, and it fires when the day of month
- * OR the day of week matches where node-cron needs both: such expressions get a note instead of,
- * or beside, the line.
+ * run-scheduled --job <job>`, or for `snapshot` `… snapshot --quiet` (see crontabPlan). System cron
+ * has no seconds field, and it fires when the day of month OR the day of week matches where
+ * node-cron needs both: such expressions get a note instead of, or beside, the line.
  */
 export function crontabLine(s: Schedule, program: { node: string; bin: string }, env: Record<string, string>): { line?: string; note?: string } {
   const fields = s.cron.trim().split(/\s+/);
   if (fields.length === 6) return { note: `"${s.cron}" has a seconds field, which system cron does not have` };
   const vars = Object.entries(env).map(([k, v]) => `${k}=${shellWord(v)}`);
-  const line = [fields.join(" "), ...vars, shellWord(program.node), shellWord(program.bin), "run-scheduled", "--job", s.job].join(" ");
+  const command = s.job === "snapshot" ? ["snapshot", "--quiet"] : ["run-scheduled", "--job", s.job];
+  const line = [fields.join(" "), ...vars, shellWord(program.node), shellWord(program.bin), ...command].join(" ");
   const restricted = (f: string) => f !== "*" && f !== "?";
   const note = restricted(fields[2]) && restricted(fields[4])
     ? "both day of month and day of week are set: system cron runs when either matches, pi-guard's schedule only when both do"
     : undefined;
   return { line, note };
+}
+
+/** How often system cron snapshots when the config has no "snapshot" schedule. */
+export const CRON_SNAPSHOT_DEFAULT = "*/5 * * * *";
+
+export interface CrontabPlan {
+  /** Every line to paste into a crontab, the snapshot line first. */
+  lines: string[];
+  /** The snapshot line: the config's "snapshot" schedule, or every 5 minutes when it has none. */
+  snapshot: { cron: string; line: string | null; fromConfig: boolean; note: string | null };
+}
+
+/**
+ * The crontab for a machine without a watcher. The configured jobs alone would give retention and
+ * checks but no backup at all, so a snapshot line is always there: the config's own "snapshot"
+ * schedule (every minute, the finest cron has, if it has a seconds field), or every 5 minutes,
+ * minutes on which the default schedules never fire. It runs `pi-guard snapshot`, not
+ * `run-scheduled`: that takes only the repository's append lock, never the schedule lock, so a long
+ * `check-read-data` does not turn each snapshot in its shadow into "another pi-guard is running".
+ */
+export function crontabPlan(schedules: Schedule[], program: { node: string; bin: string }, env: Record<string, string>): CrontabPlan {
+  const configured = schedules.find((s) => s.job === "snapshot");
+  let snapshot: CrontabPlan["snapshot"];
+  if (configured && configured.cron.trim().split(/\s+/).length === 6) {
+    const line = crontabLine({ job: "snapshot", cron: "* * * * *" }, program, env).line!;
+    snapshot = { cron: "* * * * *", line, fromConfig: true, note: `"${configured.cron}" has a seconds field, which system cron does not have: every minute instead` };
+  } else {
+    const cron = configured?.cron ?? CRON_SNAPSHOT_DEFAULT;
+    const made = crontabLine({ job: "snapshot", cron }, program, env);
+    snapshot = { cron, line: made.line ?? null, fromConfig: !!configured, note: made.note ?? null };
+  }
+  const others = schedules.filter((s) => s.job !== "snapshot").map((s) => crontabLine(s, program, env).line);
+  return { lines: [snapshot.line, ...others].filter((l): l is string => !!l), snapshot };
 }

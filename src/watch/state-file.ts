@@ -5,12 +5,17 @@ import { makeDirs, syncDir, writeFully } from "../fs-safe.js";
 import type { WatcherState } from "./state.js";
 
 /** Temp file, full write, fsync, rename: a reader sees the old state or the new one, never half. */
-export async function writeWatcherState(file: string, state: WatcherState): Promise<void> {
+export function writeWatcherState(file: string, state: WatcherState): Promise<void> {
+  return writeJsonFile(file, state);
+}
+
+/** The same for any small JSON file of the state dir (the alert file), mode 0600. */
+export async function writeJsonFile(file: string, value: unknown): Promise<void> {
   await makeDirs(path.dirname(file), 0o700);
   const tmp = `${file}.tmp-${process.pid}`;
   const handle = await fs.open(tmp, "w", 0o600);
   try {
-    await writeFully(handle, Buffer.from(JSON.stringify(state, null, 2) + "\n"), 0);
+    await writeFully(handle, Buffer.from(JSON.stringify(value, null, 2) + "\n"), 0);
     await handle.sync();
   } catch (err) {
     await handle.close();

@@ -30,11 +30,57 @@ export interface WatcherState {
   requests?: { puts: number; gets: number; lists: number };
   /** The same for each mirror the watcher shipped to (or tried to); absent in older files. */
   mirrorRequests?: { mirror: string; puts: number; gets: number; lists: number }[];
+  /**
+   * CPU used over the last minute or so (between two state writes at least CPU_WINDOW_MIN_MS
+   * apart), as a percentage of one core; null until such a window has passed.
+   */
+  cpuRecent?: { percent: number; overMs: number } | null;
+  /** When the current run of failed snapshot attempts began, and how many failed; absent after a success. */
+  failingSince?: string;
+  failures?: number;
+  /** When the oldest change that is in no snapshot yet was seen; absent when there is none. */
+  pendingSince?: string;
+  /** Each mirror's lag, as the watcher's shipments found it. */
+  mirrors?: MirrorLag[];
+  /** The last full comparison of the roots against the last snapshot (watch.fullScanMs). */
+  fullScan?: FullScanResult;
+  /** Health as the watcher judged it at its last tick (src/watch/health.ts), and since when. */
+  health?: { healthy: boolean; since: string; problems: { kind: string; subject?: string; message: string }[] };
 }
 
-/** `<stateDir>/watch-<first 16 hex of sha256(agentDir)>.{json,log,lock}` */
-export function watcherFiles(stateDir: string, agentDir: string): { state: string; log: string; lock: string } {
+export interface MirrorLag {
+  mirror: string;
+  /** The newest snapshot of the repository the mirror is known to hold (at the last good shipment). */
+  lastShipped: { id: string; time: string } | null;
+  /** Snapshots of the repository the mirror lacks, and when the oldest of them was made. */
+  behind: number;
+  behindSince: string | null;
+  lastAttempt: { time: string; ok: boolean; error?: string } | null;
+  /** When the current run of failed shipments began. */
+  failingSince: string | null;
+  /** Set by `status` when it listed the mirror itself and could not. */
+  unreachable?: string;
+}
+
+export interface FullScanResult {
+  time: string;
+  durationMs: number;
+  /** Files on disk, and files of the snapshot compared with. */
+  files: number;
+  snapshot: string;
+  /** Files that differ (new, gone, or another inode, size or mtime). */
+  differences: number;
+  /** Of those, the ones no watch event had reported: chokidar missed them. */
+  missed: number;
+  sample: string[];
+}
+
+/**
+ * `<stateDir>/watch-<first 16 hex of sha256(agentDir)>.{json,log,lock}`, and `.alert.json`: the
+ * last health an alert was sent for (src/watch/alert.ts), shared by the watcher and `status --alert`.
+ */
+export function watcherFiles(stateDir: string, agentDir: string): { state: string; log: string; lock: string; alert: string } {
   const tag = createHash("sha256").update(path.resolve(agentDir)).digest("hex").slice(0, 16);
   const base = path.join(stateDir, `watch-${tag}`);
-  return { state: `${base}.json`, log: `${base}.log`, lock: `${base}.lock` };
+  return { state: `${base}.json`, log: `${base}.log`, lock: `${base}.lock`, alert: `${base}.alert.json` };
 }

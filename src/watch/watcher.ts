@@ -6,27 +6,34 @@
  *   first, so a session that is written without pause is still saved every few seconds.
  * - One snapshot at a time: changes that arrive during a snapshot make the next one.
  * - A failed snapshot (locked repository, EACCES, a full disk) is logged and retried with backoff.
- * - The suspect-loss guard (suspect.ts) tags a snapshot that lost most files at once.
+ * - The suspect-loss guard (snapshot/loss-guard.ts) tags a snapshot that lost most files at once.
+ * - chokidar can miss a folder made inside a folder it has just seen appear (see rescan): new
+ *   folders, a restore and a recovery from a suspected loss are checked against what chokidar
+ *   watches; and every watch.fullScanMs a stat walk compares the roots with the last snapshot
+ *   (full-scan.ts), rebuilding every watch if it finds a change no event reported.
+ * - Health (health.ts) is judged on every tick; each change of it runs the alert command (alert.ts).
  */
 import { promises as fs, statSync } from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import type { FSWatcher } from "chokidar";
-import { isInside, META_ROOT_NAME, type Config } from "../config/config.js";
-import { sessionsDir as piSessionsDir } from "../pi/paths.js";
+import { isInside, type Config } from "../config/config.js";
 import { CONFIG_KEY, SUSPECT_LOSS_TAG, isImport } from "../repo/format.js";
 import { RepoError } from "../repo/errors.js";
 import type { Repository } from "../repo/repository.js";
 import { compileFilter } from "../snapshot/scan.js";
-import { createSnapshot, type ParentFile } from "../snapshot/snapshotter.js";
+import { watchPath } from "../snapshot/sources.js";
+import { createSnapshot } from "../snapshot/snapshotter.js";
 import { PRE_RESTORE_TAG } from "../restore/select.js";
 import type { WatchLog } from "./log.js";
-import { judgeLoss, type LossVerdict } from "./suspect.js";
+import { ACCEPT_LOSS_COMMAND, judgeLoss, sessionFileTest, type LossVerdict } from "../snapshot/loss-guard.js";
 import type { WatcherState } from "./state.js";
 import { writeWatcherState } from "./state-file.js";
 import { hostName } from "../host.js";
 import type { RequestCounts } from "../targets/counting.js";
-import { MirrorShipper } from "./mirror-ship.js";
+import { MirrorShipper, type MirrorReport } from "./mirror-ship.js";
+import { ageProblem, watcherProblems, type Problem } from "./health.js";
+import { alertOnChange, readAlertMemory, type AlertMemory, type AlertOutcome } from "./alert.js";
+import { compareWithSnapshot } from "./full-scan.js";
 
 /** What the watcher needs of slice E's scheduler (src/watch/schedule.ts), started and stopped with it. */
 export interface WatchScheduler {
@@ -53,13 +60,18 @@ export interface WatcherOptions {
   scheduler?: WatchScheduler;
   /** Requests sent to the repository's storage so far by this process (a CountingTarget's), for the state file. */
   requestCounts?: () => RequestCounts;
+  /** The alert file (watcherFiles(...).alert); alerts need config.alerts too. */
+  alertFile?: string;
 }
 
 export type WatchReport =
   | { kind: "snapshot"; id: string; ms: number; files: number; bytesNew: number; suspect?: LossVerdict }
   | { kind: "error"; message: string; retryInMs: number }
   | { kind: "recovered"; id: string }
-  | { kind: "accepted"; id: string };
+  | { kind: "accepted"; id: string }
+  | { kind: "missed"; differences: number; sample: string[] }
+  | { kind: "alert"; outcome: AlertOutcome; problems: Problem[] }
+  | MirrorReport;
 
 export interface StopResult {
   /** Every change seen before the stop is in a snapshot. */
@@ -79,6 +91,25 @@ const ROOT_CHECK_MS = 1000;
 const SETTLE_MAX_MS = 30_000;
 /** Of a stop's budget, what is kept for an abandoned snapshot to clean up after itself. */
 const ABANDON_MS = 400;
+/** The CPU figure in the state file is over at least this long, and at most about CPU_WINDOW_MAX_MS. */
+const CPU_WINDOW_MIN_MS = 10_000;
+const CPU_WINDOW_MAX_MS = 60_000;
+/**
+ * New folders are checked once chokidar has reported nothing for this long (it reports each file
+ * of a new folder as it reads it), and at most RESCAN_MAX_WAIT_MS after the first of them.
+ */
+const RESCAN_DELAY_MS = 300;
+const RESCAN_MAX_WAIT_MS = 5000;
+/** A rescan that found something looks again, this many times at most (see rescan). */
+const RESCAN_PASSES = 4;
+/** Entries a rescan looks at, at most: a huge new tree is left to the full scan. */
+const RESCAN_MAX_ENTRIES = 20_000;
+/** Names chokidar itself ignores (its `atomic` option: editor swap and backup files). */
+const CHOKIDAR_IGNORES = /\..*\.(sw[px])$|~$|\.subl.*\.tmp/;
+/** A restore writes each file as `.<name>.pi-guard-<8 hex>` and renames it into place (src/restore/restorer.ts). */
+const RESTORE_TEMP = /^\..+\.pi-guard-[0-9a-f]{8}$/;
+/** How long a difference the full scan found may wait for its (late) watch event before it counts as missed. */
+const SCAN_GRACE_MS = 300;
 
 export class Watcher {
   private config: Config;
@@ -112,6 +143,24 @@ export class Watcher {
   private settlingSince = 0;
   private stopping = false;
   private lastFailure: string | undefined;
+  /** When the oldest change not in any snapshot was seen (0: none); kept across failed attempts. */
+  private unsavedSince = 0;
+  /** The same for the changes the snapshot under way is taking. */
+  private inFlightSince = 0;
+  /** Folders to check against chokidar's view (see rescan), and the timer that will. */
+  private readonly rescanDirs = new Set<string>();
+  private rescanReason = "";
+  private rescanTimer: NodeJS.Timeout | undefined;
+  private rescanFirstAt = 0;
+  private rescanPass = 1;
+  private rewatching: Promise<void> | undefined;
+  private lastFullScanAt = Date.now();
+  /** CPU samples (time, cpu ms) of the last minute, for a CPU figure that means something. */
+  private readonly cpuSamples: { at: number; cpuMs: number }[] = [];
+  /** When the newest good (not suspect-loss) snapshot this watcher knows of was taken, and its id. */
+  private lastGood: { id: string; timeMs: number } | undefined;
+  private alertMemory: AlertMemory | undefined;
+  private alerting: Promise<void> = Promise.resolve();
   /** Aborted when a stop's budget runs out during a snapshot. */
   private readonly abandon = new AbortController();
   /** Ships snapshots to config.mirrors, batched by watch.remoteBatchMs. */
@@ -119,7 +168,7 @@ export class Watcher {
 
   constructor(private readonly opts: WatcherOptions) {
     this.config = opts.config;
-    this.shipper = new MirrorShipper(() => this.config, opts.repo, opts.log, (message, retryInMs) => this.opts.onReport?.({ kind: "error", message, retryInMs }));
+    this.shipper = new MirrorShipper(() => this.config, opts.repo, opts.log, (r) => this.opts.onReport?.(r));
     this.accept = compileFilter(this.config.filter);
     const now = new Date().toISOString();
     this.state = {
@@ -134,6 +183,7 @@ export class Watcher {
       rssBytes: 0,
       snapshots: { made: 0, failed: 0 },
       nextJobs: [],
+      cpuRecent: null,
     };
   }
 
@@ -147,8 +197,7 @@ export class Watcher {
   }
 
   async start(): Promise<void> {
-    const { watch } = await import("chokidar");
-    this.watchedPaths = this.config.roots.map((r) => r.path);
+    this.watchedPaths = this.config.roots.map(watchPath);
     this.opts.log.write("info", "started", {
       pid: process.pid,
       agentDir: this.config.agentDir,
@@ -156,18 +205,10 @@ export class Watcher {
       roots: this.config.roots,
       debounceMs: this.debounceMs,
       maxDelayMs: this.config.watch.maxDelayMs,
+      fullScanMs: this.config.watch.fullScanMs,
     });
-    // chokidar follows roots that do not exist yet, and a root deleted and created again.
-    const fsWatcher = watch(this.watchedPaths, {
-      ignoreInitial: true,
-      persistent: true,
-      followSymlinks: false,
-      ignored: (p: string, stats?: { isDirectory(): boolean }) => this.ignored(p, stats),
-    });
-    this.fsWatcher = fsWatcher;
-    fsWatcher.on("all", (event: string, p: string) => this.onChange(event, p));
-    fsWatcher.on("error", (err: unknown) => this.opts.log.write("error", "error", { where: "watch", message: (err as Error)?.message ?? String(err) }));
-    await new Promise<void>((resolve) => fsWatcher.once("ready", () => resolve()));
+    if (this.opts.alertFile) this.alertMemory = await readAlertMemory(this.opts.alertFile);
+    this.fsWatcher = await this.openWatcher();
     if (this.stopping) return;
     this.stateTimer = setInterval(() => void this.tick(), this.opts.stateIntervalMs ?? 5000);
     this.stateTimer.unref();
@@ -181,13 +222,123 @@ export class Watcher {
     this.schedule();
   }
 
+  /** A chokidar watcher of the roots, ready (its first walk done). */
+  private async openWatcher(): Promise<FSWatcher> {
+    const { watch } = await import("chokidar");
+    // chokidar follows roots that do not exist yet, and a root deleted and created again.
+    const fsWatcher = watch(this.watchedPaths, {
+      ignoreInitial: true,
+      persistent: true,
+      followSymlinks: false,
+      ignored: (p: string, stats?: { isDirectory(): boolean }) => this.ignored(p, stats),
+    });
+    fsWatcher.on("all", (event: string, p: string) => this.onChange(event, p));
+    fsWatcher.on("error", (err: unknown) => this.opts.log.write("error", "error", { where: "watch", message: (err as Error)?.message ?? String(err) }));
+    await new Promise<void>((resolve) => fsWatcher.once("ready", () => resolve()));
+    return fsWatcher;
+  }
+
+  /**
+   * Compare what is on disk below `dirs` with what chokidar watches, and watch what it lacks.
+   *
+   * chokidar reads a new folder, then starts watching it. A folder made inside it between the two
+   * (a restore makes `sessions/` and then `sessions/--proj--/` a few milliseconds apart; under load
+   * the read lands between them) is never seen: changes inside a subfolder raise no event on its
+   * parent, so nothing makes chokidar read the parent again, and every append to the sessions in
+   * that subfolder goes unnoticed until something else changes. A second look, once chokidar's
+   * watch is in place, closes that window: what was made before it is found here, what is made
+   * after it raises an event.
+   *
+   * chokidar may still be reading a parent then; when that read ends it forgets what it did not
+   * list, the path added here included. So a rescan that found something looks again later, until
+   * it finds nothing (RESCAN_PASSES at most; the full scan is the backstop).
+   */
+  private async rescan(dirs: string[], why: string, pass = 1): Promise<void> {
+    const fsWatcher = this.fsWatcher;
+    if (this.stopping || !fsWatcher) return;
+    const watched = fsWatcher.getWatched();
+    const missing: string[] = [];
+    let budget = RESCAN_MAX_ENTRIES;
+    const walk = async (dir: string): Promise<void> => {
+      const known = new Set(watched[dir] ?? []);
+      const entries = await fs.readdir(dir, { withFileTypes: true }).catch(() => []);
+      for (const e of entries) {
+        if (--budget < 0) return;
+        const abs = path.join(dir, e.name);
+        if (CHOKIDAR_IGNORES.test(abs) || this.ignored(abs, { isDirectory: () => e.isDirectory() })) continue;
+        // A whole folder chokidar does not know is added whole: chokidar walks it.
+        if (!known.has(e.name) || (e.isDirectory() && !watched[abs])) missing.push(abs);
+        else if (e.isDirectory()) await walk(abs);
+      }
+    };
+    for (const d of dirs) await walk(d);
+    if (!missing.length || this.stopping || fsWatcher !== this.fsWatcher) return;
+    fsWatcher.add(missing);
+    this.opts.log.write("warn", "rescanned", { why, pass, unwatched: missing.length, sample: missing.slice(0, SAMPLE_PATHS) });
+    // Whatever changed in them so far raised no event: a snapshot takes it.
+    this.request(`rescan: ${missing.length} path(s) chokidar did not watch`);
+    if (pass < RESCAN_PASSES) this.rescanSoon(dirs, why, pass + 1);
+  }
+
+  /** Rescan `dirs` once chokidar is quiet (many folders and files appear at once in a restore). */
+  private rescanSoon(dirs: string[], why: string, pass = 1): void {
+    if (this.stopping) return;
+    for (const d of dirs) this.rescanDirs.add(d);
+    this.rescanReason ||= why;
+    this.rescanPass = Math.max(this.rescanPass, pass);
+    this.rescanFirstAt ||= Date.now();
+    this.armRescan();
+  }
+
+  /** (Re)start the rescan's quiet period: every event of chokidar pushes it back, up to RESCAN_MAX_WAIT_MS. */
+  private armRescan(): void {
+    clearTimeout(this.rescanTimer);
+    const wait = Math.min(RESCAN_DELAY_MS, Math.max(0, this.rescanFirstAt + RESCAN_MAX_WAIT_MS - Date.now()));
+    this.rescanTimer = setTimeout(() => {
+      this.rescanTimer = undefined;
+      const all = [...this.rescanDirs];
+      const todo = all.filter((d) => !all.some((o) => o !== d && isInside(d, o)));
+      const [reason, pass] = [this.rescanReason, this.rescanPass];
+      this.rescanDirs.clear();
+      this.rescanReason = "";
+      this.rescanPass = 1;
+      this.rescanFirstAt = 0;
+      void this.rescan(todo, reason, pass).catch((err: unknown) => this.opts.log.write("error", "error", { where: "watch", message: `rescan failed: ${(err as Error).message}` }));
+    }, wait);
+    this.rescanTimer.unref();
+  }
+
+  /**
+   * Rebuild every watch from scratch, then snapshot: for when the full scan found a change no
+   * event reported, so chokidar's view is wrong in a way a rescan may not see (a watch left on a
+   * deleted folder). The old watcher is closed first: chokidar shares one fs.watch per path
+   * within a process, and a new watcher opened beside the old one would inherit a dead watch.
+   * Whatever changes while neither watches is in the snapshot that follows.
+   */
+  private rewatch(why: string): Promise<void> {
+    if (this.stopping || !this.fsWatcher) return Promise.resolve();
+    if (this.rewatching) return this.rewatching;
+    const started = Date.now();
+    this.rewatching = (async () => {
+      await this.fsWatcher?.close();
+      if (this.stopping) return;
+      this.fsWatcher = await this.openWatcher();
+      if (this.stopping) return void (await this.fsWatcher.close());
+      this.opts.log.write("info", "rewatched", { why, ms: Date.now() - started });
+      this.request(`rewatched: ${why}`);
+    })()
+      .catch((err: unknown) => this.opts.log.write("error", "error", { where: "watch", message: `rebuilding the watches failed: ${(err as Error).message}` }))
+      .finally(() => (this.rewatching = undefined));
+    return this.rewatching;
+  }
+
   /** Apply a reloaded config (SIGHUP): debounce, limits, filter and sources. The repository stays. */
   async reload(config: Config): Promise<void> {
     const before = this.watchedPaths;
     this.config = config;
     this.accept = compileFilter(config.filter);
     this.opts.log.setLimits(config.watch.log.maxBytes, config.watch.log.keep);
-    const now = config.roots.map((r) => r.path);
+    const now = config.roots.map(watchPath);
     const removed = before.filter((p) => !now.includes(p));
     const added = now.filter((p) => !before.includes(p));
     for (const p of removed) this.orphaned.delete(p);
@@ -214,8 +365,10 @@ export class Watcher {
     const deadline = Date.now() + budgetMs;
     this.stopping = true;
     clearTimeout(this.timer);
+    clearTimeout(this.rescanTimer);
     clearInterval(this.stateTimer);
     clearInterval(this.rootTimer);
+    if (this.rewatching) await withDeadline(this.rewatching, Math.min(1000, budgetMs), undefined);
     // A change written just before the signal may still be on its way from inotify through chokidar.
     await new Promise((r) => setTimeout(r, Math.min(STOP_GRACE_MS, budgetMs)));
     if (!this.pending && (await this.writtenSinceLastSnapshot())) this.pending = true;
@@ -242,16 +395,9 @@ export class Watcher {
     await this.shipper.flush(deadline - Date.now() - 100);
     this.opts.log.write(result.flushed ? "info" : "error", "stopped", { ...result });
     await this.writeState();
+    // An alert command under way gets what is left of the budget; it is not waited for beyond it.
+    await withDeadline(this.alerting, deadline - Date.now(), undefined);
     return result;
-  }
-
-  /** Which files of a snapshot are pi's sessions: those below the sessions dir, wherever it is. */
-  private sessionFileTest(): (f: ParentFile) => boolean {
-    const dir = piSessionsDir({ agentDir: this.config.agentDir, home: process.env.HOME || os.homedir() }).dir;
-    const root = this.config.roots.find((r) => isInside(dir, r.path) && r.name !== META_ROOT_NAME);
-    if (!root) return () => false;
-    const prefix = path.relative(root.path, dir).split(path.sep).join("/");
-    return (f) => f.root === root.name && (prefix === "" || f.path.startsWith(`${prefix}/`));
   }
 
   /**
@@ -297,11 +443,16 @@ export class Watcher {
     const now = Date.now();
     if (!this.pending) this.firstPendingAt = now;
     this.pending = true;
+    this.unsavedSince ||= now;
     this.lastChangeAt = now;
     if (event === "unlink" || event === "unlinkDir") this.lastUnlinkAt = now;
+    // A new folder may hold one chokidar did not see; a restore's temp file: check everything.
+    if (event === "addDir") this.rescanSoon([p], "new folders");
+    else if (event === "add" && RESTORE_TEMP.test(path.basename(p))) this.rescanSoon(this.watchedPaths, "a restore is writing files");
+    else if (this.rescanTimer) this.armRescan();
     this.batchCount++;
     if (this.batchPaths.size < SAMPLE_PATHS) this.batchPaths.add(`${event} ${p}`);
-    if (event === "add" || event === "change") {
+    if (event === "add" || event === "change" || event === "unlink") {
       this.recent.delete(p);
       this.recent.set(p, now);
       // Oldest first (re-set above): forget what changed more than RECENT_MS ago, keep the map small.
@@ -331,6 +482,7 @@ export class Watcher {
   private request(why: string): void {
     if (!this.pending) this.firstPendingAt = 0;
     this.pending = true;
+    this.unsavedSince ||= Date.now();
     this.batchPaths.add(why);
     this.lastChangeAt = 0;
     this.schedule();
@@ -358,13 +510,15 @@ export class Watcher {
   private async snapshotOnce(lockWaitMs = this.opts.lockWaitMs ?? 2000): Promise<void> {
     const sample = [...this.batchPaths];
     const count = this.batchCount;
+    const unsavedSince = (this.inFlightSince = this.unsavedSince);
+    this.unsavedSince = 0;
     this.pending = false;
     this.batchPaths = new Set();
     this.batchCount = 0;
     this.lastSnapshotAt = Date.now();
     if (count > 0) this.opts.log.write("info", "change", { changes: count, sample });
     let verdict: LossVerdict | undefined;
-    const isSession = this.sessionFileTest();
+    const isSession = sessionFileTest(this.config);
     const started = Date.now();
     try {
       // A long-running process outlives mounts: an unmounted or moved repository must not be
@@ -375,6 +529,7 @@ export class Watcher {
       const result = await createSnapshot(this.opts.repo, {
         roots: this.config.roots,
         filter: this.config.filter,
+        fullReadIntervalMs: this.config.snapshot.fullReadIntervalMs,
         host: this.state.host,
         lockWaitMs,
         signal: this.abandon.signal,
@@ -400,21 +555,28 @@ export class Watcher {
       this.failures = 0;
       this.retryAt = 0;
       this.lastFailure = undefined;
+      delete this.state.failingSince;
+      delete this.state.failures;
       this.state.snapshots.made++;
       this.state.lastSnapshot = { id: result.id, time: result.snapshot.time, durationMs: ms, files: s.files };
       this.opts.log.write("info", "snapshot", { id: result.id, ms, files: s.files, bytesNew: s.bytesNew, bytesStored: s.bytesStored, tags: result.snapshot.tags, parent: result.snapshot.parent ?? null });
       this.opts.onReport?.({ kind: "snapshot", id: result.id, ms, files: s.files, bytesNew: s.bytesNew, suspect: verdict });
-      this.shipper.noteSnapshot();
+      this.shipper.noteSnapshot(result.snapshot.time);
       if (verdict) this.markSuspect(result.id, verdict);
       else {
+        this.lastGood = { id: result.id, timeMs: Date.parse(result.snapshot.time) };
         if (this.state.suspectLoss) {
           this.opts.log.write("info", "recovered", { snapshot: result.id, files: s.files, since: this.state.suspectLoss.since });
           this.opts.onReport?.({ kind: "recovered", id: result.id });
           delete this.state.suspectLoss;
+          // The files came back, most likely by a restore that made their folders again.
+          this.rescanSoon(this.watchedPaths, "the files of a suspected loss are back");
         }
       }
     } catch (err) {
+      this.unsavedSince = earliest(unsavedSince, this.unsavedSince);
       if (err instanceof DeletionUnsettled) {
+        this.inFlightSince = 0;
         this.opts.log.write("info", "deferred", { reason: "files are still being deleted; waiting until it is quiet" });
         if (!this.pending) this.firstPendingAt = Date.now();
         this.pending = true;
@@ -423,6 +585,8 @@ export class Watcher {
       }
       const message = (err as Error)?.message ?? String(err);
       this.failures++;
+      this.state.failures = this.failures;
+      this.state.failingSince ??= new Date().toISOString();
       const retryInMs = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** (this.failures - 1));
       this.retryAt = Date.now() + retryInMs;
       this.lastFailure = message;
@@ -435,6 +599,8 @@ export class Watcher {
       this.opts.log.write("error", "error", { where: "snapshot", message, code: (err as { kind?: string; code?: string }).kind ?? (err as NodeJS.ErrnoException).code, failures: this.failures, retryInMs });
       this.opts.onReport?.({ kind: "error", message, retryInMs });
     }
+    this.inFlightSince = 0;
+    this.judgeHealth();
     await this.writeState();
   }
 
@@ -451,19 +617,87 @@ export class Watcher {
       lost: v.lost,
       sample: v.sample,
       first,
-      advice: "`pi-guard restore latest` restores the last whole state; `pi-guard snapshot` accepts the deletion",
+      advice: `\`pi-guard restore latest\` restores the last whole state; \`${ACCEPT_LOSS_COMMAND}\` accepts the deletion`,
     });
   }
 
-  /** Every few seconds: the state file, and whether the user accepted a suspected loss. */
+  /** Every few seconds: whether the user accepted a suspected loss, a due full scan, health, the state file. */
   private async tick(): Promise<void> {
     if (this.state.suspectLoss && !this.current) await this.checkAccepted().catch(() => undefined);
+    this.maybeFullScan();
+    this.judgeHealth();
     await this.writeState();
   }
 
   /**
-   * An explicit `pi-guard snapshot` after a suspected loss is the user saying the deletion was
-   * meant: it is newer than the loss and not tagged, so it becomes the last whole state.
+   * Start the full comparison when it is due and nothing else runs: a snapshot under way or due
+   * would compare a tree that is changing, and takes the changes anyway.
+   */
+  private maybeFullScan(): void {
+    const every = this.config.watch.fullScanMs;
+    if (!every || this.stopping || this.current || this.pending || this.rewatching || Date.now() - this.lastFullScanAt < every) return;
+    const last = this.state.lastSnapshot;
+    if (!last) return;
+    this.lastFullScanAt = Date.now();
+    this.current = this.fullScan(last.id).finally(() => {
+      this.current = undefined;
+      this.schedule();
+    });
+  }
+
+  private async fullScan(snapshotId: string): Promise<void> {
+    const started = Date.now();
+    const since = this.lastSnapshotAt;
+    const found = await compareWithSnapshot(this.opts.repo, snapshotId, this.config.roots, this.config.filter).catch((err: unknown) => {
+      this.opts.log.write("error", "error", { where: "full-scan", message: (err as Error).message });
+      return undefined;
+    });
+    if (!found) return;
+    // A change made just now has its event on the way: give it a moment before calling it missed.
+    if (found.count) await new Promise((r) => setTimeout(r, SCAN_GRACE_MS));
+    const reported = (abs: string) => (this.recent.get(abs) ?? 0) >= since - MTIME_MARGIN_MS;
+    const missed = found.differences.filter((d) => !reported(d.abs));
+    // Past the sample limit nothing is known about the events: count those as missed too.
+    const missedCount = missed.length + (found.count - found.differences.length);
+    const sample = (missed.length ? missed : found.differences).slice(0, SAMPLE_PATHS).map((d) => `${d.what} ${d.root}:${d.path}`);
+    this.state.fullScan = { time: new Date(started).toISOString(), durationMs: Date.now() - started, files: found.files, snapshot: snapshotId, differences: found.count, missed: missedCount, sample };
+    this.opts.log.write(missedCount ? "warn" : "info", "full-scan", { ...this.state.fullScan });
+    if (!missedCount) return;
+    this.opts.onReport?.({ kind: "missed", differences: missedCount, sample });
+    // The watches evidently do not cover everything: rebuild them, and take what they missed.
+    this.request(`full scan: ${missedCount} change(s) no event reported`);
+    void this.rewatch("the full scan found changes no event reported");
+  }
+
+  /** The problems now (health.ts), and an alert if they are not the ones last alerted. */
+  private judgeHealth(): void {
+    const now = Date.now();
+    const problems = watcherProblems(this.refreshState(), now, this.config.health);
+    const old = this.lastGood && ageProblem(this.lastGood.id, this.lastGood.timeMs, now, this.config.health.maxAgeMs);
+    if (old) problems.push(old);
+    const healthy = problems.length === 0;
+    if (!this.state.health || this.state.health.healthy !== healthy) this.state.health = { healthy, since: new Date(now).toISOString(), problems };
+    else this.state.health.problems = problems;
+    const alerts = this.config.alerts;
+    const file = this.opts.alertFile;
+    if (!alerts || !file) return;
+    // One alert at a time, in order; each compares with what the previous one remembered.
+    this.alerting = this.alerting.then(async () => {
+      const outcome = await alertOnChange(alerts, file, { time: new Date(now).toISOString(), source: "watch", host: this.state.host, agentDir: this.config.agentDir, repo: this.state.repo, problems }, this.alertMemory ?? { healthy: true, keys: [], time: "", source: "watch", event: "healthy", ok: true }).catch((err: unknown) => {
+        this.opts.log.write("error", "error", { where: "alert", message: `the alert file could not be written: ${(err as Error).message}` });
+        return undefined;
+      });
+      if (!outcome) return;
+      this.alertMemory = await readAlertMemory(file);
+      this.opts.log.write(outcome.run.ok ? "info" : "error", "alert", { alert: outcome.event, problems: problems.map((p) => p.kind), ok: outcome.run.ok, error: outcome.run.error ?? null, ms: outcome.run.ms, output: outcome.run.output || null });
+      this.opts.onReport?.({ kind: "alert", outcome, problems });
+    }).catch((err: unknown) => this.opts.log.write("error", "error", { where: "alert", message: (err as Error).message }));
+  }
+
+  /**
+   * `pi-guard snapshot --accept-loss` after a suspected loss is the user saying the deletion was
+   * meant: it is newer than the loss and not tagged, so it becomes the last whole state. (A plain
+   * snapshot of the same state is tagged suspect-loss too, and accepts nothing.)
    */
   private async checkAccepted(): Promise<void> {
     const loss = this.state.suspectLoss;
@@ -476,14 +710,22 @@ export class Watcher {
     if (!newest || newest.snapshot.tags?.includes(SUSPECT_LOSS_TAG) || Date.parse(newest.snapshot.time) <= Date.parse(loss.since)) return;
     if (!this.state.suspectLoss) return;
     delete this.state.suspectLoss;
+    this.lastGood = { id: newest.id, timeMs: Date.parse(newest.snapshot.time) };
     this.opts.log.write("warn", "accepted", { snapshot: newest.id, files: newest.snapshot.summary?.files, since: loss.since });
     this.opts.onReport?.({ kind: "accepted", id: newest.id });
   }
 
   private refreshState(): WatcherState {
     const cpu = process.cpuUsage();
-    this.state.updatedAt = new Date().toISOString();
+    const now = Date.now();
+    this.state.updatedAt = new Date(now).toISOString();
     this.state.cpu = { userMs: Math.round(cpu.user / 1000), systemMs: Math.round(cpu.system / 1000) };
+    this.state.cpuRecent = this.cpuWindow(now, this.state.cpu.userMs + this.state.cpu.systemMs);
+    const unsaved = earliest(this.unsavedSince, this.inFlightSince);
+    if (unsaved) this.state.pendingSince = new Date(unsaved).toISOString();
+    else delete this.state.pendingSince;
+    if (this.config.mirrors.length) this.state.mirrors = this.shipper.lags();
+    else delete this.state.mirrors;
     this.state.rssBytes = process.memoryUsage.rss();
     this.state.nextJobs = this.opts.scheduler?.nextJobs?.() ?? [];
     const counts = this.opts.requestCounts?.();
@@ -491,6 +733,20 @@ export class Watcher {
     const mirrors = this.shipper.requestCounts();
     if (mirrors.length) this.state.mirrorRequests = mirrors;
     return this.state;
+  }
+
+  /**
+   * CPU over the last minute or so, as a percentage of one core: the process's whole CPU time
+   * over its uptime would count node's start-up against the first seconds of watching.
+   */
+  private cpuWindow(now: number, cpuMs: number): WatcherState["cpuRecent"] {
+    const samples = this.cpuSamples;
+    samples.push({ at: now, cpuMs });
+    while (samples.length > 2 && now - samples[1].at >= CPU_WINDOW_MAX_MS) samples.shift();
+    const first = samples[0];
+    const overMs = now - first.at;
+    if (overMs < CPU_WINDOW_MIN_MS) return this.state.cpuRecent ?? null;
+    return { percent: Math.round(((cpuMs - first.cpuMs) / overMs) * 1000) / 10, overMs };
   }
 
   private writing: Promise<void> | undefined;
@@ -511,6 +767,9 @@ class DeletionUnsettled extends Error {
     super("files are still being deleted");
   }
 }
+
+/** The earlier of two times, 0 standing for none. */
+const earliest = (a: number, b: number): number => (a && b ? Math.min(a, b) : a || b);
 
 /** `work`, or `fallback` once `ms` have passed; the timer keeps the process alive until then. */
 async function withDeadline<T>(work: Promise<T>, ms: number, fallback: T): Promise<T> {

@@ -61,6 +61,8 @@ describe("pi-guard doctor", () => {
       writeFileSync(path.join(project, "good.jsonl"), `${HEADER}\n${entry("aaaaaaa1", null, "hi")}\n`);
       await initRepo(sb);
       await snapshot(sb);
+      // A clean setup has a credential copied off the machine (doctor warns until one is known).
+      await ok(sb, ["key", "export"]);
       const r = (await ok(sb, ["doctor", "--json"])).json<DoctorJson>();
       expect(findingsOf(r)).toEqual([]);
       expect(check(r, "session files")?.message).toMatch(/^1 session file: no torn/);

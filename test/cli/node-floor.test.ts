@@ -3,12 +3,15 @@
 // backup, a restore, the HTML export (sanitize-html) and a search (better-sqlite3) on that Node.
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import path from "node:path";
-import semver from "semver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BIN, collect, PROJECT_ROOT } from "../helpers/cli.js";
 import { copyFixtures, makeSandbox, type Sandbox } from "../helpers/tmp.js";
 import { floorNode, floorVersion } from "../helpers/tools.js";
+
+// npm's own range matcher (a dependency of npm and of this project's tools; it ships no types).
+const semver = createRequire(import.meta.url)("semver") as { satisfies(version: string, range: string): boolean };
 
 describe("the Node floor in package.json's engines", () => {
   let sb: Sandbox;

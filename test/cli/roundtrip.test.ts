@@ -59,7 +59,9 @@ describe("round trip of real pi sessions through the CLI", () => {
     expect(r.snapshotId).toBe(snap1);
     expect(r.failed).toEqual([]);
     expect(r.create).toBe(5); // three sessions, auth.json, models.json
-    expect(r.undoSnapshot).toMatch(/^[0-9a-f]{64}$/);
+    // It only created files: nothing to save first, and its undo deletes what it created.
+    expect(r.undoSnapshot).toBeNull();
+    expect((r as unknown as { undo: { command: string } }).undo.command).toMatch(/^pi-guard restore --undo \d{8}-\d{6}-[0-9a-f]{6}$/);
 
     expect(fingerprint(treeState(sb.agentDir))).toEqual(fingerprint(original));
     expect(statSync(path.join(sb.agentDir, "auth.json")).mode & 0o777).toBe(0o600);

@@ -43,8 +43,8 @@ describe("which phrases are times", () => {
   });
 
   it("takes latest and id prefixes without reading them as times", () => {
-    expect(selectSnapshotAt(snaps, "latest", now)).toEqual({ record: snaps[2] });
-    expect(selectSnapshotAt(snaps, "aaab", now)).toEqual({ record: snaps[1] });
+    expect(selectSnapshotAt(snaps, "latest", now)).toEqual({ record: snaps[2], warnings: [] });
+    expect(selectSnapshotAt(snaps, "aaab", now)).toEqual({ record: snaps[1], warnings: [] });
     expect(selectSnapshotAt(snaps, "2h ago", now).resolved?.utc).toBe("2026-11-30T13:00:00.000Z");
   });
 

@@ -90,7 +90,7 @@ describe("export of a large session", () => {
       mkdirSync(dir);
       const out = path.join(dir, `export.${format}`);
       writeFileSync(out, "the previous export\n");
-      const r = await cli(sb, ["export", SESSION_ID.slice(0, 8), "--format", format, "-o", out]);
+      const r = await cli(sb, ["export", SESSION_ID.slice(0, 8), "--format", format, "-o", out, "--force"]);
       expect(r.code).toBe(1);
       expect(expectOneLineError(r)).toMatch(/no space left on the device/);
       expect(readFileSync(out, "utf8")).toBe("the previous export\n");
@@ -120,7 +120,7 @@ describe("export of a large session", () => {
     const dir = sb.dir("killed");
     const out = path.join(dir, "big.json");
     writeFileSync(out, "old\n");
-    const child = spawnCli(sb, ["export", SESSION_ID.slice(0, 8), "--format", "json", "-o", out]);
+    const child = spawnCli(sb, ["export", SESSION_ID.slice(0, 8), "--format", "json", "-o", out, "--force"]);
     const done = collect(child);
     // Wait until the temp file exists, then kill.
     for (let i = 0; i < 600 && readdirSync(dir).length < 2 && child.exitCode === null; i++) await new Promise((r) => setTimeout(r, 10));

@@ -23,8 +23,14 @@ export interface S3Server {
   stop(): Promise<void>;
 }
 
-export async function startS3Server(dir: string, bucket: string, port = 0): Promise<S3Server> {
-  const child = spawn(process.execPath, [CHILD, dir, String(port), bucket], { stdio: ["ignore", "pipe", "pipe"] });
+export interface S3ServerOptions {
+  /** The first listing that holds this key still shows it, but the key is deleted before the answer goes out. */
+  vanishAfterList?: string;
+}
+
+export async function startS3Server(dir: string, bucket: string, port = 0, opts: S3ServerOptions = {}): Promise<S3Server> {
+  const env = opts.vanishAfterList ? { ...process.env, S3RVER_VANISH_AFTER_LIST: opts.vanishAfterList } : process.env;
+  const child = spawn(process.execPath, [CHILD, dir, String(port), bucket], { stdio: ["ignore", "pipe", "pipe"], env });
   let partWaiters: (() => void)[] = [];
   let stderr = "";
   child.stderr!.setEncoding("utf8").on("data", (d: string) => (stderr += d));

@@ -1,6 +1,9 @@
 // s3rver in a process of its own, so a test can kill -9 the server and start it again on the same
 // folder. argv: <dir> <port> <bucket>. Prints "LISTENING <port>" once ready, and "PART" when a
 // multipart part upload arrives (the moment a test may kill it mid-upload).
+// S3RVER_VANISH_AFTER_LIST=<key>: the first listing that holds <key> answers with it, and the key
+// is deleted before the answer is sent, so the client's next GET of it gets a 404: what a listing
+// that lags behind a delete (another host's prune, a lifecycle rule) looks like to a client.
 import { unlink } from "node:fs/promises";
 import S3rver from "s3rver";
 
@@ -17,6 +20,19 @@ store.deleteObject = async (b, key) => {
   const files = ["object", "object.md5", "metadata.json"].map((kind) => store.getResourcePath(b, key, kind));
   await Promise.all(files.map((f) => unlink(f).catch((err) => { if (err.code !== "ENOENT") throw err; })));
 };
+
+let vanish = process.env.S3RVER_VANISH_AFTER_LIST;
+if (vanish) {
+  const listObjects = store.listObjects.bind(store);
+  store.listObjects = async (b, options) => {
+    const listed = await listObjects(b, options);
+    if (vanish && listed.objects.some((o) => o.key === vanish)) {
+      await store.deleteObject(b, vanish);
+      vanish = undefined;
+    }
+    return listed;
+  };
+}
 
 const address = await server.run();
 server.httpServer.on("request", (req) => {

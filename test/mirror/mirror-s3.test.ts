@@ -59,13 +59,15 @@ describe("a mirror in S3", () => {
   it("with the server down the snapshot is saved locally and the failure is named; the next snapshot catches up", { timeout: 120_000 }, async () => {
     await server.stop();
     writeFileSync(path.join(sb.agentDir, "while-down.bin"), randomBytes(100_000));
-    const down = await cli(sb, ["snapshot", "--json"], { env: server.env });
+    // No retry budget: the mirror stays down until the restart below (a short outage would be waited out).
+    const downEnv = { ...server.env, PI_GUARD_RETRY_MAX: "0" };
+    const down = await cli(sb, ["snapshot", "--json"], { env: downEnv });
     expect(down.code).toBe(1);
     const saved = down.json();
     expect(saved.mirrors[0]).toMatchObject({ mirror: MIRROR, ok: false, transient: true });
     expect(down.stderr).toMatch(new RegExp(`snapshot ${saved.snapshotId.slice(0, 8)} saved in ${sb.repo}; mirror ${MIRROR} failed: cannot reach S3 at 127\\.0\\.0\\.1:\\d+: ECONNREFUSED[^;]*; it will be retried by the next snapshot or \`pi-guard copy\``));
     expect((await ids(sb.repo)).at(-1)).toBe(saved.snapshotId);
-    const checkDown = await cli(sb, ["check", "--all", "--json"], { env: server.env });
+    const checkDown = await cli(sb, ["check", "--all", "--json"], { env: downEnv });
     expect(checkDown.code).toBe(1);
     expect(checkDown.json().map((t: { target: string; ok: boolean }) => [t.target, t.ok])).toEqual([[sb.repo, true], [MIRROR, false]]);
 

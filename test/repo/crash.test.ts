@@ -45,7 +45,8 @@ describe("kill -9 during snapshot", () => {
       const state = treeState(sb.agentDir);
 
       const delay = 20 + Math.floor(prng.next() * Math.max(1, fullMs - 20));
-      const child = spawnCli(sb, ["snapshot", "--quiet"]);
+      // Every round replaces the whole tree on purpose: the suspect-loss guard is told so.
+      const child = spawnCli(sb, ["snapshot", "--quiet", "--accept-loss"]);
       const done = collect(child);
       await sleep(delay);
       child.kill("SIGKILL");
@@ -61,7 +62,7 @@ describe("kill -9 during snapshot", () => {
 
       // The dead process's lock must not make us wait: --lock-wait 0.
       const started = Date.now();
-      const next = await snapshot(sb, ["--lock-wait", "0"]);
+      const next = await snapshot(sb, ["--lock-wait", "0", "--accept-loss"]);
       const wall = Date.now() - started;
       // After a mid-run kill nothing of this tree is indexed yet, so this run did the full work.
       if (wasKilled) fullMs = wall;

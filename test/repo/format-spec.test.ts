@@ -101,6 +101,7 @@ function readRepo(repo: string, keyFile: string) {
   const nodes = nodesOf(snapshots.at(-1));
   return {
     nodes,
+    snapshots,
     allNodes: snapshots.map(nodesOf),
     config,
     chunkerSeed: master.chunkerSeed,
@@ -171,13 +172,20 @@ describe("docs/FORMAT.md", () => {
       await snapshot(sb);
       states.push(readFileSync(file));
     }
-    const { allNodes, config, chunkerSeed, blobId, fileBytes } = readRepo(sb.repo, path.join(sb.configHome, "pi-guard", "key"));
+    const { allNodes, snapshots, config, chunkerSeed, blobId, fileBytes } = readRepo(sb.repo, path.join(sb.configHome, "pi-guard", "key"));
     const rel = "sessions/--work-proj--/2026-11-30T10-00-00-000Z_0b9c5c3e-0000-4000-8000-000000000001.jsonl";
     const versions = allNodes.map((nodes) => nodes.find((n) => n.path === rel));
+    // §7: how many bytes each snapshot read from the disk; the appends read about their tails.
+    for (const s of snapshots.slice(1)) expect(s.summary.bytesRead).toBeLessThan(states[0].length);
     expect(versions.map((n) => fileBytes(n))).toEqual(states);
     for (const [i, node] of versions.entries()) {
       // The order §8 gives: what an append changes comes last.
-      expect(Object.keys(node)).toEqual(["root", "path", "type", "mode", "ino", "content", ...(node.tail === undefined ? [] : ["tail"]), "size", "mtimeMs"]);
+      expect(Object.keys(node)).toEqual(["root", "path", "type", "mode", "ino", "fullReadMs", "content", ...(node.tail === undefined ? [] : ["tail"]), "size", "mtimeMs", "ctimeMs"]);
+      // §8, §10: the inode's change time as read, and when the file was last read from offset 0,
+      // which the append path carries over while it trusts the old bytes.
+      expect(typeof node.ctimeMs).toBe("number");
+      expect(node.ctimeMs).toBeGreaterThanOrEqual(node.mtimeMs);
+      expect(node.fullReadMs).toBe(versions[0].fullReadMs);
       const tail = node.tail ?? 1;
       expect(Number.isInteger(tail) && tail >= 1 && tail <= node.content.length).toBe(true);
       const bytes = states[i];

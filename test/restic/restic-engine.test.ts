@@ -372,6 +372,8 @@ esac
         exit: 3,
       },
       snapshots: { out: JSON.stringify([{ id, time: new Date().toISOString(), hostname: "h", tags: ["pi-guard", tag], paths: [sb.agentDir] }]) },
+      // The suspect-loss guard's `restic ls latest`: no earlier snapshot of this host (restic prints nothing, exit 0).
+      ls: {},
     });
     const r = await cli(env, ["snapshot", "--json"], { env: { PATH: `${dir}:${process.env.PATH}` } });
     expect(r.code, r.stderr).toBe(3);

@@ -19,7 +19,8 @@ describe("restore of a hostile snapshot never leaves its target", () => {
   let badRootName: string;
   // Every file of the sandbox that no restore may touch, with its content hash.
   const untouchable = (except: string[]) => {
-    const skip = [sb.agentDir, sb.repo, sb.dataHome, ...except].map((d) => d + path.sep);
+    // pi-guard's own state dir holds the journal of an in-place restore (restore --undo).
+    const skip = [sb.agentDir, sb.repo, sb.dataHome, path.join(sb.home, ".local", "state", "pi-guard"), ...except].map((d) => d + path.sep);
     const state: Record<string, string> = {};
     for (const f of listFiles(sb.root)) {
       if (skip.some((d) => f.startsWith(d))) continue;

@@ -1,5 +1,5 @@
-// `restore --session ID` restores a session or says why not; a run that changes nothing takes
-// no pre-restore snapshot.
+// `restore --session ID` restores a session or says why not; a run that changes nothing, or only
+// creates files, takes no pre-restore snapshot.
 
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -56,16 +56,23 @@ describe("restore --session tells the truth", () => {
     expect(readFileSync(path.join(sb.agentDir, rel(IDS[2])), "utf8")).toContain(IDS[2]);
   });
 
-  it("a restore that changes nothing takes no pre-restore snapshot", async () => {
+  it("a restore that changes nothing, or only creates, takes no pre-restore snapshot", async () => {
     const before = await count();
     const r = await restoreJson(sb, ["latest", "--session", IDS[1]]);
     expect(r.unchanged).toBe(1);
     expect(r.undoSnapshot).toBeNull();
     expect(await count()).toBe(before);
-    // A whole restore that changes something still takes one (and prints how to undo it).
-    const whole = await restoreJson(sb, ["latest", "--session", IDS[0]]);
-    expect(whole.create).toBe(1);
-    expect(whole.undoSnapshot).toMatch(/^[0-9a-f]{64}$/);
+    // One that only creates a file has nothing to save either, but can still be undone.
+    const created = await restoreJson(sb, ["latest", "--session", IDS[0]]);
+    expect(created.create).toBe(1);
+    expect(created.undoSnapshot).toBeNull();
+    expect((created as unknown as { undo: unknown }).undo).not.toBeNull();
+    expect(await count()).toBe(before);
+    // One that replaces a file takes one first (and prints how to undo it).
+    writeFileSync(path.join(sb.agentDir, rel(IDS[1])), "changed since\n");
+    const replaced = await restoreJson(sb, ["latest", "--session", IDS[1]]);
+    expect(replaced.replace).toBe(1);
+    expect(replaced.undoSnapshot).toMatch(/^[0-9a-f]{64}$/);
     expect(await count()).toBe(before + 1);
   });
 });

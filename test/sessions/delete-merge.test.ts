@@ -159,7 +159,7 @@ describe("sessions delete", () => {
 
     // The delete's snapshot also holds pi-guard's tags (the pi-guard-meta root).
     const target = w.sb.dir("restored-meta");
-    await restoreJson(w.sb, [r.snapshotId, "--target", target]);
+    await restoreJson(w.sb, [r.snapshotId, "--target", target, "--with-meta"]);
     expect(JSON.parse(readFileSync(path.join(target, ".pi-guard-meta", "tags.json"), "utf8")).sessions[w.main.sessionId]).toEqual(["keepme"]);
 
     // The first 8 characters are ambiguous here (two sessions started the same minute): the full id is not.

@@ -95,7 +95,8 @@ describe("pi-guard against S3 (s3rver)", () => {
   it("the server killed (SIGKILL) mid-upload: one-line failure, no snapshot; after a restart the next snapshot and check pass", { timeout: 180_000 }, async () => {
     const before = (await ok(sb, ["snapshots", "--json"], { env })).json<{ id: string }[]>().length;
     writeFileSync(path.join(sb.agentDir, "big-2.bin"), randomBytes(24 * 1024 * 1024));
-    const child = spawnCli(sb, ["snapshot"], { env });
+    // No retry budget: the server stays down, and the run is to fail at once (s3-outage.test.ts waits outages out).
+    const child = spawnCli(sb, ["snapshot"], { env: { ...env, PI_GUARD_RETRY_MAX: "0" } });
     const result = collect(child, 120_000);
     await server.nextPart();
     await server.stop();
@@ -153,7 +154,7 @@ describe("pi-guard against S3 (s3rver)", () => {
     const repoCheck = doctor.json<{ checks: { name: string; status: string; message: string }[] }>().checks.find((c) => c.name === "repository");
     expect(repoCheck).toMatchObject({ status: "error", message: expect.stringContaining('S3 bucket "no-such-bucket" does not exist') });
 
-    const down = await cli(sb, ["snapshots"], { env: { ...env, AWS_ENDPOINT_URL: "http://127.0.0.1:9" } });
+    const down = await cli(sb, ["snapshots"], { env: { ...env, AWS_ENDPOINT_URL: "http://127.0.0.1:9", PI_GUARD_RETRY_MAX: "0" } });
     expect(expectOneLineError(down, 1)).toMatch(/cannot reach S3 at 127\.0\.0\.1:9: ECONNREFUSED/);
 
     // restic: is known now (test/restic/); other schemes stay usage errors.

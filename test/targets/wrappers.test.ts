@@ -104,6 +104,33 @@ describe("RetryTarget", () => {
     expect(inner.calls).toBe(3);
   });
 
+  it("retries for as long as the budget (maxMs) allows, then fails with the last error and how long it kept failing", async () => {
+    const inner = new FlakyTarget(Infinity, econnreset);
+    const waits: { attempt: number; delayMs: number; elapsedMs: number; budgetMs: number }[] = [];
+    const t = new RetryTarget(inner, { maxMs: 60, baseDelayMs: 5, maxDelayMs: 20, onRetry: ({ attempt, delayMs, elapsedMs, budgetMs }) => waits.push({ attempt, delayMs, elapsedMs, budgetMs }) });
+    const err = await t.put("a", Buffer.from("x")).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(TargetError);
+    expect((err as TargetError).transient).toBe(true);
+    expect((err as Error).message).toMatch(new RegExp(`^read ECONNRESET, still failing after ${inner.calls} tries over \\d+(\\.\\d)? s: the retry budget is 0\\.1 s \\(PI_GUARD_RETRY_MAX, or retry\\.maxMs in the config file\\)$`));
+    expect(inner.calls).toBeGreaterThan(2);
+    // One report per wait, numbered by the try that failed; no wait runs past the budget.
+    expect(waits.map((w) => w.attempt)).toEqual(Array.from({ length: inner.calls - 1 }, (_, i) => i + 1));
+    for (const w of waits) {
+      expect(w.budgetMs).toBe(60);
+      expect(w.delayMs).toBeLessThanOrEqual(w.budgetMs - w.elapsedMs);
+    }
+  });
+
+  it("a budget of 0 never retries: the first error as it is", async () => {
+    const thrown = econnreset();
+    const inner = new FlakyTarget(1, () => thrown);
+    await expect(new RetryTarget(inner, { maxMs: 0 }).get("k")).rejects.toBe(thrown);
+    expect(inner.calls).toBe(1);
+  });
+
   it("an abort during the back-off stops the retries at once", async () => {
     const inner = new FlakyTarget(100, econnreset);
     const t = new RetryTarget(inner, { attempts: 10, baseDelayMs: 60_000, maxDelayMs: 60_000 });

@@ -217,7 +217,7 @@ describe("running scheduled jobs", () => {
     expect(again).toMatchObject({ ok: true, summary: expect.stringMatching(/^nothing to prune/) });
     expect((await runJob("check-read-data", keepOne)).ok).toBe(true);
     const missing = jobContext(loadConfig({}, { ...env, PI_CODING_AGENT_DIR: path.join(sb.root, "gone") }), () => openRepository(config), 10_000);
-    expect(await runJob("snapshot", missing)).toEqual({ ok: false, summary: `nothing to back up: ${path.join(sb.root, "gone")} does not exist; no snapshot was taken` });
+    expect(await runJob("snapshot", missing)).toEqual({ ok: false, summary: `nothing to back up: ${path.join(sb.root, "gone")} does not exist; set PI_CODING_AGENT_DIR or --agent-dir (or pass --allow-empty)` });
     expect((await (await openRepository(config)).listSnapshots()).length).toBe(1);
     const jobs: JobMap = { ...ENGINE_JOBS, check: async () => { throw new Error("boom"); } };
     expect(await runJob("check", ctx, jobs)).toEqual({ ok: false, summary: "boom" });

@@ -70,7 +70,7 @@ describe("pi-guard status", () => {
 
     const stale = await status(["--max-age", "1ms"]);
     expect(stale.code).toBe(1);
-    expect(stale.stderr).toMatch(/older than --max-age/);
+    expect(stale.stderr).toMatch(/older than the max age of 1 ms/);
     expect(stale.stdout).toMatch(/UNHEALTHY/);
     expect((await status()).code).toBe(0);
     expectOneLineError(await status(["--max-age", "soon"]), 2);
@@ -106,15 +106,61 @@ describe("pi-guard status", () => {
     expect(r.json().watcher.message).toMatch(new RegExp(`not running \\(pid ${pid} is gone`));
   });
 
-  it("a live pid whose state file has not been updated for long: stale, not running", async () => {
+  it("a live pid whose state file has not been updated for long: stale, not running, and a guard that is not guarding", async () => {
     writeFileSync(stateFile, JSON.stringify(state({ updatedAt: new Date(Date.now() - 3_600_000).toISOString() })));
     const r = await status(["--json"]);
     expect(r.json().watcher.state).toBe("stale");
     expect(r.json().watcher.message).toMatch(/has not been updated since/);
+    expect(r.code).toBe(1);
+    expect(r.json().problemKinds).toEqual([{ kind: "watcher-hung", message: expect.stringMatching(/^watcher: pid \d+ is alive, but its state file has not been updated since/) }]);
+  });
+
+  it("CPU is over the watcher's last window, never above the cores, and not shown over a few seconds of running", async () => {
+    const cores = os.availableParallelism();
+    // Node's start-up counted against 77 ms of watching (what status said right after a start).
+    const start = new Date(Date.now() - 77).toISOString();
+    writeFileSync(stateFile, JSON.stringify(state({ startedAt: start, updatedAt: new Date().toISOString(), cpu: { userMs: 300, systemMs: 45 } })));
+    let r = await status(["--json"]);
+    expect(r.json().watcher.cpu).toMatchObject({ percent: null });
+    expect((await status()).stdout).toMatch(/CPU too early to tell/);
+    writeFileSync(stateFile, JSON.stringify(state({ cpuRecent: { percent: 3.25, overMs: 60_000 } })));
+    r = await status(["--json"]);
+    expect(r.json().watcher.cpu).toMatchObject({ percent: 3.3, overMs: 60_000 });
+    expect((await status()).stdout).toMatch(/CPU 3\.3 % \(last 1m\)/);
+    writeFileSync(stateFile, JSON.stringify(state({ cpuRecent: { percent: 5000, overMs: 60_000 } })));
+    expect((await status(["--json"])).json().watcher.cpu.percent).toBe(100 * cores);
+  });
+
+  it("PUTs per day only for remote storage, and only after 10 minutes of running", async () => {
+    const counts = { puts: 240, gets: 10, lists: 5 };
+    const mirrors = [{ mirror: "s3://bucket/laptop", ...counts }, { mirror: path.join(sb.root, "usb"), ...counts }];
+    writeFileSync(stateFile, JSON.stringify(state({ requests: counts, mirrorRequests: mirrors })));
+    const j = (await status(["--json"])).json();
+    expect(j.watcher.requests).toMatchObject({ putsPerDay: null, remote: false, why: "local storage: requests cost nothing" });
+    expect(j.watcher.mirrorRequests[0]).toMatchObject({ mirror: "s3://bucket/laptop", putsPerDay: 5760, remote: true });
+    expect(j.watcher.mirrorRequests[1]).toMatchObject({ putsPerDay: null, remote: false });
+    expect((await status()).stdout).toMatch(/s3:\/\/bucket\/laptop: 240 PUT, 10 GET, 5 LIST in 1h; about 5760 PUTs\/day \(extrapolated from this run\)/);
+    const early = new Date(Date.now() - 5 * 60_000).toISOString();
+    writeFileSync(stateFile, JSON.stringify(state({ startedAt: early, requests: counts, mirrorRequests: mirrors })));
+    const e = (await status(["--json"])).json();
+    expect(e.watcher.mirrorRequests[0]).toMatchObject({ putsPerDay: null, why: expect.stringMatching(/^too early to tell/) });
+    expect((await status()).stdout).toMatch(/s3:\/\/bucket\/laptop: .*; PUTs\/day: too early to tell \(the watcher has run \d+ s; it takes 10 min\)/);
+    writeFileSync(stateFile, JSON.stringify(state()));
   });
 
   it("a garbage or mistyped state file is 'unreadable state file', not a crash", async () => {
-    for (const junk of ["\u0000\u00ff garbage", "[1,2,3]", JSON.stringify(state({ pid: "12" as unknown as number })), JSON.stringify({ ...state(), cpu: null }), JSON.stringify(state({ suspectLoss: "yes" as never }))]) {
+    const junks = [
+      "\u0000\u00ff garbage",
+      "[1,2,3]",
+      JSON.stringify(state({ pid: "12" as unknown as number })),
+      JSON.stringify({ ...state(), cpu: null }),
+      JSON.stringify(state({ suspectLoss: "yes" as never })),
+      JSON.stringify(state({ failingSince: "yesterday" })),
+      JSON.stringify(state({ mirrors: [{ mirror: "m", behind: -1 }] as never })),
+      JSON.stringify(state({ fullScan: { time: new Date().toISOString(), missed: "all" } as never })),
+      JSON.stringify(state({ cpuRecent: { percent: "high" } as never })),
+    ];
+    for (const junk of junks) {
       writeFileSync(stateFile, junk);
       const r = await status(["--json"]);
       expect(r.code, r.stderr).toBe(0);

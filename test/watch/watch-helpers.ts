@@ -35,7 +35,7 @@ export function startWatch(sb: Sandbox, args: string[] = []): RunningWatch {
   return { child, stdout: () => out, stderr: () => err, exited };
 }
 
-export function files(sb: Sandbox): { state: string; log: string; lock: string } {
+export function files(sb: Sandbox): ReturnType<typeof watcherFiles> {
   return watcherFiles(stateDir(sb), sb.agentDir);
 }
 

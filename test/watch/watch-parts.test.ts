@@ -12,7 +12,7 @@ import { PRE_RESTORE_TAG, selectSnapshot } from "../../src/restore/select.js";
 import type { ParentFile } from "../../src/snapshot/snapshotter.js";
 import { WatchLog } from "../../src/watch/log.js";
 import { readWatcherState, writeWatcherState } from "../../src/watch/state-file.js";
-import { judgeLoss } from "../../src/watch/suspect.js";
+import { judgeLoss } from "../../src/snapshot/loss-guard.js";
 import { acquireWatcherLock } from "../../src/watch/watcher-lock.js";
 import { makeSandbox, type Sandbox } from "../helpers/tmp.js";
 

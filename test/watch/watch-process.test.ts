@@ -106,16 +106,21 @@ describe("pi-guard watch as a process", () => {
     expect((await stopWatch(w)).code).toBe(0);
   }, 60_000);
 
-  it("a deliberate deletion is accepted by a `pi-guard snapshot`: the suspected loss clears and later snapshots compare with it", async () => {
+  it("a deliberate deletion is accepted by `pi-guard snapshot --accept-loss` (a plain snapshot is a suspected loss too): the suspected loss clears and later snapshots compare with it", async () => {
     const sb = await setup("watch-accept");
     const w = watch(sb, ["--debounce", "50"]);
     await waitReady(sb, w);
     rmSync(sb.sessionsDir, { recursive: true, force: true });
     const loss = await waitFor("suspect-loss in the state file", () => readState(sb)?.suspectLoss);
     expect(loss).toMatchObject({ filesBefore: 7, filesNow: 3 });
-    const accepted = await snapshot(sb, [], { env: { XDG_STATE_HOME: path.join(sb.root, "xdg-state") } });
+    expect(readLog(sb).find((e) => e.event === "suspect-loss")?.advice).toContain("`pi-guard snapshot --accept-loss` accepts the deletion");
+    const plain = await cli(watchEnv(sb), ["snapshot", "--json"]);
+    expect(plain.code, plain.stderr).toBe(1);
+    expect(plain.json<{ tags: string[] }>().tags).toEqual(["suspect-loss"]);
+    const accepted = await snapshot(sb, ["--accept-loss"], { env: { XDG_STATE_HOME: path.join(sb.root, "xdg-state") } });
     expect(accepted.files).toBe(3);
     await waitFor("the accepted event", () => readLog(sb).find((e) => e.event === "accepted" && e.snapshot === accepted.snapshotId), 20_000);
+    expect(readLog(sb).filter((e) => e.event === "accepted").map((e) => e.snapshot)).toEqual([accepted.snapshotId]);
     await waitFor("suspectLoss cleared in the state file", () => readState(sb) && !readState(sb)!.suspectLoss);
     const made = readState(sb)!.snapshots.made;
     appendFileSync(path.join(sb.agentDir, "settings.json"), " ");
