@@ -2,6 +2,7 @@
  * `pi-guard doctor`: looks for setups in which the accident pi-guard exists for would still cost
  * data (the repository or key inside the agent dir, no recent snapshot, a readable key file…).
  */
+import { allSnapshotsDamaged } from "./repo/snapshot-damage.js";
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import type { Config } from "./config/config.js";
@@ -107,6 +108,11 @@ async function lastSnapshotCheck(config: Config, cred: unknown, add: Add, now: n
     const repo = await openRepository(config);
     const snapshots = await repo.listSnapshots();
     const last = snapshots.filter((s) => !isImport(s.snapshot)).at(-1);
+    if (!snapshots.length && repo.unreadableSnapshots.length) {
+      // Damage, not an empty repository: starting over on top of it would bury what can be healed.
+      add("last snapshot", "error", allSnapshotsDamaged(repo.unreadableSnapshots, { location: config.repo, mirror: config.mirrors[0] }).message, "pi-guard check --read-data, then the repair it names");
+      return undefined;
+    }
     if (!last) {
       add("last snapshot", "warn", "the repository has no snapshots yet", "pi-guard snapshot");
       return undefined;

@@ -1,5 +1,6 @@
 import { constants, promises as fs } from "node:fs";
 import path from "node:path";
+import { RepoError } from "./repo/errors.js";
 
 /**
  * `mkdir -p` that cannot hang. Node's own recursive mkdir loops forever on paths such as
@@ -33,9 +34,15 @@ export async function makeDirs(dir: string, mode = 0o755): Promise<string | unde
   return first;
 }
 
-/** fsync a folder so a rename in it is durable. Some filesystems refuse; the rename is still atomic there. */
+/**
+ * fsync a folder so a rename in it is durable. Some filesystems refuse; the rename is still atomic
+ * there. A folder that cannot be opened for want of descriptors is waited for, not skipped.
+ */
 export async function syncDir(dir: string | Buffer): Promise<void> {
-  const handle = await fs.open(dir, constants.O_RDONLY).catch(() => undefined);
+  const handle = await retryOutOfDescriptors(() => fs.open(dir, constants.O_RDONLY)).catch((err: unknown) => {
+    if (outOfDescriptors(err)) throw err;
+    return undefined;
+  });
   if (!handle) return;
   try {
     await handle.sync();
@@ -47,31 +54,96 @@ export async function syncDir(dir: string | Buffer): Promise<void> {
 }
 
 /**
+ * One writev at most takes this many buffers (Linux's IOV_MAX) and bytes. Node reports the count
+ * of a larger write modulo 2^32 (a 2.2 GB writev "wrote" a negative number of bytes), and Linux
+ * writes at most 0x7ffff000 bytes per call anyway.
+ */
+const MAX_IOV = 1024;
+const MAX_WRITE_BYTES = 1 << 30;
+
+/**
  * Write every byte of `data` at `position`, looping over short writes: a full disk or a file size
  * limit (`ulimit -f`, whose signal Node ignores) makes a write return fewer bytes than asked, and
- * only the next write fails with the real reason (ENOSPC, EFBIG). Throws rather than return with
- * bytes missing. Returns the position after the data.
+ * only the next write fails with the real reason (ENOSPC, EFBIG). Each call writes a bounded
+ * piece, so any amount (a run of one repeated blob can be gigabytes) is written exactly. Throws
+ * rather than return with bytes missing. Returns the position after the data.
  */
 export async function writeFully(handle: fs.FileHandle, data: Uint8Array | readonly Uint8Array[], position: number): Promise<number> {
-  let pending = (data instanceof Uint8Array ? [data] : data).filter((p) => p.length > 0);
+  const parts = (data instanceof Uint8Array ? [data] : data).filter((p) => p.length > 0);
   let pos = position;
-  while (pending.length) {
-    const total = pending.reduce((n, p) => n + p.length, 0);
-    const { bytesWritten } = await handle.writev(pending as Uint8Array[], pos);
-    if (bytesWritten <= 0) throw Object.assign(new Error(`EIO: wrote 0 of ${total} bytes, write`), { code: "EIO" });
+  let next = 0;
+  let skip = 0; // bytes of parts[next] already written
+  while (next < parts.length) {
+    const piece: Uint8Array[] = [];
+    let bytes = 0;
+    for (let i = next; i < parts.length && piece.length < MAX_IOV && bytes < MAX_WRITE_BYTES; i++) {
+      const p = i === next ? parts[i].subarray(skip) : parts[i];
+      const take = p.subarray(0, MAX_WRITE_BYTES - bytes);
+      piece.push(take);
+      bytes += take.length;
+    }
+    const { bytesWritten } = await handle.writev(piece, pos);
+    if (!(bytesWritten > 0)) throw Object.assign(new Error(`EIO: wrote 0 of ${bytes} bytes, write`), { code: "EIO" });
+    if (bytesWritten > bytes) throw Object.assign(new Error(`EIO: a write of ${bytes} bytes reported ${bytesWritten}`), { code: "EIO" });
     pos += bytesWritten;
-    if (bytesWritten >= total) break;
-    let skip = bytesWritten;
-    const rest: Uint8Array[] = [];
-    for (const p of pending) {
-      if (skip >= p.length) {
-        skip -= p.length;
-        continue;
+    let left = bytesWritten;
+    while (left > 0) {
+      const rest = parts[next].length - skip;
+      if (left < rest) {
+        skip += left;
+        break;
       }
-      rest.push(skip ? p.subarray(skip) : p);
+      left -= rest;
+      next++;
       skip = 0;
     }
-    pending = rest;
   }
   return pos;
+}
+
+/** Too many open files: this process's limit (EMFILE) or the system's (ENFILE). */
+export function outOfDescriptors(err: unknown): boolean {
+  const code = (err as NodeJS.ErrnoException)?.code;
+  if (code === "EMFILE" || code === "ENFILE") return true;
+  // A pack read by a worker thread fails as an I/O RepoError that keeps only the message.
+  return err instanceof RepoError && err.kind === "io" && /\bE[MN]FILE\b/.test(err.message);
+}
+
+/** How long an open waits, in all, for descriptors to be closed before it gives up. */
+const DESCRIPTOR_WAIT_MS = 30_000;
+
+/**
+ * `open` again while it fails for want of descriptors: other work of this process closes some
+ * soon. `relieve` may close one first (it returns true when it did; then the retry is at once).
+ * Gives up, with the EMFILE, after DESCRIPTOR_WAIT_MS.
+ */
+export async function retryOutOfDescriptors<T>(open: () => Promise<T>, relieve?: () => Promise<boolean>): Promise<T> {
+  let waited = 0;
+  for (let delay = 5; ; delay = Math.min(delay * 2, 500)) {
+    try {
+      return await open();
+    } catch (err) {
+      if (!outOfDescriptors(err) || waited >= DESCRIPTOR_WAIT_MS) throw err;
+    }
+    if (await relieve?.()) continue;
+    await new Promise((resolve) => setTimeout(resolve, delay));
+    waited += delay;
+  }
+}
+
+/**
+ * This process's open-file limit (the soft RLIMIT_NOFILE, which Node raises to the hard one at
+ * start) and how many files it has open now, from /proc; undefined where there is no /proc.
+ */
+export async function descriptorUse(): Promise<{ limit: number; open: number } | undefined> {
+  try {
+    const limits = await fs.readFile("/proc/self/limits", "utf8");
+    const m = /^Max open files\s+(\d+|unlimited)\s/m.exec(limits);
+    if (!m) return undefined;
+    // The listing's own descriptor is not counted.
+    const open = (await fs.readdir("/proc/self/fd")).length - 1;
+    return { limit: m[1] === "unlimited" ? Infinity : Number(m[1]), open };
+  } catch {
+    return undefined;
+  }
 }

@@ -1,4 +1,5 @@
 import os from "node:os";
+import { createRequire } from "node:module";
 import { randomBytes } from "node:crypto";
 import type { z as Zod } from "zod";
 import { calibrateScrypt, decrypt, deriveFromKeyFile, deriveFromPassword, encrypt, scryptParamsProblem, type ScryptParams } from "./crypto.js";
@@ -33,8 +34,10 @@ interface KeyObject {
 }
 
 // zod is loaded on first use, not at start-up: commands that never open a repository skip it.
-let schemas: Promise<ReturnType<typeof keySchemas>> | undefined;
-const loadSchemas = () => (schemas ??= import("zod").then(({ z }) => keySchemas(z)));
+// Required, not imported: the ES module loader opens zod's ~90 files at once, which fails with
+// EMFILE under a low `ulimit -n`; require opens them one after another.
+let schemas: ReturnType<typeof keySchemas> | undefined;
+const loadSchemas = () => (schemas ??= keySchemas((createRequire(import.meta.url)("zod") as { z: typeof Zod }).z));
 
 function keySchemas(z: typeof Zod) {
   const base64 = z.string().regex(/^[A-Za-z0-9+/]*={0,2}$/, "not base64");
@@ -117,7 +120,7 @@ export async function parseKeyObject(id: string, raw: Buffer): Promise<KeyEntry>
   } catch {
     return { id, problem: "not valid JSON" };
   }
-  const parsed = (await loadSchemas()).keyObject.safeParse(json);
+  const parsed = loadSchemas().keyObject.safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     return { id, problem: `${issue.path.length ? issue.path.join(".") + ": " : ""}${issue.message}` };
@@ -159,7 +162,7 @@ async function openKeyObject(id: string, obj: KeyObject, cred: Credentials): Pro
   } catch {
     return undefined;
   }
-  const parsed = (await loadSchemas()).masterKey.safeParse(json);
+  const parsed = loadSchemas().masterKey.safeParse(json);
   if (!parsed.success) return undefined;
   return {
     encryption: Buffer.from(parsed.data.encryption, "base64"),

@@ -2,6 +2,8 @@
 // the names of its snapshot objects. The sessions catalog uses this to tell, without a password,
 // whether anything changed since it last looked.
 
+import { createRequire } from "node:module";
+import type { z as Zod } from "zod";
 import { listNames, ObjectNotFound, type Target } from "../targets/target.js";
 import { RepoError } from "./errors.js";
 import { CONFIG_KEY, FORMAT_VERSION } from "./format.js";
@@ -60,7 +62,8 @@ export async function readRepoId(target: Target): Promise<string> {
  */
 export async function readRepoConfig(target: Target): Promise<RepoConfig> {
   const raw = await parseConfigBytes(target);
-  const { z } = await import("zod");
+  // Required, not imported: see loadSchemas in keys.ts (EMFILE under a low `ulimit -n`).
+  const { z } = createRequire(import.meta.url)("zod") as { z: typeof Zod };
   const b = CONFIG_BOUNDS;
   const int = z.number().int();
   const chunker = z

@@ -1,5 +1,6 @@
 import { setMaxListeners } from "node:events";
 import path from "node:path";
+import { retryOutOfDescriptors } from "../fs-safe.js";
 import { packKey } from "./format.js";
 import { collectYoung } from "./collect.js";
 import { RepoError } from "./errors.js";
@@ -134,6 +135,12 @@ export interface BlobSink {
   fail(file: number, err: Error): void;
   /** A failed file gets no more writes. */
   failed(file: number): boolean;
+  /**
+   * Set by a sink that writes into files it created empty: bytes that are all zero are then
+   * handed here instead of to `write`, and need no write at all (they stay a hole, so a sparse
+   * file stays sparse). They count as written.
+   */
+  hole?(file: number, pos: number, length: number): void;
 }
 
 interface Place {
@@ -425,7 +432,11 @@ export class PackOrderedRead {
     const blobs = job.frames.flatMap((fr, f) => [...fr.blobs.values()].map((b) => ({ frame: f, b })));
     let parts: Buffer[];
     try {
-      parts = await this.open(job.start, job.frames, blobs, src, job.raw);
+      // A local pack that cannot be opened for want of descriptors is opened again once some are
+      // closed (a fresh source each time: the last one went to the worker).
+      parts = src.file
+        ? await retryOutOfDescriptors(() => this.open(job.start, job.frames, blobs, this.localSource(read, job.start, job.end), job.raw))
+        : await this.open(job.start, job.frames, blobs, src, job.raw);
     } catch (err) {
       if (this.opts.signal?.aborted) return;
       beforeIsolate?.();
@@ -491,16 +502,22 @@ export class PackOrderedRead {
     );
   }
 
-  /** Each file gets its blobs of this job as runs of back-to-back bytes, one positional write per run. */
+  /**
+   * Each file gets its blobs of this job as runs of back-to-back bytes, one positional write per
+   * run (writeFully cuts a long one into bounded calls); runs of zero bytes go to the sink's
+   * `hole` when it has one.
+   */
   private async deliver(got: { blob: PackBlob; data: Buffer }[], sink: BlobSink, remaining: number[]): Promise<void> {
     if (this.opts.signal?.aborted) return;
-    const byFile = new Map<number, { pos: number; data: Buffer }[]>();
+    const byFile = new Map<number, { pos: number; data: Buffer; zero: boolean }[]>();
     for (const { blob, data } of got) {
+      // Once per blob, however many places hold it: a file of one repeated zero chunk is one blob.
+      const zero = sink.hole !== undefined && allZero(data);
       for (const p of blob.places) {
         if (sink.failed(p.file)) continue;
         let list = byFile.get(p.file);
         if (!list) byFile.set(p.file, (list = []));
-        list.push({ pos: p.pos, data });
+        list.push({ pos: p.pos, data, zero });
       }
     }
     await Promise.all(
@@ -509,14 +526,16 @@ export class PackOrderedRead {
         let i = 0;
         while (i < list.length) {
           const pos = list[i].pos;
+          const zero = list[i].zero;
           let end = pos;
           const run: Buffer[] = [];
-          while (i < list.length && list[i].pos === end) {
+          while (i < list.length && list[i].pos === end && list[i].zero === zero) {
             run.push(list[i].data);
             end += list[i].data.length;
             i++;
           }
-          await sink.write(file, pos, joinAdjacent(run));
+          if (zero) sink.hole!(file, pos, end - pos);
+          else await sink.write(file, pos, joinAdjacent(run));
           if (sink.failed(file)) return;
         }
         remaining[file] -= list.length;
@@ -594,6 +613,17 @@ class StreamCursor {
     if (this.at >= this.chunk!.length) this.chunk = undefined;
     return true;
   }
+}
+
+const ZEROS = Buffer.alloc(64 * 1024);
+
+/** Whether every byte is zero; compared a piece at a time, so other data stops at its first piece. */
+function allZero(data: Buffer): boolean {
+  for (let at = 0; at < data.length; at += ZEROS.length) {
+    const piece = data.subarray(at, at + ZEROS.length);
+    if (!piece.equals(ZEROS.subarray(0, piece.length))) return false;
+  }
+  return true;
 }
 
 /** Blobs that lie back to back in one decoded buffer become one view: one write instead of dozens. */

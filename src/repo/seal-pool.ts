@@ -19,6 +19,7 @@ interface Pending {
   resolve: (parts: Buffer[]) => void;
   reject: (err: Error) => void;
   onInput?: (buffer: ArrayBuffer) => void;
+  worker: Worker;
 }
 
 /** Batches smaller than this run inline: a worker's start-up would cost more than the work. */
@@ -35,6 +36,8 @@ export class SealPool {
   private readonly pending = new Map<number, Pending>();
   private nextJob = 0;
   private turn = 0;
+  /** A worker failed or exited: no more are started, and batches run on the ones left, or inline. */
+  private lost = false;
 
   /**
    * With `mainHelps`, every other batch runs on the calling thread too: right for restore, where
@@ -58,7 +61,8 @@ export class SealPool {
       const worker = new Worker(workerFile, { execArgv, resourceLimits: { maxYoungGenerationSizeMb: 4 } });
       worker.unref();
       worker.on("message", (reply: BatchReply & { error?: string; kind?: string }) => this.settle(reply));
-      worker.on("error", (err) => this.failAll(err));
+      worker.on("error", (err) => this.lose(worker, err));
+      worker.on("exit", (code) => this.lose(worker, new Error(`a worker thread exited (code ${code})`)));
       this.workers.push(worker);
     }
   }
@@ -71,7 +75,10 @@ export class SealPool {
     const job = this.nextJob++;
     const full = { ...req, job } as SealRequest | OpenRequest;
     const inline =
-      this.size === 0 || (this.workers.length === 0 && workBytes(req) < INLINE_BELOW) || (this.mainHelps && job % 2 === 1);
+      this.size === 0 ||
+      (this.lost && this.workers.length === 0) ||
+      (this.workers.length === 0 && workBytes(req) < INLINE_BELOW) ||
+      (this.mainHelps && job % 2 === 1);
     if (inline) {
       try {
         const parts = full.op === "seal" ? sealBatch(full) : openBatch(full);
@@ -83,8 +90,8 @@ export class SealPool {
     }
     if (this.workers.length === 0) this.startWorkers();
     return new Promise((resolve, reject) => {
-      this.pending.set(job, { resolve, reject, onInput });
       const worker = this.workers[this.turn++ % this.workers.length];
+      this.pending.set(job, { resolve, reject, onInput, worker });
       worker.ref();
       worker.postMessage(full, transfer);
     });
@@ -102,14 +109,26 @@ export class SealPool {
     }
   }
 
-  private failAll(err: Error): void {
-    for (const p of this.pending.values()) p.reject(err);
-    this.pending.clear();
+  /**
+   * A worker that failed (one that could not even load its script: EMFILE under a low `ulimit -n`)
+   * or exited: its jobs fail (a restore reads and opens them again, blob by blob) and it gets no
+   * more. A job posted to a dead worker never settled: the restore hung, or, with nothing else
+   * left to wait for, the process exited 0 with the work undone.
+   */
+  private lose(worker: Worker, err: Error): void {
+    const i = this.workers.indexOf(worker);
+    if (i < 0) return; // closed, or lost already
+    this.workers.splice(i, 1);
+    this.lost = true;
+    for (const [job, p] of this.pending) {
+      if (p.worker !== worker) continue;
+      this.pending.delete(job);
+      p.reject(err);
+    }
   }
 
   async close(): Promise<void> {
-    await Promise.all(this.workers.map((w) => w.terminate()));
-    this.workers.length = 0;
+    await Promise.all(this.workers.splice(0).map((w) => w.terminate()));
   }
 }
 

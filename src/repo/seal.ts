@@ -1,5 +1,6 @@
 import { closeSync, openSync, readSync } from "node:fs";
 import path from "node:path";
+import { outOfDescriptors } from "../fs-safe.js";
 import { blobId, decryptInto, encrypt } from "./crypto.js";
 import { decodedSize, decodeInto, decodeTransient, encode } from "./compress.js";
 import { RepoError } from "./errors.js";
@@ -64,7 +65,9 @@ function readSealed(file: { path: string; position: number; length: number }): B
   try {
     fd = openSync(file.path, "r");
   } catch (err) {
-    throw new RepoError(`pack ${pack} cannot be read: ${(err as NodeJS.ErrnoException).code === "ENOENT" ? "it does not exist" : (err as Error).message}`, "corrupt");
+    // Too many open files is this process's trouble (the caller waits and retries), not damage.
+    const kind = outOfDescriptors(err) ? "io" : "corrupt";
+    throw new RepoError(`pack ${pack} cannot be read: ${(err as NodeJS.ErrnoException).code === "ENOENT" ? "it does not exist" : (err as Error).message}`, kind);
   }
   try {
     let got = 0;

@@ -19,7 +19,7 @@ export async function resticStatus(config: Config, s: ResticSession, opts: { max
   const watcher = await watcherStatus(config, now);
   const fromState = watcherFindings(watcher, now.getTime(), bounds, !!found.newestSnapshot?.suspectLoss);
   const jobs = await scheduleFindings(config, now);
-  const problems = [...found.problems, ...fromState.problems];
+  const problems = [...found.problems, ...fromState.problems, ...jobs.problems];
   return {
     healthy: problems.length === 0,
     problems: problems.map((p) => p.message),

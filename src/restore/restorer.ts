@@ -1,11 +1,11 @@
-import { syncDir, writeFully } from "../fs-safe.js";
+import { descriptorUse, retryOutOfDescriptors, syncDir, writeFully } from "../fs-safe.js";
 import { parseSessionFileName } from "../pi/writer.js";
 import { constants, promises as fs, type Stats } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import { randomBytes } from "node:crypto";
 import picomatch from "picomatch";
 import { BlobReader } from "../repo/blob-reader.js";
-import { type BlobSink, PackOrderedRead } from "../repo/read-pipeline.js";
+import { type BlobSink, PackOrderedRead, readConcurrency } from "../repo/read-pipeline.js";
 import { RepoError } from "../repo/errors.js";
 import type { TreeNode } from "../repo/format.js";
 import type { Repository, SnapshotRecord } from "../repo/repository.js";
@@ -50,7 +50,10 @@ export interface RestoreOptions {
   onProgress?: (p: { files: number; bytes: number; current: string }) => void;
   /** The repository lock's: the restore stops (throws its reason) once the lock is lost. */
   signal?: AbortSignal;
-  /** Temp files kept open at once (default MAX_OPEN); idle ones past it are closed and reopened. */
+  /**
+   * Temp files kept open at once (default MAX_OPEN, fewer when the open-file limit leaves less);
+   * idle ones past it are closed and reopened.
+   */
   maxOpenFiles?: number;
 }
 
@@ -220,7 +223,8 @@ export async function applyRestore(repo: Repository, plan: RestorePlan): Promise
   const { opts } = plan;
   await repo.loadIndex();
   // Restore is decryption-bound and the main thread mostly waits, so it decrypts too.
-  const pool = new SealPool(defaultPoolSize(3), true);
+  const workers = defaultPoolSize(3);
+  const pool = new SealPool(workers, true);
   const report = emptyReport(plan);
   const done = (item: PlanItem) => {
     report.files.push(fileEntry(item));
@@ -231,7 +235,7 @@ export async function applyRestore(repo: Repository, plan: RestorePlan): Promise
   // check right before each rename is never cached.
   const makeParent = cached((rootDir: string, comps: FsPath[]) => walkDirs(rootDir, comps.slice(0, -1), true));
   const files: PlanItem[] = [];
-  const writer = new TempFiles(makeParent, !!opts.durable, opts.maxOpenFiles ?? MAX_OPEN);
+  const writer = new TempFiles(makeParent, !!opts.durable, await openFileBudget(repo, workers, opts.maxOpenFiles ?? MAX_OPEN));
   try {
     for (const item of plan.items) {
       opts.signal?.throwIfAborted();
@@ -325,6 +329,8 @@ const REASONS: Record<string, string> = {
   EISDIR: "is a directory",
   ENOENT: "it does not exist and cannot be created",
   EIO: "input/output error",
+  EMFILE: "too many open files (the open-file limit, ulimit -n, is reached)",
+  ENFILE: "too many open files on the system",
 };
 
 function fsReason(err: unknown): string {
@@ -421,6 +427,24 @@ async function recheck(item: PlanItem): Promise<FsPath> {
 
 /** Files open at once while a restore writes blobs in pack order; past it, idle ones are closed and reopened later. */
 const MAX_OPEN = 128;
+/**
+ * Descriptors a restore leaves to the rest of the process, besides one per pack read at once and
+ * about four per worker thread (its event loop's): the lock's refreshes, modules loaded on the
+ * way, a socket or a cached pack handle opened meanwhile.
+ */
+const FD_SPARE = 12;
+const FDS_PER_WORKER = 4;
+
+/**
+ * Temp files a restore may hold open: `cap`, or fewer when the process's open-file limit
+ * (`ulimit -n`) leaves less beside what is open now and what the rest of the restore opens.
+ */
+async function openFileBudget(repo: Repository, workers: number, cap: number): Promise<number> {
+  const use = await descriptorUse();
+  if (!use) return cap;
+  const free = use.limit - use.open - FD_SPARE - FDS_PER_WORKER * workers - readConcurrency(repo.target);
+  return Math.max(1, Math.min(cap, free));
+}
 
 interface TempFile {
   item: PlanItem;
@@ -429,10 +453,14 @@ interface TempFile {
   dir?: FsPath;
   tmp?: FsPath;
   handle?: FileHandle;
+  /** It holds one of the writer's descriptor slots (for its handle, or to sync its folder). */
+  slot: boolean;
   /** The temp file we made: a reopen must find this very file again. */
   ino?: number;
   dev?: number;
+  /** Bytes written or left as a hole; and the end of the last byte actually written. */
   bytes: number;
+  written: number;
   busy: boolean;
   failed: boolean;
   renamed: boolean;
@@ -443,23 +471,31 @@ interface TempFile {
  * after another (open, writes, finish); a file lands atomically (temp, size check, fsync when
  * durable, recheck of its folders, rename) only once all its bytes are written, and a failed one
  * leaves no temp file behind.
+ *
+ * Descriptors: at most `maxOpen` are held at once (open temp files, and the folder of a file
+ * being synced). A file that needs one when none is free takes an idle file's (closed, reopened
+ * by its next write) or waits for one; an open that still fails for want of descriptors (others
+ * of the process took them) lowers `maxOpen` and is retried, never failing a file for it.
  */
 class TempFiles {
   private readonly files = new Map<number, TempFile>();
+  /** Files with a handle, least recently used first. */
   private readonly openFiles = new Set<TempFile>();
+  private slots = 0;
+  private readonly waiting: (() => void)[] = [];
   private abandoned = false;
 
   constructor(
     private readonly makeParent: (rootDir: string, comps: FsPath[]) => Promise<FsPath | undefined>,
     private readonly durable: boolean,
-    private readonly maxOpen: number,
+    private maxOpen: number,
   ) {}
 
   sink(items: PlanItem[], settle: (file: number, err?: unknown) => void): BlobSink {
     const get = (f: number): TempFile => {
       let t = this.files.get(f);
       if (!t) {
-        t = { item: items[f], settle: (err) => settle(f, err), chain: Promise.resolve(), bytes: 0, busy: false, failed: false, renamed: false };
+        t = { item: items[f], settle: (err) => settle(f, err), chain: Promise.resolve(), slot: false, bytes: 0, written: 0, busy: false, failed: false, renamed: false };
         this.files.set(f, t);
       }
       return t;
@@ -468,8 +504,14 @@ class TempFiles {
       write: (f, pos, parts) =>
         this.enqueue(get(f), async (t) => {
           await this.ensureOpen(t);
-          t.bytes += (await writeFully(t.handle!, parts, pos)) - pos;
+          const end = await writeFully(t.handle!, parts, pos);
+          t.bytes += end - pos;
+          t.written = Math.max(t.written, end);
         }),
+      // The temp file was created empty: zeros need no write, and stay a hole.
+      hole: (f, _pos, length) => {
+        get(f).bytes += length;
+      },
       done: (f) =>
         void this.enqueue(get(f), async (t) => {
           await this.ensureOpen(t);
@@ -508,7 +550,8 @@ class TempFiles {
         this.failFile(t, err);
       } finally {
         t.busy = false;
-        this.trim();
+        // An idle file's descriptor can go to a file waiting for one.
+        if (t.handle && this.waiting.length) this.waiting.shift()!();
       }
     });
     t.chain = run;
@@ -522,6 +565,44 @@ class TempFiles {
     t.chain = t.chain.then(() => this.discard(t));
   }
 
+  /** A descriptor slot for `t`: a free one, an idle file's, or the next one given back. */
+  private async takeSlot(t: TempFile): Promise<void> {
+    while (!t.slot) {
+      if (this.slots < this.maxOpen) {
+        this.slots++;
+        t.slot = true;
+      } else if (!(await this.closeIdle(t))) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    }
+  }
+
+  /** Close the least recently used idle file, its slot going to `to` (or back to the pool). */
+  private async closeIdle(to?: TempFile): Promise<boolean> {
+    const idle = [...this.openFiles].find((o) => !o.busy);
+    if (!idle) return false;
+    await this.close(idle, to);
+    return true;
+  }
+
+  private releaseSlot(t: TempFile): void {
+    if (!t.slot) return;
+    t.slot = false;
+    this.freeSlot();
+  }
+
+  private freeSlot(): void {
+    this.slots--;
+    this.waiting.shift()?.();
+  }
+
+  /** Open through the budget: a shortage of descriptors frees one of ours, or waits, and opens again. */
+  private open(open: () => Promise<FileHandle>): Promise<FileHandle> {
+    return retryOutOfDescriptors(open, async () => {
+      // Others in the process hold more than the budget allowed for: hold fewer from now on.
+      this.maxOpen = Math.max(1, this.slots - 1);
+      return this.closeIdle();
+    });
+  }
+
   private async ensureOpen(t: TempFile): Promise<void> {
     if (t.handle) {
       // Most recently used last: the first ones are closed when too many are open.
@@ -529,17 +610,29 @@ class TempFiles {
       this.openFiles.add(t);
       return;
     }
+    await this.takeSlot(t);
+    try {
+      await this.openHandle(t);
+    } catch (err) {
+      if (t.handle) await this.close(t).catch(() => undefined);
+      this.releaseSlot(t);
+      throw err;
+    }
+    this.openFiles.add(t);
+  }
+
+  private async openHandle(t: TempFile): Promise<void> {
     const node = t.item.node!;
     if (t.tmp === undefined) {
       t.dir = (await this.makeParent(t.item.rootDir, t.item.comps))!;
       const tmp = joinPath(t.dir, tempName(t.item.comps[t.item.comps.length - 1]));
-      t.handle = await fs.open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, node.mode & 0o777);
+      t.handle = await this.open(() => fs.open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, node.mode & 0o777));
       t.tmp = tmp;
       const st = await t.handle.stat();
       t.ino = st.ino;
       t.dev = st.dev;
     } else {
-      const handle = await fs.open(t.tmp, constants.O_WRONLY | constants.O_NOFOLLOW);
+      const handle = await this.open(() => fs.open(t.tmp!, constants.O_WRONLY | constants.O_NOFOLLOW));
       const st = await handle.stat().catch(async (err: unknown) => {
         await handle.close();
         throw err;
@@ -551,43 +644,56 @@ class TempFiles {
       }
       t.handle = handle;
     }
-    this.openFiles.add(t);
   }
 
-  /** Too many open: close the least recently used idle ones (a later write reopens them). */
-  private trim(): void {
-    for (const t of this.openFiles) {
-      if (this.openFiles.size <= this.maxOpen) return;
-      if (!t.busy) void this.close(t).catch(() => undefined);
-    }
-  }
-
-  private async close(t: TempFile): Promise<void> {
+  /** Close `t`'s handle; its slot goes to `to`, or back to the pool (`keep`: stays with `t`). */
+  private async close(t: TempFile, to?: TempFile | "keep"): Promise<void> {
     const handle = t.handle;
     if (!handle) return;
     t.handle = undefined;
     this.openFiles.delete(t);
-    await handle.close();
+    // Until it is closed, the slot is the closing descriptor's: `t` may reopen meanwhile, with a
+    // slot of its own.
+    if (to !== "keep") t.slot = false;
+    try {
+      await handle.close();
+    } finally {
+      if (to === undefined) this.freeSlot();
+      else if (to !== "keep") to.slot = true;
+    }
   }
 
   private async finish(t: TempFile): Promise<void> {
     const node = t.item.node!;
     const handle = t.handle!;
-    const size = (await handle.stat()).size;
-    if (t.bytes !== (node.size ?? 0)) throw new RepoError(`its data holds ${t.bytes} bytes where the snapshot's file list says ${node.size}`, "corrupt");
-    if (size !== t.bytes) throw Object.assign(new Error(`short write: ${size} of ${t.bytes} bytes on disk`), { code: "EIO" });
+    const size = node.size ?? 0;
+    if (t.bytes !== size) throw new RepoError(`its data holds ${t.bytes} bytes where the snapshot's file list says ${node.size}`, "corrupt");
+    let onDisk = (await handle.stat()).size;
+    if (onDisk < t.written) throw Object.assign(new Error(`short write: ${onDisk} of ${t.written} bytes on disk`), { code: "EIO" });
+    // A file that ends in zeros (a hole) is extended to its size.
+    if (onDisk < size) {
+      await handle.truncate(size);
+      onDisk = (await handle.stat()).size;
+    }
+    if (onDisk !== size) throw Object.assign(new Error(`short write: ${onDisk} of ${size} bytes on disk`), { code: "EIO" });
     await handle.chmod(node.mode & 0o7777);
     const mtime = new Date(node.mtimeMs);
     await handle.utimes(mtime, mtime);
     if (this.durable) await handle.sync();
-    await this.close(t);
-    await fs.rename(t.tmp!, await recheck(t.item));
-    t.renamed = true;
-    if (this.durable) await syncDir(t.dir!);
+    // The slot stays with the file until its folder is synced: that takes a descriptor too.
+    await this.close(t, "keep");
+    try {
+      await fs.rename(t.tmp!, await recheck(t.item));
+      t.renamed = true;
+      if (this.durable) await syncDir(t.dir!);
+    } finally {
+      this.releaseSlot(t);
+    }
   }
 
   private async discard(t: TempFile): Promise<void> {
     await this.close(t).catch(() => undefined);
+    this.releaseSlot(t);
     if (t.tmp !== undefined && !t.renamed) await fs.unlink(t.tmp).catch(() => undefined);
     t.tmp = undefined;
   }

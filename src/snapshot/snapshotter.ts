@@ -1,3 +1,4 @@
+import { createHash, type Hash } from "node:crypto";
 import { constants, promises as fs, type Stats } from "node:fs";
 import os from "node:os";
 import { BlobReader } from "../repo/blob-reader.js";
@@ -92,6 +93,8 @@ const MAX_READS = 3;
  * back) gets no ctimeMs, so that the next snapshot does not take it for unchanged.
  */
 const RACY_MS = 20;
+/** A ctime ahead of the clock by more than this (the clock went back) is not waited for. */
+const AHEAD_MS = 1000;
 
 /** What a file node records about its bytes (the node is built in addEntry). */
 type StoredFile = Required<Pick<TreeNode, "ino" | "content" | "size" | "mtimeMs">> & Pick<TreeNode, "tail" | "fullReadMs" | "ctimeMs">;
@@ -430,9 +433,12 @@ export class SnapshotBuilder {
     try {
       let before = await handle.stat();
       if (!before.isFile()) return undefined;
-      const age = Date.now() - before.ctimeMs;
-      if (age >= 0 && age < RACY_MS) {
-        await new Promise((r) => setTimeout(r, RACY_MS - age));
+      // Date.now() is whole milliseconds and a timer may fire a little early, so the age is looked
+      // at again after each wait; a ctime just ahead of it (its sub-millisecond part) is waited for too.
+      for (let waits = 0; waits < 5; waits++) {
+        const age = Date.now() - before.ctimeMs;
+        if (age >= RACY_MS || age < -AHEAD_MS) break;
+        await new Promise((r) => setTimeout(r, RACY_MS - age + 1));
         before = await handle.stat();
       }
       const now = Date.now();
@@ -440,18 +446,19 @@ export class SnapshotBuilder {
       const settled = now - before.ctimeMs >= RACY_MS;
       const grown = prev && before.ino === prev.ino && typeof prev.size === "number" && before.size > prev.size;
       const interval = this.reading.readAll ? 0 : (this.reading.fullReadIntervalMs ?? DEFAULT_FULL_READ_INTERVAL_MS);
+      this.readDigest = undefined;
       const appended = grown && prefixTrusted(prev.fullReadMs, now, interval) ? await this.storeAppend(handle, prev, before.size) : undefined;
+      if (!appended) this.readDigest = undefined;
       const bytes = appended ?? (await this.storeWhole(handle, 0, before.size, []));
       const after = await handle.stat();
       const onPath = await fs.lstat(entry.abs).catch(() => undefined);
       // A short read means it was truncated meanwhile. A path that is gone now is no sign of a torn
       // read: what was read is the file as it was.
-      const steady =
-        bytes.size === before.size &&
-        after.size === before.size &&
-        after.mtimeMs === before.mtimeMs &&
-        after.ctimeMs === before.ctimeMs &&
-        (!onPath || onPath.ino === before.ino);
+      const samePlace = bytes.size === before.size && after.ino === before.ino && (!onPath || onPath.ino === before.ino);
+      let steady = samePlace && after.size === before.size && after.mtimeMs === before.mtimeMs && after.ctimeMs === before.ctimeMs;
+      // Grown meanwhile (pi appending as it does): what was read is a real state of the file if
+      // those bytes are still there, read again. A truncation and rewrite fails that comparison.
+      if (!steady && samePlace && after.size >= before.size) steady = await this.sameBytesAgain(handle, before.size);
       const fullReadMs = appended ? prev!.fullReadMs : now;
       return { stored: { ino: before.ino, ...bytes, mtimeMs: before.mtimeMs, ctimeMs: before.ctimeMs, fullReadMs }, steady, settled };
     } finally {
@@ -471,6 +478,7 @@ export class SnapshotBuilder {
       const want = Math.min(space.length, READ_BLOCK, end - pos);
       const { bytesRead } = await handle.read(space, 0, want, pos);
       if (bytesRead === 0) break; // truncated while we read: keep what was there (the stat after the read shows it)
+      this.noteRead(pos, space.subarray(0, bytesRead));
       pos += bytesRead;
       this.counts.bytesRead += bytesRead;
       await this.content.filled(bytesRead);
@@ -494,6 +502,7 @@ export class SnapshotBuilder {
     const max = this.repo.dataChunker.params.max;
     const region = Buffer.allocUnsafe(Math.min(end - resume.offset, max));
     const have = await this.readAt(handle, region, resume.offset);
+    this.noteRead(resume.offset, region.subarray(0, have));
     // The bytes after the cut must still be the parent's tail blobs, one after another.
     if (have < oldLength || !this.sameBlobs(region.subarray(0, oldLength), resume.tail)) return undefined;
     if (resume.offset + have < end && have === region.length) {
@@ -545,6 +554,29 @@ export class SnapshotBuilder {
       if (kept.length > 1 && !(await this.blobAt(handle, kept[0], 0))) return undefined;
     }
     return { offset, kept, tail };
+  }
+
+  /** What this file's read stored so far (from `from`): checked again when the file grew meanwhile. */
+  private readDigest: { from: number; hash: Hash } | undefined;
+
+  /** `bytes`, read at `offset`, go into the snapshot. */
+  private noteRead(offset: number, bytes: Uint8Array): void {
+    (this.readDigest ??= { from: offset, hash: createHash("sha256") }).hash.update(bytes);
+  }
+
+  /** Whether the file still holds, up to `end`, the bytes this read stored. */
+  private async sameBytesAgain(handle: fs.FileHandle, end: number): Promise<boolean> {
+    const stored = this.readDigest;
+    if (!stored) return true;
+    const again = createHash("sha256");
+    const buf = Buffer.allocUnsafe(Math.min(READ_BLOCK, Math.max(1, end - stored.from)));
+    for (let pos = stored.from; pos < end; ) {
+      const n = await this.readAt(handle, buf.subarray(0, Math.min(buf.length, end - pos)), pos);
+      if (n === 0) return false;
+      again.update(buf.subarray(0, n));
+      pos += n;
+    }
+    return again.digest().equals(stored.hash.digest());
   }
 
   /** Whether the file holds blob `id` at `offset`. */

@@ -1,4 +1,4 @@
-import { makeDirs, syncDir, writeFully } from "../fs-safe.js";
+import { makeDirs, retryOutOfDescriptors, syncDir, writeFully } from "../fs-safe.js";
 import { promises as fs, constants } from "node:fs";
 import path from "node:path";
 import { ownerAlive, ownerDead, ownerTag } from "../repo/staging.js";
@@ -61,7 +61,7 @@ export class LocalTarget implements Target {
 
   async get(key: string, opts: OpOptions = {}): Promise<Buffer> {
     try {
-      return await fs.readFile(this.file(key), { signal: opts.signal });
+      return await retryOutOfDescriptors(() => fs.readFile(this.file(key), { signal: opts.signal }));
     } catch (err) {
       if (notFound(err)) throw new ObjectNotFound(key);
       throw abortReason(err, opts.signal);
@@ -73,7 +73,8 @@ export class LocalTarget implements Target {
    * cost more than the reads. A handful of handles stay open (objects are immutable, so a cached
    * handle never sees stale data). A handle is closed once it is dropped (pushed out, its object
    * deleted, or every handle after HANDLE_IDLE_MS unused) and no read is using it, so a target
-   * that is no longer used holds no descriptor (a long-running watcher opens many).
+   * that is no longer used holds no descriptor (a long-running watcher opens many). Every open
+   * here waits out a shortage of descriptors (EMFILE) rather than fail the read or write.
    */
   private readonly handles = new Map<string, CachedHandle>();
   private idle?: NodeJS.Timeout;
@@ -82,7 +83,7 @@ export class LocalTarget implements Target {
     let c = this.handles.get(key);
     if (c) this.handles.delete(key);
     else {
-      c = { handle: fs.open(this.file(key), constants.O_RDONLY), users: 0, dropped: false };
+      c = { handle: retryOutOfDescriptors(() => fs.open(this.file(key), constants.O_RDONLY)), users: 0, dropped: false };
       const opened = c;
       c.handle.catch(() => this.handles.get(key) === opened && this.handles.delete(key));
     }
@@ -135,7 +136,7 @@ export class LocalTarget implements Target {
     throwIfAborted(opts.signal);
     let handle: fs.FileHandle;
     try {
-      handle = await fs.open(this.file(key), constants.O_RDONLY);
+      handle = await retryOutOfDescriptors(() => fs.open(this.file(key), constants.O_RDONLY));
     } catch (err) {
       if (notFound(err)) throw new ObjectNotFound(key);
       throw err;
@@ -169,7 +170,7 @@ export class LocalTarget implements Target {
       return;
     }
     const tmp = `${dest}${TEMP_INFIX}${ownerTag()}`;
-    const handle = await fs.open(tmp, "wx", 0o600);
+    const handle = await retryOutOfDescriptors(() => fs.open(tmp, "wx", 0o600));
     try {
       try {
         let at = 0;

@@ -25,7 +25,8 @@ export type ProblemKind =
   | "changes-pending"
   | "watcher-hung"
   | "mirror-behind"
-  | "mirror-unreachable";
+  | "mirror-unreachable"
+  | "job-failed";
 
 export interface Problem {
   kind: ProblemKind;
@@ -104,6 +105,15 @@ export function watcherProblems(s: Pick<WatcherState, "suspectLoss" | "failingSi
     if (p) out.push(p);
   }
   return out;
+}
+
+/**
+ * A scheduled job whose last run failed (a refused retention, damage found by a check, a snapshot
+ * that failed): the guard is not doing what it was set up to do until a run succeeds again.
+ */
+export function jobProblem(job: string, run: { ok: boolean; start: string; summary: string } | undefined): Problem | undefined {
+  if (!run || run.ok) return undefined;
+  return { kind: "job-failed", subject: job, message: `scheduled job ${job} failed at ${run.start}: ${run.summary}` };
 }
 
 /** The last good snapshot (taken at `timeMs`) is older than the bound. */

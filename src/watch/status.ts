@@ -16,7 +16,7 @@ import { PRE_RESTORE_TAG } from "../restore/select.js";
 import { isLocalLocation } from "../targets/location.js";
 import { readScheduleState, upcomingJobs, type JobRun } from "./schedule.js";
 import { watcherFiles, type FullScanResult, type MirrorLag, type WatcherState } from "./state.js";
-import { ageProblem, mirrorProblem, watcherProblems, type HealthBounds, type Problem } from "./health.js";
+import { ageProblem, jobProblem, mirrorProblem, watcherProblems, type HealthBounds, type Problem } from "./health.js";
 import { pidAlive } from "../pid.js";
 import { hostName } from "../host.js";
 
@@ -265,14 +265,14 @@ export function snapshotFindings(own: ListedSnapshot[], anySnapshots: boolean, n
   return { lastGoodSnapshot: lastGood ? brief(lastGood) : null, newestSnapshot: newest ? { ...brief(newest), suspectLoss: newestIsLoss } : null, problems };
 }
 
-/** The next scheduled jobs and their last runs, with a note for each failed one. */
-export async function scheduleFindings(config: Config, now: Date): Promise<{ schedules: StatusReport["schedules"]; notes: string[] }> {
+/** The next scheduled jobs and their last runs; a problem for each whose last run failed. */
+export async function scheduleFindings(config: Config, now: Date): Promise<{ schedules: StatusReport["schedules"]; notes: string[]; problems: Problem[] }> {
   const notes: string[] = [];
   const { state: sched, problem } = await readScheduleState(config.stateDir);
   if (problem) notes.push(problem);
   const schedules = upcomingJobs(config.schedules, now).map((j) => ({ ...j, lastRun: sched.jobs[j.job]?.lastRun ?? null }));
-  for (const s of schedules) if (s.lastRun && !s.lastRun.ok) notes.push(`scheduled job ${s.job} failed at ${s.lastRun.start}: ${s.lastRun.summary}`);
-  return { schedules, notes };
+  const problems = schedules.flatMap((s) => jobProblem(s.job, s.lastRun ?? undefined) ?? []);
+  return { schedules, notes, problems };
 }
 
 async function objectCounts(repo: Repository): Promise<NonNullable<StatusReport["repository"]["objects"]>> {
@@ -376,6 +376,7 @@ export async function gatherStatus(config: Config, repo: Repository, opts: { max
     if (p) problems.push(p);
   }
   const jobs = await scheduleFindings(config, now);
+  problems.push(...jobs.problems);
   notes.push(...jobs.notes);
   return {
     healthy: problems.length === 0,

@@ -34,6 +34,7 @@ import { MirrorShipper, type MirrorReport } from "./mirror-ship.js";
 import { ageProblem, watcherProblems, type Problem } from "./health.js";
 import { alertOnChange, readAlertMemory, type AlertMemory, type AlertOutcome } from "./alert.js";
 import { compareWithSnapshot } from "./full-scan.js";
+import { scheduleFindings } from "./status.js";
 
 /** What the watcher needs of slice E's scheduler (src/watch/schedule.ts), started and stopped with it. */
 export interface WatchScheduler {
@@ -160,6 +161,8 @@ export class Watcher {
   /** When the newest good (not suspect-loss) snapshot this watcher knows of was taken, and its id. */
   private lastGood: { id: string; timeMs: number } | undefined;
   private alertMemory: AlertMemory | undefined;
+  /** Scheduled jobs whose last run failed (schedule.json, read on each tick). */
+  private jobProblems: Problem[] = [];
   private alerting: Promise<void> = Promise.resolve();
   /** Aborted when a stop's budget runs out during a snapshot. */
   private readonly abandon = new AbortController();
@@ -626,6 +629,7 @@ export class Watcher {
   private async tick(): Promise<void> {
     if (this.state.suspectLoss && !this.current) await this.checkAccepted().catch(() => undefined);
     this.maybeFullScan();
+    this.jobProblems = await scheduleFindings(this.config, new Date()).then((f) => f.problems, () => this.jobProblems);
     this.judgeHealth();
     await this.writeState();
   }
@@ -676,6 +680,7 @@ export class Watcher {
     const problems = watcherProblems(this.refreshState(), now, this.config.health);
     const old = this.lastGood && ageProblem(this.lastGood.id, this.lastGood.timeMs, now, this.config.health.maxAgeMs);
     if (old) problems.push(old);
+    problems.push(...this.jobProblems);
     const healthy = problems.length === 0;
     if (!this.state.health || this.state.health.healthy !== healthy) this.state.health = { healthy, since: new Date(now).toISOString(), problems };
     else this.state.health.problems = problems;

@@ -67,6 +67,15 @@ describe("every snapshot object damaged", () => {
     });
   }
 
+  it("doctor: an error naming the damage and the repair, never 'no snapshots yet'", async () => {
+    const r = await cli(sb, ["--json", "doctor"], { env });
+    expect(r.code).toBe(1);
+    const check = r.json<{ checks: { name: string; status: string; message: string }[] }>().checks.find((c) => c.name === "last snapshot");
+    expect(check).toMatchObject({ status: "error", message: expect.stringMatching(DAMAGED) });
+    expect(check!.message).toContain("pi-guard repair --from");
+    expect(r.stdout).not.toMatch(/no snapshots? yet/i);
+  });
+
   it("sessions list: lists the live sessions, then says the snapshots are damaged (exit 3)", async () => {
     const r = await cli(sb, ["sessions", "list"], { env });
     expect(r.code, r.stderr).toBe(3);

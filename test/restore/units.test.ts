@@ -1,7 +1,7 @@
 // The two small pieces restore's safety rests on, checked directly: path validation and the
-// write loop that never accepts a short write.
+// write loop that never accepts a short write, and writes any amount in bounded calls.
 
-import type { FileHandle } from "node:fs/promises";
+import { type FileHandle, open } from "node:fs/promises";
 import { describe, expect, it } from "vitest";
 import { nodeComponents, RefusedPath } from "../../src/restore/safe-path.js";
 import { writeFully } from "../../src/fs-safe.js";
@@ -61,5 +61,22 @@ describe("writeFully", () => {
   it("fails when the file system takes no more bytes, instead of returning a short count", async () => {
     const { handle } = fakeHandle(4, 6);
     await expect(writeFully(handle, [Buffer.from("0123456789")], 0)).rejects.toMatchObject({ code: "EIO" });
+  });
+});
+
+describe("writeFully on a real file", () => {
+  it("writes 2.2 GB of one repeated 128 KiB buffer (17,000 of them, past IOV_MAX and 2^31 bytes) and returns the right end", async () => {
+    // /dev/null takes every byte, so this costs no disk; one writev of it all "wrote" -2066743296 bytes.
+    const handle = await open("/dev/null", "w");
+    try {
+      const chunk = Buffer.alloc(128 * 1024, 0x61);
+      const parts = new Array<Buffer>(17_000).fill(chunk);
+      expect(await writeFully(handle, parts, 5)).toBe(5 + 17_000 * chunk.length);
+      // Fewer buffers than IOV_MAX, but more bytes than one write may take.
+      const big = Buffer.alloc(64 * 1024 * 1024);
+      expect(await writeFully(handle, new Array<Buffer>(40).fill(big), 0)).toBe(40 * big.length);
+    } finally {
+      await handle.close();
+    }
   });
 });

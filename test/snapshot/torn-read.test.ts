@@ -2,7 +2,9 @@
 // first part, the new rest, or cut short where the truncation caught the reader), silently. Now
 // the reader compares the file's stat before and after; a change means read it again (a few
 // times), and a file that never holds still is stored as last read and named in the snapshot's
-// `changedWhileRead`, with a warning and exit 3. A real writer process does the rewriting.
+// `changedWhileRead`, with a warning and exit 3. A file that only grew meanwhile (pi appending) is
+// not torn: the bytes read are read again, and when they are still there the file is stored as it
+// was at that size. A real writer process does the rewriting and the appending.
 
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
@@ -17,7 +19,7 @@ const SIZE = 48 * 1024 * 1024;
 // rewrites the file a single time as soon as the process named in pidFile has it open (that is,
 // while it reads it), and `loop` rewrites it over and over until killed.
 const WRITER = `
-import { closeSync, existsSync, ftruncateSync, openSync, readdirSync, readFileSync, readlinkSync, writeSync, writeFileSync } from "node:fs";
+import { appendFileSync, closeSync, existsSync, ftruncateSync, openSync, readdirSync, readFileSync, readlinkSync, writeSync, writeFileSync } from "node:fs";
 const [file, mode, pidFile, ready] = process.argv.slice(2);
 const version = (tag) => {
   const line = (i) => \`{"type":"message","id":"\${tag}\${String(i).padStart(9, "0")}","text":"version \${tag} line \${i}"}\\n\`;
@@ -44,6 +46,8 @@ if (mode === "once") {
     setImmediate(wait);
   };
   wait();
+} else if (mode === "append") {
+  for (let n = 0; ; n++) appendFileSync(file, \`{"type":"message","id":"C\${n}","text":"appended \${n}"}\\n\`);
 } else {
   for (let n = 1; ; n++) rewrite(versions[n % 2]);
 }
@@ -82,7 +86,7 @@ describe("a file rewritten while the snapshot reads it", () => {
     sb?.cleanup();
   });
 
-  async function startWriter(mode: "once" | "loop", pidFile = ""): Promise<ChildProcess> {
+  async function startWriter(mode: "once" | "loop" | "append", pidFile = ""): Promise<ChildProcess> {
     const ready = path.join(sb.root, `ready-${mode}`);
     const child = spawn(process.execPath, [script, file, mode, pidFile, ready], { stdio: "ignore" });
     children.push(child);
@@ -146,5 +150,25 @@ describe("a file rewritten while the snapshot reads it", () => {
       expect(r.stderr).toMatch(/changed while .*read/);
       expect(j.tags).toContain("incomplete");
     } else expect(r.code).toBe(0);
+  });
+
+  it("appended to without pause, as pi writes: stored as the file's first bytes at one moment, not named, exit 0", async () => {
+    const writer = await startWriter("append");
+    let r;
+    try {
+      r = await collect(spawnCli(sb, ["snapshot", "--json"]));
+    } finally {
+      writer.kill("SIGKILL");
+      await new Promise((resolve) => (writer.exitCode === null && writer.signalCode === null ? writer.on("exit", resolve) : resolve(null)));
+    }
+    const j = r.json();
+    expect(r.code, r.stderr).toBe(0);
+    expect(named(j)).toBe(false);
+    const bytes = await stored(j.snapshotId);
+    const final = readFileSync(file);
+    // The writer grew the file while it was read: what is stored is a prefix of what it became.
+    expect(final.length).toBeGreaterThan(bytes.length);
+    expect(bytes.length).toBeGreaterThanOrEqual(SIZE);
+    expect(final.subarray(0, bytes.length).equals(bytes)).toBe(true);
   });
 });

@@ -1,7 +1,7 @@
 // The scheduled forget and retention jobs never empty a group either (issue 17, item 1): a bad
 // "keepTags" in the config makes the daily job refuse, in the repository and in the mirror, with
 // nothing forgotten and prune not run; the job fails (ok: false) in words that name the refusal,
-// and `status` shows it. Real CLI, real repository and a real local mirror.
+// and `status` is unhealthy, naming it. Real CLI, real repository and a real local mirror.
 
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -49,7 +49,12 @@ describe("scheduled retention with a policy that would empty a group", () => {
     expect(await ids(sb, sb.repo)).toEqual(inRepo);
     expect(await ids(sb, mirror)).toEqual(inMirror);
 
+    // A retention that refuses is a guard not doing its job: status is unhealthy until a run succeeds.
     const status = await cli(sb, ["status", "--json"]);
-    expect(JSON.stringify(status.json())).toMatch(/scheduled job retention failed at [^"]*: [^"]*REFUSED/);
+    expect(status.code).toBe(1);
+    const report = status.json<{ healthy: boolean; problems: string[]; problemKinds: { kind: string; subject?: string }[] }>();
+    expect(report.healthy).toBe(false);
+    expect(report.problems.join("\n")).toMatch(/scheduled job retention failed at [^\n]*: [^\n]*REFUSED/);
+    expect(report.problemKinds).toContainEqual(expect.objectContaining({ kind: "job-failed", subject: "retention" }));
   });
 });

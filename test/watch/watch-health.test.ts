@@ -145,6 +145,22 @@ describe("watcher health", () => {
     expect((await stopWatch(w)).code).toBe(0);
   }, 90_000);
 
+  it("a scheduled job that fails inside the watcher is a problem: it alerts, and status names it", async () => {
+    const sb = await setup("health-job");
+    const log = path.join(sb.root, "alerts.log");
+    // A keepTags typo: forget refuses to empty the group, every second, and the job fails each time.
+    writeConfig(sb, { alerts: { command: [alertScript(sb.root, log)] }, retention: { keepTags: ["typo-tag"] }, schedules: [{ job: "forget", cron: "* * * * * *" }] });
+    const w = watch(sb, ["--debounce", "50"]);
+    await waitReady(sb, w);
+    const [down] = await waitFor("the unhealthy alert", () => (received(log).length >= 1 ? received(log) : undefined), 30_000);
+    expect(down).toMatchObject({ event: "unhealthy", healthy: "0", kinds: "job-failed forget" });
+    expect(down.stdin.problems).toEqual([expect.objectContaining({ kind: "job-failed", message: expect.stringMatching(/^scheduled job forget failed at .*REFUSED/) })]);
+    const status = await cli(watchEnv(sb), ["status", "--json"]);
+    expect(status.code).toBe(1);
+    expect(status.json<{ problemKinds: { kind: string; subject?: string }[] }>().problemKinds).toContainEqual(expect.objectContaining({ kind: "job-failed", subject: "forget" }));
+    expect((await stopWatch(w)).code).toBe(0);
+  }, 90_000);
+
   it("a webhook through curl gets the JSON; a failing alert command is logged and the watcher carries on", async () => {
     const sb = await setup("health-webhook");
     const bodies: unknown[] = [];
