@@ -36,6 +36,7 @@ import {
   sessionMatcher,
 } from "./restore/restorer.js";
 import { SnapshotReader } from "./restore/snapshot-reader.js";
+import { type AdoptedRoot, sessionsRootInPlace } from "./restore/sessions-root.js";
 import { parseSessionFileName } from "./pi/writer.js";
 import { datedInFuture, PRE_RESTORE_TAG, type ResolvedTime, type Selection, selectSnapshotAt, snapshotsOfHost } from "./restore/select.js";
 import { hostName } from "./host.js";
@@ -127,7 +128,7 @@ export async function snapshotAgentDir(config: Config, repo: Repository, opts: A
     fullReadIntervalMs: config.snapshot.fullReadIntervalMs,
     ...snapshotOpts,
     tagsAtCommit: (scan) => {
-      loss = judgeLoss(scan.parentFiles(), scan.files, config.watch.suspectLoss, isSession);
+      loss = judgeLoss(scan.parentFiles(), scan.files, config.watch.suspectLoss, isSession, scan.baseline?.id);
       const tags = snapshotOpts.tagsAtCommit?.(scan) ?? [];
       const tagged = [...(snapshotOpts.tags ?? []), ...tags].includes(SUSPECT_LOSS_TAG);
       return loss && !acceptLoss && !tagged ? [...tags, SUSPECT_LOSS_TAG] : tags;
@@ -138,7 +139,7 @@ export async function snapshotAgentDir(config: Config, repo: Repository, opts: A
 
 export { backup, type BackupOptions, type BackupResult } from "./snapshot/backup.js";
 
-export interface SafeRestoreOptions extends Omit<RestoreOptions, "destinations" | "signal">, TreeLayout {
+export interface SafeRestoreOptions extends Omit<RestoreOptions, "destinations" | "realRoots" | "adopted" | "signal">, TreeLayout {
   lockWaitMs?: number;
   /** Restore into this folder instead of in place. */
   targetDir?: string;
@@ -176,10 +177,10 @@ export async function restore(config: Config, repo: Repository, when: string, op
     const chosen = await chooseSnapshotAt(repo, when, { host: opts.host });
     warnings.push(...chosen.warnings);
     const snapshot = chosen.record;
-    const { destinations, refused } = restoreDestinations(config, snapshot, opts.targetDir, opts);
+    const { refused, ...where } = await restoreDestinations(config, repo, snapshot, opts.targetDir, opts);
     if (opts.targetDir) await ensureWritableDir(path.resolve(opts.targetDir));
-    const plan = await planRestore(repo, snapshot, { ...opts, destinations, durable: !opts.targetDir, scope: pathInScope(config.filter) });
-    if (opts.session) await checkSessionFound(repo, snapshot, opts.session, plan.sessionIds);
+    const plan = await planRestore(repo, snapshot, { ...opts, ...where, durable: !opts.targetDir, scope: pathInScope(config.filter) });
+    if (opts.session) await checkSessionFound(repo, snapshot, opts.session, plan.sessionIds, refused);
     const inPlace = !opts.targetDir;
     const done = { snapshot, resolved: chosen.resolved, warnings, discards: inPlace ? await measureDiscards(repo, plan) : undefined };
     if (opts.dryRun) return { ...done, report: withRefused(planReport(plan), refused) };
@@ -335,38 +336,50 @@ export async function archiveSnapshot(
 /**
  * Where each root of a snapshot goes. The snapshot is untrusted: into a target, a root lands in
  * a folder named after it only when the name is one plain component; in place, only roots the
- * current configuration has are restored (a snapshot's own root paths could point anywhere).
+ * current configuration has are restored (a snapshot's own root paths could point anywhere), and
+ * root "sessions" when the accident took what named it and this restore puts that back
+ * (sessions-root.ts).
  */
-function restoreDestinations(
+async function restoreDestinations(
   config: Config,
+  repo: Repository,
   snapshot: SnapshotRecord,
   targetDir: string | undefined,
-  layout: TreeLayout,
-): { destinations: Record<string, string>; refused: RestoreFailure[] } {
+  opts: TreeLayout & Pick<RestoreOptions, "paths" | "session">,
+): Promise<Pick<RestoreOptions, "destinations" | "realRoots" | "adopted"> & { refused: RestoreFailure[] }> {
   const destinations: Record<string, string> = {};
+  const realRoots: Record<string, string> = {};
+  const adopted: Record<string, AdoptedRoot> = {};
   const refused: RestoreFailure[] = [];
   for (const root of snapshot.snapshot.roots) {
     const refuse = (error: string) => refused.push({ path: `${String(root.name)}/`, root: String(root.name), error, kind: "refused" });
     if (targetDir) {
-      const dir = targetRootDir(root.name, targetDir, layout);
+      const dir = targetRootDir(root.name, targetDir, opts);
       if (dir === "unsafe") refuse("unsafe root name: not restored");
       else if (dir !== undefined) destinations[root.name] = dir;
       continue;
     }
     const current = config.roots.find((r) => r.name === root.name);
-    if (current) destinations[root.name] = current.path;
-    else refuse(`root ${JSON.stringify(root.name)} (${String(root.path)}) is not configured now: restore it with --target`);
+    const sessions = root.name === "sessions" ? await sessionsRootInPlace(repo, snapshot, config, { filtered: !!(opts.paths?.length || opts.session) }) : undefined;
+    if (sessions?.place) {
+      destinations[root.name] = sessions.place.destination;
+      if (sessions.place.realDir) realRoots[root.name] = sessions.place.realDir;
+      if (sessions.place.adopted) adopted[root.name] = sessions.place.adopted;
+    } else if (current) destinations[root.name] = current.path;
+    else refuse(`root ${JSON.stringify(root.name)} (${String(root.path)}) is not configured now${sessions?.why ? ` (${sessions.why})` : ""}: restore it with --target`);
   }
-  return { destinations, refused };
+  return { destinations, realRoots, adopted, refused };
 }
 
 /**
  * `--session` must restore something or say why not: an unknown id, an ambiguous prefix, and a
- * session the chosen snapshot lacks (naming the last snapshot that holds it) are errors.
+ * session the chosen snapshot lacks (naming the last snapshot that holds it) are errors; so is one
+ * that may lie in a root this restore refused (`refused`), which is named.
  */
-async function checkSessionFound(repo: Repository, chosen: SnapshotRecord, session: string, ids: Set<string>): Promise<void> {
+async function checkSessionFound(repo: Repository, chosen: SnapshotRecord, session: string, ids: Set<string>, refused: RestoreFailure[]): Promise<void> {
   if (ids.size > 1) throw ambiguousSession(session, [...ids]);
   if (ids.size === 1) return;
+  if (refused.length) throw new RepoError(`no session "${session}" in the roots this restore writes; not restored: ${refused[0].error}`, "not-found");
   const matches = sessionMatcher(session);
   const snapshots = (await repo.listSnapshots()).filter((s) => s.id !== chosen.id).reverse();
   const reader = await SnapshotReader.open(repo);

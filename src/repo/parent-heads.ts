@@ -3,6 +3,10 @@
 // checks that a candidate still exists, and lists everything when no candidate is left. A snapshot
 // made by a process with another data dir is missing here; the parent is then older than it could
 // be, which costs reading more files, never a wrong snapshot.
+//
+// Beside them, the few newest of each (host, agent root), whatever the other roots: the last whole
+// state the suspect-loss guard judges against when the roots changed (a sessions symlink or
+// sessionDir that came or went), found the same way without a listing.
 
 import { createHash } from "node:crypto";
 import { isImport, SUSPECT_LOSS_TAG, type Snapshot } from "./format.js";
@@ -27,6 +31,18 @@ function keyOf(host: string, roots: unknown): string {
     if (keys.size < 1024) keys.set(plain, key);
   }
   return key;
+}
+
+/** The path of root "agent" (the agent dir) in a snapshot's untrusted roots, if it has one. */
+export function agentRootPath(roots: unknown): string | undefined {
+  const found = Array.isArray(roots) ? roots.find((r) => r?.name === "agent") : undefined;
+  return typeof found?.path === "string" ? found.path : undefined;
+}
+
+/** The keys a snapshot is recorded under: its roots, and its agent root alone. */
+function keysOf(s: Snapshot): string[] {
+  const agent = agentRootPath(s.roots);
+  return agent === undefined ? [keyOf(s.host, s.roots)] : [keyOf(s.host, s.roots), keyOf(s.host, { agent })];
 }
 
 /** Snapshots that may be a parent: an import's time is a claim, and a suspect loss is no base. */
@@ -64,16 +80,22 @@ export class ParentHeads {
     return ((await this.load()).get(keyOf(host, roots)) ?? []).map((h) => h.id);
   }
 
+  /** Newest first, the snapshots of `host` whose agent root is `agentPath` newer than `after`; read with candidates(), not again. */
+  async agentCandidates(host: string, agentPath: string, after = ""): Promise<string[]> {
+    return ((await this.load()).get(keyOf(host, { agent: agentPath })) ?? []).filter((h) => h.time > after).map((h) => h.id);
+  }
+
   async record(records: { id: string; snapshot: Snapshot }[]): Promise<void> {
     const map = await this.load();
     let changed = false;
     for (const { id, snapshot: s } of records) {
       if (!canBeParent(s)) continue;
-      const k = keyOf(s.host, s.roots);
-      const heads = (map.get(k) ?? []).filter((h) => h.id !== id);
-      heads.push({ id, time: s.time });
-      heads.sort(newestFirst);
-      map.set(k, heads.slice(0, KEEP));
+      for (const k of keysOf(s)) {
+        const heads = (map.get(k) ?? []).filter((h) => h.id !== id);
+        heads.push({ id, time: s.time });
+        heads.sort(newestFirst);
+        map.set(k, heads.slice(0, KEEP));
+      }
       changed = true;
     }
     if (changed) await this.save();
@@ -86,14 +108,15 @@ export class ParentHeads {
     const map = this.map;
     for (const { id, snapshot: s } of records) {
       if (!canBeParent(s)) continue;
-      const k = keyOf(s.host, s.roots);
-      const heads = map.get(k) ?? [];
-      heads.push({ id, time: s.time });
-      if (heads.length > 4 * KEEP) {
-        heads.sort(newestFirst);
-        heads.length = KEEP;
+      for (const k of keysOf(s)) {
+        const heads = map.get(k) ?? [];
+        heads.push({ id, time: s.time });
+        if (heads.length > 4 * KEEP) {
+          heads.sort(newestFirst);
+          heads.length = KEEP;
+        }
+        map.set(k, heads);
       }
-      map.set(k, heads);
     }
     for (const heads of map.values()) {
       heads.sort(newestFirst);

@@ -9,7 +9,7 @@ import { RepoError } from "./errors.js";
 import { listNames, ObjectExists, ObjectNotFound } from "../targets/target.js";
 import { IndexFiles } from "./index-files.js";
 import { MetaCache } from "./meta-cache.js";
-import { ParentHeads } from "./parent-heads.js";
+import { agentRootPath, ParentHeads } from "./parent-heads.js";
 import {
   AAD,
   CONFIG_KEY,
@@ -468,12 +468,27 @@ export class Repository {
    * candidate is checked to still exist. `null`: nothing recorded, list them all instead.
    */
   async latestSnapshotFor(host: string, roots: unknown): Promise<SnapshotRecord | null> {
-    for (const id of await this.heads.candidates(host, roots)) {
+    return this.firstLiveHead(await this.heads.candidates(host, roots), (s) => s.host === host && JSON.stringify(s.roots) === JSON.stringify(roots));
+  }
+
+  /**
+   * As latestSnapshotFor, the newest snapshot of `host` whose agent root is `agentPath`, whatever
+   * its other roots, if it is newer than `than` (snapshot/snapshotter.ts findBases); null when
+   * none is recorded. Call it after latestSnapshotFor, which read the record: nothing is read
+   * again, and no snapshot either unless a newer one is recorded.
+   */
+  async newerSnapshotOfAgent(host: string, agentPath: string, than: SnapshotRecord): Promise<SnapshotRecord | null> {
+    const ids = await this.heads.agentCandidates(host, agentPath, than.snapshot.time);
+    return this.firstLiveHead(ids, (s) => s.host === host && agentRootPath(s.roots) === agentPath && s.time > than.snapshot.time);
+  }
+
+  private async firstLiveHead(ids: string[], fits: (s: Snapshot) => boolean): Promise<SnapshotRecord | null> {
+    for (const id of ids) {
       try {
         // From the target, not the cache: one read proves it still exists (not forgotten since),
         // and loading the cached snapshots would cost more than it saves here.
         const snapshot = parseSnapshot(await this.fetchSnapshotBody(id), id);
-        if (snapshot.host === host && JSON.stringify(snapshot.roots) === JSON.stringify(roots)) return { id, snapshot };
+        if (fits(snapshot)) return { id, snapshot };
       } catch (err) {
         if (!(err instanceof RepoError) && !(err instanceof ObjectNotFound)) throw err;
       }

@@ -9,7 +9,7 @@ import type { MirrorShipment } from "../repo/ship.js";
 import { RepoError } from "../repo/errors.js";
 import { SUSPECT_LOSS_TAG } from "../repo/format.js";
 import { agentDirPresent, assertOwnTags, checkMissingAgentDir } from "../snapshot/backup.js";
-import { judgeLoss, sessionFileTest, type LossVerdict } from "../snapshot/loss-guard.js";
+import { judgeLoss, ScanPlaces, sessionFileTest, type LossVerdict } from "../snapshot/loss-guard.js";
 import { scanSources } from "../snapshot/scan.js";
 import type { SourceRoot } from "../snapshot/sources.js";
 import { runRestic, type ResticSession, unexpectedOutput } from "./run.js";
@@ -62,8 +62,7 @@ export async function resticSnapshot(
     created = true;
   }
   if (missing) {
-    const heldAgentDir = (r: ResticSnapshotRecord) => r.roots.some((root) => root.name === "agent" && root.path === config.agentDir);
-    await checkMissingAgentDir(config, opts, async () => (created || !(await resticRepositoryExists(s)) ? undefined : lastWholeSnapshot(s, heldAgentDir)));
+    await checkMissingAgentDir(config, opts, async () => (created || !(await resticRepositoryExists(s)) ? undefined : lastWholeSnapshot(s, holdsAgentDir(config.agentDir))));
     return { result: null, created, mirrors: [] };
   }
   const result = await resticBackup(config, s, opts);
@@ -83,12 +82,15 @@ async function resticRepositoryExists(s: ResticSession): Promise<boolean> {
 
 /**
  * The newest pi-guard snapshot of this host that is no suspected loss and passes `fits`, as
- * native parents are chosen (snapshotter.ts findParent).
+ * native ones are chosen (snapshotter.ts findBases).
  */
 async function lastWholeSnapshot(s: ResticSession, fits: (r: ResticSnapshotRecord) => boolean, signal?: AbortSignal): Promise<ResticSnapshotRecord | undefined> {
   const host = hostName();
   return (await listResticSnapshots(s, { signal })).filter((r) => r.host === host && !r.tags.includes(SUSPECT_LOSS_TAG) && fits(r)).at(-1);
 }
+
+/** Whether a snapshot's roots hold `agentDir` as root "agent" (its other roots may differ). */
+const holdsAgentDir = (agentDir: string) => (r: ResticSnapshotRecord) => r.roots.some((root) => root.name === "agent" && root.path === agentDir);
 
 /** Same roots, in any order: restic records the roots it was given, which are those present. */
 const sameRoots = (a: SourceRoot[], b: SourceRoot[]) => {
@@ -100,34 +102,45 @@ const sameRoots = (a: SourceRoot[], b: SourceRoot[]) => {
  * The suspect-loss guard for restic (loss-guard.ts): the files of the last whole snapshot (`restic
  * ls`) against the files on disk now, scanned with the same roots and filter, before restic runs,
  * so that the tag is part of the snapshot from the start (restic can only add one later by
- * rewriting it). A deletion in the seconds between the scan and restic's own read is not seen.
+ * rewriting it). The last whole snapshot is the newest pi-guard snapshot of this host holding the
+ * agent dir that is no suspected loss, whatever its other roots: the accident that deletes a
+ * sessions symlink or settings.json takes root "sessions" with it, and every file of a root that
+ * is not backed up now counts as lost. A deletion in the seconds between the scan and restic's own
+ * read is not seen.
  */
 async function judgeResticLoss(config: Config, s: ResticSession, roots: SourceRoot[], signal?: AbortSignal): Promise<{ loss?: LossVerdict; parent?: string }> {
   const host = hostName();
   const nodeKey = (root: string, rel: string) => `${root}\0${rel}`;
   const now = new Set<string>();
   for await (const e of scanSources(roots, config.filter, () => undefined)) if (e.type === "file") now.add(nodeKey(e.root, e.path));
+  const holdsIt = holdsAgentDir(config.agentDir);
   let parent: ResticSnapshotRecord | undefined;
-  const before: { root: string; path: string; found: boolean }[] = [];
+  const before: { root: string; path: string; at: string }[] = [];
   const collect = (node: ResticNode) => {
     const where = node.type === "file" ? nodeRoot(parent!, node.path) : undefined;
-    if (where) before.push({ root: where.root, path: where.rel, found: now.has(nodeKey(where.root, where.rel)) });
+    if (where) before.push({ root: where.root, path: where.rel, at: node.path });
   };
-  // Most often the newest snapshot holding these roots is the last whole one: one restic process.
-  const whole = (r: ResticSnapshotRecord | undefined) => !!r && r.host === host && !r.tags.includes(SUSPECT_LOSS_TAG) && sameRoots(r.roots, roots);
+  // Most often the newest snapshot holding the agent dir is the last whole one: one restic process.
   const onSnapshot = (r: ResticSnapshotRecord | undefined) => {
-    if (whole(r)) parent = r;
+    if (r && r.host === host && !r.tags.includes(SUSPECT_LOSS_TAG) && holdsIt(r)) parent = r;
     return parent !== undefined;
   };
-  const listed = await listResticNodes(s, { host, paths: roots.map((r) => r.path) }, collect, { signal, onSnapshot });
+  const listed = await listResticNodes(s, { host, paths: [config.agentDir] }, collect, { signal, onSnapshot });
   if (!listed) return {};
   if (!parent) {
-    // The newest is a suspected loss (or holds more roots): the last whole one is older.
-    parent = await lastWholeSnapshot(s, (r) => sameRoots(r.roots, roots), signal);
+    // The newest is a suspected loss: the last whole one is older.
+    parent = await lastWholeSnapshot(s, holdsIt, signal);
     if (!parent) return {};
     await listResticNodes(s, parent.id, collect, { signal });
   }
-  return { loss: judgeLoss(before, now.size, config.watch.suspectLoss, sessionFileTest(config)), parent: parent.id };
+  let found = (f: (typeof before)[number]) => now.has(nodeKey(f.root, f.path));
+  if (!sameRoots(parent.roots, roots)) {
+    const places = new ScanPlaces(roots);
+    for (const key of now) places.add(key.slice(0, key.indexOf("\0")), key.slice(key.indexOf("\0") + 1));
+    found = (f) => places.has(f.at, f.path);
+  }
+  const files = before.map((f) => ({ root: f.root, path: f.path, found: found(f) }));
+  return { loss: judgeLoss(files, now.size, config.watch.suspectLoss, sessionFileTest(config), parent.id), parent: parent.id };
 }
 
 /** restic patterns treat * ? [ and \ specially; a root path is meant literally. */

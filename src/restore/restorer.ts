@@ -12,10 +12,22 @@ import type { Repository, SnapshotRecord } from "../repo/repository.js";
 import { defaultPoolSize, SealPool } from "../repo/seal-pool.js";
 import { readTree } from "../snapshot/tree.js";
 import { type FsPath, joinPath, nodeComponents, RefusedPath, resolveDestRoot, showPath, walkDirs } from "./safe-path.js";
+import type { AdoptedRoot } from "./sessions-root.js";
 
 export interface RestoreOptions {
   /** Where each snapshot root goes (root name -> directory). */
   destinations: Record<string, string>;
+  /**
+   * The real folder a root's files go to when its destination does not lead there yet: a sessions
+   * symlink this very restore puts back, or one whose folder is gone (sessions-root.ts).
+   */
+  realRoots?: Record<string, string>;
+  /**
+   * Roots the current config does not name (sessions-root.ts): only nodes `allows` passes are
+   * written, only where nothing is yet; the rest is refused with its `refusal`, and --delete
+   * leaves them alone.
+   */
+  adopted?: Record<string, AdoptedRoot>;
   /** Globs relative to the root; only matching files are restored. */
   paths?: string[];
   /** A session id (or prefix): restore only that session's file(s). */
@@ -114,7 +126,7 @@ export async function planRestore(repo: Repository, record: SnapshotRecord, opts
   const started = Date.now();
   await repo.loadIndex();
   const rootDirs = new Map<string, string>();
-  for (const [name, dir] of Object.entries(opts.destinations)) rootDirs.set(name, await resolveDestRoot(dir));
+  for (const [name, dir] of Object.entries(opts.destinations)) rootDirs.set(name, await resolveDestRoot(opts.realRoots?.[name] ?? dir));
   const pool = new SealPool(0);
   const reader = new BlobReader(repo, pool);
   const wantPath = opts.paths?.length ? picomatch(opts.paths, { dot: true }) : () => true;
@@ -154,6 +166,15 @@ export async function planRestore(repo: Repository, record: SnapshotRecord, opts
       }
       try {
         const action = await plannedAction(repo, walkParent(rootDir, comps), comps, node);
+        const adopted = opts.adopted?.[node.root];
+        if (adopted && action !== "unchanged") {
+          // A pi session file that is not there yet, or nothing: replacing would need an undo snapshot of this root.
+          const sessionFile = adopted.allows(rel, node.type);
+          if (!sessionFile || action === "replace") {
+            refuse(adopted.refusal(sessionFile));
+            continue;
+          }
+        }
         plan.items.push({ type: node.type, node, root: node.root, rootDir, comps, rel, key: nodeKey(node), action });
         if (action !== "unchanged" && node.type !== "dir") plan.changes++;
       } catch (err) {
@@ -167,6 +188,7 @@ export async function planRestore(repo: Repository, record: SnapshotRecord, opts
     // A folder that stands where the snapshot has a file is the user's: --delete leaves its contents too.
     const blocked = plan.failed.map((f) => `${f.root}\0${f.path}/`);
     for (const [root, rootDir] of rootDirs) {
+      if (opts.adopted?.[root]) continue;
       const keep = kept.get(root) ?? new Set<string>();
       for (const f of await listFiles(rootDir)) {
         if (keep.has(f.key) || !wantPath(f.rel) || !wantSession(f.rel) || !select(root, f.key) || !(opts.scope?.(f.rel) ?? true)) continue;

@@ -111,10 +111,15 @@ export async function applyUndo(repo: Repository, journal: RestoreJournal, todo:
       if (wanted.has(keyOf(c.root, c.key))) report.failed.push({ path: c.path, root: c.root, error: `not in the pre-restore snapshot ${pre.slice(0, 8)}`, kind: "damaged" });
     }
   }
+  // Each root's folder is resolved before anything is deleted: a root may lie behind a link that
+  // the restore created (a sessions symlink, sessions-root.ts) and that this undo deletes first.
+  const rootDirs = new Map<string, Promise<string>>();
+  for (const c of created) if (!rootDirs.has(c.root)) rootDirs.set(c.root, resolveDestRoot(journal.roots[c.root]));
+  for (const p of rootDirs.values()) p.catch(() => undefined);
   for (const c of created) {
     signal?.throwIfAborted();
     try {
-      const rootDir = await resolveDestRoot(journal.roots[c.root]);
+      const rootDir = await rootDirs.get(c.root)!;
       if (await deleteFile({ rootDir, comps: components(c) })) report.files.push({ path: c.path, root: c.root, action: "delete", size: 0, dest: `${rootDir}/${c.path}` });
     } catch (err) {
       report.failed.push(failure(c.path, c.root, err));

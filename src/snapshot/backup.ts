@@ -107,12 +107,13 @@ export async function backup(config: Config, open: () => Promise<Repository>, op
     created = made.keyFile ? { keyFile: made.keyFile } : {};
   }
   if (missing) {
-    // A repository made just now holds nothing; one that was there may hold the agent dir.
+    // A repository made just now holds nothing; one that was there may hold the agent dir, under
+    // other roots too (the sessions symlink that went with it was a root of its own).
     const held = async () => {
       if (created || !(await exists())) return undefined;
-      const { findParent } = await import("./snapshotter.js");
-      const parent = await findParent(await open(), undefined, hostName(), config.roots);
-      return parent && parent.snapshot.summary.files > 0 ? { id: parent.id, time: parent.snapshot.time } : undefined;
+      const { findBases } = await import("./snapshotter.js");
+      const { baseline } = await findBases(await open(), undefined, hostName(), config.roots);
+      return baseline && baseline.snapshot.summary.files > 0 ? { id: baseline.id, time: baseline.snapshot.time } : undefined;
     };
     await checkMissingAgentDir(config, opts, held);
     return { snapshot: null, created, lossAccepted: false, mirrors: [] };

@@ -6,14 +6,20 @@
  * loses most of the files at once, or every session file, is still taken (it is what the disk
  * holds) but tagged, and never "latest" nor a parent, unless the user accepts the deletion.
  *
- * Losses are counted against the last whole snapshot (the parent) file by file, not as a
- * difference of totals: a new session started after the accident must not hide the lost ones.
+ * Losses are counted against the last whole snapshot file by file, not as a difference of totals:
+ * a new session started after the accident must not hide the lost ones. That snapshot is the
+ * newest whole one of this host with the same agent dir (snapshotter.ts findBases): mostly the
+ * parent, but not when the roots changed. The accident changes them itself: it deletes the
+ * sessions symlink, or the settings.json whose sessionDir named a moved sessions dir, and with it
+ * root "sessions"; every file of a root that is not configured now then counts as lost.
  */
 import os from "node:os";
 import path from "node:path";
 import { isInside, META_ROOT_NAME, type Config, type WatchSettings } from "../config/config.js";
 import { sessionsDir } from "../pi/paths.js";
+import { parseSessionFileName } from "../pi/writer.js";
 import type { ParentFile } from "./snapshotter.js";
+import type { SourceRoot } from "./sources.js";
 
 /** How a deliberate deletion is accepted: a snapshot taken so is not tagged, and becomes the last whole state. */
 export const ACCEPT_LOSS_COMMAND = "pi-guard snapshot --accept-loss";
@@ -28,6 +34,8 @@ export interface LossVerdict {
   lost: number;
   /** A few of them, for the log. */
   sample: string[];
+  /** The last whole snapshot's id, when the caller named it (it is not the parent when the roots changed). */
+  against?: string;
 }
 
 export function judgeLoss(
@@ -35,6 +43,7 @@ export function judgeLoss(
   filesNow: number,
   rule: WatchSettings["suspectLoss"],
   isSessionFile: (f: ParentFile) => boolean,
+  against?: string,
 ): LossVerdict | undefined {
   const gone = parentFiles.filter((f) => !f.found);
   if (gone.length === 0) return undefined;
@@ -45,29 +54,82 @@ export function judgeLoss(
     filesNow,
     lost: gone.length,
     sample: gone.slice(0, 5).map((f) => `${f.root}:${f.path}`),
+    ...(against ? { against } : {}),
   });
   if (sessions.length > 0 && sessions.every((f) => !f.found)) return verdict("sessions");
   if (gone.length >= rule.minFiles && gone.length >= rule.fraction * parentFiles.length) return verdict("files");
   return undefined;
 }
 
-/** Which files of a snapshot are pi's sessions: those below the sessions dir, wherever it is. */
+/**
+ * Which files of a snapshot are pi's sessions: those below the sessions dir, wherever it is now,
+ * and every file of a root "sessions" (a last whole snapshot may have one the config lacks now).
+ */
 export function sessionFileTest(config: Pick<Config, "agentDir" | "roots">): (f: ParentFile) => boolean {
   const dir = sessionsDir({ agentDir: config.agentDir, home: process.env.HOME || os.homedir() }).dir;
   // The deepest root that holds it: a symlinked sessions dir is a root of its own inside the agent root.
   const root = config.roots.filter((r) => isInside(dir, r.path) && r.name !== META_ROOT_NAME).sort((a, b) => b.path.length - a.path.length)[0];
-  if (!root) return () => false;
-  const prefix = path.relative(root.path, dir).split(path.sep).join("/");
-  return (f) => f.root === root.name && (prefix === "" || f.path.startsWith(`${prefix}/`));
+  const prefix = root ? path.relative(root.path, dir).split(path.sep).join("/") : "";
+  return (f) => f.root === "sessions" || (!!root && f.root === root.name && (prefix === "" || f.path.startsWith(`${prefix}/`)));
+}
+
+/**
+ * The files a scan found, by where they are, to judge against a last whole snapshot whose roots are
+ * not the scan's. A file is found again at the same place under other roots (a sessions dir that
+ * became a symlink is walked as root "sessions" by the link's path, so agent:sessions/x and
+ * sessions:x are one place), or, a pi session file, by its name anywhere (a sessions dir moved by
+ * sessionDir keeps its file names). A file of a root the scan did not walk is not found.
+ */
+export class ScanPlaces {
+  private readonly places = new Set<string>();
+  private readonly sessionNames = new Set<string>();
+  private readonly rootPaths: Map<string, string>;
+
+  constructor(roots: readonly SourceRoot[]) {
+    this.rootPaths = new Map(roots.map((r) => [r.name, r.path]));
+  }
+
+  add(root: string, rel: string): void {
+    const at = placeIn(this.rootPaths, root, rel);
+    if (at !== undefined) this.places.add(at);
+    const name = sessionName(rel);
+    if (name) this.sessionNames.add(name);
+  }
+
+  /** Whether the scan found the file at `place` (undefined: its root is unknown), or the session file named as `rel` ends. */
+  has(place: string | undefined, rel: string): boolean {
+    if (place !== undefined && this.places.has(place)) return true;
+    const name = sessionName(rel);
+    return name !== undefined && this.sessionNames.has(name);
+  }
+}
+
+/** The root paths of a snapshot's untrusted roots, by name. */
+export function rootPathsOf(roots: unknown): Map<string, string> {
+  const out = new Map<string, string>();
+  if (Array.isArray(roots)) for (const r of roots) if (typeof r?.name === "string" && typeof r?.path === "string") out.set(r.name, r.path);
+  return out;
+}
+
+/** Where a file of root `root` is on disk. */
+export function placeIn(rootPaths: Map<string, string>, root: string, rel: string): string | undefined {
+  const at = rootPaths.get(root);
+  return at === undefined ? undefined : path.posix.join(at, rel);
+}
+
+function sessionName(rel: string): string | undefined {
+  const name = rel.slice(rel.lastIndexOf("/") + 1);
+  return parseSessionFileName(name) ? name : undefined;
 }
 
 /**
  * The one loud line a snapshot judged a loss ends with: what vanished, how many, and both ways out.
- * `parent` is the last whole snapshot the loss was counted against.
+ * The loss was counted against `v.against`, else `parent`.
  */
 export function describeLoss(v: LossVerdict, snapshotId: string, parent: string | undefined): string {
   const what = v.reason === "sessions" ? "every session file is gone" : "most files vanished at once";
-  const of = parent ? ` of snapshot ${parent.slice(0, 8)}` : "";
+  const against = v.against ?? parent;
+  const of = against ? ` of snapshot ${against.slice(0, 8)}` : "";
   // eslint-disable-next-line no-control-regex
   const sample = v.sample.slice(0, 3).map((s) => s.replace(/^agent:/, "").replace(/[\u0000-\u001f\u007f]/g, "?")).join(", ");
   return (

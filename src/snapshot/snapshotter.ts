@@ -7,7 +7,7 @@ import { BlobType, type ChangedWhileRead, INCOMPLETE_TAG, type SkippedPath, type
 import { acquireLock } from "../repo/lock.js";
 import { RepoError } from "../repo/errors.js";
 import { removeWriterTempFiles } from "../repo/repair-index.js";
-import { canBeParent } from "../repo/parent-heads.js";
+import { agentRootPath, canBeParent } from "../repo/parent-heads.js";
 import { ObjectNotFound } from "../targets/target.js";
 import type { Repository, SnapshotRecord } from "../repo/repository.js";
 import { SealPool } from "../repo/seal-pool.js";
@@ -15,6 +15,7 @@ import { ContentChunker } from "./content-chunker.js";
 import { isPathError, scanSources, type ScannedEntry, type SourceFilter, type SourceRoot } from "./scan.js";
 import { nodeKey, readTree, TreeWriter } from "./tree.js";
 import { DEFAULT_FULL_READ_INTERVAL_MS } from "./sources.js";
+import { placeIn, rootPathsOf, ScanPlaces } from "./loss-guard.js";
 import { PROGRAM } from "../version.js";
 import { hostName } from "../host.js";
 
@@ -29,8 +30,12 @@ export interface SnapshotOptions {
   onProgress?: (p: SnapshotProgress) => void;
   /** Abandon the snapshot between files (a stopping watcher): staging is removed, nothing is committed. */
   signal?: AbortSignal;
-  /** More tags, decided once the scan is done and before the snapshot is written (watch's suspect-loss guard). */
-  tagsAtCommit?: (scan: { files: number; parent?: SnapshotRecord; parentFiles: () => ParentFile[] }) => string[];
+  /**
+   * More tags, decided once the scan is done and before the snapshot is written (the suspect-loss
+   * guard): `parentFiles` are the files of `baseline`, the last whole snapshot (findBases), each
+   * marked found or not by this scan.
+   */
+  tagsAtCommit?: (scan: { files: number; parent?: SnapshotRecord; baseline?: SnapshotRecord; parentFiles: () => ParentFile[] }) => string[];
   /**
    * A grown file whose last full read is older than this is read in full instead of from its tail
    * (config `snapshot.fullReadIntervalMs`; default one hour; 0 reads every grown file in full).
@@ -46,7 +51,7 @@ export interface SnapshotOptions {
 /** How much of the parent a snapshot may trust instead of reading (SnapshotOptions). */
 export type ReadPolicy = Pick<SnapshotOptions, "fullReadIntervalMs" | "readAll">;
 
-/** A file of the parent snapshot, and whether this snapshot's scan found it again. */
+/** A file of the last whole snapshot (mostly the parent), and whether this snapshot's scan found it again. */
 export interface ParentFile {
   root: string;
   path: string;
@@ -135,7 +140,7 @@ export function createSnapshot(repo: Repository, opts: SnapshotOptions): Promise
   const settings = { command: "snapshot", lockWaitMs: opts.lockWaitMs, onProgress: opts.onProgress, signal: opts.signal, reading: { fullReadIntervalMs: opts.fullReadIntervalMs, readAll: opts.readAll } };
   return withSnapshotBuilder(repo, settings, async (builder) => {
     const host = opts.host ?? hostName();
-    let parent = await findParent(repo, opts.parent, host, opts.roots);
+    let { parent, baseline } = await findBases(repo, opts.parent, host, opts.roots);
     if (parent) {
       try {
         await builder.loadParent(parent);
@@ -144,12 +149,22 @@ export function createSnapshot(repo: Repository, opts: SnapshotOptions): Promise
         if (!(err instanceof RepoError) || err.kind !== "corrupt") throw err;
         repo.onWarning(`parent snapshot ${parent.id.slice(0, 8)} is unreadable (${err.message}); reading every file in full`);
         await builder.forgetParent(parent);
+        if (baseline?.id === parent.id) baseline = undefined;
         parent = undefined;
+      }
+    }
+    if (baseline && baseline.id !== parent?.id) {
+      try {
+        await builder.loadBaseline(baseline, opts.roots);
+      } catch (err) {
+        if (!(err instanceof RepoError) || err.kind !== "corrupt") throw err;
+        repo.onWarning(`snapshot ${baseline.id.slice(0, 8)}, the last whole state, is unreadable (${err.message}); no loss can be judged against it`);
+        baseline = undefined;
       }
     }
     const skip = (root: string, rel: string, err: NodeJS.ErrnoException) => builder.skip(root, rel, err);
     for await (const entry of scanSources(opts.roots, opts.filter, skip)) await builder.addEntry(entry);
-    const extra = opts.tagsAtCommit?.({ files: builder.files, parent, parentFiles: () => builder.parentFiles() }) ?? [];
+    const extra = opts.tagsAtCommit?.({ files: builder.files, parent, baseline, parentFiles: () => builder.parentFiles() }) ?? [];
     return builder.commit({ host, roots: opts.roots, tags: [...(opts.tags ?? []), ...extra], parent: parent?.id });
   });
 }
@@ -183,24 +198,41 @@ export async function withSnapshotBuilder(
   }
 }
 
-/** The snapshot a new one of `roots` is compared with: `parentId`, else the newest of `host` with those roots that can be a parent. */
-export async function findParent(repo: Repository, parentId: string | undefined, host: string, roots: SourceRoot[]): Promise<SnapshotRecord | undefined> {
+/**
+ * What a new snapshot of `roots` is compared with, two things that are mostly one:
+ * - `parent`, for dedup: `parentId`, else the newest snapshot of `host` with exactly these roots
+ *   that can be a parent (a node is reused by its root name and path, which mean the same file
+ *   only under the same roots);
+ * - `baseline`, for the suspect-loss guard: the last whole state, the newest snapshot of `host`
+ *   with the same agent root that can be a parent, whatever its other roots (a newer one than the
+ *   parent when a sessions symlink or sessionDir came or went). Undefined when there is none.
+ * In the usual case both are the newest snapshot of these roots, found from the metadata cache
+ * without listing snapshots/ (parent-heads.ts), and the baseline costs nothing more.
+ */
+export async function findBases(repo: Repository, parentId: string | undefined, host: string, roots: SourceRoot[]): Promise<{ parent?: SnapshotRecord; baseline?: SnapshotRecord }> {
+  const agent = agentRootPath(roots);
   if (parentId) {
     try {
-      return { id: parentId, snapshot: await repo.loadSnapshot(parentId) };
+      const parent = { id: parentId, snapshot: await repo.loadSnapshot(parentId) };
+      return { parent, baseline: parent };
     } catch (err) {
-      if (err instanceof RepoError || err instanceof ObjectNotFound) return undefined;
+      if (err instanceof RepoError || err instanceof ObjectNotFound) return {};
       throw err;
     }
   }
   // Without listing snapshots/: the newest one this machine recorded for these roots, if it is still there.
   const recorded = await repo.latestSnapshotFor(host, roots);
-  if (recorded) return recorded;
+  if (recorded) {
+    const newer = agent === undefined ? null : await repo.newerSnapshotOfAgent(host, agent, recorded);
+    return { parent: recorded, baseline: newer ?? recorded };
+  }
   const all = await repo.listSnapshots();
   await repo.rememberParents(all);
-  const sameRoots = (s: Snapshot) => JSON.stringify(s.roots) === JSON.stringify(roots);
   // Never an import (its tree came from an archive, its time is the archive's), never a suspect loss.
-  return all.filter((r) => r.snapshot.host === host && sameRoots(r.snapshot) && canBeParent(r.snapshot)).at(-1);
+  const whole = all.filter((r) => r.snapshot.host === host && canBeParent(r.snapshot));
+  const parent = whole.filter((r) => JSON.stringify(r.snapshot.roots) === JSON.stringify(roots)).at(-1);
+  const baseline = agent === undefined ? parent : whole.filter((r) => agentRootPath(r.snapshot.roots) === agent).at(-1);
+  return { parent, baseline };
 }
 
 /**
@@ -270,8 +302,24 @@ export class SnapshotBuilder {
 
   private readonly parentFound = new Set<string>();
 
+  /** The last whole snapshot when it is not the parent (its roots differ): its files, and where this scan found files. */
+  private baseline?: { files: { root: string; path: string; place?: string }[]; scanned: ScanPlaces };
+
+  /** The files the loss guard judges: the baseline's when one was loaded, else the parent's. */
   parentFiles(): ParentFile[] {
+    const b = this.baseline;
+    if (b) return b.files.map((f) => ({ root: f.root, path: f.path, found: b.scanned.has(f.place, f.path) }));
     return [...this.parentNodes].map(([key, n]) => ({ root: n.root, path: n.path, found: this.parentFound.has(key) }));
+  }
+
+  /** Judge this scan against `baseline` (of other roots than `roots`, this snapshot's) instead of the parent. */
+  async loadBaseline(baseline: SnapshotRecord, roots: readonly SourceRoot[]): Promise<void> {
+    const rootPaths = rootPathsOf(baseline.snapshot.roots);
+    const files: { root: string; path: string; place?: string }[] = [];
+    for await (const node of readTree(new BlobReader(this.repo, new SealPool(0)), baseline.snapshot.tree)) {
+      if (node.type === "file" && typeof node.root === "string" && typeof node.path === "string") files.push({ root: node.root, path: node.path, place: placeIn(rootPaths, node.root, node.path) });
+    }
+    this.baseline = { files, scanned: new ScanPlaces(roots) };
   }
 
   /** Tree blobs of an unreadable parent that are damaged: the new file list must not reuse them. */
@@ -311,6 +359,8 @@ export class SnapshotBuilder {
     } else if (entry.type === "special") {
       this.special.push({ root: entry.root, path: entry.path, kind: entry.kind! });
     } else {
+      // Found, as for the parent: a file that vanishes between the scan and its read was there.
+      this.baseline?.scanned.add(entry.root, entry.path);
       const stored = await this.storeFile(entry);
       if (stored) await this.tree.add(fileNode(base, stored));
     }

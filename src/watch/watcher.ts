@@ -536,9 +536,9 @@ export class Watcher {
         host: this.state.host,
         lockWaitMs,
         signal: this.abandon.signal,
-        tagsAtCommit: ({ files, parentFiles }) => {
+        tagsAtCommit: ({ files, baseline, parentFiles }) => {
           const parent = parentFiles();
-          verdict = judgeLoss(parent, files, this.config.watch.suspectLoss, isSession);
+          verdict = judgeLoss(parent, files, this.config.watch.suspectLoss, isSession, baseline?.id);
           // A deletion still under way, below the threshold so far: committing now would make the
           // half-deleted state the last whole one, and the rest of the loss would be judged
           // against it. Put the snapshot off until the deletion is quiet (at most SETTLE_MAX_MS).
@@ -619,6 +619,7 @@ export class Watcher {
       filesNow: v.filesNow,
       lost: v.lost,
       sample: v.sample,
+      against: v.against ?? null,
       first,
       advice: `\`pi-guard restore latest\` restores the last whole state; \`${ACCEPT_LOSS_COMMAND}\` accepts the deletion`,
     });
