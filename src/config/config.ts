@@ -328,13 +328,11 @@ export interface RetrySettings {
 }
 
 const MAX_RETRY_MS = 86_400_000;
-const RETRY_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, min: 60_000, h: 3_600_000 };
 
 export function retrySettings(env: Env, file: { maxMs?: number } = {}): RetrySettings {
   const text = env.PI_GUARD_RETRY_MAX?.trim();
   if (!text) return { maxMs: file.maxMs ?? DEFAULT_RETRY_MAX_MS };
-  const m = /^(\d+(?:\.\d+)?)(ms|s|min|m|h)$/.exec(text);
-  const ms = text === "0" ? 0 : m ? Math.round(Number(m[1]) * RETRY_UNITS[m[2]]) : NaN;
+  const ms = text === "0" ? 0 : Math.round(parseDuration(text) ?? NaN);
   if (!(ms >= 0 && ms <= MAX_RETRY_MS)) {
     throw new RepoError(`PI_GUARD_RETRY_MAX must be a duration up to 24h such as 30s, 5m or 0 (no retries), not "${env.PI_GUARD_RETRY_MAX}"`, "usage");
   }
