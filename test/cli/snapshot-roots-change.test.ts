@@ -8,10 +8,10 @@
 // Real pi sessions (pi's agent loop), the built CLI, real restic.
 
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { accident, piAgentDir } from "../helpers/accident.js";
+import { accident, piAgentDir, piAgentDirLinked } from "../helpers/accident.js";
 import { cli, expectOneLineError, initRepo, ok, type RestoreJson, snapshot, type SnapshotJson } from "../helpers/cli.js";
 import { makeSandbox, type Sandbox, sessionFiles, writePiConfigFiles } from "../helpers/tmp.js";
 
@@ -26,11 +26,7 @@ const latestPick = async (sb: Sandbox, env: Record<string, string> = sb.env) =>
 
 /** An agent dir whose sessions dir is a symlink to a folder on a "bigger disk": pi's sessions are written through it. */
 async function linkedSessions(sb: Sandbox): Promise<string> {
-  const big = path.join(sb.dir("bigdisk"), "pi-sessions");
-  mkdirSync(big);
-  mkdirSync(sb.agentDir, { recursive: true });
-  symlinkSync(big, sb.sessionsDir);
-  await piAgentDir(sb);
+  const big = await piAgentDirLinked(sb);
   expect(sessionFiles(big)).toHaveLength(4);
   return big;
 }

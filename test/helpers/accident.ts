@@ -1,7 +1,7 @@
 // The accident pi-guard exists for, in a sandbox: an agent dir holding real pi sessions (pi's own
 // agent loop) and pi's config files, then `rm -rf sessions auth.json` as the npm reify did.
 
-import { rmSync } from "node:fs";
+import { mkdirSync, rmSync, symlinkSync } from "node:fs";
 import path from "node:path";
 import { fauxText, makePiSession } from "./pi-factory.js";
 import { type Sandbox, writePiConfigFiles } from "./tmp.js";
@@ -17,6 +17,19 @@ export async function piAgentDir(sb: Sandbox): Promise<{ sessionIds: string[]; f
     files.push(made.file);
   }
   return { sessionIds, files };
+}
+
+/**
+ * piAgentDir with the sessions dir moved to a "bigger disk" and linked back (`sessions -> big`),
+ * pi writing its sessions through the link; returns the folder behind it.
+ */
+export async function piAgentDirLinked(sb: Sandbox): Promise<string> {
+  const big = path.join(sb.dir("bigdisk"), "pi-sessions");
+  mkdirSync(big);
+  mkdirSync(sb.agentDir, { recursive: true });
+  symlinkSync(big, sb.sessionsDir);
+  await piAgentDir(sb);
+  return big;
 }
 
 /** What the reify removed: the whole sessions dir and auth.json (5 of the 7 files). */

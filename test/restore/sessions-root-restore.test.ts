@@ -7,10 +7,10 @@
 // session file waits for the second run, named; a hostile snapshot cannot use the rule to write
 // anything else anywhere. Real pi sessions (pi's agent loop), the built CLI.
 
-import { appendFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { piAgentDir } from "../helpers/accident.js";
+import { piAgentDir, piAgentDirLinked } from "../helpers/accident.js";
 import { cli, expectOneLineError, initRepo, ok, type RestoreJson, restoreJson, snapshot, type SnapshotJson } from "../helpers/cli.js";
 import { fingerprint, listFiles, makeSandbox, type Sandbox, sessionFiles, sha256File, treeState } from "../helpers/tmp.js";
 import { craftSnapshot } from "./craft.js";
@@ -36,11 +36,7 @@ describe("restore latest after `rm -rf ~/.pi/agent` with a symlinked sessions di
 
   beforeAll(async () => {
     sb = makeSandbox("sessions-root-link");
-    big = path.join(sb.dir("bigdisk"), "pi-sessions");
-    mkdirSync(big);
-    mkdirSync(sb.agentDir, { recursive: true });
-    symlinkSync(big, sb.sessionsDir);
-    await piAgentDir(sb);
+    big = await piAgentDirLinked(sb);
     expect(sessionFiles(big)).toHaveLength(4);
     agentBefore = fingerprint(treeState(sb.agentDir));
     bigBefore = fingerprint(treeState(big));

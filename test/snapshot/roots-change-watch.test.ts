@@ -3,10 +3,8 @@
 // through the same guard (createSnapshot's tagsAtCommit): judged against the last whole snapshot
 // of this agent dir, tagged suspect-loss, the state file says so and `status` fails.
 
-import { mkdirSync, symlinkSync } from "node:fs";
-import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { accident, piAgentDir } from "../helpers/accident.js";
+import { accident, piAgentDirLinked } from "../helpers/accident.js";
 import { cli, initRepo, ok, type RestoreJson, snapshot, type SnapshotJson } from "../helpers/cli.js";
 import { makeSandbox, type Sandbox, sessionFiles } from "../helpers/tmp.js";
 import { readLog, readState, startWatch, waitFor, watchEnv } from "../watch/watch-helpers.js";
@@ -17,11 +15,7 @@ describe("a watcher started after the accident removed the sessions link", () =>
 
   beforeAll(async () => {
     sb = makeSandbox("roots-watch");
-    const big = path.join(sb.dir("bigdisk"), "pi-sessions");
-    mkdirSync(big);
-    mkdirSync(sb.agentDir, { recursive: true });
-    symlinkSync(big, sb.sessionsDir);
-    await piAgentDir(sb);
+    const big = await piAgentDirLinked(sb);
     expect(sessionFiles(big)).toHaveLength(4);
     await initRepo(sb);
     whole = await snapshot(sb);
