@@ -3,6 +3,8 @@
 # outside the repository ($PI_GUARD_TEST_TOOLS, default ~/.cache/pi-guard-test-tools), never as a
 # dependency of the project. Idempotent: what is there already is kept. .ci/run calls it.
 #   node-<floor>/  the oldest Node that package.json's "engines" admits (test/cli/node-floor.test.ts)
+#   node-22.23.3/  the Node pi 1.x needs (>= 22.19), which the tests run pi 1.6.0 on
+#   pi-1.6.0/      pi 1.6.0 (@earendil-works/pi-coding-agent and pi-ai), pinned, driven as a child process
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools="${PI_GUARD_TEST_TOOLS:-$HOME/.cache/pi-guard-test-tools}"
@@ -13,4 +15,19 @@ if [ "$("$tools/node-$floor/node_modules/.bin/node" --version 2>/dev/null)" != "
   rm -rf "$tools/node-$floor"
   npm install --no-save --no-audit --no-fund --prefix "$tools/node-$floor" "node@$floor" >/dev/null
   echo "installed Node $floor into $tools/node-$floor"
+fi
+
+# pi 1.x: its own Node (never this project's), and the pinned pi packages beside it.
+node22=22.23.3
+if [ "$("$tools/node-$node22/node_modules/.bin/node" --version 2>/dev/null)" != "v$node22" ]; then
+  rm -rf "$tools/node-$node22"
+  npm install --no-save --no-audit --no-fund --prefix "$tools/node-$node22" "node@$node22" >/dev/null
+  echo "installed Node $node22 into $tools/node-$node22"
+fi
+pi1=1.6.0
+if [ "$(node -p "require('$tools/pi-$pi1/node_modules/@earendil-works/pi-coding-agent/package.json').version" 2>/dev/null)" != "$pi1" ]; then
+  rm -rf "$tools/pi-$pi1"
+  npm install --no-save --no-audit --no-fund --loglevel=error --prefix "$tools/pi-$pi1" \
+    "@earendil-works/pi-coding-agent@$pi1" "@earendil-works/pi-ai@$pi1" >/dev/null
+  echo "installed pi $pi1 into $tools/pi-$pi1"
 fi

@@ -24,3 +24,14 @@ function tool(rel: string, what: string): string {
 
 /** That Node's binary. */
 export const floorNode = (): string => tool(path.join(`node-${floorVersion()}`, "node_modules", ".bin", "node"), `Node ${floorVersion()}`);
+
+/** The Node pi 1.x runs on (it needs >= 22.19; never the Node the tests run on). */
+export const PI1_NODE_VERSION = "22.23.3";
+export const PI1_VERSION = "1.6.0";
+export const pi1Node = (): string => tool(path.join(`node-${PI1_NODE_VERSION}`, "node_modules", ".bin", "node"), `Node ${PI1_NODE_VERSION}`);
+
+/** The folder pi 1.6.0 is installed in (its node_modules hold @earendil-works/pi-coding-agent and pi-ai). */
+export function pi1Dir(): string {
+  tool(path.join(`pi-${PI1_VERSION}`, "node_modules", "@earendil-works", "pi-coding-agent", "package.json"), `pi ${PI1_VERSION}`);
+  return path.join(TOOLS_DIR, `pi-${PI1_VERSION}`);
+}
