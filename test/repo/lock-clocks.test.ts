@@ -1,8 +1,10 @@
 // Lock staleness between hosts whose clocks disagree (docs/FORMAT.md §9): the age of a lock is
 // measured on the storage's clock (S3's LastModified of the lock against that of a lock the
 // observer just wrote), never from the `time` its holder wrote. Locks of "hosts" two hours ahead
-// and two hours behind are crafted in a real S3 server (s3rver); STALE_MS is shortened to 2 s with
-// the tests-only PI_GUARD_TEST_LOCK_STALE_MS, so nothing waits 30 minutes.
+// and two hours behind are crafted in a real S3 server (s3rver); STALE_MS is shortened to 6 s with
+// the tests-only PI_GUARD_TEST_LOCK_STALE_MS, so nothing waits 30 minutes. Not shorter: on a loaded
+// machine (CI beside other work) starting the CLI takes seconds, and a lock must not age past
+// STALE_MS while a step that expects it fresh is still starting.
 
 import { randomBytes } from "node:crypto";
 import path from "node:path";
@@ -18,7 +20,7 @@ import { startS3Server, type S3Server } from "../helpers/s3-server.js";
 import { makeSandbox, writeFileExact, type Sandbox } from "../helpers/tmp.js";
 
 const BUCKET = "clocks";
-const STALE_MS = 2000;
+const STALE_MS = 6000;
 const HOUR = 3600_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -62,7 +64,7 @@ async function lockIds(): Promise<string[]> {
 }
 
 describe("lock staleness on the storage's clock", () => {
-  it("a live holder two hours behind is never stale; a dead one two hours ahead is, once the storage says it aged", { timeout: 30_000 }, async () => {
+  it("a live holder two hours behind is never stale; a dead one two hours ahead is, once the storage says it aged", { timeout: 90_000 }, async () => {
     const behind = "b".repeat(32);
     const ahead = "a".repeat(32);
     // The holder behind keeps rewriting its lock, as a live pi-guard does (here faster than STALE_MS).
@@ -91,7 +93,7 @@ describe("lock staleness on the storage's clock", () => {
     expect(await lockIds()).toEqual([]);
   });
 
-  it("check removes a dead foreign lock only after its storage age passes, whatever time it claims", { timeout: 30_000 }, async () => {
+  it("check removes a dead foreign lock only after its storage age passes, whatever time it claims", { timeout: 90_000 }, async () => {
     const id = randomBytes(16).toString("hex");
     await writeForeignLock(id, "host-ahead", +2 * HOUR, "exclusive");
     // An exclusive lock blocks check's shared one; it is not stale yet.
@@ -102,7 +104,7 @@ describe("lock staleness on the storage's clock", () => {
     expect(await lockIds()).toEqual([]);
   });
 
-  it("a holder that could not rewrite its lock for half of STALE_MS (the machine slept) stops and commits nothing", { timeout: 30_000 }, async () => {
+  it("a holder that could not rewrite its lock for half of STALE_MS (the machine slept) stops and commits nothing", { timeout: 90_000 }, async () => {
     process.env.PI_GUARD_TEST_LOCK_STALE_MS = String(STALE_MS);
     const lock = await acquireLock(repo, { mode: "append", command: "snapshot" });
     try {
@@ -118,7 +120,7 @@ describe("lock staleness on the storage's clock", () => {
     expect(await lockIds()).toEqual([]);
   });
 
-  it("a live holder keeps its lock past STALE_MS: its refreshes keep the storage age low", { timeout: 30_000 }, async () => {
+  it("a live holder keeps its lock past STALE_MS: its refreshes keep the storage age low", { timeout: 90_000 }, async () => {
     process.env.PI_GUARD_TEST_LOCK_STALE_MS = String(STALE_MS);
     const lock = await acquireLock(repo, { mode: "append", command: "snapshot" });
     try {
