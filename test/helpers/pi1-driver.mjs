@@ -14,6 +14,8 @@ const request = JSON.parse(readFileSync(requestFile, "utf8"));
 const mod = (name, entry) => import(pathToFileURL(path.join(request.piDir, "node_modules", "@earendil-works", name, "dist", entry)).href);
 const piAi = await mod("pi-ai", "index.js");
 const pi = await mod("pi-coding-agent", "index.js");
+// What `pi --mode json` prints per event (print-mode.js); not exported by the package index.
+const { toJsonEvent } = await mod("pi-coding-agent", "modes/json-event.js");
 
 async function main() {
   if (request.op === "validate") return validate(request.text);
@@ -117,8 +119,11 @@ async function makeSession(o) {
     // context edit may target.
     const turnMessageIds = [];
     const events = {};
+    // With eventLog: the lines `pi --mode json` would print for this run, header first.
+    const log = o.eventLog ? [JSON.stringify(session.sessionManager.getHeader())] : undefined;
     const unsubscribe = session.subscribe((e) => {
       events[e.type] = (events[e.type] ?? 0) + 1;
+      log?.push(JSON.stringify(toJsonEvent(e)));
     });
     const sm = session.sessionManager;
     try {
@@ -175,7 +180,8 @@ async function makeSession(o) {
       unsubscribe();
     }
     if (!session.sessionFile) throw new Error("pi did not create a session file");
-    return { file: session.sessionFile, sessionId: session.sessionId, turnLeafIds, turnMessageIds, events, stats: session.getSessionStats() };
+    const result = { file: session.sessionFile, sessionId: session.sessionId, turnLeafIds, turnMessageIds, events, stats: session.getSessionStats() };
+    return log ? { ...result, eventLog: `${log.join("\n")}\n` } : result;
   };
 
   const session = await open(pi.SessionManager.create(o.cwd, o.sessionDir, o.sessionId ? { id: o.sessionId } : undefined));

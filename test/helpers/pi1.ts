@@ -68,6 +68,8 @@ export interface MakePi1SessionOptions {
   thinkingLevel?: "off" | "minimal" | "low" | "medium" | "high";
   /** After all turns, pi's /fork (createBranchedSession): a new file holding the path up to the end of `atTurn`. */
   fork?: { atTurn: number; turns: Pi1Turn[] };
+  /** Also return the event log `pi --mode json` would print for the run (pi's own toJsonEvent of each session event). */
+  eventLog?: boolean;
 }
 
 /** pi 1.6.0's AgentSession.getSessionStats(), as pi computes it. */
@@ -92,6 +94,8 @@ export interface Pi1SessionResult {
   /** Session events pi emitted, counted by type. */
   events: Record<string, number>;
   stats: Pi1SessionStats;
+  /** With the eventLog option: the header line, then one JSON event per line. */
+  eventLog?: string;
   fork?: Pi1SessionResult;
 }
 

@@ -6,7 +6,7 @@ import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ok } from "../helpers/cli.js";
-import { runPi1Json, validatePi1, type Pi1Validation } from "../helpers/pi1.js";
+import { makePi1Session, pi1ToolCall, runPi1Json, validatePi1, type Pi1Validation } from "../helpers/pi1.js";
 import { makeSandbox, type Sandbox, sessionFiles } from "../helpers/tmp.js";
 
 const messagesOf = (v: Pi1Validation) => v.entries.filter((e) => e.type === "message").map((e) => e.message as { role: string; [k: string]: unknown });
@@ -61,4 +61,37 @@ describe("salvage --from-log: a real pi 1.6.0 --mode json log", () => {
     expect(salvaged.context.messages.map((m) => m.role)).toEqual(original.context.messages.map((m) => m.role));
     expect(salvaged.context.messages[0].role).toBe("system");
   });
+});
+
+describe("salvage --from-log: system patches in pi 1.6.0's event log", () => {
+  let sb: Sandbox;
+  afterAll(() => sb?.cleanup());
+
+  it("the first system message and each patch (sections by name, null, toolsRemoved, toolsAdded) come back in order", async () => {
+    sb = makeSandbox("pi1-salvage-patches");
+    const made = await makePi1Session({
+      agentDir: sb.agentDir,
+      cwd: sb.dir("project"),
+      eventLog: true,
+      turns: [
+        { user: "plan it", sections: { plan: "Step one." }, assistant: [[pi1ToolCall("bash", { command: "echo one" })], "planned"] },
+        { user: "drop the plan, no writing", sections: { plan: null }, tools: ["read", "bash"], assistant: ["dropped"] },
+        { user: "write again", tools: ["read", "bash", "write"], assistant: ["writing is back"] },
+      ],
+    });
+    const original = await validatePi1(readFileSync(made.file, "utf8"));
+    const systems = messagesOf(original).filter((m) => m.role === "system");
+    expect(systems.length).toBe(3);
+    expect(systems[1].sections).toMatchObject({ plan: null });
+    expect((systems[1].toolsRemoved as Array<{ name: string }>).map((t) => t.name)).toEqual(["edit", "write"]);
+    expect((systems[2].toolsAdded as Array<{ name: string }>).map((t) => t.name)).toEqual(["write"]);
+
+    const log = path.join(sb.root, "events.log");
+    writeFileSync(log, made.eventLog!);
+    const out = path.join(sb.root, "salvaged");
+    await ok(sb, ["salvage", "--from-log", log, "--out", out]);
+    const [written] = readdirSync(out, { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".jsonl"));
+    const salvaged = await validatePi1(readFileSync(path.join(out, written), "utf8"), { expectMessages: true });
+    expect(messagesOf(salvaged)).toEqual(messagesOf(original));
+  }, 120_000);
 });

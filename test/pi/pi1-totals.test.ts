@@ -88,6 +88,14 @@ describe("pi 1.x session totals, by pi's definition, everywhere pi-guard shows t
 
   it("sessions list --json: each session's tokens and cost are pi's", async () => {
     const list = JSON.parse((await ok(sb, ["sessions", "list", "--json"])).stdout) as Array<{ id: string; tokens: number; cost: number }>;
+    // The evidence table of the report: pi's own totals against pi-guard's, per session file.
+    const lines = ["session | pi getSessionStats tokens / cost | sessions list tokens / cost | assistant messages only"];
+    for (const m of made) {
+      const row = list.find((r) => r.id === m.id)!;
+      const assistant = piDefinition(m.pi.entries.filter((e) => e.type === "message" && (e.message as { role: string }).role === "assistant"));
+      lines.push(`${m.id} | ${m.pi.stats.tokens.total} / ${m.pi.stats.cost.toFixed(6)} | ${row.tokens} / ${row.cost.toFixed(6)} | ${assistant.tokens} / ${assistant.cost.toFixed(6)}`);
+    }
+    console.log(lines.join("\n"));
     for (const m of made) {
       const row = list.find((r) => r.id === m.id)!;
       expect({ id: m.id, tokens: row.tokens }).toEqual({ id: m.id, tokens: m.file_.tokens });
