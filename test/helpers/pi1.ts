@@ -4,7 +4,7 @@
 // child process (test/helpers/pi1-driver.mjs, pi1-faux-extension.mjs) on pi1Node(); nothing here
 // imports pi. The child gets only the agent dir and a temp HOME: never the real ~/.pi.
 
-import { execFile } from "node:child_process";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -198,25 +198,52 @@ export interface Pi1JsonRun {
   sessionId: string;
 }
 
+export interface Pi1JsonOptions extends Pi1CliOptions {
+  prompt: string;
+  /** The faux model's replies, one per model call, in order. */
+  replies: Pi1Reply[];
+  /** Arguments before the prompt (e.g. ["--session-id", "x"] or ["--no-session"]). */
+  args?: string[];
+  /** More extensions for pi to load (`-e`), after the faux one: e.g. pi-guard's own. */
+  extensions?: string[];
+  /** Extra environment for pi (e.g. pi-guard's XDG dirs for its extension). */
+  env?: Record<string, string>;
+  /** Characters per streamed chunk are 4x these (default 2-4 tokens: many message_update events). */
+  tokenSize?: { min: number; max: number };
+  /** Stream this slowly (a long answer to kill mid-stream); default: as fast as possible. */
+  tokensPerSecond?: number;
+}
+
 /**
- * The real `pi --mode json` CLI of 1.6.0 with the faux extension: `replies` answer its model
- * calls in order. `args` go before the prompt (e.g. ["--session-id", "x"] or ["--no-session"]).
+ * Start the real `pi --mode json` CLI of 1.6.0 with the faux extension, for a caller that needs
+ * the process itself (to kill it mid-stream). stdin is closed; call cleanup() once it has exited.
  */
-export async function runPi1Json(
-  options: Pi1CliOptions & { prompt: string; replies: Pi1Reply[]; args?: string[]; tokenSize?: { min: number; max: number }; tokensPerSecond?: number },
-): Promise<Pi1JsonRun> {
+export function spawnPi1Json(options: Pi1JsonOptions): { child: ChildProcess; cleanup(): void } {
   mkdirSync(options.cwd, { recursive: true });
   const dir = mkdtempSync(path.join(os.tmpdir(), "pi-guard-pi1-script-"));
+  const script = path.join(dir, "script.json");
+  writeFileSync(script, JSON.stringify({ replies: options.replies, tokenSize: options.tokenSize ?? { min: 2, max: 4 }, tokensPerSecond: options.tokensPerSecond }));
+  const extensions = [PI1_FAUX_EXTENSION, ...(options.extensions ?? [])].flatMap((e) => ["-e", e]);
+  const args = [piCli(), ...extensions, "--provider", PI1_FAUX_PROVIDER, "--model", PI1_FAUX_MODEL, "--mode", "json", ...(options.args ?? []), options.prompt];
+  const child = spawn(pi1Node(), args, { cwd: options.cwd, env: pi1Env(options.home, options.agentDir, { ...options.env, PI1_FAUX_SCRIPT: script }), stdio: ["ignore", "pipe", "pipe"] });
+  return { child, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** Run `pi --mode json` (spawnPi1Json) to its end; a non-zero exit rejects with its stderr. */
+export async function runPi1Json(options: Pi1JsonOptions): Promise<Pi1JsonRun> {
+  const { child, cleanup } = spawnPi1Json(options);
   try {
-    const script = path.join(dir, "script.json");
-    writeFileSync(script, JSON.stringify({ replies: options.replies, tokenSize: options.tokenSize ?? { min: 2, max: 4 }, tokensPerSecond: options.tokensPerSecond }));
-    const args = [piCli(), "-e", PI1_FAUX_EXTENSION, "--provider", PI1_FAUX_PROVIDER, "--model", PI1_FAUX_MODEL, "--mode", "json", ...(options.args ?? []), options.prompt];
-    const r = await runPi(args, options.cwd, pi1Env(options.home, options.agentDir, { PI1_FAUX_SCRIPT: script }));
-    const header = JSON.parse(r.stdout.slice(0, r.stdout.indexOf("\n"))) as { type?: string; id?: string };
-    if (header.type !== "session" || typeof header.id !== "string") throw new Error(`pi --mode json did not start with a session header: ${r.stdout.slice(0, 200)}`);
-    return { log: r.stdout, stderr: r.stderr, sessionId: header.id };
+    let stdout = "";
+    let stderr = "";
+    child.stdout!.setEncoding("utf8").on("data", (d: string) => (stdout += d));
+    child.stderr!.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+    const code = await new Promise<number | null>((resolve, reject) => child.on("error", reject).on("close", resolve));
+    if (code !== 0) throw new Error(`pi --mode json exited ${code}: ${stderr.trim().split("\n").slice(-3).join(" | ")}`);
+    const header = JSON.parse(stdout.slice(0, stdout.indexOf("\n"))) as { type?: string; id?: string };
+    if (header.type !== "session" || typeof header.id !== "string") throw new Error(`pi --mode json did not start with a session header: ${stdout.slice(0, 200)}`);
+    return { log: stdout, stderr, sessionId: header.id };
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    cleanup();
   }
 }
 

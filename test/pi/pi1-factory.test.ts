@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readSessionText } from "../../src/pi/parse.js";
 import { sessionDirName } from "../../src/pi/writer.js";
 import { initRepo, restoreJson, snapshot } from "../helpers/cli.js";
-import { exportPi1Html, makePi1RichSession, type Pi1SessionResult, type Pi1Validation, runPi1Json, validatePi1 } from "../helpers/pi1.js";
+import { exportPi1Html, makePi1RichSession, type Pi1SessionResult, type Pi1Validation, runPi1Json, spawnPi1Json, validatePi1 } from "../helpers/pi1.js";
 import { fingerprint, makeSandbox, type Sandbox, sessionFiles, treeState } from "../helpers/tmp.js";
 
 type Entry = Pi1Validation["entries"][number];
@@ -153,5 +153,36 @@ describe("the faux extension drives the real pi 1.6.0 CLI offline", () => {
     const data = /<script id="session-data" type="application\/json">([^<]+)<\/script>/.exec(html);
     expect(data).not.toBeNull();
     expect(Buffer.from(data![1], "base64").toString("utf8")).toContain("All done: hello.");
+  }, 120_000);
+});
+
+describe("spawnPi1Json: a slow faux stream to kill mid-answer", () => {
+  let sb: Sandbox;
+  afterAll(() => sb?.cleanup());
+
+  it("streams the answer in deltas and dies by kill -9 before pi persists it", async () => {
+    sb = makeSandbox("pi1-kill");
+    const answer = "word ".repeat(2000);
+    const { child, cleanup } = spawnPi1Json({ home: sb.home, agentDir: sb.agentDir, cwd: sb.dir("project"), prompt: "write a lot", replies: [answer], tokensPerSecond: 200 });
+    try {
+      let out = "";
+      await new Promise<void>((resolve, reject) => {
+        child.on("close", () => reject(new Error(`pi exited before streaming: ${out.slice(0, 300)}`)));
+        child.stdout!.setEncoding("utf8").on("data", (d: string) => {
+          out += d;
+          if ((out.match(/"type":"text_delta"/g) ?? []).length >= 3) resolve();
+        });
+      });
+      const closed = new Promise<NodeJS.Signals | null>((resolve) => child.on("close", (_code, signal) => resolve(signal)));
+      child.kill("SIGKILL");
+      expect(await closed).toBe("SIGKILL");
+      // pi wrote the prompt (the file exists from the first user message) but not the answer.
+      const [file] = sessionFiles(sb.sessionsDir);
+      const v = await validatePi1(readFileSync(file, "utf8"));
+      const roles = v.entries.filter((e) => e.type === "message").map((e) => (e.message as { role: string }).role);
+      expect(roles).toEqual(["system", "user"]);
+    } finally {
+      cleanup();
+    }
   }, 120_000);
 });
