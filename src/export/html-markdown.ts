@@ -119,6 +119,31 @@ export function renderEntryMarkdown(entry: unknown): Rendered | undefined {
   return Object.keys(out).length ? out : undefined;
 }
 
+/** The highlight.js language for a file path, by its extension or name; undefined when unknown. */
+export function languageOfPath(file: string): string | undefined {
+  const base = file.split(/[\\/]/).pop() ?? "";
+  const ext = base.includes(".") ? base.slice(base.lastIndexOf(".") + 1).toLowerCase() : base.toLowerCase();
+  return ext && ext.length <= 16 && hljs.getLanguage(ext) ? ext : undefined;
+}
+
+/**
+ * A file's content as `read` returned it, highlighted: `head` is its first `lines` lines (when it
+ * has more), `full` the whole (when not too big). The viewer joins the text the same way (textOf).
+ */
+export function highlightToolOutput(content: unknown, lang: string, lines: number): Rendered | undefined {
+  const text = textOf(content);
+  if (!text) return undefined;
+  const out: Rendered = {};
+  const hl = (code: string) => sanitizeMarkup(hljs.highlight(code, { language: lang, ignoreIllegals: true }).value);
+  const split = text.split("\n");
+  if (split.length > lines) {
+    const head = split.slice(0, lines).join("\n");
+    if (head.length <= 8000) out.head = hl(head);
+  }
+  if (text.length <= MAX_HIGHLIGHT / 2) out.full = hl(text);
+  return Object.keys(out).length ? out : undefined;
+}
+
 /** JSON that can sit inside a <script> element: no "<" can close it or open a comment. */
 export function scriptJson(value: unknown): string {
   return JSON.stringify(value).replace(/</g, "\\u003c").replace(/\u2028/g, "\\u2028").replace(/\u2029/g, "\\u2029");
