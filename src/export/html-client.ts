@@ -90,11 +90,12 @@ export const VIEWER_JS = String.raw`
   }
   function textOf(content) { return blocks(content).filter(function (b) { return b.type === "text"; }).map(function (b) { return b.text; }).join("\n\n"); }
   function num(v) { return typeof v === "number" && isFinite(v) ? v : 0; }
-  // Usage an entry adds to the session's totals: an assistant message's, a usage entry's (pi 1.x),
-  // a compaction's or branch summary's (pi 1.x).
+  // Usage an entry adds to the session's totals, by pi's definition (countedUsage in
+  // src/pi/stats.ts): an assistant message's, a tool result's, a usage entry's of any kind, a
+  // compaction's or branch summary's.
   function usageOf(e) {
     var m = msg(e);
-    if (m) return m.role === "assistant" && m.usage && typeof m.usage === "object" ? m.usage : null;
+    if (m) return (m.role === "assistant" || m.role === "toolResult") && m.usage && typeof m.usage === "object" ? m.usage : null;
     return (e.type === "usage" || e.type === "compaction" || e.type === "branch_summary") && e.usage && typeof e.usage === "object" ? e.usage : null;
   }
   function usage(e) {
@@ -663,10 +664,10 @@ export const VIEWER_JS = String.raw`
       .filter(function (c) { return c[0]; }).map(function (c) { return c[0] + " " + c[1]; }).join(", ") || "0";
     var stats = document.getElementById("stats");
     [["session", header.id], ["project", header.cwd ? shortPath(header.cwd) : "?"], ["started", header.timestamp ? localTime(header.timestamp) : "?"], ["models", Array.from(models).join(", ") || "-"],
-     ["messages", counts], ["tool calls", tools], ["tokens", fmtBreakdown(total)], ["cost", fmtCost(total.cost)],
+     ["messages", counts], ["tool calls", tools], ["tokens", fmtTokens(total.tokens) + " \u00b7 " + fmtBreakdown(total)], ["cost", fmtCost(total.cost)],
      ["branches", leaves]].concat(header.parentSession ? [["forked from", shortPath(header.parentSession)]] : [])
       .forEach(function (kv) { var s = el("span", "stat stat-" + kv[0].replace(/\s+/g, "-")); s.appendChild(el("strong", null, kv[0] + ": ")); s.appendChild(document.createTextNode(String(kv[1]))); stats.appendChild(s); });
-    document.querySelector(".stat-tokens").title = fmtTokens(total.tokens) + " tokens: \u2191 input, \u2193 output, R cache read, W cache write";
+    document.querySelector(".stat-tokens").title = "\u2191 input, \u2193 output, R cache read, W cache write";
   }
 
   function setupControls() {

@@ -138,12 +138,12 @@ describe("HTML page on a par with pi --export", () => {
 
   it("the header has pi's token breakdown: ↑input ↓output R cache-read W cache-write", async () => {
     const { page, errors } = await open(pageFile);
-    const sum = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
+    const sum = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0 };
     for (const e of sessionEntries()) if (e.message?.role === "assistant") for (const k of Object.keys(sum) as (keyof typeof sum)[]) sum[k] += e.message.usage?.[k] ?? 0;
     const fmt = (t: number) => (t >= 1e6 ? (t / 1e6).toFixed(1) + "M" : t >= 1e3 ? (t / 1e3).toFixed(1) + "k" : String(t));
     const expected = [["↑", sum.input], ["↓", sum.output], ["R", sum.cacheRead], ["W", sum.cacheWrite]].filter(([, n]) => n).map(([s, n]) => `${s}${fmt(n as number)}`).join(" ");
     expect(sum.input).toBeGreaterThan(0);
-    expect(await page.locator("#stats").innerText()).toContain(`tokens: ${expected}\n`);
+    expect(await page.locator("#stats").innerText()).toContain(`tokens: ${fmt(sum.totalTokens)} · ${expected}\n`);
     expect(errors).toEqual([]);
   });
 
