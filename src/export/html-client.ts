@@ -163,9 +163,9 @@ export const VIEWER_JS = String.raw`
   // A tool call in one line, as pi's tree shows it: "$ ls", "read ~/x.ts:1-20", "grep /pat/".
   function callLine(b) {
     var args = callArgs(b), p = callPath(args);
-    if (b.name === "bash" && typeof (args.command || b.hint) === "string") return "$ " + (args.command || b.hint);
+    if (b.name === "bash" && typeof args.command === "string") return "$ " + args.command;
     if (p !== null) return b.name + " " + shortPath(p) + (b.name === "read" ? lineRange(args) : "");
-    var hint = args.pattern || args.command || b.hint;
+    var hint = args.pattern || args.command;
     return b.name + (typeof hint === "string" && hint ? " " + hint : "");
   }
   function lineRange(args) {

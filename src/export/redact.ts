@@ -134,10 +134,10 @@ function homeRegex(home: string): RegExp | undefined {
   return h.length > 1 && h.startsWith("/") ? new RegExp(String.raw`(?<![A-Za-z0-9._~-])${escapeRe(h)}${HOME_END}`, "g") : undefined;
 }
 
-/** Home directories as ~ (see HOME_SHAPES). */
-export function shortenHomes(text: string, home = os.homedir()): string {
+/** A function writing home directories as ~ (`home`, and HOME_SHAPES). */
+export function homeShortener(home = os.homedir()): (text: string) => string {
   const own = homeRegex(home);
-  return (own ? text.replace(own, "~") : text).replace(HOME_SHAPES, "~");
+  return (text) => (own ? text.replace(own, "~") : text).replace(HOME_SHAPES, "~");
 }
 
 export function makeRedactor(knownSecrets: readonly (string | KnownSecret)[]): Redactor {
@@ -146,6 +146,7 @@ export function makeRedactor(knownSecrets: readonly (string | KnownSecret)[]): R
     .filter((s) => s.value.length >= MIN_SECRET_LENGTH)
     .sort((a, b) => b.value.length - a.value.length)
     .map((s) => ({ re: knownValueRegex(s.value), marker: s.label ? knownMarker(s.label) : REDACTED }));
+  const shortenHomes = homeShortener();
   return (text, opts = {}) => {
     let out = text;
     for (const k of known) {
