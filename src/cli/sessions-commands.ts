@@ -441,13 +441,15 @@ Examples:
     .option("-o, --output <file>", "write here (atomically) instead of to stdout; never into the agent dir")
     .option("--force", "with --output: replace a file that is there")
     .option("--branch <entry>", "export the path to this entry instead of pi's leaf")
-    .option("--redact", "mask API keys and tokens (known key shapes and the keys in auth.json and models.json)")
+    .option("--redact", "mask API keys and tokens (known key shapes and the keys in auth.json and models.json); home dirs become ~")
     .addHelpText(
       "after",
       `
 Markdown reads well on GitHub; JSON has a stable shape (docs/SESSIONS.md); HTML is one
-self-contained page (tree, search, branches, light/dark, print) that makes no network requests
-and embeds the session so \`pi-guard salvage --from-html\` can recover it.
+self-contained page (what pi --export shows: tool calls with their output, thinking, the
+system prompt and tools, pi's tree and token breakdown; plus search, branch switches, cost per
+message, light/dark, print) that makes no network requests and embeds the session so
+\`pi-guard salvage --from-html\` can recover it.
 
 --output is written to a temp file beside it and renamed into place, so a failed export leaves
 no partial file. It is refused inside the agent dir or any other folder pi-guard backs up

@@ -50,6 +50,12 @@ export const VIEWER_JS = String.raw`
   });
   var leafId = data.leafId && byId.has(data.leafId) ? data.leafId : (entries.length ? entries[entries.length - 1].id : null);
   var state = { leafId: leafId, filter: "default", toolsExpanded: false };
+  // Each tool call by id (the tree names a tool result by its call); context edits on the shown branch.
+  var callsById = new Map(), edits = new Map();
+  entries.forEach(function (e) {
+    var m = msg(e);
+    if (m && m.role === "assistant") blocks(m.content).forEach(function (b) { if (b.type === "toolCall" && b.id !== undefined) callsById.set(b.id, b); });
+  });
 
   function el(tag, cls, text) {
     var n = document.createElement(tag);
@@ -76,40 +82,127 @@ export const VIEWER_JS = String.raw`
     }
     return best;
   }
-  function msg(e) { return e.type === "message" && e.message && typeof e.message === "object" ? e.message : null; }
+  function msg(e) { return e && e.type === "message" && e.message && typeof e.message === "object" ? e.message : null; }
   function kind(e) { var m = msg(e); return m ? String(m.role) : e.type; }
   function blocks(content) {
     if (typeof content === "string") return [{ type: "text", text: content }];
     return Array.isArray(content) ? content.filter(function (b) { return b && typeof b === "object"; }) : [];
   }
   function textOf(content) { return blocks(content).filter(function (b) { return b.type === "text"; }).map(function (b) { return b.text; }).join("\n\n"); }
-  function usage(e) {
+  function num(v) { return typeof v === "number" && isFinite(v) ? v : 0; }
+  // Usage an entry adds to the session's totals, by pi's definition (countedUsage in
+  // src/pi/stats.ts): an assistant message's, a tool result's, a usage entry's of any kind, a
+  // compaction's or branch summary's.
+  function usageOf(e) {
     var m = msg(e);
-    if (!m || m.role !== "assistant" || !m.usage) return null;
-    var u = m.usage, n = function (v) { return typeof v === "number" && isFinite(v) ? v : 0; };
-    var tokens = typeof u.totalTokens === "number" ? n(u.totalTokens) : n(u.input) + n(u.output) + n(u.cacheRead) + n(u.cacheWrite);
-    return { tokens: tokens, cost: n(u.cost && u.cost.total) };
+    if (m) return (m.role === "assistant" || m.role === "toolResult") && m.usage && typeof m.usage === "object" ? m.usage : null;
+    return (e.type === "usage" || e.type === "compaction" || e.type === "branch_summary") && e.usage && typeof e.usage === "object" ? e.usage : null;
   }
-  // What the session's totals count, by pi's definition (countedUsage in src/pi/stats.ts): also
-  // tool results with usage, usage entries of any kind, and compaction and branch-summary usage.
-  function countedUsage(e) {
-    var m = msg(e), u = m ? ((m.role === "assistant" || m.role === "toolResult") && m.usage) : ((e.type === "usage" || e.type === "compaction" || e.type === "branch_summary") && e.usage);
-    if (!u || typeof u !== "object") return null;
-    var n = function (v) { return typeof v === "number" && isFinite(v) ? v : 0; };
-    return { tokens: typeof u.totalTokens === "number" ? n(u.totalTokens) : n(u.input) + n(u.output) + n(u.cacheRead) + n(u.cacheWrite), cost: n(u.cost && u.cost.total) };
+  function usage(e) {
+    var u = usageOf(e);
+    if (!u) return null;
+    var tokens = typeof u.totalTokens === "number" ? num(u.totalTokens) : num(u.input) + num(u.output) + num(u.cacheRead) + num(u.cacheWrite);
+    return { tokens: tokens, cost: num(u.cost && u.cost.total), input: num(u.input), output: num(u.output), cacheRead: num(u.cacheRead), cacheWrite: num(u.cacheWrite) };
   }
   function fmtTokens(t) { return t >= 1e6 ? (t / 1e6).toFixed(1) + "M" : t >= 1e3 ? (t / 1e3).toFixed(1) + "k" : String(t); }
   function fmtCost(c) { return c === 0 ? "$0" : c < 0.01 ? "$" + c.toFixed(4) : "$" + c.toFixed(2); }
-  function preview(e) {
-    var m = msg(e), t = "";
-    if (m) {
-      if (m.role === "bashExecution") t = "$ " + m.command;
-      else if (m.role === "toolResult") t = m.toolName + ": " + textOf(m.content);
-      else t = textOf(m.content) || blocks(m.content).filter(function (b) { return b.type === "toolCall"; }).map(function (b) { return "[" + b.name + "]"; }).join(" ");
-    } else t = e.summary || e.label || e.name || (e.type === "model_change" ? e.provider + "/" + e.modelId : e.thinkingLevel || e.customType || "");
-    t = String(t).replace(/\s+/g, " ").trim();
-    return t.length > 80 ? t.slice(0, 79) + "\u2026" : t;
+  // ↑input ↓output R cache-read W cache-write, as pi's own page writes them.
+  function fmtBreakdown(u) {
+    var parts = [];
+    if (u.input) parts.push("\u2191" + fmtTokens(u.input));
+    if (u.output) parts.push("\u2193" + fmtTokens(u.output));
+    if (u.cacheRead) parts.push("R" + fmtTokens(u.cacheRead));
+    if (u.cacheWrite) parts.push("W" + fmtTokens(u.cacheWrite));
+    return parts.join(" ") || "0";
   }
+  // The exporting user's home dir shows as ~ (a redacted page has it masked already).
+  var home = typeof data.home === "string" && data.home.length > 1 ? data.home.replace(/\/+$/, "") : null;
+  function shortPath(p) {
+    p = String(p);
+    return home && (p === home || p.indexOf(home + "/") === 0) ? "~" + p.slice(home.length) : p;
+  }
+  function localTime(ts) {
+    var d = new Date(typeof ts === "number" ? ts : String(ts));
+    return isNaN(d.getTime()) ? String(ts) : d.toLocaleString();
+  }
+  function oneLine(t, max) {
+    t = String(t).replace(/\s+/g, " ").trim();
+    return t.length > max ? t.slice(0, max - 1) + "\u2026" : t;
+  }
+  // pi 1.x system messages: the first on a branch holds the prompt, later ones patch it.
+  function isSystem(e) { var m = msg(e); return !!m && m.role === "system"; }
+  function carriesSystem(e) { return isSystem(e) || (e.type === "compaction" && !!e.systemMessage); }
+  function isLeadingSystem(e) {
+    var seen = new Set(), cur = e.parentId && e.parentId !== e.id ? byId.get(e.parentId) : undefined;
+    while (cur && !seen.has(cur.id)) { seen.add(cur.id); if (carriesSystem(cur)) return false; cur = cur.parentId ? byId.get(cur.parentId) : undefined; }
+    return true;
+  }
+  function sectionsOf(m) { return m.sections && typeof m.sections === "object" && !Array.isArray(m.sections) ? m.sections : {}; }
+  function toolList(v) { return Array.isArray(v) ? v.filter(function (t) { return t && typeof t === "object"; }) : []; }
+  function systemText(m) {
+    var parts = [textOf(m.content)], s = sectionsOf(m);
+    Object.keys(s).forEach(function (k) { if (typeof s[k] === "string") parts.push(s[k]); });
+    return parts.filter(function (p) { return p && p.length; }).join("\n\n");
+  }
+  function systemUpdateText(m) {
+    var parts = [], t = textOf(m.content), s = sectionsOf(m);
+    if (t) parts.push(t);
+    Object.keys(s).forEach(function (k) { parts.push(s[k] === null ? "Removed system prompt section \"" + k + "\"." : "Updated system prompt section \"" + k + "\":\n\n" + s[k]); });
+    return parts.join("\n\n");
+  }
+  function describeSystemUpdate(m) {
+    var parts = [], s = sectionsOf(m);
+    if (textOf(m.content)) parts.push("instructions");
+    Object.keys(s).forEach(function (k) { parts.push(s[k] === null ? "-" + k : k); });
+    var tools = toolList(m.toolsAdded).map(function (t) { return "+" + t.name; }).concat(toolList(m.toolsRemoved).map(function (t) { return "-" + t.name; }));
+    if (tools.length) parts.push("tools " + tools.join(" "));
+    return parts.join(", ");
+  }
+  function callArgs(b) { return b.arguments && typeof b.arguments === "object" ? b.arguments : {}; }
+  function callPath(args) { var p = args.file_path !== undefined ? args.file_path : args.path; return typeof p === "string" ? p : null; }
+  // A tool call in one line, as pi's tree shows it: "$ ls", "read ~/x.ts:1-20", "grep /pat/".
+  function callLine(b) {
+    var args = callArgs(b), p = callPath(args);
+    if (b.name === "bash" && typeof args.command === "string") return "$ " + args.command;
+    if (p !== null) return b.name + " " + shortPath(p) + (b.name === "read" ? lineRange(args) : "");
+    var hint = args.pattern || args.command;
+    return b.name + (typeof hint === "string" && hint ? " " + hint : "");
+  }
+  function lineRange(args) {
+    if (typeof args.offset !== "number" && typeof args.limit !== "number") return "";
+    var from = typeof args.offset === "number" ? args.offset : 1;
+    return ":" + from + (typeof args.limit === "number" ? "-" + (from + args.limit - 1) : "");
+  }
+  // What the tree shows for an entry: a role word and a preview, as pi's page does.
+  function treeText(e) {
+    var m = msg(e), tag = "", text = "";
+    if (m) {
+      if (m.role === "assistant") {
+        tag = "assistant:";
+        text = textOf(m.content).trim();
+        if (!text) text = m.stopReason === "aborted" ? "(aborted)" : m.errorMessage ? String(m.errorMessage) : blocks(m.content).some(function (b) { return b.type === "toolCall"; }) ? blocks(m.content).filter(function (b) { return b.type === "toolCall"; }).map(callLine).join(" \u00b7 ") : "(no text)";
+      } else if (m.role === "toolResult") {
+        var call = callsById.get(m.toolCallId);
+        tag = call ? callLine(call) : "[" + (m.toolName || "tool") + "]";
+        if (m.isError) text = "(error)";
+      } else if (m.role === "bashExecution") { tag = "[bash]:"; text = String(m.command || ""); }
+      else if (m.role === "system") { tag = isLeadingSystem(e) ? "[system prompt]" : "[system update" + (describeSystemUpdate(m) ? ": " + describeSystemUpdate(m) : "") + "]"; }
+      else if (m.role === "custom") { tag = "[" + (m.customType || "custom") + "]:"; text = textOf(m.content); }
+      else { tag = m.role + ":"; text = textOf(m.content); }
+    } else if (e.type === "compaction") { tag = "[compaction: " + Math.round(num(e.tokensBefore) / 1000) + "k tokens]"; }
+    else if (e.type === "branch_summary") { tag = "[branch summary]:"; text = e.summary || ""; }
+    else if (e.type === "custom_message") { tag = "[" + (e.customType || "extension") + "]:"; text = textOf(e.content); }
+    else if (e.type === "model_change") { tag = "[model: " + e.modelId + "]"; }
+    else if (e.type === "thinking_level_change") { tag = "[thinking: " + e.thinkingLevel + "]"; }
+    else if (e.type === "session_info") { tag = "[session info]:"; text = e.name || ""; }
+    else if (e.type === "label") { tag = "[label]:"; text = (e.label || "(removed)") + " \u2192 " + e.targetId; }
+    else if (e.type === "context_edit") { tag = "[context " + (e.replacement === null ? "omit" : "replace") + ": " + e.targetId + "]"; }
+    else if (e.type === "usage") { tag = "[usage" + (e.kind ? ": " + e.kind : "") + "]"; }
+    else if (e.type === "custom") { tag = "[custom" + (e.customType ? ": " + e.customType : "") + "]"; }
+    else tag = "[" + e.type + "]";
+    return { tag: oneLine(tag, 100), text: oneLine(text, 100) };
+  }
+  function preview(e) { var t = treeText(e); return t.text ? t.tag + " " + t.text : t.tag; }
 
   // Markdown rendered and sanitized at export time (html-markdown.ts); a page without it (or an
   // entry missing from it) falls back to the plain rendering below.
@@ -165,62 +258,101 @@ export const VIEWER_JS = String.raw`
     h.appendChild(el("span", "role", role));
     (extra || []).forEach(function (x) { if (x) h.appendChild(x); });
     if (labels.has(e.id)) h.appendChild(el("span", "label", labels.get(e.id)));
-    if (e.timestamp) h.appendChild(el("span", "time", String(e.timestamp).replace("T", " ").replace(/\.\d+Z$/, "Z")));
+    if (edits.has(e.id)) h.appendChild(el("span", "edited", edits.get(e.id) === null ? "omitted from context" : "replaced in context"));
+    if (e.timestamp) { var t = el("span", "time", localTime(e.timestamp)); t.title = String(e.timestamp); h.appendChild(t); }
     h.appendChild(el("span", "mono id", e.id));
     return h;
   }
-
-  function toolCall(b, result) {
-    var d = el("details", "tool-call" + (result && result.isError ? " error" : ""));
-    d.dataset.toolCallId = b.id;
-    var s = el("summary");
-    s.appendChild(el("span", "tool-name", b.name));
-    var args = b.arguments || {}, hint = args.command || args.path || args.pattern || b.hint || "";
-    if (hint) s.appendChild(document.createTextNode(" " + String(hint).split("\n")[0].slice(0, 100)));
-    if (result && result.isError) s.appendChild(el("span", "error-text", " (error)"));
-    d.appendChild(s);
-    // The body (arguments and output, possibly megabytes) is built when first opened.
-    d._fill = function () {
-      if (!d._fill) return;
-      if (!ready()) { whenReady(function () { if (d._fill) d._fill(); }); return; }
-      d._fill = null;
-      var full = result && result.entry ? msg(load(result.entry)) || result : result;
-      d.appendChild(el("div", "tool-args-title", "Arguments"));
-      d.appendChild(el("pre", "tool-args", JSON.stringify(args, null, 2)));
-      d.appendChild(el("div", "tool-output-title", full ? (full.isError ? "Output (error)" : "Output") : "No result on this branch"));
-      if (full) {
-        d.appendChild(folded(el("pre", "tool-output"), textOf(full.content) || "(empty)"));
-        images(full.content, d);
-      }
-    };
-    d._text = function () {
-      var full = result && result.entry ? msg(load(result.entry)) || result : result;
-      return JSON.stringify(args, null, 2) + "\n" + (full ? textOf(full.content) : "");
-    };
-    s.addEventListener("click", function () { if (d._fill) d._fill(); });
-    d.addEventListener("toggle", function () { if (d.open && d._fill) d._fill(); });
-    // Calls drawn after "Expand tool calls" (a later chunk, another branch) open like the rest.
-    if (state.toolsExpanded) { d._fill(); d.open = true; }
-    return d;
+  function setCode(pre, html) {
+    var code = el("code", "hljs");
+    code.innerHTML = html;
+    pre.textContent = "";
+    pre.appendChild(code);
   }
-  // Long output shows its first lines; the rest is added on request.
-  var FOLD_LINES = 60, FOLD_CHARS = 8000;
-  function folded(pre, text) {
+
+  // A tool call shown whole, as pi shows it: "$ command" or "read path", then its output (the
+  // first lines; the rest on request). The output comes from the result entry on this branch.
+  var PREVIEW_LINES = { bash: 5, read: 10 };
+  function toolCall(b, result) {
+    var args = callArgs(b), box = el("div", "tool-call" + (result && result.isError ? " error" : ""));
+    box.dataset.toolCallId = b.id;
+    var line = el("div", "tool-head mono");
+    if (b.name === "bash" && typeof args.command === "string") line.textContent = "$ " + args.command;
+    else {
+      line.appendChild(el("span", "tool-name", b.name));
+      var rest = callLine(b).slice(String(b.name).length);
+      if (rest) line.appendChild(el("span", "tool-path", rest));
+    }
+    if (result && result.isError) line.appendChild(el("span", "error-text", " (error)"));
+    box.appendChild(line);
+    var shownArgs = Object.keys(args).filter(function (k) { return !(b.name === "bash" && k === "command") && !(b.name === "read" && (k === "path" || k === "file_path" || k === "offset" || k === "limit")); });
+    if (shownArgs.length) {
+      var picked = {};
+      shownArgs.forEach(function (k) { picked[k] = args[k]; });
+      box.appendChild(folded(el("pre", "tool-args"), JSON.stringify(picked, null, 2), 10));
+    }
+    if (!result) { box.appendChild(el("div", "tool-status", "No result on this branch")); return box; }
+    var full = result.entry ? msg(load(result.entry)) : result;
+    if (!full) { box.appendChild(el("div", "tool-status", "\u2026")); return box; }
+    var text = textOf(full.content);
+    if (b.name === "bash") text = text.replace(/\s+$/, "");
+    if (text) box.appendChild(folded(el("pre", "tool-output"), text, PREVIEW_LINES[b.name] || 10, result.entry && renderedFor(result.entry, "head"), result.entry && renderedFor(result.entry, "full")));
+    else box.appendChild(el("div", "tool-status", "(no output)"));
+    images(full.content, box);
+    return box;
+  }
+  // Long text shows its first lines (highlighted, when the export highlighted them) and
+  // "… (N more lines)", which shows the rest. "Expand outputs" shows everything at once.
+  var FOLD_CHARS = 8000;
+  function folded(pre, text, maxLines, headHtml, fullHtml) {
     var lines = 0, at = 0;
-    while (lines < FOLD_LINES && at < text.length && at <= FOLD_CHARS) { var nl = text.indexOf("\n", at); if (nl < 0) { at = text.length; break; } at = nl + 1; lines++; }
-    var cutAt = Math.min(at, FOLD_CHARS);
-    if (cutAt >= text.length) { pre.textContent = text; return pre; }
-    pre.textContent = text.slice(0, cutAt);
+    while (lines < maxLines && at < text.length && at <= FOLD_CHARS) { var nl = text.indexOf("\n", at); if (nl < 0) { at = text.length; break; } at = nl + 1; lines++; }
+    var cutAt = Math.min(at, FOLD_CHARS), whole = function () { if (fullHtml) setCode(pre, fullHtml); else pre.textContent = text; };
+    if (cutAt >= text.length || state.toolsExpanded) { whole(); return pre; }
+    // The highlighted head is the first maxLines lines: usable only when the cut fell there.
+    if (headHtml && lines === maxLines && at === cutAt) setCode(pre, headHtml); else pre.textContent = text.slice(0, cutAt).replace(/\n$/, "");
     pre.classList.add("folded");
     var wrap = el("div", "fold");
     wrap.appendChild(pre);
-    var rest = text.length - cutAt, restLines = text.slice(cutAt).split("\n").length;
-    var more = el("button", "show-all", "Show all (" + restLines + " more lines, " + rest + " characters)");
-    more.addEventListener("click", function () { pre.textContent = text; pre.classList.remove("folded"); more.remove(); });
+    var restLines = text.slice(cutAt).split("\n").length;
+    var more = el("button", "show-all", "\u2026 (" + restLines + " more lines)");
+    more.title = "show all " + text.length + " characters";
+    more.addEventListener("click", function () { whole(); pre.classList.remove("folded"); more.remove(); });
     wrap.appendChild(more);
     wrap._full = text;
     wrap._unfold = function () { if (more.isConnected) more.click(); };
     return wrap;
+  }
+  function toolsBlock(title, tools) {
+    tools = toolList(tools);
+    if (!tools.length) return null;
+    var box = el("div", "tools-list");
+    box.appendChild(el("div", "tools-title", title));
+    tools.forEach(function (t) {
+      var item = el("div", "tool-item");
+      item.appendChild(el("span", "tool-name", t.name));
+      if (t.description) item.appendChild(el("span", "tool-desc", " \u2014 " + t.description));
+      var params = t.parameters && typeof t.parameters === "object" && t.parameters.properties && typeof t.parameters.properties === "object" ? t.parameters.properties : null;
+      var required = t.parameters && Array.isArray(t.parameters.required) ? t.parameters.required : [];
+      if (params) {
+        var list = el("ul", "tool-params");
+        Object.keys(params).forEach(function (name) {
+          var prop = params[name] && typeof params[name] === "object" ? params[name] : {}, li = el("li");
+          li.appendChild(el("span", "mono param-name", name));
+          li.appendChild(el("span", "param-type", " " + (typeof prop.type === "string" ? prop.type : "any") + (required.indexOf(name) >= 0 ? " required" : " optional")));
+          if (prop.description) li.appendChild(el("span", "param-desc", " \u2014 " + prop.description));
+          list.appendChild(li);
+        });
+        item.appendChild(list);
+      }
+      box.appendChild(item);
+    });
+    return box;
+  }
+  function note(e, text) {
+    var n = el("div", "entry note", text);
+    if (e.timestamp) { var t = el("span", "time", " \u00b7 " + localTime(e.timestamp)); t.title = String(e.timestamp); n.appendChild(t); }
+    return n;
   }
 
   function renderEntry(light, ctx) {
@@ -232,23 +364,32 @@ export const VIEWER_JS = String.raw`
       blocks(m.content).forEach(function (b, i) {
         if (b.type === "text" && String(b.text || "").trim()) box.appendChild(renderText(String(b.text), renderedFor(e, i)));
         else if (b.type === "thinking" && String(b.thinking || "").trim()) {
-          var d = el("details", "thinking");
-          d.appendChild(el("summary", null, "Thinking"));
+          var d = el("div", "thinking");
+          d.appendChild(el("div", "thinking-title", "Thinking"));
           d.appendChild(renderText(b.thinking, renderedFor(e, i)));
           box.appendChild(d);
         } else if (b.type === "toolCall") box.appendChild(toolCall(b, ctx.results.get(b.id)));
       });
-      if (m.stopReason === "error" && m.errorMessage) box.appendChild(el("p", "error-text", "Error: " + m.errorMessage));
-      if (m.stopReason === "aborted") box.appendChild(el("p", "error-text", "Aborted"));
+      if (m.stopReason === "aborted") box.appendChild(el("p", "error-text", "(aborted)" + (m.errorMessage ? " " + m.errorMessage : "")));
+      else if (m.errorMessage) box.appendChild(el("p", "error-text", "Error: " + m.errorMessage));
+      else if (!box.querySelector(".text, .thinking, .tool-call")) box.appendChild(el("p", "muted", "(no content)"));
     } else if (m && m.role === "toolResult") {
       if (ctx.called.has(m.toolCallId)) return null; // shown inside its tool call
       box = el("section", "entry toolResult");
       box.appendChild(head(e, "tool result: " + m.toolName));
-      box.appendChild(folded(el("pre", "tool-output"), textOf(m.content)));
+      box.appendChild(folded(el("pre", "tool-output"), textOf(m.content), 10));
     } else if (m && m.role === "bashExecution") {
       box = el("section", "entry bashExecution");
       box.appendChild(head(e, "shell", [el("span", null, "exit " + m.exitCode)]));
-      box.appendChild(folded(el("pre"), "$ " + m.command + "\n" + (m.output || "")));
+      box.appendChild(el("div", "tool-head mono", "$ " + m.command));
+      if (m.output) box.appendChild(folded(el("pre", "tool-output"), String(m.output), 10));
+    } else if (m && m.role === "system") {
+      box = el("section", "entry system");
+      var leading = isLeadingSystem(e), changes = leading ? "" : describeSystemUpdate(m);
+      box.appendChild(head(e, leading ? "system prompt" : "system prompt update" + (changes ? ": " + changes : "")));
+      var st = leading ? systemText(m) : systemUpdateText(m);
+      if (st) box.appendChild(folded(el("pre", "system-text"), st, 10));
+      [toolsBlock(leading ? "Available tools" : "Tools added", m.toolsAdded), leading ? null : toolsBlock("Tools removed", m.toolsRemoved)].forEach(function (x) { if (x) box.appendChild(x); });
     } else if (m) {
       box = el("section", "entry " + (m.role === "user" ? "user" : "custom"));
       var turn = ctx.turns.get(e.id);
@@ -257,18 +398,18 @@ export const VIEWER_JS = String.raw`
       images(m.content, box);
     } else if (e.type === "compaction" || e.type === "branch_summary") {
       box = el("section", "entry " + e.type);
-      box.appendChild(head(e, e.type === "compaction" ? "compaction" : "branch summary", [e.tokensBefore ? el("span", null, fmtTokens(e.tokensBefore) + " tokens before") : null]));
-      var det = el("details", "summary");
-      det.appendChild(el("summary", null, "Summary"));
-      det.appendChild(renderText(String(e.summary || ""), renderedFor(e, "summary")));
-      box.appendChild(det);
+      box.appendChild(head(e, e.type === "compaction" ? "compaction" : "branch summary", [e.tokensBefore ? el("span", null, "compacted from " + fmtTokens(e.tokensBefore) + " tokens") : null]));
+      box.appendChild(renderText(String(e.summary || ""), renderedFor(e, "summary")));
     } else if (e.type === "custom_message") {
       box = el("section", "entry custom");
       box.appendChild(head(e, e.customType || "extension"));
       box.appendChild(renderText(textOf(e.content), renderedFor(e, "text")));
-    } else if (e.type === "model_change" || e.type === "thinking_level_change" || e.type === "session_info") {
-      box = el("div", "entry note", e.type === "model_change" ? "Model: " + e.provider + "/" + e.modelId : e.type === "session_info" ? "Named: " + (e.name || "") : "Thinking level: " + e.thinkingLevel);
-    } else return null;
+    } else if (e.type === "model_change") box = note(e, "Switched to model: " + e.provider + "/" + e.modelId);
+    else if (e.type === "thinking_level_change") box = note(e, "Thinking level: " + e.thinkingLevel);
+    else if (e.type === "session_info") box = note(e, "Named: " + (e.name || ""));
+    else if (e.type === "usage") { var uu = usage(e); box = note(e, "Usage" + (e.kind ? " (" + e.kind + ")" : "") + ": " + (uu ? fmtBreakdown(uu) + " \u00b7 " + fmtCost(uu.cost) : "-")); }
+    else if (e.type === "context_edit") box = note(e, (e.replacement === null ? "Context edit: omitted " : "Context edit: replaced ") + e.targetId);
+    else return null;
     box.dataset.id = e.id;
     box.dataset.kind = k;
     box.id = "entry-" + e.id;
@@ -305,8 +446,10 @@ export const VIEWER_JS = String.raw`
   function renderMessages() {
     var path = pathTo(state.leafId), results = new Map(), called = new Set(), turns = new Map(), onPath = new Set();
     var currentTurn = null;
+    edits = new Map();
     path.forEach(function (e) {
       onPath.add(e.id);
+      if (e.type === "context_edit" && e.targetId) edits.set(e.targetId, e.replacement === null ? null : "replaced");
       var m = msg(e);
       if (m && m.role === "toolResult") results.set(m.toolCallId, { isError: m.isError, entry: e });
       if (m && m.role === "assistant") blocks(m.content).forEach(function (b) { if (b.type === "toolCall") called.add(b.id); });
@@ -349,19 +492,37 @@ export const VIEWER_JS = String.raw`
     return onPath;
   }
 
-  // Sidebar tree: depth grows only where the conversation branches.
+  // Sidebar tree, drawn as pi draws it: depth grows only where the conversation branches, and
+  // each branch starts with a connector (├─, └─) under a gutter (│) that runs down to its last
+  // sibling.
   var treeOrder = [];
   (function flatten() {
-    var stack = kids(null).slice().reverse().map(function (e) { return { e: e, depth: 0 }; }), seen = new Set();
+    var roots = kids(null), seen = new Set(), stack = [];
+    for (var r = roots.length - 1; r >= 0; r--) stack.push({ e: roots[r], indent: 0, connector: false, last: true, gutters: [] });
     while (stack.length) {
       var item = stack.pop();
       if (seen.has(item.e.id)) continue;
       seen.add(item.e.id);
+      item.prefix = treePrefix(item);
       treeOrder.push(item);
-      var k = kids(item.e.id), d = k.length > 1 ? item.depth + 1 : item.depth;
-      for (var i = k.length - 1; i >= 0; i--) stack.push({ e: k[i], depth: d });
+      var k = kids(item.e.id), many = k.length > 1;
+      var gutters = item.connector ? item.gutters.concat([{ at: item.indent - 1, show: !item.last }]) : item.gutters;
+      for (var i = k.length - 1; i >= 0; i--) stack.push({ e: k[i], indent: many ? item.indent + 1 : item.indent, connector: many, last: i === k.length - 1, gutters: gutters });
     }
   })();
+  function treePrefix(item) {
+    var out = "";
+    for (var level = 0; level < item.indent; level++) {
+      var g = null;
+      for (var j = 0; j < item.gutters.length; j++) if (item.gutters[j].at === level) g = item.gutters[j];
+      if (g) out += g.show ? "\u2502  " : "   ";
+      else if (item.connector && level === item.indent - 1) out += item.last ? "\u2514\u2500 " : "\u251c\u2500 ";
+      else out += "   ";
+    }
+    return out;
+  }
+  // Entries that only carry settings or data: the Default filter hides them, as pi's page does.
+  var SETTINGS = ["label", "custom", "context_edit", "model_change", "thinking_level_change", "usage"];
   function passesFilter(e) {
     var k = kind(e), m = msg(e);
     switch (state.filter) {
@@ -371,13 +532,17 @@ export const VIEWER_JS = String.raw`
       case "no-tools":
         if (k === "toolResult" || k === "bashExecution") return false;
         if (k === "assistant" && !textOf(m.content).trim()) return false;
-        return ["user", "assistant", "custom", "compaction", "branch_summary", "custom_message"].indexOf(k) >= 0;
-      default: return ["user", "assistant", "toolResult", "bashExecution", "custom", "compaction", "branch_summary", "custom_message"].indexOf(k) >= 0;
+        return SETTINGS.indexOf(e.type) < 0;
+      default:
+        if (e.id === state.leafId) return true;
+        // An assistant message with only tool calls is shown by its results; errors and aborts stay.
+        if (k === "assistant" && !textOf(m.content).trim() && (!m.stopReason || m.stopReason === "stop" || m.stopReason === "toolUse")) return false;
+        return SETTINGS.indexOf(e.type) < 0;
     }
   }
   // Drawn in slices, so a tree of many thousand entries does not hold up the first messages.
   var TREE_SLICE = 2000, treeRun = 0;
-  function renderTree(onPath) {
+  function renderTree(onPath, scrollToLeaf) {
     var list = document.getElementById("tree"), q = document.getElementById("tree-search").value.trim().toLowerCase();
     var run = ++treeRun, at = 0;
     list.textContent = "";
@@ -389,27 +554,34 @@ export const VIEWER_JS = String.raw`
         if (!passesFilter(e)) continue;
         var text = preview(e);
         if (q && text.toLowerCase().indexOf(q) < 0 && (labels.get(e.id) || "").toLowerCase().indexOf(q) < 0) continue;
-        list.appendChild(treeNode(item, text, onPath));
+        var li = treeNode(item, onPath);
+        list.appendChild(li);
+        // The sidebar opens at the current leaf, wherever it is in a long tree.
+        if (scrollToLeaf && e.id === state.leafId) { var side = document.getElementById("sidebar"); side.scrollTop = Math.max(0, li.offsetTop - side.clientHeight / 2); }
       }
       if (at < treeOrder.length) setTimeout(slice, 0);
     })();
   }
-  function treeNode(item, text, onPath) {
-    var e = item.e;
+  function treeNode(item, onPath) {
+    var e = item.e, t = treeText(e);
     var li = el("li", "tree-node" + (onPath.has(e.id) ? " on-path" : "") + (e.id === state.leafId ? " active" : ""));
     li.dataset.id = e.id;
-    li.style.paddingLeft = 4 + item.depth * 12 + "px";
-    li.title = e.id + " " + text;
-    li.appendChild(el("span", "kind", kind(e)));
-    li.appendChild(document.createTextNode(text));
-    if (labels.has(e.id)) li.appendChild(el("span", "tree-label", labels.get(e.id)));
-    li.addEventListener("click", function () { setLeaf(latestLeaf(e.id), e.id); });
+    li.title = e.id + " " + preview(e);
+    if (item.prefix) li.appendChild(el("span", "tree-prefix", item.prefix));
+    if (onPath.has(e.id)) li.appendChild(el("span", "tree-marker", "\u2022 "));
+    if (labels.has(e.id)) { li.appendChild(el("span", "tree-label", labels.get(e.id))); li.appendChild(document.createTextNode(" ")); }
+    li.appendChild(el("span", "kind kind-" + kind(e), t.tag));
+    if (t.text) { li.appendChild(document.createTextNode(" ")); li.appendChild(el("span", "tree-text", t.text)); }
+    li.addEventListener("click", function () {
+      document.body.classList.remove("tree-open");
+      setLeaf(latestLeaf(e.id), e.id, true);
+    });
     return li;
   }
-  function setLeaf(id, focusId) {
+  function setLeaf(id, focusId, fromTree) {
     state.leafId = id;
     var onPath = renderMessages();
-    renderTree(onPath);
+    renderTree(onPath, !fromTree);
     runSearch();
     if (focusId) drawing(undefined, focusId);
     var target = focusId && document.getElementById("entry-" + focusId);
@@ -435,7 +607,6 @@ export const VIEWER_JS = String.raw`
     var lower = q.toLowerCase();
     // Search covers the whole branch, folded and not yet drawn parts included.
     drawAll();
-    document.querySelectorAll("details.tool-call").forEach(function (d) { if (d._fill && d._text().toLowerCase().indexOf(lower) >= 0) d._fill(); });
     document.querySelectorAll(".fold").forEach(function (f) { if (f._unfold && f._full.toLowerCase().indexOf(lower) >= 0) f._unfold(); });
     var walker = document.createTreeWalker(document.getElementById("messages"), NodeFilter.SHOW_TEXT), nodes = [];
     while (walker.nextNode()) nodes.push(walker.currentNode);
@@ -468,16 +639,19 @@ export const VIEWER_JS = String.raw`
   }
 
   function renderStats() {
-    var models = new Set(), users = 0, assistants = 0, tools = 0, tokens = 0, cost = 0, compactions = 0, leaves = 0;
+    var models = new Set(), roles = { user: 0, assistant: 0, toolResult: 0, custom: 0 }, tools = 0, compactions = 0, summaries = 0, leaves = 0;
+    var total = { tokens: 0, cost: 0, input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
     entries.forEach(function (e) {
-      var m = msg(e), u = countedUsage(e);
+      var m = msg(e), u = usage(e);
       if (!kids(e.id).length) leaves++;
       if (e.type === "compaction") compactions++;
-      if (u) { tokens += u.tokens; cost += u.cost; }
+      if (e.type === "branch_summary") summaries++;
+      if (e.type === "custom_message") roles.custom++;
+      if (u) Object.keys(total).forEach(function (key) { total[key] += u[key]; });
       if (!m) return;
-      if (m.role === "user") users++;
+      if (m.role === "user" || m.role === "assistant" || m.role === "toolResult") roles[m.role]++;
+      if (m.role === "custom") roles.custom++;
       if (m.role === "assistant") {
-        assistants++;
         if (m.model) models.add((m.provider ? m.provider + "/" : "") + m.model);
         tools += blocks(m.content).filter(function (b) { return b.type === "toolCall"; }).length;
       }
@@ -486,11 +660,14 @@ export const VIEWER_JS = String.raw`
     entries.forEach(function (e) { if (e.type === "session_info") name = e.name || null; });
     document.getElementById("title").textContent = name || "pi session " + String(header.id).slice(0, 8);
     document.title = (name || "pi session " + String(header.id).slice(0, 8)) + " \u2014 pi-guard export";
+    var counts = [[roles.user, "user"], [roles.assistant, "assistant"], [roles.toolResult, "tool results"], [roles.custom, "custom"], [compactions, "compactions"], [summaries, "branch summaries"]]
+      .filter(function (c) { return c[0]; }).map(function (c) { return c[0] + " " + c[1]; }).join(", ") || "0";
     var stats = document.getElementById("stats");
-    [["session", header.id], ["project", header.cwd || "?"], ["started", header.timestamp], ["models", Array.from(models).join(", ") || "-"],
-     ["messages", users + " user, " + assistants + " assistant"], ["tool calls", tools], ["tokens", fmtTokens(tokens)], ["cost", fmtCost(cost)],
-     ["branches", leaves], ["compactions", compactions]].concat(header.parentSession ? [["forked from", header.parentSession]] : [])
-      .forEach(function (kv) { var s = el("span", "stat"); s.appendChild(el("strong", null, kv[0] + ": ")); s.appendChild(document.createTextNode(String(kv[1]))); stats.appendChild(s); });
+    [["session", header.id], ["project", header.cwd ? shortPath(header.cwd) : "?"], ["started", header.timestamp ? localTime(header.timestamp) : "?"], ["models", Array.from(models).join(", ") || "-"],
+     ["messages", counts], ["tool calls", tools], ["tokens", fmtTokens(total.tokens) + " \u00b7 " + fmtBreakdown(total)], ["cost", fmtCost(total.cost)],
+     ["branches", leaves]].concat(header.parentSession ? [["forked from", shortPath(header.parentSession)]] : [])
+      .forEach(function (kv) { var s = el("span", "stat stat-" + kv[0].replace(/\s+/g, "-")); s.appendChild(el("strong", null, kv[0] + ": ")); s.appendChild(document.createTextNode(String(kv[1]))); stats.appendChild(s); });
+    document.querySelector(".stat-tokens").title = "\u2191 input, \u2193 output, R cache read, W cache write";
   }
 
   function setupControls() {
@@ -499,9 +676,12 @@ export const VIEWER_JS = String.raw`
     document.getElementById("toggle-tools").addEventListener("change", function (ev) { body.classList.toggle("hide-tools", !ev.target.checked); });
     document.getElementById("expand-tools").addEventListener("click", function (ev) {
       var expanded = state.toolsExpanded = !state.toolsExpanded;
-      document.querySelectorAll("details.tool-call").forEach(function (d) { if (expanded && d._fill) d._fill(); d.open = expanded; });
-      ev.target.textContent = expanded ? "Collapse tool calls" : "Expand tool calls";
+      if (expanded) document.querySelectorAll(".fold").forEach(function (f) { f._unfold(); });
+      else { renderMessages(); runSearch(); }
+      ev.target.textContent = expanded ? "Shorten outputs" : "Expand outputs";
     });
+    // On a narrow window the tree is folded behind this button.
+    document.getElementById("tree-toggle").addEventListener("click", function () { body.classList.toggle("tree-open"); });
     document.getElementById("theme-toggle").addEventListener("click", function () {
       var root = document.documentElement, dark = root.dataset.theme ? root.dataset.theme === "dark" : matchMedia("(prefers-color-scheme: dark)").matches;
       root.dataset.theme = dark ? "light" : "dark";

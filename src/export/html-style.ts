@@ -36,15 +36,21 @@ code, pre, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, "
 .filters button, .toolbar button, .branch-nav button { border: 1px solid var(--border); background: var(--bg); color: var(--fg); border-radius: 6px; padding: 2px 8px; cursor: pointer; font-size: 12px; }
 .filters button.selected { background: var(--accent); color: #fff; border-color: var(--accent); }
 #tree { list-style: none; margin: 0; padding: 0; font-size: 12.5px; }
-.tree-node { padding: 2px 4px; border-radius: 4px; cursor: pointer; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; color: var(--muted); }
+.tree-node { padding: 1px 4px; border-radius: 4px; cursor: pointer; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; color: var(--muted); }
+.tree-node .tree-prefix { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, "Liberation Mono", monospace; white-space: pre; color: var(--muted); opacity: .7; }
+.tree-node .tree-marker { color: var(--accent); }
+.tree-node.active .tree-marker, .tree-node.active .tree-prefix { color: #fff; }
 .tree-node:hover { background: var(--border); }
 .tree-node.on-path { color: var(--fg); font-weight: 500; }
 .tree-node.active { background: var(--accent); color: #fff; }
-.tree-node .kind { display: inline-block; min-width: 64px; font-size: 11px; opacity: .8; }
+.tree-node .kind { font-weight: 600; }
+.tree-node .kind-user { color: var(--accent); }
+.tree-node.active .kind { color: #fff; }
 .tree-node .tree-label { background: var(--mark); color: #000; border-radius: 3px; padding: 0 4px; margin-left: 4px; font-size: 11px; }
 main { min-width: 0; }
 #top { position: sticky; top: 0; z-index: 2; background: var(--bg); border-bottom: 1px solid var(--border); padding: 12px 24px; }
 #top h1 { font-size: 20px; margin: 0 0 4px; }
+#tree-toggle { display: none; float: left; margin: 0 10px 0 0; border: 1px solid var(--border); background: var(--panel); color: var(--fg); border-radius: 6px; padding: 2px 8px; cursor: pointer; font-size: 13px; }
 #stats { color: var(--muted); font-size: 13px; display: flex; flex-wrap: wrap; gap: 4px 16px; }
 .toolbar { display: flex; flex-wrap: wrap; align-items: center; gap: 8px; margin-top: 8px; font-size: 13px; }
 .toolbar #search { width: 240px; }
@@ -54,7 +60,15 @@ main { min-width: 0; }
 .entry.user { background: var(--user); }
 .entry.toolResult, .entry.bashExecution { background: var(--tool); }
 .entry.note { border: none; background: none; padding: 0 14px; color: var(--muted); font-size: 13px; font-style: italic; margin: 4px 0; }
-.entry.compaction, .entry.branch_summary { border-style: dashed; }
+.entry.note .time { font-style: normal; }
+.entry.compaction, .entry.branch_summary, .entry.system { border-style: dashed; }
+.entry-head .edited { border: 1px solid var(--border); border-radius: 3px; padding: 0 5px; font-style: italic; }
+.muted { color: var(--muted); }
+.tools-list { margin: 8px 0; font-size: 13px; }
+.tools-list .tools-title { font-weight: 600; margin-bottom: 2px; }
+.tool-item .tool-name { font-weight: 600; font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, "Liberation Mono", monospace; }
+.tool-item .tool-desc, .tool-params .param-desc, .tool-params .param-type { color: var(--muted); }
+.tool-params { margin: 0 0 4px; padding-left: 1.6em; }
 .entry.selected { outline: 2px solid var(--accent); }
 .entry-head { display: flex; flex-wrap: wrap; gap: 4px 12px; align-items: baseline; font-size: 12.5px; color: var(--muted); margin-bottom: 4px; }
 .entry-head .role { font-weight: 600; color: var(--fg); font-size: 13.5px; text-transform: capitalize; }
@@ -87,25 +101,37 @@ main { min-width: 0; }
 #messages .more { color: var(--muted); font-size: 13px; text-align: center; padding: 12px; }
 details { margin: 6px 0; }
 details > summary { cursor: pointer; color: var(--muted); font-size: 13px; }
-details.tool-call { border: 1px solid var(--border); border-radius: 6px; padding: 4px 8px; background: var(--tool); }
-details.tool-call > summary .tool-name { font-weight: 600; color: var(--fg); }
-details.tool-call.error > summary { color: var(--error); }
-details.thinking { border-left: 3px solid var(--border); padding-left: 8px; }
-details.thinking .text p { color: var(--muted); font-style: italic; }
+.tool-call { border: 1px solid var(--border); border-radius: 6px; padding: 4px 8px; margin: 6px 0; background: var(--tool); }
+.tool-call .tool-head, .entry .tool-head { white-space: pre-wrap; overflow-wrap: anywhere; font-weight: 600; }
+.tool-call .tool-path { font-weight: 400; }
+.tool-call.error { border-color: var(--error); }
+.tool-call pre { margin: 4px 0; }
+.tool-call .tool-status { color: var(--muted); font-size: 12.5px; }
+.thinking { border-left: 3px solid var(--border); padding-left: 8px; margin: 6px 0; }
+.thinking .thinking-title { color: var(--muted); font-size: 12px; }
+.thinking .text, .thinking .text p { color: var(--muted); font-style: italic; }
 .error-text { color: var(--error); }
 .branch-nav { display: flex; gap: 6px; align-items: center; font-size: 12px; color: var(--muted); margin-top: 6px; }
-body.hide-thinking details.thinking { display: none; }
-body.hide-tools details.tool-call, body.hide-tools .entry.toolResult { display: none; }
+body.hide-thinking .thinking { display: none; }
+body.hide-tools .tool-call, body.hide-tools .entry.toolResult, body.hide-tools .entry.bashExecution { display: none; }
 mark.hit { background: var(--mark); color: inherit; border-radius: 2px; }
 mark.hit.current { background: var(--mark-current); }
 img.attached { max-width: 100%; border-radius: 6px; }
-@media (max-width: 900px) { body { grid-template-columns: 1fr; } #sidebar { position: static; height: auto; max-height: 40vh; } }
+/* A narrow window: the tree folds behind the Tree button and opens over the conversation. */
+@media (max-width: 900px) {
+  body { grid-template-columns: 1fr; }
+  #sidebar { display: none; position: fixed; z-index: 5; top: 0; left: 0; width: min(360px, 88vw); height: 100vh; box-shadow: 0 0 24px rgba(0, 0, 0, .25); }
+  body.tree-open #sidebar { display: block; }
+  #tree-toggle { display: inline-block; }
+  #top { padding: 10px 12px; }
+  #messages { padding: 12px 10px 60px; }
+}
 @media print {
   body { display: block; background: #fff; color: #000; font-size: 11pt; }
   #sidebar, .toolbar, .branch-nav { display: none !important; }
   #top { position: static; border: none; }
   .entry { break-inside: avoid-page; border-color: #bbb; background: #fff !important; }
   pre { max-height: none !important; }
-  body.hide-thinking details.thinking, body.hide-tools details.tool-call { display: block; }
+  body.hide-thinking .thinking, body.hide-tools .tool-call { display: block; }
 }
 `;

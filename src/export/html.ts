@@ -14,11 +14,12 @@
 //    as a session-data element to salvage.
 
 import { createHash } from "node:crypto";
+import os from "node:os";
 import v8 from "node:v8";
 import vm from "node:vm";
 import type { SessionEntry, SessionHeader } from "../pi/index.js";
 import type { SessionStream } from "./entry-stream.js";
-import { renderEntryMarkdown, scriptJson } from "./html-markdown.js";
+import { highlightToolOutput, languageOfPath, renderEntryMarkdown, scriptJson } from "./html-markdown.js";
 import { escapeHtml } from "./markdown-text.js";
 import type { ExportInput } from "./model.js";
 import { pageHead } from "./page.js";
@@ -32,6 +33,10 @@ const CSP = `default-src 'none'; script-src 'sha256-${VIEWER_HASH}'; style-src '
 
 /** Characters of text an entry keeps in the index: enough for previews and filters. */
 const LIGHT_TEXT = 200;
+/** Lines of a `read` result the viewer shows before "… (N more lines)" (as in html-client.ts). */
+const READ_PREVIEW_LINES = 10;
+/** Pending `read` calls remembered for highlighting their results; beyond this, the oldest go. */
+const MAX_PENDING_READS = 1000;
 
 export interface HtmlMeta {
   header: SessionHeader;
@@ -39,6 +44,8 @@ export interface HtmlMeta {
   name: string | undefined;
   source: string;
   redacted: boolean;
+  /** The exporting user's home dir, which the viewer shows as ~ (none on a redacted page: masked already). */
+  home?: string;
 }
 
 function cut(v: unknown): string {
@@ -55,12 +62,30 @@ function lightBlocks(content: unknown): unknown {
       if (b.type === "text") return { type: "text", text: cut(b.text) };
       if (b.type === "thinking") return { type: "thinking", thinking: cut(b.thinking) };
       if (b.type === "toolCall") {
+        // The arguments the tree names a call by ("$ ls", "read ~/x.ts:1-20"), cut short.
         const args = (b.arguments && typeof b.arguments === "object" ? b.arguments : {}) as Record<string, unknown>;
-        const hint = [args.command, args.path, args.pattern].find((v) => typeof v === "string");
-        return { type: "toolCall", id: b.id, name: b.name, hint: cut(hint).split("\n")[0] };
+        const light: Record<string, unknown> = {};
+        for (const key of ["command", "path", "file_path", "pattern"]) if (typeof args[key] === "string") light[key] = cut(args[key]).split("\n")[0];
+        for (const key of ["offset", "limit"]) if (typeof args[key] === "number") light[key] = args[key];
+        return { type: "toolCall", id: b.id, name: b.name, arguments: light };
       }
       return { type: b.type };
     });
+}
+
+/** Of a pi 1.x system message: section names (a null stays null: removed) and tool names, bounded. */
+function lightSystem(msg: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (msg.sections && typeof msg.sections === "object" && !Array.isArray(msg.sections)) {
+    const sections: Record<string, string | null> = {};
+    for (const [k, v] of Object.entries(msg.sections).slice(0, 100)) sections[cut(k)] = v === null ? null : "";
+    out.sections = sections;
+  }
+  for (const key of ["toolsAdded", "toolsRemoved"]) {
+    const tools = msg[key];
+    if (Array.isArray(tools)) out[key] = tools.slice(0, 500).map((t) => ({ name: cut(t && typeof t === "object" ? (t as Record<string, unknown>).name : "") }));
+  }
+  return out;
 }
 
 /** What the viewer needs of an entry without showing it: ids, kind, previews, usage, labels. */
@@ -72,6 +97,9 @@ export function lightEntry(entry: SessionEntry, range: [number, number]): Record
     if (e[key] !== undefined) out[key] = e[key];
   }
   if (e.summary !== undefined) out.summary = cut(e.summary);
+  if (e.replacement !== undefined) out.replacement = e.replacement === null ? null : cut(e.replacement);
+  // A compaction's system checkpoint (pi 1.x) matters to the index only as a fact.
+  if (e.systemMessage) out.systemMessage = true;
   if (e.content !== undefined) out.content = lightBlocks(e.content);
   const m = e.message;
   if (m && typeof m === "object") {
@@ -82,6 +110,8 @@ export function lightEntry(entry: SessionEntry, range: [number, number]): Record
     }
     light.content = lightBlocks(msg.content);
     if (msg.command !== undefined) light.command = cut(msg.command);
+    if (msg.errorMessage !== undefined) light.errorMessage = cut(msg.errorMessage);
+    if (msg.role === "system") Object.assign(light, lightSystem(msg));
     out.message = light;
   }
   out._o = range;
@@ -98,6 +128,8 @@ class HtmlPage {
   private carry = Buffer.alloc(0);
   private first = true;
   private offset = 0;
+  /** toolCallId → language of the file a `read` call asked for, until its result comes. */
+  private readLang = new Map<unknown, string>();
 
   constructor(private readonly meta: HtmlMeta) {}
 
@@ -112,17 +144,37 @@ class HtmlPage {
   }
 
   rendered(e: SessionEntry): string {
-    const r = renderEntryMarkdown(e);
+    const r = this.readOutput(e) ?? renderEntryMarkdown(e);
     if (!r) return "";
     const out = `${this.first ? "" : ","}${scriptJson(String(e.id))}:${scriptJson(r)}`;
     this.first = false;
     return out;
   }
 
+  /** A `read` result, highlighted in the language of the file its call named. */
+  private readOutput(e: SessionEntry): Record<string, string> | undefined {
+    const m = (e as { message?: Record<string, unknown> }).message;
+    if (e.type !== "message" || !m || typeof m !== "object") return undefined;
+    if (m.role === "assistant" && Array.isArray(m.content)) {
+      for (const b of m.content as Record<string, unknown>[]) {
+        const args = b?.arguments as Record<string, unknown> | undefined;
+        const file = args && typeof args === "object" ? (args.path ?? args.file_path) : undefined;
+        const lang = b?.type === "toolCall" && b.name === "read" && typeof file === "string" ? languageOfPath(file) : undefined;
+        if (!lang) continue;
+        if (this.readLang.size >= MAX_PENDING_READS) this.readLang.delete(this.readLang.keys().next().value);
+        this.readLang.set(b.id, lang);
+      }
+    }
+    if (m.role !== "toolResult" || !this.readLang.has(m.toolCallId)) return undefined;
+    const lang = this.readLang.get(m.toolCallId)!;
+    this.readLang.delete(m.toolCallId);
+    return highlightToolOutput(m.content, lang, READ_PREVIEW_LINES);
+  }
+
   startIndex(): string {
     this.first = true;
     this.offset = Buffer.byteLength(this.dataPrefix());
-    return `}</script>\n<script id="entry-index" type="application/json">{"header":${scriptJson(this.meta.header)},"leafId":${scriptJson(this.meta.leafId)},"entries":[`;
+    return `}</script>\n<script id="entry-index" type="application/json">{"header":${scriptJson(this.meta.header)},"leafId":${scriptJson(this.meta.leafId)},"home":${scriptJson(this.meta.home ?? null)},"entries":[`;
   }
 
   /** The entry's light copy with the byte range its JSON will have inside session-data. */
@@ -177,6 +229,7 @@ function body(title: string): string {
 </aside>
 <main>
   <header id="top">
+    <button id="tree-toggle" aria-controls="sidebar" title="show the session tree">☰ Tree</button>
     <h1 id="title">${title}</h1>
     <div id="stats"></div>
     <div class="toolbar">
@@ -185,7 +238,7 @@ function body(title: string): string {
       <span id="search-count" aria-live="polite"></span>
       <label><input id="toggle-thinking" type="checkbox" checked> Thinking</label>
       <label><input id="toggle-tools" type="checkbox" checked> Tools</label>
-      <button id="expand-tools">Expand tool calls</button>
+      <button id="expand-tools">Expand outputs</button>
       <button id="theme-toggle" title="switch light/dark">Light/dark</button>
       <a id="download-jsonl" href="#">Download JSONL</a>
       <span id="branch-info" class="mono"></span>
@@ -200,7 +253,7 @@ function body(title: string): string {
 /** The whole page for a session already in memory. */
 export function renderHtml(input: ExportInput): string {
   const { view } = input;
-  const page = new HtmlPage({ header: view.header, leafId: view.leafId, name: view.name, source: input.source, redacted: input.redacted });
+  const page = new HtmlPage({ header: view.header, leafId: view.leafId, name: view.name, source: input.source, redacted: input.redacted, home: input.redacted ? undefined : os.homedir() });
   const parts = [page.start()];
   for (const e of view.entries) parts.push(page.rendered(e));
   parts.push(page.startIndex());
@@ -213,7 +266,7 @@ export function renderHtml(input: ExportInput): string {
 
 /** The same page from a streamed session: three reads of the entries, one entry at a time. */
 export async function* streamHtml(s: SessionStream, meta: { header: SessionHeader; source: string; redacted: boolean; redact: (text: string) => string }): AsyncGenerator<string> {
-  const page = new HtmlPage({ header: meta.header, leafId: s.leafId === null ? null : meta.redact(s.leafId), name: s.name, source: meta.source, redacted: meta.redacted });
+  const page = new HtmlPage({ header: meta.header, leafId: s.leafId === null ? null : meta.redact(s.leafId), name: s.name, source: meta.source, redacted: meta.redacted, home: meta.redacted ? undefined : os.homedir() });
   yield page.start();
   // Rendering makes the most garbage per byte written, so it collects most often.
   yield* batched(s.entries(), (e) => page.rendered(e), 4 << 20);

@@ -8,6 +8,7 @@
 // before any renderer sees it; then once more over the rendered text, HTML payload included, to
 // catch anything a renderer added or re-encoded.
 
+import os from "node:os";
 import { agentSecrets, looksRandom, MIN_SECRET_LENGTH, type KnownSecret } from "./secrets.js";
 
 export const REDACTED = "[REDACTED]";
@@ -123,12 +124,29 @@ function insideEscape(text: string, offset: number): boolean {
   return n % 2 === 1;
 }
 
+// Home directories name their user and lay out their disk; a page meant for sharing shows them as
+// ~: this user's home (whatever it is), and any /home/<user>, /Users/<user> or /root.
+const HOME_END = String.raw`(?=[/\\\s"'\x60<>:;,)\]}]|$)`;
+const HOME_SHAPES = new RegExp(String.raw`(?<![A-Za-z0-9._~-])(?:/home/[A-Za-z0-9._-]{1,64}|/Users/[A-Za-z0-9._-]{1,64}|/root)${HOME_END}`, "g");
+
+function homeRegex(home: string): RegExp | undefined {
+  const h = home.replace(/\/+$/, "");
+  return h.length > 1 && h.startsWith("/") ? new RegExp(String.raw`(?<![A-Za-z0-9._~-])${escapeRe(h)}${HOME_END}`, "g") : undefined;
+}
+
+/** A function writing home directories as ~ (`home`, and HOME_SHAPES). */
+export function homeShortener(home = os.homedir()): (text: string) => string {
+  const own = homeRegex(home);
+  return (text) => (own ? text.replace(own, "~") : text).replace(HOME_SHAPES, "~");
+}
+
 export function makeRedactor(knownSecrets: readonly (string | KnownSecret)[]): Redactor {
   const known = knownSecrets
     .map((s) => (typeof s === "string" ? { value: s, label: "" } : s))
     .filter((s) => s.value.length >= MIN_SECRET_LENGTH)
     .sort((a, b) => b.value.length - a.value.length)
     .map((s) => ({ re: knownValueRegex(s.value), marker: s.label ? knownMarker(s.label) : REDACTED }));
+  const shortenHomes = homeShortener();
   return (text, opts = {}) => {
     let out = text;
     for (const k of known) {
@@ -149,7 +167,7 @@ export function makeRedactor(knownSecrets: readonly (string | KnownSecret)[]): R
         return pre + REDACTED + match.slice(pre.length + secret.length);
       });
     }
-    return out;
+    return shortenHomes(out);
   };
 }
 

@@ -63,21 +63,20 @@ describe("HTML export in Chromium", () => {
     expect(requests).toEqual([]);
   });
 
-  it("expanding a tool call shows its output", async () => {
+  it("tool calls show their output inline; the toggles hide tools and thinking", async () => {
     const { page, errors } = await open(htmlFile);
-    const call = page.locator("details.tool-call").first();
+    const call = page.locator(".tool-call").first();
     const output = call.locator(".tool-output");
-    expect(await output.isVisible()).toBe(false);
-    await call.locator("summary").click();
+    expect(await call.locator(".tool-head").innerText()).toBe("read notes.txt");
     expect(await output.isVisible()).toBe(true);
     expect(await output.innerText()).toContain("zebrafish lives here");
-    await page.screenshot({ path: path.join(ARTIFACTS, "tool-expanded.png"), fullPage: true });
+    await page.screenshot({ path: path.join(ARTIFACTS, "tool-inline.png"), fullPage: true });
     // The tools toggle hides them, the thinking toggle hides thinking.
     await page.uncheck("#toggle-tools");
     expect(await call.isVisible()).toBe(false);
-    expect(await page.locator("details.thinking").first().isVisible()).toBe(true);
+    expect(await page.locator(".thinking").first().isVisible()).toBe(true);
     await page.uncheck("#toggle-thinking");
-    expect(await page.locator("details.thinking").first().isVisible()).toBe(false);
+    expect(await page.locator(".thinking").first().isVisible()).toBe(false);
     expect(errors).toEqual([]);
   });
 
@@ -86,7 +85,7 @@ describe("HTML export in Chromium", () => {
     expect(await page.locator(".branch-pos").innerText()).toBe("branch 2 of 2");
     await page.click(".branch-prev");
     expect(await userTexts(page)).toEqual(["What is in notes.txt?", "Count the files please"]);
-    expect(await page.locator("details.tool-call .tool-name").allInnerTexts()).toEqual(["read", "bash"]);
+    expect(await page.locator(".tool-call .tool-head").allInnerTexts()).toEqual(["read notes.txt", "$ ls | wc -l"]);
     expect(await page.locator(".branch-pos").innerText()).toBe("branch 1 of 2");
     await page.screenshot({ path: path.join(ARTIFACTS, "branch-1.png"), fullPage: true });
     // Back through the sidebar: click the other branch's user message.

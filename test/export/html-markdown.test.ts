@@ -119,7 +119,7 @@ describe("HTML export renders Markdown (Chromium)", () => {
     const user = page.locator("#messages .entry.user").first();
     expect(await user.locator("strong").innerText()).toBe("plan");
     expect(await user.locator("li").count()).toBe(2);
-    expect(await page.locator("details.thinking em").first().textContent()).toBe("emphasis");
+    expect(await page.locator(".thinking em").first().textContent()).toBe("emphasis");
     await page.screenshot({ path: path.join(ARTIFACTS, "rich-light.png"), fullPage: true });
     await page.click("#theme-toggle");
     await answer.screenshot({ path: path.join(ARTIFACTS, "rich-dark.png") });
@@ -157,7 +157,7 @@ describe("HTML export renders Markdown (Chromium)", () => {
     // The remote image became a link the user can follow, not a request.
     expect(await hostile.first().locator("a.remote-image").getAttribute("href")).toBe("https://example.com/pixel.png");
     // Tool output is preformatted text, not Markdown.
-    const output = page.locator("details.tool-call .tool-output").first();
+    const output = page.locator(".tool-call .tool-output").first();
     expect(await output.innerText()).toContain("<b>**not markdown**</b>");
     expect(await output.locator("b, strong").count()).toBe(0);
     await page.screenshot({ path: path.join(ARTIFACTS, "hostile.png"), fullPage: true });
