@@ -1,7 +1,7 @@
 /**
  * The in-flight journal: what the pi extension keeps of an answer while pi streams it, and what
  * `pi-guard salvage --from-journals` reads back after pi died before persisting it (docs/FORMAT.md
- * §16, docs/EXTENSION.md). One JSON file per pi process and session in `<stateDir>/inflight/`,
+ * §15, docs/EXTENSION.md). One JSON file per pi process and session in `<stateDir>/inflight/`,
  * rewritten whole (temp file, rename) at most every flush interval, deleted once pi persisted the
  * message. Never in the agent dir: pi-guard does not write there.
  */
