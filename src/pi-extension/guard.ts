@@ -53,9 +53,9 @@ export class Guard {
   sessionStart(ctx: PiContext): void {
     this.remember(ctx);
     if (!ctx.hasUI || this.statusTimer) return;
-    this.statusTimer = setInterval(() => void this.refresh(), STATUS_EVERY_MS);
+    this.statusTimer = setInterval(() => this.background("status", this.refresh()), STATUS_EVERY_MS);
     this.statusTimer.unref();
-    void this.refresh();
+    this.background("status", this.refresh());
   }
 
   messageStart(message: PartialMessage, ctx: PiContext): void {
@@ -84,7 +84,7 @@ export class Guard {
     this.remember(ctx);
     this.settled();
     this.persistedAt = Date.now();
-    void this.request(reason, ctx).then(() => this.refresh());
+    this.background(reason, this.request(reason, ctx).then(() => this.refresh()));
   }
 
   async shutdown(ctx: PiContext): Promise<void> {
@@ -100,7 +100,12 @@ export class Guard {
 
   private settled(): void {
     this.streaming = undefined;
-    void this.journal.end();
+    this.background("journal", this.journal.end());
+  }
+
+  /** Work no handler waits for: a rejection would be an unhandled one inside pi. */
+  private background(where: string, work: Promise<unknown>): void {
+    work.catch((err: unknown) => this.error(where, err));
   }
 
   private remember(ctx: PiContext): void {
@@ -109,12 +114,13 @@ export class Guard {
 
   /** Ask the watcher to snapshot now; with no watcher, say so once and do nothing more. */
   private async request(reason: string, ctx: PiContext): Promise<void> {
-    this.state = await readWatcherState(this.paths.files.state);
-    const p = protection(this.state, this.host, 0, Date.now());
-    if (p.kind === "no-watcher") return this.noWatcher(p);
     const file = this.paths.files.request;
     const tmp = `${file}.tmp-${process.pid}`;
     try {
+      // The state file is hostile input too: protection() may throw on a strange one.
+      this.state = await readWatcherState(this.paths.files.state);
+      const p = protection(this.state, this.host, 0, Date.now());
+      if (p.kind === "no-watcher") return this.noWatcher(p);
       await makeDirs(path.dirname(file), 0o700);
       await fs.writeFile(tmp, JSON.stringify({ reason, pid: process.pid, sessionFile: ctx.sessionManager?.getSessionFile?.() ?? null, at: new Date().toISOString() }), { mode: 0o600 });
       await fs.rename(tmp, file);

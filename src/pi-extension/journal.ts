@@ -69,13 +69,19 @@ export class JournalWriter {
   private flush(): void {
     if (this.closed || this.writing || !this.message || !this.session || !this.file) return;
     const file = this.file;
-    const text = JSON.stringify(this.snapshot(this.message, this.session));
+    let text: string;
+    try {
+      text = JSON.stringify(this.snapshot(this.message, this.session));
+    } catch (err) {
+      // Runs from a timer: a throw here would be an uncaught exception inside pi.
+      return this.onError("journal", err);
+    }
     this.writing = writeAtomic(file, text)
       .catch((err: unknown) => this.onError("journal", err))
       .finally(() => {
         this.writing = undefined;
         // pi persisted the message while this write ran: the file must not outlive it.
-        if (this.closed && this.file === file) void fs.rm(file, { force: true }).catch(() => undefined);
+        if (this.closed && this.file === file) fs.rm(file, { force: true }).catch((err: unknown) => this.onError("journal", err));
       });
   }
 
