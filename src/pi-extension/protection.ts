@@ -50,16 +50,17 @@ export type Protection =
 export function protection(state: WatcherState | undefined, host: string, persistedAt: number, now: number): Protection {
   const stopped = (why: string): Protection => ({ kind: "no-watcher", text: `pi-guard: NOT PROTECTED: ${why}` });
   if (!state) return stopped("no watcher running (pi-guard watch)");
-  if (state.host !== host) return stopped(`the watcher's state is from host ${state.host.slice(0, 64)}`);
+  // Beyond its version and pid the state file is unchecked (state-file.ts): every field is read as hostile.
+  if (state.host !== host) return stopped(`the watcher's state is from host ${oneLine(state.host, 64)}`);
   if (!pidAlive(state.pid)) return stopped("watcher stopped");
-  if (now - Date.parse(state.updatedAt) > STALE_STATE_MS) return stopped("watcher not responding");
+  if (!(now - Date.parse(String(state.updatedAt)) <= STALE_STATE_MS)) return stopped("watcher not responding");
   if (state.suspectLoss) return { kind: "unhealthy", text: "pi-guard: NOT PROTECTED: suspect loss (pi-guard status)" };
-  if (state.failingSince) return { kind: "unhealthy", text: `pi-guard: NOT PROTECTED: snapshots failing since ${ago(now - Date.parse(state.failingSince))} ago` };
-  const problem = state.health && !state.health.healthy ? state.health.problems[0] : undefined;
-  if (problem) return { kind: "unhealthy", text: `pi-guard: NOT PROTECTED: ${String(problem.message).replace(/\s+/g, " ").slice(0, 80)}` };
+  if (state.failingSince) return { kind: "unhealthy", text: `pi-guard: NOT PROTECTED: snapshots failing for ${ago(now - Date.parse(String(state.failingSince)))}` };
+  const problems = state.health && state.health.healthy === false && Array.isArray(state.health.problems) ? state.health.problems : [];
+  if (problems.length) return { kind: "unhealthy", text: `pi-guard: NOT PROTECTED: ${oneLine(problems[0]?.message, 80)}` };
   const last = state.lastSnapshot;
-  const endedAt = last ? Date.parse(last.time) : NaN;
-  const began = endedAt - (last && Number.isFinite(last.durationMs) ? last.durationMs : 0);
+  const endedAt = typeof last?.time === "string" ? Date.parse(last.time) : NaN;
+  const began = endedAt - (Number.isFinite(last?.durationMs) ? last!.durationMs : 0);
   if (persistedAt && !(began >= persistedAt)) {
     return now - persistedAt > UNSAVED_AFTER_MS
       ? { kind: "unhealthy", text: `pi-guard: NOT PROTECTED: last turn not saved after ${ago(now - persistedAt)}` }
@@ -69,8 +70,11 @@ export function protection(state: WatcherState | undefined, host: string, persis
   return { kind: "watching", text: "pi-guard: watching" };
 }
 
-/** "2 s", "3 min", "5 h", "2 d". */
+const oneLine = (v: unknown, max: number): string => String(v).replace(/\s+/g, " ").slice(0, max);
+
+/** "2 s", "3 min", "5 h", "2 d"; "?" for a time that is not one. */
 export function ago(ms: number): string {
+  if (!Number.isFinite(ms)) return "?";
   const s = Math.max(0, Math.round(ms / 1000));
   if (s < 90) return `${s} s`;
   if (s < 90 * 60) return `${Math.round(s / 60)} min`;
