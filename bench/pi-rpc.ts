@@ -20,6 +20,8 @@ export interface RpcPi {
   /** The answer text streamed so far (the text_delta deltas). */
   streamedText(): string;
   prompt(message: string): void;
+  /** Send any RPC command (a JSON object with its type). */
+  send(command: Record<string, unknown>): void;
   /** Resolves with the first event at or after index `from` that passes `test`. */
   waitEvent(what: string, test: (e: PiEvent) => boolean, from?: number, timeoutMs?: number): Promise<{ at: number; event: PiEvent; index: number }>;
   exited: Promise<number | string>;
@@ -37,11 +39,13 @@ export interface RpcPiSpawn {
   model: string;
   cwd: string;
   env: Record<string, string>;
+  /** More arguments for pi (e.g. --session <file>). */
+  args?: string[];
 }
 
 export function spawnRpcPi(o: RpcPiSpawn): RpcPi {
   mkdirSync(o.cwd, { recursive: true });
-  const child = spawn(o.node, [o.piCli, ...o.extensions.flatMap((e) => ["-e", e]), "--provider", o.provider, "--model", o.model, "--mode", "rpc"], {
+  const child = spawn(o.node, [o.piCli, ...o.extensions.flatMap((e) => ["-e", e]), "--provider", o.provider, "--model", o.model, "--mode", "rpc", ...(o.args ?? [])], {
     cwd: o.cwd,
     env: o.env,
     stdio: ["pipe", "pipe", "pipe"],
@@ -80,6 +84,9 @@ export function spawnRpcPi(o: RpcPiSpawn): RpcPi {
         .join(""),
     prompt(message) {
       child.stdin!.write(JSON.stringify({ type: "prompt", message }) + "\n");
+    },
+    send(command) {
+      child.stdin!.write(JSON.stringify(command) + "\n");
     },
     waitEvent(what, test, from = 0, timeoutMs = 60_000) {
       return new Promise((resolve, reject) => {

@@ -85,7 +85,7 @@ describe("pi-guard's extension in pi 1.6.0", () => {
     await stopWatch(w);
   }, 120_000);
 
-  it("kill -9 in the middle of a streamed answer: salvage --from-journals recovers the streamed text, marked, and pi 1.6.0 loads the result", async () => {
+  it("kill -9 in the middle of a streamed answer: salvage --from-journals --install recovers the streamed text, marked; pi 1.6.0 loads the copy and resumes it", async () => {
     const sb = await scene("ext-kill");
     const p = pi(sb, { replies: [LONG_ANSWER], tokensPerSecond: 150 });
     p.prompt("Write a long answer.");
@@ -109,12 +109,14 @@ describe("pi-guard's extension in pi 1.6.0", () => {
     const before = sha256File(original);
     expect(readFileSync(original, "utf8")).not.toContain("Line 1 of a long answer");
 
-    const out = sb.dir("salvaged");
-    const r = await ok(watchEnv(sb), ["salvage", "--from-journals", "--out", out, "--json"]);
+    // --install: the copy goes beside the original, where pi looks.
+    const r = await ok(watchEnv(sb), ["salvage", "--from-journals", "--install", "--json"]);
     const report = r.json();
     expect(report.sessions).toHaveLength(1);
-    const [written] = readdirSync(out).filter((n) => n.endsWith(".jsonl"));
-    const text = readFileSync(path.join(out, written), "utf8");
+    const installed = piSessions(sb).filter((f) => f !== original);
+    expect(installed).toHaveLength(1);
+    expect(path.dirname(installed[0])).toBe(path.dirname(original));
+    const text = readFileSync(installed[0], "utf8");
     const v = await validatePi1(text, { expectMessages: true });
     const last = [...v.entries].reverse().find((e) => e.type === "message" && (e.message as any).role === "assistant")!;
     const m = last.message as any;
@@ -131,6 +133,20 @@ describe("pi-guard's extension in pi 1.6.0", () => {
     // Only read: the original session and the journal are as they were.
     expect(sha256File(original)).toBe(before);
     expect(existsSync(journal)).toBe(true);
+
+    // The real pi 1.6.0 resumes the copy: it holds the recovered answer, and the conversation goes on.
+    const resumed = pi(sb, { replies: ["Carrying on."], withExtension: false, args: ["--session", installed[0]] });
+    resumed.send({ type: "get_messages" });
+    const got = await resumed.waitEvent("get_messages", (e) => e.type === "response" && e.command === "get_messages");
+    expect(got.event.success).toBe(true);
+    const texts = (got.event.data.messages as any[])
+      .filter((x) => x.role === "assistant")
+      .map((x) => (x.content as any[]).filter((b) => b.type === "text").map((b) => b.text).join(""));
+    expect(texts).toContain(recovered);
+    resumed.prompt("Please go on.");
+    await resumed.waitEvent("agent_settled", (e) => e.type === "agent_settled");
+    expect(readFileSync(installed[0], "utf8")).toContain("Carrying on.");
+    await stopPi(resumed);
   }, 120_000);
 
   it("with the watcher stopped, the status says so (and pi is told once); no request is written", async () => {

@@ -22,6 +22,7 @@ export interface RpcPiOptions {
   tokensPerSecond?: number;
   /** Load pi-guard's extension with -e (default true; false to rely on an installed loader). */
   withExtension?: boolean;
+  args?: string[];
 }
 
 export function startRpcPi(o: RpcPiOptions): RpcPi {
@@ -34,6 +35,7 @@ export function startRpcPi(o: RpcPiOptions): RpcPi {
     provider: PI1_FAUX_PROVIDER,
     model: PI1_FAUX_MODEL,
     cwd: o.cwd,
+    args: o.args,
     env: { ...pi1Env(o.sb.home, o.sb.agentDir, { PI1_FAUX_SCRIPT: script }), ...(o.env.XDG_STATE_HOME ? { XDG_STATE_HOME: o.env.XDG_STATE_HOME } : {}) },
   });
 }
