@@ -13,8 +13,11 @@ type Env = Record<string, string | undefined>;
 
 /** A state file not rewritten for this long belongs to a hung watcher (as status.ts STALE_STATE_MS). */
 const STALE_STATE_MS = 5 * 60 * 1000;
-/** A persisted turn not in a snapshot after this long is reported as not saved. */
-export const UNSAVED_AFTER_MS = 30_000;
+/**
+ * A persisted turn not in a snapshot after this long is reported as not saved: the default of
+ * health.stuckAfter, which also leaves an S3 repository's 30 s batches (watch.remoteBatchMs) room.
+ */
+export const UNSAVED_AFTER_MS = 120_000;
 
 export interface GuardPaths {
   stateDir: string;
