@@ -36,6 +36,7 @@ export class Guard {
   private shown: string | undefined;
   private toldNoWatcher = false;
   private state: WatcherState | undefined;
+  private requestSeq = 0;
 
   constructor(
     private readonly paths: GuardPaths,
@@ -115,7 +116,8 @@ export class Guard {
   /** Ask the watcher to snapshot now; with no watcher, say so once and do nothing more. */
   private async request(reason: string, ctx: PiContext): Promise<void> {
     const file = this.paths.files.request;
-    const tmp = `${file}.tmp-${process.pid}`;
+    // One temp name per write: turn_end's and agent_settled's requests may be written at once.
+    const tmp = `${file}.tmp-${process.pid}-${++this.requestSeq}`;
     try {
       // The state file is hostile input too: protection() may throw on a strange one.
       this.state = await readWatcherState(this.paths.files.state);

@@ -57,7 +57,8 @@ describe("pi-guard's extension in pi 1.6.0", () => {
     const sb = await scene("ext-turn");
     const w = watch(sb);
     await waitFor("the watcher's first snapshot", () => (readState(sb)?.snapshots.made ?? 0) >= 1, 30_000);
-    const p = pi(sb);
+    // Streamed for about a second: longer than a journal flush.
+    const p = pi(sb, { replies: [`The answer is 42. ${"More detail follows. ".repeat(20)}`], tokensPerSecond: 100 });
     p.prompt("What is the answer?");
     const turnEnd = await p.waitEvent("turn_end", (e) => e.type === "turn_end");
     const made = readState(sb)!.snapshots.made;
@@ -79,6 +80,10 @@ describe("pi-guard's extension in pi 1.6.0", () => {
     const saved = await waitFor("a 'saved' status", () => p.statuses().find((s) => /^pi-guard: saved \d+ s ago$/.test(s)), 20_000);
     expect(saved).toMatch(/saved/);
     expect(turnEnd.event.type).toBe("turn_end");
+    // The answer was journalled while it streamed, and the journal went once pi had saved it.
+    const inflight = path.join(stateDir(sb), "inflight");
+    expect(existsSync(inflight)).toBe(true);
+    await waitFor("the journal to be deleted", () => readdirSync(inflight).length === 0, 10_000);
     // session_shutdown asks once more (SIGTERM: pi's own shutdown path).
     expect(await stopPi(p)).not.toBe("SIGKILL");
     await waitFor("the session_shutdown request", () => readLog(sb).some((l) => l.event === "requested" && l.reason === "session_shutdown"), 20_000);
