@@ -29,3 +29,17 @@ await build({
   chunkNames: "chunk-[hash]",
   logLevel: "warning",
 });
+
+// The pi extension (src/pi-extension/) runs inside pi, on pi's Node: one self-contained file of
+// node built-ins only, so pi loads it without resolving pi-guard's dependencies.
+rmSync(`${root}dist/pi-extension`, { recursive: true, force: true });
+await build({
+  absWorkingDir: root,
+  entryPoints: { index: "dist/src/pi-extension/index.js" },
+  outdir: `${root}dist/pi-extension`,
+  bundle: true,
+  format: "esm",
+  platform: "node",
+  target: "node20",
+  logLevel: "warning",
+});

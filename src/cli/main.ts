@@ -12,6 +12,7 @@ import { registerSessionsCommands } from "./sessions-commands.js";
 import { registerOpsCommands } from "./service-commands.js";
 import { registerVerifyCommand } from "./verify-command.js";
 import { registerWatchCommands } from "./watch-commands.js";
+import { registerPiCommands } from "./pi-commands.js";
 import { argsForUnknownCommand, pointUnknownCommandsToHelp } from "./unknown-command.js";
 import { hideSdkNodeVersionWarning } from "./warnings.js";
 import { describeRetry, reportRetriesTo } from "../targets/retry-report.js";
@@ -77,6 +78,7 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 3 damaged repository data or an inco
   registerPruneCommands(program);
   registerWatchCommands(program);
   registerCopyCommands(program);
+  registerPiCommands(program);
   routeResticRepositories(program);
   pointUnknownCommandsToHelp(program);
   return program;

@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { context, type Context } from "./context.js";
-import { formatBytes, info, printJson, table } from "./output.js";
+import { formatBytes, info, printJson, table, warn } from "./output.js";
 import { RepoError } from "../repo/errors.js";
 import { registerRepairIndexCommand } from "./repair-index-command.js";
 
@@ -19,6 +19,8 @@ interface SalvageFlags {
   fromOpenFiles?: boolean;
   match: string[];
   fromHermes: string[];
+  fromJournal: string[];
+  fromJournals?: boolean;
   session: string[];
   since?: string;
   all?: boolean;
@@ -106,6 +108,8 @@ Afterwards \`pi-guard check --read-data --repo B\` passes.`,
     .option("--from-log <file>", "pi --mode json/rpc output or a web UI log (repeatable)", collect, [])
     .option("--from-terminal <file>", "scrollback copied from pi's terminal screen, with or without escapes; - for stdin (repeatable)", collect, [])
     .option("--from-hermes <db>", "a pi-hermes-memory sessions.db or hermes-agent state.db, opened read-only (repeatable)", collect, [])
+    .option("--from-journal <file>", "an in-flight journal of pi-guard's pi extension: the answer pi was streaming when it died (repeatable)", collect, [])
+    .option("--from-journals", "every in-flight journal in pi-guard's state dir whose pi is gone and did not save the answer")
     .option("--session <id>", "with --from-hermes: take this session (repeatable)", collect, [])
     .option("--since <time>", 'with --from-hermes: sessions started since then ("2026-01-01", "3 days ago"; no zone: local time)')
     .option("--all", "with --from-hermes: take every session")
@@ -122,6 +126,13 @@ Sources are only read. Sessions found in several sources are merged into one fil
 keeping the richest copy of each message; a "pi-guard/salvage" custom entry records where it all
 came from. Nothing is written unless every source could be read.
 
+--from-journal/--from-journals read what pi-guard's pi extension kept of an answer pi was
+streaming when it died (kill -9, a crash, a closed terminal; docs/EXTENSION.md). Each gives a copy
+of the session (a new id; its header names the original as parentSession, so --install puts it
+beside the original, which is never touched) ending in the partial answer, an assistant message
+with stopReason "aborted" whose errorMessage says it was recovered. A journal whose answer the
+session file already holds, or whose pi still runs, is skipped and named.
+
 --from-open-files copies deleted files under the agent dir (sessions, hermes databases, logs) or
 matching --match out of /proc/<pid>/fd before their process exits, byte for byte.
 
@@ -132,18 +143,27 @@ Examples:
   $ pi-guard salvage --from-hermes ~/.pi/agent/pi-hermes-memory/sessions.db --cwd ~/proj --install
   $ tmux capture-pane -e -p -S - | pi-guard salvage --from-terminal - --cwd ~/proj
   $ pi-guard salvage --from-hermes state.db --since "2 days ago" --from-log web-ui.log
-  $ pi-guard salvage --from-open-files --match '*.log'`,
+  $ pi-guard salvage --from-open-files --match '*.log'
+  $ pi-guard salvage --from-journals --install`,
     )
     .action(async (opts: SalvageFlags, cmd: Command) => {
       const ctx = context(cmd);
       if (opts.install && opts.out) throw new RepoError("--install and --out exclude each other", "usage");
       const haveSources = opts.fromHtml.length + opts.fromLog.length + opts.fromTerminal.length + opts.fromHermes.length > 0;
       const hermesSelection = await hermesFlags(opts);
-      if (!haveSources && !opts.fromOpenFiles) throw new RepoError("name at least one source: --from-html, --from-log, --from-terminal, --from-hermes or --from-open-files", "usage");
+      const journals = await journalFlags(ctx, opts);
+      if (journals?.length === 0 && opts.fromJournal.length === 0 && !haveSources && !opts.fromOpenFiles) {
+        if (ctx.out.json) printJson({ sessions: [], sources: [], journals: [] });
+        else info(ctx.out, `no in-flight journal needs salvage in ${ctx.config.stateDir}/inflight`);
+        return;
+      }
+      if (journals?.length) opts.fromJournal.push(...journals);
+      const haveAny = haveSources || opts.fromJournal.length > 0;
+      if (!haveAny && !opts.fromOpenFiles) throw new RepoError("name at least one source: --from-html, --from-log, --from-terminal, --from-hermes, --from-journal(s) or --from-open-files", "usage");
       if (opts.match.length > 0 && !opts.fromOpenFiles) throw new RepoError("--match only applies to --from-open-files", "usage");
       const outDir = opts.out ?? `${ctx.config.dataDir}/salvage`;
       const openFiles = opts.fromOpenFiles ? await salvageOpenFiles(ctx, outDir, opts.match) : undefined;
-      if (!haveSources) {
+      if (!haveAny) {
         if (ctx.out.json) printJson({ openFiles });
         return;
       }
@@ -154,6 +174,7 @@ Examples:
         logs: opts.fromLog,
         terminals: opts.fromTerminal,
         hermes: opts.fromHermes,
+        journals: opts.fromJournal,
         hermesSelection,
         cwd: opts.cwd,
         sessionId: opts.sessionId,
@@ -167,6 +188,15 @@ Examples:
       }
       info(ctx.out, formatReport(result.report));
     });
+}
+
+/** --from-journals: the journals that need salvage (undefined without the flag); the rest are named on stderr. */
+async function journalFlags(ctx: Context, opts: SalvageFlags): Promise<string[] | undefined> {
+  if (!opts.fromJournals) return undefined;
+  const { findJournals } = await import("../salvage/journal.js");
+  const found = await findJournals(ctx.config.stateDir);
+  for (const j of found) if (j.skip) warn(`skipped ${j.file}: ${j.skip}`);
+  return found.filter((j) => !j.skip).map((j) => j.file);
 }
 
 async function hermesFlags(opts: SalvageFlags) {

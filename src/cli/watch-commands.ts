@@ -107,6 +107,7 @@ Examples:
           scheduler,
           stateFile: files.state,
           alertFile: files.alert,
+          requestFile: files.request,
           debounceMs,
           requestCounts: () => counting!.counts,
           onReport: (r) => {

@@ -22,6 +22,8 @@ export interface SalvageOptions {
   /** TUI scrollback captures; "-" is standard input. */
   terminals?: string[];
   hermes?: string[];
+  /** In-flight journals of the pi extension (journal.ts). */
+  journals?: string[];
   /** Which hermes sessions to take (--session, --cwd, --since, --all). */
   hermesSelection?: HermesSelection;
   /** Project dir for sessions whose source does not name one; for logs it wins over their lines. */
@@ -64,6 +66,10 @@ async function readSources(options: SalvageOptions, spill: SessionSpill): Promis
     const { salvageTerminal } = await import("./terminal.js");
     keep(await salvageTerminal(file));
   }
+  for (const file of options.journals ?? []) {
+    const { salvageJournal } = await import("./journal.js");
+    keep(await salvageJournal(file, options.now));
+  }
   return summaries;
 }
 
@@ -76,8 +82,8 @@ function prepared(s: SalvagedSession, source: SalvageSource, cwd: string | undef
 }
 
 export async function salvage(options: SalvageOptions): Promise<SalvageResult> {
-  if (!options.html?.length && !options.logs?.length && !options.terminals?.length && !options.hermes?.length) {
-    throw new RepoError("name at least one source (--from-html, --from-log, --from-terminal, --from-hermes)", "usage");
+  if (!options.html?.length && !options.logs?.length && !options.terminals?.length && !options.hermes?.length && !options.journals?.length) {
+    throw new RepoError("name at least one source (--from-html, --from-log, --from-terminal, --from-hermes, --from-journal)", "usage");
   }
   if (options.sessionId !== undefined) {
     if (!options.logs?.length) throw new RepoError("--session-id only applies to --from-log", "usage");
@@ -129,7 +135,8 @@ export async function salvage(options: SalvageOptions): Promise<SalvageResult> {
     }
     if (spill.items.length > 0) await emit(spill.take([...spill.items]));
     if (reports.length === 0) {
-      throw new RepoError(`no pi session could be recovered from ${summaries.map((r) => r.source.path).join(", ")}`, "input");
+      const why = summaries.flatMap((r) => r.notes)[0];
+      throw new RepoError(`no pi session could be recovered from ${summaries.map((r) => r.source.path).join(", ")}${why ? `: ${why}` : ""}`, "input");
     }
   } catch (err) {
     await writer.discard(true);

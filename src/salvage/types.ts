@@ -3,7 +3,7 @@
 
 import type { SessionEntry, SessionHeader } from "../pi/index.js";
 
-export type SourceKind = "html" | "log" | "hermes" | "terminal" | "open-files";
+export type SourceKind = "html" | "log" | "hermes" | "terminal" | "open-files" | "journal";
 
 export interface SalvageSource {
   kind: SourceKind;

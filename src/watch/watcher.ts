@@ -35,6 +35,7 @@ import { ageProblem, watcherProblems, type Problem } from "./health.js";
 import { alertOnChange, readAlertMemory, type AlertMemory, type AlertOutcome } from "./alert.js";
 import { compareWithSnapshot } from "./full-scan.js";
 import { scheduleFindings } from "./status.js";
+import { RequestListener } from "./requests.js";
 
 /** What the watcher needs of slice E's scheduler (src/watch/schedule.ts), started and stopped with it. */
 export interface WatchScheduler {
@@ -63,6 +64,8 @@ export interface WatcherOptions {
   requestCounts?: () => RequestCounts;
   /** The alert file (watcherFiles(...).alert); alerts need config.alerts too. */
   alertFile?: string;
+  /** The pi extension's "snapshot now" file (watcherFiles(...).request; src/watch/requests.ts). */
+  requestFile?: string;
 }
 
 export type WatchReport =
@@ -168,6 +171,8 @@ export class Watcher {
   private readonly abandon = new AbortController();
   /** Ships snapshots to config.mirrors, batched by watch.remoteBatchMs. */
   private readonly shipper: MirrorShipper;
+  /** Hears the pi extension's requests (requestFile). */
+  private requests: RequestListener | undefined;
 
   constructor(private readonly opts: WatcherOptions) {
     this.config = opts.config;
@@ -219,6 +224,17 @@ export class Watcher {
     this.rootTimer = setInterval(() => this.checkRoots(), ROOT_CHECK_MS);
     this.rootTimer.unref();
     this.opts.scheduler?.start();
+    if (this.opts.requestFile) {
+      this.requests = new RequestListener(
+        this.opts.requestFile,
+        (r) => {
+          this.opts.log.write("info", "requested", { reason: r.reason, pid: r.pid ?? null, sessionFile: r.sessionFile ?? null });
+          this.request(`pi extension: ${r.reason}`);
+        },
+        (message) => this.opts.log.write("warn", "warning", { where: "requests", message }),
+      );
+      await this.requests.start();
+    }
     // Whatever changed while no watcher ran (or a loss that happened then) is taken right away.
     this.pending = true;
     this.firstPendingAt = this.lastChangeAt = 0;
@@ -371,6 +387,7 @@ export class Watcher {
     clearTimeout(this.rescanTimer);
     clearInterval(this.stateTimer);
     clearInterval(this.rootTimer);
+    this.requests?.close();
     if (this.rewatching) await withDeadline(this.rewatching, Math.min(1000, budgetMs), undefined);
     // A change written just before the signal may still be on its way from inotify through chokidar.
     await new Promise((r) => setTimeout(r, Math.min(STOP_GRACE_MS, budgetMs)));
@@ -483,7 +500,9 @@ export class Watcher {
 
   /** Ask for a snapshot now (start, reload) rather than after a change. */
   private request(why: string): void {
-    if (!this.pending) this.firstPendingAt = 0;
+    // Always, not only when nothing was pending: a change event arriving next must not push the
+    // snapshot back by a debounce (maxDelay counts from 0, so it stays due now until it starts).
+    this.firstPendingAt = 0;
     this.pending = true;
     this.unsavedSince ||= Date.now();
     this.batchPaths.add(why);
@@ -627,6 +646,7 @@ export class Watcher {
 
   /** Every few seconds: whether the user accepted a suspected loss, a due full scan, health, the state file. */
   private async tick(): Promise<void> {
+    this.requests?.poll();
     if (this.state.suspectLoss && !this.current) await this.checkAccepted().catch(() => undefined);
     this.maybeFullScan();
     this.jobProblems = await scheduleFindings(this.config, new Date()).then((f) => f.problems, () => this.jobProblems);
