@@ -20,8 +20,11 @@ export interface Slot {
 
 const isObj = (v: unknown): v is Msg => typeof v === "object" && v !== null && !Array.isArray(v);
 
-/** Roles pi stores as session entries; others (compactionSummary...) are derived views. */
-const STORED_ROLES = new Set(["user", "assistant", "toolResult", "bashExecution", "custom"]);
+/**
+ * Roles pi stores as session entries; others (compactionSummary...) are derived views. pi 1.x
+ * stores the prompt and tool loadout as role "system" messages (docs/session-format.md).
+ */
+const STORED_ROLES = new Set(["user", "assistant", "toolResult", "bashExecution", "custom", "system"]);
 
 export class LogSession {
   readonly slots: Slot[] = [];
@@ -37,6 +40,9 @@ export class LogSession {
 
   private find(m: Msg): Slot | undefined {
     if (m.role === "toolResult" && typeof m.toolCallId === "string") return this.byToolCall.get(m.toolCallId);
+    // A system message's content is usually empty and it is never streamed: two patches sent in
+    // one millisecond differ only in their sections and tool lists, so compare all of it.
+    if (m.role === "system") return this.byStamp.get(`${m.role}|${m.timestamp}`)?.find((s) => isDeepStrictEqual(s.message, m));
     const text = messageText(m);
     const calls = new Set(toolCallIds(m));
     let prefixMatch: Slot | undefined;
