@@ -6,6 +6,12 @@ import type { LoadedSession } from "../sessions/read.js";
 import { redactDeep, type Redactor } from "./redact.js";
 
 export interface ExportInput {
+  /**
+   * The branch and the tree; for pi 1.x also `system` (each system prompt entry on the branch,
+   * resolved against the prompt before it: src/pi/system-prompt.ts), `leadingSystem` and `edits`
+   * (the context edit in force for each edited entry). A streamed renderer gets the same from
+   * SystemReplay and contextEdits fed in branch order.
+   */
   view: SessionView;
   /** "live <path>" or "snapshot <id> <path>". */
   source: string;
