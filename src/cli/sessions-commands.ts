@@ -195,11 +195,13 @@ Examples:
     .argument("<id>", "session id or a unique prefix of it")
     .description("print a session's branch tree and its conversation along one branch")
     .option("--branch <entry>", "show the path to this entry (an id or prefix from the tree) instead of pi's leaf")
-    .option("--full", "print tool output in full (default: the first 8 lines)")
+    .option("--full", "print tool output and system prompt sections in full (default: the first 8 lines)")
     .addHelpText(
       "after",
       `
-The tree folds straight runs of entries; it shows branch points, leaves, labels and compactions.
+The tree folds straight runs of entries; it shows branch points, leaves, labels, compactions and
+entries a context edit changed. pi 1.x system prompts are shown with their sections and tools,
+and each later system update as what it changed.
 \`*\` marks the path being shown. Sessions deleted from disk are read from the newest snapshot.
 
 Examples:

@@ -6,6 +6,13 @@ import type { LoadedSession } from "../sessions/read.js";
 import { redactDeep, type Redactor } from "./redact.js";
 
 export interface ExportInput {
+  /**
+   * The branch and the tree; for pi 1.x also `system` (each system prompt entry on the branch,
+   * resolved against the prompt before it: src/pi/system-prompt.ts), `leadingSystem` and `edits`
+   * (the context edit in force for each edited entry). A streamed renderer gets the steps from
+   * SystemReplay fed in branch order, and reads the branch's context_edit entries ahead
+   * (streamMarkdown does both).
+   */
   view: SessionView;
   /** "live <path>" or "snapshot <id> <path>". */
   source: string;

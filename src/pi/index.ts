@@ -8,3 +8,4 @@ export * from "./repair.js";
 export * from "./stats.js";
 export * from "./paths.js";
 export * from "./nesting.js";
+export * from "./system-prompt.js";

@@ -1,4 +1,5 @@
-// The pi session model, as pi 0.73.1 writes it (docs/session-format.md in pi-coding-agent).
+// The pi session model, as pi 0.73.1 and pi 1.x write it (docs/session-format.md and
+// docs/message-types.md in pi-coding-agent; 1.x additions checked against 1.6.0).
 // Types are deliberately open (`[key: string]: unknown`): pi-guard must carry every field it
 // does not know byte-for-byte, because a newer pi may add fields we have never seen.
 
@@ -40,6 +41,9 @@ export interface UsageCost {
   cacheRead: number;
   cacheWrite: number;
   total: number;
+  /** pi 1.x: true when `total` is what the provider billed, not the catalog's estimate. */
+  totalFromProvider?: boolean;
+  [key: string]: unknown;
 }
 
 export interface Usage {
@@ -49,6 +53,10 @@ export interface Usage {
   cacheWrite: number;
   totalTokens: number;
   cost: UsageCost;
+  /** pi 1.x: the part of cacheWrite kept for one hour, and the reasoning part of output. */
+  cacheWrite1h?: number;
+  reasoning?: number;
+  [key: string]: unknown;
 }
 
 export interface UserMessage {
@@ -65,9 +73,12 @@ export interface AssistantMessage {
   provider?: string;
   model?: string;
   usage?: Usage;
-  stopReason?: "stop" | "length" | "toolUse" | "error" | "aborted";
+  stopReason?: "stop" | "length" | "toolUse" | "error" | "aborted" | "deferred";
   errorMessage?: string;
   timestamp: number;
+  /** pi 1.x: the thinking level pi asked for, and how long the response took. */
+  thinkingLevel?: string;
+  durationMs?: number;
   [key: string]: unknown;
 }
 
@@ -78,6 +89,33 @@ export interface ToolResultMessage {
   content: (TextContent | ImageContent)[];
   details?: unknown;
   isError: boolean;
+  timestamp: number;
+  /** pi 1.x: how long the tool ran, and the usage of model calls it made itself. */
+  durationMs?: number;
+  usage?: Usage;
+  [key: string]: unknown;
+}
+
+/** A tool as a system message declares it to the model (pi-ai's Tool, without code). */
+export interface ToolDeclaration {
+  name: string;
+  description?: string;
+  /** A JSON Schema object: `properties`, `required`. */
+  parameters?: unknown;
+  [key: string]: unknown;
+}
+
+/**
+ * pi 1.x: the system prompt and the tool list as messages. The first one of a branch declares
+ * them; later ones patch them: `content` adds instructions, `sections` replaces sections by name
+ * (`null` removes one), and `toolsAdded`/`toolsRemoved` change the tools (see system-prompt.ts).
+ */
+export interface SystemMessage {
+  role: "system";
+  content: string | TextContent[];
+  sections?: Record<string, string | null>;
+  toolsAdded?: ToolDeclaration[];
+  toolsRemoved?: { name: string; [key: string]: unknown }[];
   timestamp: number;
   [key: string]: unknown;
 }
@@ -113,6 +151,7 @@ export interface OtherMessage {
 }
 
 export type AgentMessage =
+  | SystemMessage
   | UserMessage
   | AssistantMessage
   | ToolResultMessage
@@ -158,12 +197,39 @@ export interface CompactionEntry extends EntryBase {
   summary: string;
   firstKeptEntryId: string;
   tokensBefore: number;
+  /** pi 1.x: the whole system prompt and tool list at this point (the compacted context's start). */
+  systemMessage?: SystemMessage;
+  /** pi 1.x: what making the summary cost. */
+  usage?: Usage;
 }
 
 export interface BranchSummaryEntry extends EntryBase {
   type: "branch_summary";
   fromId: string;
   summary: string;
+  /** pi 1.x: what making the summary cost. */
+  usage?: Usage;
+}
+
+/** pi 1.x: model usage outside any message (`kind` is open, e.g. "cache_warm"); never in the context. */
+export interface UsageEntry extends EntryBase {
+  type: "usage";
+  kind: string;
+  provider: string;
+  model: string;
+  usage: Usage;
+  note?: string;
+}
+
+/**
+ * pi 1.x: an append-only edit of what the model sees of an earlier entry; the target itself is
+ * never changed. `replacement: null` leaves the target out of the context; otherwise its content
+ * is replaced. The latest edit of a target on the branch wins.
+ */
+export interface ContextEditEntry extends EntryBase {
+  type: "context_edit";
+  targetId: string;
+  replacement: { content: string | ContentBlock[]; [key: string]: unknown } | null;
 }
 
 export interface CustomEntry extends EntryBase {
@@ -196,6 +262,8 @@ export type SessionEntry =
   | ThinkingLevelChangeEntry
   | CompactionEntry
   | BranchSummaryEntry
+  | UsageEntry
+  | ContextEditEntry
   | CustomEntry
   | CustomMessageEntry
   | LabelEntry
@@ -214,13 +282,15 @@ export interface RawSessionEntry {
   [key: string]: unknown;
 }
 
-/** Entry types pi 0.73.1 writes; used to find where glued entries start. */
+/** Entry types pi 0.73.1 and 1.x write; used to find where glued entries start. */
 export const KNOWN_ENTRY_TYPES = [
   "message",
   "model_change",
   "thinking_level_change",
   "compaction",
   "branch_summary",
+  "usage",
+  "context_edit",
   "custom",
   "custom_message",
   "label",

@@ -1,6 +1,8 @@
 // Plain-text views of entries, shared by `sessions show` and the exporters.
 
-import type { AssistantMessage, ContentBlock, SessionEntry, ToolResultMessage } from "../pi/index.js";
+import type { AssistantMessage, ContentBlock, SessionEntry, SessionHeader, ToolResultMessage } from "../pi/index.js";
+import { countedUsage } from "../pi/stats.js";
+import { applySystemMessage, describeSystemChange, systemMessageOf, systemText } from "../pi/system-prompt.js";
 
 type Msg = { role?: unknown; content?: unknown; [k: string]: unknown };
 
@@ -32,9 +34,14 @@ export function entryText(e: SessionEntry): string {
   const m = messageOf(e);
   if (m) {
     if (m.role === "bashExecution") return `$ ${String(m.command ?? "")}\n${String(m.output ?? "")}`;
+    if (m.role === "system") return systemPromptText(e);
     return contentText(m.content);
   }
   switch (e.type) {
+    case "context_edit":
+      return replacementText(e);
+    case "usage":
+      return `${String(e.kind ?? "")} ${String(e.provider ?? "")}/${String(e.model ?? "")}`;
     case "compaction":
     case "branch_summary":
       return String(e.summary ?? "");
@@ -53,6 +60,20 @@ export function entryText(e: SessionEntry): string {
   }
 }
 
+/** A system message's whole text as pi renders it: its instructions, then its sections in order. */
+export function systemPromptText(e: SessionEntry): string {
+  const m = systemMessageOf(e);
+  if (!m) return "";
+  const sections = m.sections && typeof m.sections === "object" ? Object.values(m.sections as Record<string, unknown>) : [];
+  return [systemText(m.content), ...sections.filter((t): t is string => typeof t === "string")].filter((t) => t.length > 0).join("\n\n");
+}
+
+/** The text a context edit puts in place of its target ("" when it omits it). */
+export function replacementText(e: SessionEntry): string {
+  const r = e.replacement as { content?: unknown } | null | undefined;
+  return r && typeof r === "object" ? contentText(r.content) : "";
+}
+
 /** "user", "assistant", "toolResult", or the entry type for non-messages. */
 export function entryKind(e: SessionEntry): string {
   return roleOf(e) ?? e.type;
@@ -63,9 +84,25 @@ export function oneLine(text: string, max = 72): string {
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }
 
+/**
+ * pi's tree label of a system message: "system prompt: 3 sections, 4 tools" for the first of a
+ * branch (`leading`), else "system update: skills, -rules, tools +bash" (what it changes).
+ */
+export function systemPreview(e: SessionEntry, leading: boolean): string {
+  const m = systemMessageOf(e);
+  if (!m) return "";
+  if (leading) {
+    const { sections, tools } = applySystemMessage({ instructions: [], sections: new Map(), tools: new Map() }, m).state;
+    return `system prompt: ${sections.size} sections, ${tools.size} tools`;
+  }
+  const changes = describeSystemChange(m);
+  return `system update${changes ? `: ${changes}` : ""}`;
+}
+
 /** A short line describing an entry, for tree outlines. */
 export function entryPreview(e: SessionEntry, max = 60): string {
   const m = messageOf(e);
+  if (e.type === "context_edit") return oneLine(`${e.replacement === null ? "omit" : "replace"} ${String(e.targetId ?? "?")}${e.replacement === null ? "" : `: ${replacementText(e)}`}`, max);
   if (m?.role === "assistant") {
     const a = m as unknown as AssistantMessage;
     const text = contentText(a.content);
@@ -81,14 +118,73 @@ export interface Usage {
   cost: number;
 }
 
-export function usageOf(e: SessionEntry): Usage | undefined {
-  const m = messageOf(e);
-  if (m?.role !== "assistant") return undefined;
-  const u = (m as unknown as AssistantMessage).usage;
-  if (!u) return undefined;
+/** Usage as pi 1.x records it, on any entry that has some (messages, usage entries, summaries). */
+export interface UsageDetail extends Usage {
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+  /** The provider reported the cost it billed (cost.totalFromProvider), not an estimate. */
+  billed: boolean;
+}
+
+/**
+ * The usage an entry carries, with its breakdown, for display: the same usage the session totals
+ * count (countedUsage: an assistant's or a tool result's, a `usage` entry's, a compaction's or a
+ * branch summary's).
+ */
+export function entryUsage(e: SessionEntry): UsageDetail | undefined {
+  const counted = countedUsage(e);
+  if (!counted) return undefined;
+  const u = counted.usage;
   const n = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : 0);
-  const tokens = typeof u.totalTokens === "number" ? n(u.totalTokens) : n(u.input) + n(u.output) + n(u.cacheRead) + n(u.cacheWrite);
-  return { tokens, cost: n(u.cost?.total) };
+  const cost = (u.cost && typeof u.cost === "object" ? u.cost : {}) as Record<string, unknown>;
+  return { tokens: counted.tokens, cost: counted.cost, input: n(u.input), output: n(u.output), cacheRead: n(u.cacheRead), cacheWrite: n(u.cacheWrite), billed: cost.totalFromProvider === true };
+}
+
+/** "50.0k tokens (↑0 ↓0 R50.0k W0) · $0.0150 billed": pi's breakdown (input, output, cache read, cache write). */
+export function formatUsage(u: UsageDetail): string {
+  const parts = `↑${formatTokens(u.input)} ↓${formatTokens(u.output)} R${formatTokens(u.cacheRead)} W${formatTokens(u.cacheWrite)}`;
+  return `${formatTokens(u.tokens)} tokens (${parts}) · ${formatCost(u.cost)}${u.billed ? " billed" : ""}`;
+}
+
+/** "850 ms", "12.3 s", "4 min 5 s". */
+export function formatDuration(ms: number): string {
+  if (!Number.isFinite(ms) || ms < 0) return "";
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  const s = Math.round(ms / 1000);
+  return `${Math.floor(s / 60)} min ${s % 60} s`;
+}
+
+/**
+ * What pi 1.x records about a reply besides its text: the thinking level asked for, how long it
+ * took, and whether the cost is the provider's bill. Strings ready for a "·"-joined line.
+ */
+export function messageFacts(e: SessionEntry): string[] {
+  const m = messageOf(e);
+  if (!m) return [];
+  const out: string[] = [];
+  if (typeof m.thinkingLevel === "string" && m.thinkingLevel) out.push(`thinking: ${m.thinkingLevel}`);
+  if (typeof m.durationMs === "number") out.push(formatDuration(m.durationMs));
+  if (entryUsage(e)?.billed) out.push("cost billed by the provider");
+  return out.filter(Boolean);
+}
+
+/** Header fields other than the ones pi defines: custom metadata a caller or extension added. */
+const HEADER_FIELDS = new Set(["type", "version", "id", "timestamp", "cwd", "parentSession"]);
+export function headerMetadata(h: SessionHeader): [string, string][] {
+  return Object.entries(h)
+    .filter(([k, v]) => !HEADER_FIELDS.has(k) && v !== undefined)
+    .map(([k, v]) => [k, oneLine(typeof v === "string" ? v : jsonOrNote(v), 200)]);
+}
+
+function jsonOrNote(v: unknown): string {
+  try {
+    return JSON.stringify(v) ?? String(v);
+  } catch {
+    return "(not printable)";
+  }
 }
 
 export function formatCost(cost: number): string {

@@ -20,7 +20,7 @@ const Database = createRequire(import.meta.url)("better-sqlite3") as typeof Bett
 type Database = BetterSqlite3;
 
 /** Bump when the schema or the indexed text changes: an older index is dropped and rebuilt. */
-const SCHEMA_VERSION = "4";
+const SCHEMA_VERSION = "5";
 
 /**
  * Entries are indexed in segments: all of a session's entries when it is (re)indexed, or just the

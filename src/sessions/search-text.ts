@@ -2,7 +2,8 @@
 // the answer, its thinking, the tool calls and what the tools printed), as one plain string.
 
 import type { SessionEntry } from "../pi/index.js";
-import { blocksOf, entryKind, entryText, messageOf } from "./describe.js";
+import { systemMessageOf } from "../pi/system-prompt.js";
+import { blocksOf, entryKind, entryText, messageOf, systemPromptText } from "./describe.js";
 
 /**
  * Longer texts are cut: one huge tool output (a whole file read back) would otherwise dominate
@@ -23,6 +24,13 @@ function messageParts(e: SessionEntry): string[] {
   const parts: string[] = [];
   if (m.role === "toolResult" && typeof m.toolName === "string") parts.push(m.toolName);
   if (m.role === "bashExecution") return [entryText(e)];
+  if (m.role === "system") {
+    // pi 1.x's prompt: its text, the section names, and the tools it declares (name, description).
+    const sys = systemMessageOf(e)!;
+    const sections = sys.sections && typeof sys.sections === "object" ? Object.keys(sys.sections) : [];
+    const tools = [...(Array.isArray(sys.toolsAdded) ? sys.toolsAdded : []), ...(Array.isArray(sys.toolsRemoved) ? sys.toolsRemoved : [])];
+    return [systemPromptText(e), sections.join(" "), ...tools.map((t) => (t && typeof t === "object" ? `${String(t.name ?? "")} ${typeof t.description === "string" ? t.description : ""}` : ""))];
+  }
   for (const b of blocksOf(m.content)) {
     if (b.type === "text") parts.push(b.text);
     else if (b.type === "thinking") parts.push(b.thinking);
