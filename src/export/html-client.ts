@@ -90,6 +90,14 @@ export const VIEWER_JS = String.raw`
     var tokens = typeof u.totalTokens === "number" ? n(u.totalTokens) : n(u.input) + n(u.output) + n(u.cacheRead) + n(u.cacheWrite);
     return { tokens: tokens, cost: n(u.cost && u.cost.total) };
   }
+  // What the session's totals count, by pi's definition (countedUsage in src/pi/stats.ts): also
+  // tool results with usage, usage entries of any kind, and compaction and branch-summary usage.
+  function countedUsage(e) {
+    var m = msg(e), u = m ? ((m.role === "assistant" || m.role === "toolResult") && m.usage) : ((e.type === "usage" || e.type === "compaction" || e.type === "branch_summary") && e.usage);
+    if (!u || typeof u !== "object") return null;
+    var n = function (v) { return typeof v === "number" && isFinite(v) ? v : 0; };
+    return { tokens: typeof u.totalTokens === "number" ? n(u.totalTokens) : n(u.input) + n(u.output) + n(u.cacheRead) + n(u.cacheWrite), cost: n(u.cost && u.cost.total) };
+  }
   function fmtTokens(t) { return t >= 1e6 ? (t / 1e6).toFixed(1) + "M" : t >= 1e3 ? (t / 1e3).toFixed(1) + "k" : String(t); }
   function fmtCost(c) { return c === 0 ? "$0" : c < 0.01 ? "$" + c.toFixed(4) : "$" + c.toFixed(2); }
   function preview(e) {
@@ -462,9 +470,10 @@ export const VIEWER_JS = String.raw`
   function renderStats() {
     var models = new Set(), users = 0, assistants = 0, tools = 0, tokens = 0, cost = 0, compactions = 0, leaves = 0;
     entries.forEach(function (e) {
-      var m = msg(e), u = usage(e);
+      var m = msg(e), u = countedUsage(e);
       if (!kids(e.id).length) leaves++;
       if (e.type === "compaction") compactions++;
+      if (u) { tokens += u.tokens; cost += u.cost; }
       if (!m) return;
       if (m.role === "user") users++;
       if (m.role === "assistant") {
@@ -472,7 +481,6 @@ export const VIEWER_JS = String.raw`
         if (m.model) models.add((m.provider ? m.provider + "/" : "") + m.model);
         tools += blocks(m.content).filter(function (b) { return b.type === "toolCall"; }).length;
       }
-      if (u) { tokens += u.tokens; cost += u.cost; }
     });
     var name = null;
     entries.forEach(function (e) { if (e.type === "session_info") name = e.name || null; });

@@ -1,5 +1,6 @@
 // Per-session numbers for `sessions stats` and the dashboard. Counts cover every branch in the
-// file, because abandoned branches still cost tokens and money.
+// file, because abandoned branches still cost tokens and money. Tokens and cost follow pi's own
+// definition of a session's totals (countedUsage below).
 
 import type { AssistantMessage, SessionEntry } from "./types.js";
 
@@ -11,9 +12,9 @@ export interface SessionStats {
   assistantMessages: number;
   toolResults: number;
   toolCalls: number;
-  /** Sum of usage.totalTokens over assistant messages (old files lack it: then the four parts). */
+  /** Sum of usage.totalTokens over the usage countedUsage counts (old files lack it: then the four parts). */
   tokens: number;
-  /** Sum of usage.cost.total over assistant messages, in the provider's currency (USD). */
+  /** Sum of usage.cost.total over the same usage, in the provider's currency (USD). */
   cost: number;
   /** "provider/model" of every assistant message, in order of first use. */
   models: string[];
@@ -26,7 +27,7 @@ function num(value: unknown): number {
   return typeof value === "number" && Number.isFinite(value) ? value : 0;
 }
 
-function totalTokens(usage: AssistantMessage["usage"] | undefined): number {
+function totalTokens(usage: Partial<NonNullable<AssistantMessage["usage"]>> | undefined): number {
   if (!usage) return 0;
   if (typeof usage.totalTokens === "number") return num(usage.totalTokens);
   // Sessions from late 2025 predate totalTokens; its parts were already recorded.
@@ -38,6 +39,50 @@ function entryTime(e: SessionEntry): number {
   if (!Number.isNaN(fromEntry)) return fromEntry;
   const fromMessage = (e.message as { timestamp?: unknown } | undefined)?.timestamp;
   return typeof fromMessage === "number" ? fromMessage : NaN;
+}
+
+/** pi's name for usage no model is named for (getUsageCostBreakdown, dist/core/usage-totals.js). */
+export const SUMMARY_USAGE_MODEL = "Tools/summaries";
+
+export interface CountedUsage {
+  /** The usage object as recorded (input, output, cacheRead, cacheWrite, totalTokens, cost). */
+  usage: Record<string, unknown>;
+  tokens: number;
+  cost: number;
+  /** "provider/model", or SUMMARY_USAGE_MODEL for compactions, branch summaries and tool results. */
+  model: string;
+  /** An assistant message (the others are not messages the counts of messages include). */
+  assistant: boolean;
+}
+
+const str = (v: unknown): string | undefined => (typeof v === "string" ? v : undefined);
+
+/**
+ * The usage one entry adds to its session's totals, by pi's definition: pi 1.6.0's
+ * AgentSession.getSessionStats (dist/core/agent-session.js) sums assistant messages, tool
+ * results that carry usage, `usage` entries of any kind (cache_warm and kinds not known yet),
+ * and the usage of compactions and branch summaries (their summaries cost a model call), over
+ * every entry of the file. pi 0.73.1 files have only the first. None of it is LLM context.
+ */
+export function countedUsage(e: SessionEntry): CountedUsage | undefined {
+  const raw = e as { type: string; usage?: unknown; provider?: unknown; model?: unknown; message?: unknown };
+  let usage: unknown;
+  let model = SUMMARY_USAGE_MODEL;
+  let assistant = false;
+  if (raw.type === "message") {
+    const m = raw.message as { role?: unknown; usage?: unknown; provider?: unknown; model?: unknown } | undefined;
+    if (m?.role === "assistant") {
+      assistant = true;
+      usage = m.usage;
+      model = `${str(m.provider) ?? "?"}/${str(m.model) ?? "?"}`;
+    } else if (m?.role === "toolResult") usage = m.usage;
+  } else if (raw.type === "usage") {
+    usage = raw.usage;
+    model = `${str(raw.provider) ?? "?"}/${str(raw.model) ?? "?"}`;
+  } else if (raw.type === "compaction" || raw.type === "branch_summary") usage = raw.usage;
+  if (!usage || typeof usage !== "object") return undefined;
+  const u = usage as Partial<NonNullable<AssistantMessage["usage"]>>;
+  return { usage: usage as Record<string, unknown>, tokens: totalTokens(u), cost: num(u.cost?.total), model, assistant };
 }
 
 function roleOf(e: SessionEntry): string | undefined {
@@ -75,10 +120,13 @@ export function statFacts(e: SessionEntry): StatFacts {
     toolCalls: 0,
     ...(role ? { role } : {}),
   };
+  const counted = countedUsage(e);
+  if (counted) {
+    facts.tokens = counted.tokens;
+    facts.cost = counted.cost;
+  }
   if (role === "assistant") {
     const msg = e.message as AssistantMessage;
-    facts.tokens = totalTokens(msg.usage);
-    facts.cost = num(msg.usage?.cost?.total);
     const content = msg.content as unknown;
     if (Array.isArray(content)) facts.toolCalls = content.filter((b) => b?.type === "toolCall").length;
     if (msg.provider || msg.model) facts.model = `${msg.provider ?? "?"}/${msg.model ?? "?"}`;
@@ -117,13 +165,13 @@ export function statsFromFacts(list: readonly StatFacts[]): SessionStats {
     }
     const inherited = f.parentId ? userAbove.get(f.parentId) : undefined;
     userAbove.set(f.id, f.role === "user" ? f.id : inherited);
+    stats.tokens += f.tokens;
+    stats.cost += f.cost;
     if (f.role === "user") stats.userMessages++;
     else if (f.role === "toolResult") stats.toolResults++;
     else if (f.role === "assistant") {
       stats.assistantMessages++;
       if (inherited) answeredUsers.add(inherited);
-      stats.tokens += f.tokens;
-      stats.cost += f.cost;
       stats.toolCalls += f.toolCalls;
       if (f.model) models.add(f.model);
     }

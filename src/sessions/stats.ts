@@ -194,7 +194,7 @@ export function computeStats(
     const mine = counted.get(s.id) ?? [];
     for (const c of mine) {
       if (c.turn) turn(c.day, 1);
-      if (c.use) use(c.day, c.model ?? "?/?", 1, c.use);
+      if (c.use) use(c.day, c.model ?? "?/?", c.messages ?? 1, c.use);
     }
     row.copied = (s.copied?.length ?? 0) - mine.length;
     totals.turns += row.turns;

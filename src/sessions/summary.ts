@@ -3,12 +3,13 @@
 
 import { createHash } from "node:crypto";
 import { migrateToV3InMemory, sessionName, sessionStats, streamSessionItems } from "../pi/index.js";
+import { countedUsage } from "../pi/stats.js";
 import type { RawSessionEntry, SessionEntry, SessionHeader } from "../pi/index.js";
 import { parseSessionFileName } from "../pi/writer.js";
-import { messageOf, usageOf } from "./describe.js";
+import { messageOf } from "./describe.js";
 import { stableIdGenerator } from "./read.js";
 
-/** Token counts as pi records them per assistant message (`usage`), plus its total and cost. */
+/** Token counts as pi records them in a `usage` object, plus its total and cost. */
 export interface TokenCounts {
   input: number;
   output: number;
@@ -35,15 +36,17 @@ export interface CopiedUse {
   /** entryKey() of the entry. */
   k: string;
   day: string;
-  /** An assistant message: its model and usage. */
+  /** Usage pi counts (an assistant message, a usage entry, a summary): its model and counts. */
   model?: string;
   use?: TokenCounts;
+  /** 0 when the usage is not an assistant message's; absent means 1. */
+  messages?: 0;
   /** A user prompt that got an answer in this file. */
   turn?: 1;
 }
 
 export interface UsageBreakdown {
-  /** Assistant usage per UTC day and model, on every branch, entries not copied from elsewhere. */
+  /** Usage pi counts in a session's totals (countedUsage), per UTC day and model, on every branch, entries not copied from elsewhere. */
   usage: UsageCell[];
   /** Answered user prompts per UTC day, on every branch, entries not copied from elsewhere. */
   turnsByDay: Record<string, number>;
@@ -77,12 +80,13 @@ const KEY = Symbol("entryKey");
 function slimEntry(e: RawSessionEntry, headerTime: number): RawSessionEntry {
   const { message, summary: _s, content: _c, details: _d, data, ...rest } = e;
   const out: RawSessionEntry = { ...rest };
+  // Any entry may be a copy: usage, compaction and branch_summary entries carry usage too.
+  if (Date.parse(String(e.timestamp ?? "")) <= headerTime) (out as { [KEY]?: string })[KEY] = entryKey(e as unknown as SessionEntry);
   if (e.type === "custom" && e.customType === MERGE_MARKER) out.data = data;
   if (message && typeof message === "object") {
     const m = message as Record<string, unknown>;
     const content = Array.isArray(m.content) ? m.content.filter((b) => b?.type === "toolCall").map(() => ({ type: "toolCall" })) : [];
     out.message = { role: m.role, provider: m.provider, model: m.model, usage: m.usage, timestamp: m.timestamp, content };
-    if (Date.parse(String(e.timestamp ?? "")) <= headerTime) (out as { [KEY]?: string })[KEY] = entryKey(e as unknown as SessionEntry);
   } else if (message !== undefined) out.message = message;
   return out;
 }
@@ -103,13 +107,10 @@ function originsOf(header: SessionHeader | undefined, entries: readonly SessionE
   return [...out];
 }
 
-function tokenCounts(e: SessionEntry): TokenCounts | undefined {
-  const m = messageOf(e);
-  const u = usageOf(e);
-  if (!m || !u) return undefined;
-  const raw = (m.usage ?? {}) as Record<string, unknown>;
+function tokenCounts(c: NonNullable<ReturnType<typeof countedUsage>>): TokenCounts {
+  const raw = c.usage;
   const n = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : 0);
-  return { input: n(raw.input), output: n(raw.output), cacheRead: n(raw.cacheRead), cacheWrite: n(raw.cacheWrite), tokens: u.tokens, cost: u.cost };
+  return { input: n(raw.input), output: n(raw.output), cacheRead: n(raw.cacheRead), cacheWrite: n(raw.cacheWrite), tokens: c.tokens, cost: c.cost };
 }
 
 export function addCounts(to: TokenCounts, from: TokenCounts): void {
@@ -147,22 +148,21 @@ export function usageBreakdown(header: SessionHeader | undefined, entries: reado
     if (role === "assistant" && inherited) answered.add(inherited);
   }
   for (const e of entries) {
-    const m = messageOf(e);
     const day = dayOf(e.timestamp);
-    if (!m || !day) continue;
-    const turn = m.role === "user" && answered.has(e.id);
-    const use = tokenCounts(e);
-    if (!turn && !use) continue;
-    const model = `${typeof m.provider === "string" ? m.provider : "?"}/${typeof m.model === "string" ? m.model : "?"}`;
+    if (!day) continue;
+    const turn = messageOf(e)?.role === "user" && answered.has(e.id);
+    const counted = countedUsage(e);
+    if (!turn && !counted) continue;
     if (isCopy(e)) {
-      copied.push(turn ? { k: entryKey(e), day, turn: 1 } : { k: entryKey(e), day, model, use });
+      copied.push(counted ? { k: entryKey(e), day, model: counted.model, use: tokenCounts(counted), ...(counted.assistant ? {} : { messages: 0 as const }) } : { k: entryKey(e), day, turn: 1 });
       continue;
     }
     if (turn) turnsByDay[day] = (turnsByDay[day] ?? 0) + 1;
-    if (!use) continue;
-    const key = `${day}\0${model}`;
-    const c = cells.get(key) ?? { day, model, messages: 0, ...zeroCounts() };
-    c.messages++;
+    if (!counted) continue;
+    const use = tokenCounts(counted);
+    const key = `${day}\0${counted.model}`;
+    const c = cells.get(key) ?? { day, model: counted.model, messages: 0, ...zeroCounts() };
+    if (counted.assistant) c.messages++;
     addCounts(c, use);
     cells.set(key, c);
   }
