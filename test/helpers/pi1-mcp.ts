@@ -7,18 +7,14 @@
 import { execFileSync } from "node:child_process";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
+import { pi1Env } from "./pi1.js";
 import { pi1Dir, pi1Node } from "./tools.js";
 
 const piCli = () => path.join(pi1Dir(), "node_modules", ".bin", "pi");
 
-/** pi's environment for a sandbox: its agent dir and HOME, nothing of the real user's. */
-function piEnv(home: string, agentDir: string): NodeJS.ProcessEnv {
-  return { PATH: process.env.PATH, HOME: home, PI_CODING_AGENT_DIR: agentDir, PI_OFFLINE: "1", NO_COLOR: "1" };
-}
-
 /** `pi mcp add ARGS` in the sandbox; throws with pi's stderr when it fails. */
 export function piMcpAdd(home: string, agentDir: string, args: string[]): void {
-  execFileSync(pi1Node(), [piCli(), "mcp", "add", ...args], { env: piEnv(home, agentDir), cwd: home, stdio: ["ignore", "pipe", "pipe"], timeout: 60_000 });
+  execFileSync(pi1Node(), [piCli(), "mcp", "add", ...args], { env: pi1Env(home, agentDir), cwd: home, stdio: ["ignore", "pipe", "pipe"], timeout: 60_000 });
 }
 
 /** pi-mcp's McpOAuthState, as pi stores it per server. */
@@ -37,5 +33,5 @@ export function piMcpSaveOAuth(home: string, agentDir: string, name: string, sta
   const script = `const { McpOAuthCredentialStore } = await import(${JSON.stringify(oauth)});
 const [name, state] = JSON.parse(process.argv[1]);
 await new McpOAuthCredentialStore().forServer(name, state.serverUrl).save(state);`;
-  execFileSync(pi1Node(), ["--input-type=module", "-e", script, JSON.stringify([name, state])], { env: piEnv(home, agentDir), cwd: home, stdio: ["ignore", "pipe", "pipe"], timeout: 60_000 });
+  execFileSync(pi1Node(), ["--input-type=module", "-e", script, JSON.stringify([name, state])], { env: pi1Env(home, agentDir), cwd: home, stdio: ["ignore", "pipe", "pipe"], timeout: 60_000 });
 }

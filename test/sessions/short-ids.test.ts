@@ -2,13 +2,15 @@
 // (a timestamp). pi-guard shows each id by its shortest prefix, at least 8 characters, that no
 // other session's id starts with (src/sessions/short-id.ts), names the candidates of an ambiguous
 // prefix by those, and names a merge so that its two sources can be told apart. The sessions are
-// made by pi 0.73.1's own agent loop, back to back, so their ids collide as real ones do.
+// made by pi 0.73.1's own agent loop, back to back, so their ids collide as real ones do, and by
+// pi 1.6.0 with its --session-id: ids of one millisecond, and ids the user chose.
 
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectOneLineError } from "../helpers/cli.js";
 import { makePiSession, type PiSessionResult } from "../helpers/pi-factory.js";
+import { makePi1Session } from "../helpers/pi1.js";
 import { makeSandbox, type Sandbox } from "../helpers/tmp.js";
 import { run, runOk } from "./cli.js";
 
@@ -101,5 +103,52 @@ describe("short session ids of UUIDv7 sessions started together", () => {
     const same = path.join(sb.dir("merged3"), "m.jsonl");
     await runOk(sb, ["sessions", "merge", c.sessionId, d.sessionId, "-o", same]);
     expect(nameOf(same)).toBe(`merge of fix tests (${short.get(c.sessionId)}) + fix tests (${short.get(d.sessionId)})`);
+  });
+});
+
+describe("pi 1.6.0 sessions: ids of one millisecond, and ids chosen with --session-id", () => {
+  // Two UUIDv7 ids of the same millisecond share 12 hex digits and the version digit.
+  const SAME_MS = ["019ad0c4-7e21-7a3b-8c4d-0123456789ab", "019ad0c4-7e21-7a3c-9e5f-abcdef012345"];
+  const CHOSEN = ["ledger-july", "ledger-july-2"];
+  let sb1: Sandbox;
+
+  beforeAll(async () => {
+    sb1 = makeSandbox("short-ids-pi1");
+    const cwd = path.join(sb1.root, "work", "books");
+    for (const sessionId of [...SAME_MS, ...CHOSEN]) {
+      const made1 = await makePi1Session({ agentDir: sb1.agentDir, cwd, sessionId, turns: [{ user: `hello ${sessionId}`, assistant: ["hi"] }] });
+      expect(made1.sessionId).toBe(sessionId);
+    }
+  }, 120_000);
+
+  afterAll(() => sb1?.cleanup());
+
+  it("sessions list shows the ids of one millisecond apart and the chosen ids whole", async () => {
+    const table = (await runOk(sb1, ["sessions", "list", "--live"], { COLUMNS: "200" })).stdout.split("\n").slice(1).filter(Boolean);
+    const column = table.map((line) => line.split(/\s+/)[0]).sort();
+    expect(column).toEqual(["019ad0c4-7e21-7a3b", "019ad0c4-7e21-7a3c", "ledger-july", "ledger-july-2"]);
+    const rows = (await runOk(sb1, ["--json", "sessions", "list", "--live"])).json<ListRow[]>();
+    expect(rows.map((r) => r.shortId).sort()).toEqual(column);
+  });
+
+  it("an ambiguous prefix names candidates by ids that differ; each one opens its session", async () => {
+    const uuid = expectOneLineError(await run(sb1, ["sessions", "show", "019ad0c4"]), 2);
+    expect(uuid).toMatch(/019ad0c4-7e21-7a3b \(\d{4}-.*019ad0c4-7e21-7a3c \(\d{4}-|019ad0c4-7e21-7a3c \(\d{4}-.*019ad0c4-7e21-7a3b \(\d{4}-/);
+    const chosen = expectOneLineError(await run(sb1, ["sessions", "show", "ledger"]), 2);
+    expect(chosen).toMatch(/ledger-july \(/);
+    expect(chosen).toMatch(/ledger-july-2 \(/);
+    for (const id of ["019ad0c4-7e21-7a3b", "019ad0c4-7e21-7a3c", "ledger-july", "ledger-july-2"]) {
+      const shown = (await runOk(sb1, ["--json", "sessions", "show", id])).json<{ session: { id: string } }>();
+      expect(shown.session.id.startsWith(id)).toBe(true);
+    }
+  });
+
+  it("tag and merge name the chosen ids whole", async () => {
+    expect((await runOk(sb1, ["sessions", "tag", "ledger-july", "books"])).stdout.trim()).toBe("ledger-july: #books");
+    const out = path.join(sb1.dir("merged"), "m.jsonl");
+    const human = (await runOk(sb1, ["sessions", "merge", "ledger-july", "ledger-july-2", "-o", out])).stdout;
+    expect(human).toContain("merged ledger-july + ledger-july-2 ");
+    const info = readFileSync(out, "utf8").trim().split("\n").map((l) => JSON.parse(l)).find((e) => e.type === "session_info");
+    expect(info.name).toBe("merge of ledger-july + ledger-july-2");
   });
 });
