@@ -166,17 +166,27 @@ export async function agentSecrets(agentDir: string, env: NodeJS.ProcessEnv = pr
   const out = new Map<string, KnownSecret>();
   for (const file of SECRET_FILES) {
     const text = await readConfig(agentDir, file);
-    if (text === undefined) continue;
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text.replace(/^\uFEFF/, "")); // pi accepts a BOM in mcp.json
-    } catch {
-      for (const s of quotedStrings(text)) add(out, s, file, env);
-      continue;
-    }
-    const section = SECTION[file];
-    const root = section && parsed && typeof parsed === "object" && section in parsed ? (parsed as Record<string, unknown>)[section] : parsed;
-    collect(root, [], file, out, env);
+    if (text !== undefined) collectFile(text, file, out, env);
   }
   return [...out.values()].sort((a, b) => b.value.length - a.value.length);
+}
+
+/** Whether the text of one of SECRET_FILES holds any credential (doctor: is a readable mcp.json a leak?). */
+export function holdsSecrets(text: string, file: (typeof SECRET_FILES)[number], env: NodeJS.ProcessEnv = process.env): boolean {
+  const out = new Map<string, KnownSecret>();
+  collectFile(text, file, out, env);
+  return out.size > 0;
+}
+
+function collectFile(text: string, file: string, out: Map<string, KnownSecret>, env: NodeJS.ProcessEnv): void {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text.replace(/^\uFEFF/, "")); // pi accepts a BOM in mcp.json
+  } catch {
+    for (const s of quotedStrings(text)) add(out, s, file, env);
+    return;
+  }
+  const section = SECTION[file];
+  const root = section && parsed && typeof parsed === "object" && section in parsed ? (parsed as Record<string, unknown>)[section] : parsed;
+  collect(root, [], file, out, env);
 }
