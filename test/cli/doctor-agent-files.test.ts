@@ -3,10 +3,10 @@
 // is, whether the last snapshot holds it, and whether others can read the ones with credentials.
 // pi 1.6.0 writes every one of them itself (test/helpers/pi1-mcp.ts).
 
-import { chmodSync, mkdirSync, statSync } from "node:fs";
+import { chmodSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cli, initRepo, snapshot } from "../helpers/cli.js";
+import { cli, initRepo, ok, snapshot } from "../helpers/cli.js";
 import { piMcpAdd, piMcpSaveOAuth, piWriteStateFiles } from "../helpers/pi1-mcp.js";
 import { makeSandbox, writePiConfigFiles, type Sandbox } from "../helpers/tmp.js";
 
@@ -15,6 +15,8 @@ interface DoctorJson {
   checks: { name: string; status: "ok" | "warn" | "error"; message: string; fix?: string }[];
 }
 
+const MCP_HEADER = "hdrK3y.Docs.77aa19Qz";
+const MCP_TOKEN = "mcpAcc3ss.T0ken.xyz.123";
 const NEW_FILES = ["mcp.json", "mcp-auth.json", "trust.json", "crashes.json", "models-store.json"];
 
 let sb: Sandbox;
@@ -25,8 +27,8 @@ beforeAll(async () => {
   sb = makeSandbox("doctor-files");
   writePiConfigFiles(sb.agentDir);
   mkdirSync(sb.sessionsDir, { recursive: true });
-  piMcpAdd(sb.home, sb.agentDir, ["docs", "--url", "https://mcp.example.com/mcp", "--header", "X-Api-Key=hdrK3y.Docs.77aa19Qz"]);
-  piMcpSaveOAuth(sb.home, sb.agentDir, "docs", { serverUrl: "https://mcp.example.com/mcp", tokens: { access_token: "mcpAcc3ss.T0ken.xyz.123", token_type: "Bearer" } });
+  piMcpAdd(sb.home, sb.agentDir, ["docs", "--url", "https://mcp.example.com/mcp", "--header", `X-Api-Key=${MCP_HEADER}`]);
+  piMcpSaveOAuth(sb.home, sb.agentDir, "docs", { serverUrl: "https://mcp.example.com/mcp", tokens: { access_token: MCP_TOKEN, token_type: "Bearer" } });
   await initRepo(sb);
 }, 60_000);
 
@@ -80,5 +82,31 @@ describe("doctor and pi's agent dir files", () => {
     } finally {
       chmodSync(file, 0o600);
     }
+  });
+
+  it("restore puts pi 1.x's secret files back byte for byte with their 0600, and no byte of them is stored or logged in the clear", async () => {
+    const files = ["mcp-auth.json", "mcp.json"];
+    chmodSync(path.join(sb.agentDir, "mcp.json"), 0o600); // as doctor's fix says (pi wrote it 0644)
+    const before = new Map(files.map((f) => [f, readFileSync(path.join(sb.agentDir, f))]));
+    const snap = await snapshot(sb);
+    for (const f of files) rmSync(path.join(sb.agentDir, f));
+    const restored = await ok(sb, ["restore", snap.snapshotId, ...files.flatMap((f) => ["--path", f])]);
+    for (const f of files) {
+      expect(readFileSync(path.join(sb.agentDir, f)).equals(before.get(f)!), f).toBe(true);
+      expect(statSync(path.join(sb.agentDir, f)).mode & 0o777, f).toBe(0o600);
+    }
+    // The repository, pi-guard's caches, state and logs, and what it printed: never the plaintext.
+    const clear: string[] = [];
+    const walk = (dir: string): void => {
+      for (const e of readdirSync(dir, { withFileTypes: true })) {
+        const p = path.join(dir, e.name);
+        if (p === sb.agentDir) continue;
+        if (e.isDirectory()) walk(p);
+        else if (e.isFile() && [MCP_HEADER, MCP_TOKEN].some((v) => readFileSync(p).includes(v))) clear.push(p);
+      }
+    };
+    walk(sb.root);
+    expect(clear).toEqual([]);
+    expect(restored.stdout + restored.stderr).not.toMatch(/hdrK3y|mcpAcc3ss/);
   });
 });
