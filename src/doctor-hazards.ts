@@ -14,7 +14,7 @@ import { isInside } from "./config/config.js";
 import type { DoctorCheck } from "./doctor.js";
 import { streamSessionItems } from "./pi/parse.js";
 import { PI_AGENT_FILES } from "./pi/paths.js";
-import { holdsSecrets, SECRET_FILES } from "./export/secrets.js";
+import { holdsSecrets } from "./export/secrets.js";
 import type { ParseIssueKind } from "./pi/lines.js";
 import { watcherStatus } from "./watch/status.js";
 
@@ -260,7 +260,7 @@ export async function agentFileChecks(config: Config, backedUp: { snapshot: stri
     let secret = f.secret === "always";
     if (f.secret === "if-it-holds-any" && st.size <= MAX_CONFIG_BYTES) {
       const text = await fs.readFile(file, "utf8").catch(() => "");
-      secret = (SECRET_FILES as readonly string[]).includes(f.name) && holdsSecrets(text, f.name as (typeof SECRET_FILES)[number], env);
+      secret = holdsSecrets(text, f.name, env);
     }
     const where = backedUp === undefined ? "not known whether backed up" : backedUp === null ? "not backed up yet (no snapshot)" : backedUp.names.has(f.name) ? `in snapshot ${backedUp.snapshot}` : `NOT in the last snapshot ${backedUp.snapshot}`;
     const facts = `${f.what}; ${secret ? "holds credentials, " : ""}mode ${mode.toString(8).padStart(3, "0")}; ${where}`;

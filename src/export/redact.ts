@@ -1,6 +1,6 @@
 // --redact: mask secrets in an exported session. Two sources: the exact values the user keeps in
-// auth.json, models.json, mcp.json and mcp-auth.json (secrets.ts), matched in every encoding they are likely to appear in,
-// and well-known key shapes. Session text is hostile: a key may sit right after a JSON escape
+// auth.json, models.json, mcp.json and mcp-auth.json (secrets.ts), matched in every encoding they
+// are likely to appear in, and well-known key shapes. Session text is hostile: a key may sit right after a JSON escape
 // (`\nsk-…`), a URL-encoded quote (`%22sk-…`) or a glued prefix (`key_sk-…`), or be used as a
 // property name, so no pattern requires a word boundary before the key itself.
 //

@@ -172,7 +172,7 @@ export async function agentSecrets(agentDir: string, env: NodeJS.ProcessEnv = pr
 }
 
 /** Whether the text of one of SECRET_FILES holds any credential (doctor: is a readable mcp.json a leak?). */
-export function holdsSecrets(text: string, file: (typeof SECRET_FILES)[number], env: NodeJS.ProcessEnv = process.env): boolean {
+export function holdsSecrets(text: string, file: string, env: NodeJS.ProcessEnv = process.env): boolean {
   const out = new Map<string, KnownSecret>();
   collectFile(text, file, out, env);
   return out.size > 0;
