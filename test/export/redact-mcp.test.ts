@@ -1,6 +1,7 @@
 // pi 1.x keeps MCP credentials in two new files of the agent dir: mcp.json (headers, env, args and
 // OAuth client secrets of MCP servers) and mcp-auth.json (MCP OAuth tokens, client secrets, PKCE
-// verifiers). pi 1.6.0 writes both itself here (test/helpers/pi1-mcp.ts). `export --redact` masks
+// verifiers). pi 1.6.0 writes both itself here (test/helpers/pi1-mcp.ts), and the session is pi
+// 1.6.0's, with its real bash tool printing the files. `export --redact` masks
 // every secret they hold wherever a session shows it: pasted bare into a prompt, in the output of
 // `cat mcp-auth.json`, base64-encoded by a tool, and in the model's answer; settings and URLs stay.
 
@@ -8,7 +9,7 @@ import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ok } from "../helpers/cli.js";
-import { fauxToolCall, makePiSession, type PiSessionResult } from "../helpers/pi-factory.js";
+import { makePi1Session, pi1ToolCall, type Pi1SessionResult } from "../helpers/pi1.js";
 import { piMcpAdd, piMcpSaveOAuth } from "../helpers/pi1-mcp.js";
 import { makeSandbox, type Sandbox } from "../helpers/tmp.js";
 import { leaks, searchable } from "./redact-search.js";
@@ -44,7 +45,7 @@ const SECRETS: [string, string][] = [
 const ENV = { GH_PAT: REF_ENV };
 
 let sb: Sandbox;
-let session: PiSessionResult;
+let session: Pi1SessionResult;
 
 beforeAll(async () => {
   sb = makeSandbox("redact-mcp");
@@ -63,15 +64,15 @@ beforeAll(async () => {
   const cwd = path.join(sb.root, "work", "mcp");
   mkdirSync(cwd, { recursive: true });
   const agent = (file: string) => path.join(sb.agentDir, file);
-  session = await makePiSession({
+  session = await makePi1Session({
     agentDir: sb.agentDir,
     cwd,
     turns: [
       {
         user: `The docs server rejects ${ACCESS}; I refreshed with ${REFRESH}. The tools key is ${TOOLS_ENV} and ${REF_ENV}, the arg ${TOOLS_ARG}.`,
         assistant: [
-          [fauxToolCall("bash", { command: `cat ${agent("mcp-auth.json")} ${agent("mcp.json")}` })],
-          [fauxToolCall("bash", { command: `printf %s '${DOCS_HEADER}' | base64; echo ${ID_TOKEN}` })],
+          [pi1ToolCall("bash", { command: `cat ${agent("mcp-auth.json")} ${agent("mcp.json")}` })],
+          [pi1ToolCall("bash", { command: `printf %s '${DOCS_HEADER}' | base64; echo ${ID_TOKEN}` })],
           `The client secret ${CLIENT_SECRET} and ${DCR_SECRET} look fine; verifier ${VERIFIER}, state ${OAUTH_STATE}, bearer ${DOCS_BEARER}.`,
         ],
       },
