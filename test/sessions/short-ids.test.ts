@@ -143,6 +143,12 @@ describe("pi 1.6.0 sessions: ids of one millisecond, and ids chosen with --sessi
     }
   });
 
+  it("search names its sessions by the same ids", async () => {
+    const out = (await runOk(sb1, ["sessions", "search", "hello", "--live"])).stdout.split("\n");
+    const ids = out.filter((l) => /^\S/.test(l) && !/ sessions? in /.test(l)).map((l) => l.split(/\s+/)[0]).sort();
+    expect(ids).toEqual(["019ad0c4-7e21-7a3b", "019ad0c4-7e21-7a3c", "ledger-july", "ledger-july-2"]);
+  });
+
   it("tag and merge name the chosen ids whole", async () => {
     expect((await runOk(sb1, ["sessions", "tag", "ledger-july", "books"])).stdout.trim()).toBe("ledger-july: #books");
     const out = path.join(sb1.dir("merged"), "m.jsonl");
