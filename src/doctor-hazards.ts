@@ -13,6 +13,8 @@ import type { Config } from "./config/config.js";
 import { isInside } from "./config/config.js";
 import type { DoctorCheck } from "./doctor.js";
 import { streamSessionItems } from "./pi/parse.js";
+import { PI_AGENT_FILES } from "./pi/paths.js";
+import { holdsSecrets } from "./export/secrets.js";
 import type { ParseIssueKind } from "./pi/lines.js";
 import { watcherStatus } from "./watch/status.js";
 
@@ -232,4 +234,42 @@ export async function protectionCheck(config: Config, lastSnapshotMs: number | u
     message: `${why}, and no snapshot in the last hour: changes since ${lastSnapshotMs !== undefined ? new Date(lastSnapshotMs).toISOString() : "ever"} are not backed up`,
     fix: "pi-guard service install --enable (a service that keeps the watcher running)",
   };
+}
+
+/** Larger than any real config file: a bigger one is not parsed to judge it. */
+const MAX_CONFIG_BYTES = 16 << 20;
+
+/**
+ * The files pi keeps in the agent dir (PI_AGENT_FILES: auth.json and the files pi 1.x added), one
+ * check each that is present: what it is, whether the last snapshot holds it, and, for those that
+ * hold credentials, whether others can read it. `backedUp` is the set of names the last snapshot
+ * holds, `null` when there is no snapshot, undefined when it could not be told.
+ */
+export async function agentFileChecks(config: Config, backedUp: { snapshot: string; names: Set<string> } | null | undefined, env: Env = process.env): Promise<DoctorCheck[]> {
+  const out: DoctorCheck[] = [];
+  const absent: string[] = [];
+  for (const f of PI_AGENT_FILES) {
+    const file = path.join(config.agentDir, f.name);
+    const st = await fs.lstat(file).catch(() => undefined);
+    if (!st?.isFile()) {
+      if (!st) absent.push(f.name);
+      else out.push({ name: f.name, status: "warn", message: `${file} (${f.what}) is not a regular file: pi cannot use it, and only what it is is backed up`, fix: `look at ${file} and put pi's file back (pi-guard restore latest --path ${f.name})` });
+      continue;
+    }
+    const mode = st.mode & 0o777;
+    let secret = f.secret === "always";
+    if (f.secret === "if-it-holds-any" && st.size <= MAX_CONFIG_BYTES) {
+      const text = await fs.readFile(file, "utf8").catch(() => "");
+      secret = holdsSecrets(text, f.name, env);
+    }
+    const where = backedUp === undefined ? "not known whether backed up" : backedUp === null ? "not backed up yet (no snapshot)" : backedUp.names.has(f.name) ? `in snapshot ${backedUp.snapshot}` : `NOT in the last snapshot ${backedUp.snapshot}`;
+    const facts = `${f.what}; ${secret ? "holds credentials, " : ""}mode ${mode.toString(8).padStart(3, "0")}; ${where}`;
+    if (secret && (mode & 0o077) !== 0) {
+      out.push({ name: f.name, status: "warn", message: `${file} (${facts}) is readable by others: its credentials are`, fix: `chmod 600 ${shellWord(file)}` });
+    } else if (backedUp && !backedUp.names.has(f.name)) {
+      out.push({ name: f.name, status: "warn", message: `${file} (${facts}): lost with the agent dir, it cannot be restored`, fix: "pi-guard snapshot now (and check that no exclude in pi-guard's config names it)" });
+    } else out.push({ name: f.name, status: "ok", message: `${file} (${facts})` });
+  }
+  if (absent.length) out.push({ name: "agent files", status: "ok", message: `not present (pi writes them when needed): ${absent.join(", ")}` });
+  return out;
 }

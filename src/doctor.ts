@@ -11,7 +11,9 @@ import { readCredentialCopies, resolveCredentials } from "./config/credentials.j
 import { openRepository, openTarget } from "./engine.js";
 import { isImport } from "./repo/format.js";
 import { isLocalLocation, parseRepoLocation } from "./targets/location.js";
-import { findHazards, protectionCheck } from "./doctor-hazards.js";
+import { agentFileChecks, findHazards, protectionCheck } from "./doctor-hazards.js";
+import { PI_AGENT_FILES } from "./pi/paths.js";
+import type { Repository, SnapshotRecord } from "./repo/repository.js";
 
 export type CheckStatus = "ok" | "warn" | "error";
 
@@ -62,34 +64,55 @@ export async function runDoctor(config: Config, now = Date.now()): Promise<Docto
   checks.push(...(await credentialCopyCheck(config)));
   checks.push(...(await findHazards(config)));
 
-  const lastTime = await lastSnapshotCheck(config, cred, add, now);
-  checks.push(await protectionCheck(config, lastTime, now));
+  const last = await lastSnapshotCheck(config, cred, add, now);
+  checks.push(...(await agentFileChecks(config, last.files)));
+  checks.push(await protectionCheck(config, last.time, now));
   return checks;
 }
 
+/** The last snapshot's time (ms) and which of pi's agent files it holds (see agentFileChecks). */
+interface LastSnapshot {
+  time?: number;
+  files?: { snapshot: string; names: Set<string> } | null;
+}
+
+/** The names of PI_AGENT_FILES that a snapshot's tree holds at the top of the agent root. */
+async function agentFilesIn(repo: Repository, record: SnapshotRecord): Promise<Set<string>> {
+  const [{ BlobReader }, { SealPool }, { readTree }] = await Promise.all([import("./repo/blob-reader.js"), import("./repo/seal-pool.js"), import("./snapshot/tree.js")]);
+  const wanted = new Set(PI_AGENT_FILES.map((f) => f.name));
+  const found = new Set<string>();
+  await repo.loadIndex(true);
+  for await (const node of readTree(new BlobReader(repo, new SealPool(0)), record.snapshot.tree)) {
+    // The tree is untrusted: only well-formed nodes of the agent root count.
+    if (node && node.root === "agent" && node.type === "file" && typeof node.path === "string" && wanted.has(node.path)) found.add(node.path);
+    if (found.size === wanted.size) break;
+  }
+  return found;
+}
+
 /** The same check through restic, for a restic: repository (docs/RESTIC.md). */
-async function resticLastSnapshotCheck(config: Config, add: Add, now: number): Promise<number | undefined> {
+async function resticLastSnapshotCheck(config: Config, add: Add, now: number): Promise<LastSnapshot> {
   try {
     const [{ resticSession }, { listResticSnapshots }] = await Promise.all([import("./restic/repository.js"), import("./restic/snapshots.js")]);
     const last = (await listResticSnapshots(await resticSession(config))).at(-1);
     if (!last) {
       add("last snapshot", "warn", "the restic repository has no pi-guard snapshots yet", "pi-guard snapshot");
-      return undefined;
+      return { files: null };
     }
     const age = now - Date.parse(last.time);
     const when = `${last.id.slice(0, 8)} at ${last.time} (restic)`;
     add("last snapshot", age > DAY ? "warn" : "ok", age > DAY ? `${when}, more than a day ago` : when, "pi-guard snapshot now");
-    return Date.parse(last.time);
+    return { time: Date.parse(last.time) }; // which files it holds is not read through restic
   } catch (err) {
     add("repository", "error", (err as Error).message, "fix what is named, then run pi-guard doctor again");
-    return undefined;
+    return {};
   }
 }
 
 type Add = (name: string, status: CheckStatus, message: string, fix?: string, paths?: string[]) => void;
 
-/** The last own snapshot's time (ms), or undefined when there is none or the repository cannot be read. */
-async function lastSnapshotCheck(config: Config, cred: unknown, add: Add, now: number): Promise<number | undefined> {
+/** The last own snapshot: no time when there is none or the repository cannot be read. */
+async function lastSnapshotCheck(config: Config, cred: unknown, add: Add, now: number): Promise<LastSnapshot> {
   if (parseRepoLocation(config.repo).kind === "restic") return resticLastSnapshotCheck(config, add, now);
   const head = await openTarget(config)
     .head("config")
@@ -97,13 +120,13 @@ async function lastSnapshotCheck(config: Config, cred: unknown, add: Add, now: n
   if (head instanceof Error) {
     // Unreachable storage (a missing bucket, rejected credentials, a server down) is not "no repository".
     add("repository", "error", `${config.repo}: ${head.message.split("\n")[0]}`, "fix the storage access named, then run pi-guard doctor again");
-    return undefined;
+    return {};
   }
   if (!head) {
     add("repository", "error", `no repository at ${config.repo}`, "pi-guard init (or pi-guard snapshot --init)");
-    return undefined;
+    return { files: null };
   }
-  if (!cred || cred instanceof Error) return undefined;
+  if (!cred || cred instanceof Error) return {};
   try {
     const repo = await openRepository(config);
     const snapshots = await repo.listSnapshots();
@@ -111,19 +134,22 @@ async function lastSnapshotCheck(config: Config, cred: unknown, add: Add, now: n
     if (!snapshots.length && repo.unreadableSnapshots.length) {
       // Damage, not an empty repository: starting over on top of it would bury what can be healed.
       add("last snapshot", "error", allSnapshotsDamaged(repo.unreadableSnapshots, { location: config.repo, mirror: config.mirrors[0] }).message, "pi-guard check --read-data, then the repair it names");
-      return undefined;
+      return {};
     }
     if (!last) {
       add("last snapshot", "warn", "the repository has no snapshots yet", "pi-guard snapshot");
-      return undefined;
+      return { files: null };
     }
     const age = now - Date.parse(last.snapshot.time);
     const when = `${last.id.slice(0, 8)} at ${last.snapshot.time}`;
     add("last snapshot", age > DAY ? "warn" : "ok", age > DAY ? `${when}, more than a day ago` : when, "pi-guard snapshot now; then pi-guard service install --enable");
-    return Date.parse(last.snapshot.time);
+    const time = Date.parse(last.snapshot.time);
+    // A tree that cannot be read is the business of `check`; here it only leaves "not known".
+    const names = await agentFilesIn(repo, last).catch(() => undefined);
+    return { time, files: names && { snapshot: last.id.slice(0, 8), names } };
   } catch (err) {
     add("repository", "error", (err as Error).message, "pi-guard check");
-    return undefined;
+    return {};
   }
 }
 

@@ -84,7 +84,7 @@ const ROUTES: Record<string, Route> = {
     const [{ resticSessions }, { filterSessions }, { timeRange }] = await Promise.all([import("../restic/sessions.js"), import("../sessions/query.js"), import("../sessions/time-filter.js")]);
     const range = timeRange(flags);
     const all = await resticSessions(ctx.config, await session());
-    await printSessionList(ctx, filterSessions(all, { project: flags.project, tag: flags.tag, deleted: flags.deleted, host: flags.host, ...range }));
+    await printSessionList(ctx, filterSessions(all, { project: flags.project, tag: flags.tag, deleted: flags.deleted, host: flags.host, ...range }), all);
   },
   status: async (ctx, session, _args, opts) => {
     const [{ resticStatus }, { printStatus, statusOptions }] = await Promise.all([import("../restic/status.js"), import("./service-commands.js")]);

@@ -101,10 +101,16 @@ async function gatherStats(ctx: Context, gap: string) {
   });
 }
 
-/** `sessions list`'s output; shared with the restic engine's listing. */
-export async function printSessionList(ctx: Context, list: SessionRecord[]): Promise<void> {
+/**
+ * `sessions list`'s output; shared with the restic engine's listing. Ids are shown by their
+ * shortest prefix that no other id of `all` (every session, not only those listed) starts with,
+ * so each one shown can be typed back (src/sessions/short-id.ts).
+ */
+export async function printSessionList(ctx: Context, list: SessionRecord[], all: readonly { id: string }[] = list): Promise<void> {
+  const { shortIds } = await import("../sessions/short-id.js");
+  const short = shortIds(list.map((s) => s.id), all.map((s) => s.id));
   if (ctx.out.json) {
-    printJson(list.map(listRow));
+    printJson(list.map((s) => ({ ...listRow(s), shortId: short.get(s.id) })));
     return;
   }
   if (list.length === 0) {
@@ -115,7 +121,7 @@ export async function printSessionList(ctx: Context, list: SessionRecord[]): Pro
   const { fitListRows, terminalWidth } = await import("../sessions/list-layout.js");
   const rows = [["ID", "NAME", "PROJECT", "STARTED", "LAST ACTIVITY", "TURNS", "TOKENS", "COST", "SIZE", "WHERE"]];
   for (const s of list) {
-    rows.push([s.id.slice(0, 8), s.name ?? "", s.project, day(s.started), day(s.lastActivity), String(s.turns), formatTokens(s.tokens), formatCost(s.cost), formatBytes(s.size), where(s) + (s.tags.length ? `  #${s.tags.join(" #")}` : "")]);
+    rows.push([short.get(s.id)!, s.name ?? "", s.project, day(s.started), day(s.lastActivity), String(s.turns), formatTokens(s.tokens), formatCost(s.cost), formatBytes(s.size), where(s) + (s.tags.length ? `  #${s.tags.join(" #")}` : "")]);
   }
   // Narrow terminals leave out STARTED, SIZE, COST and TOKENS (in that order) before the name gets short.
   info(ctx.out, table(fitListRows(rows, terminalWidth(), [3, 8, 7, 6])));
@@ -185,9 +191,9 @@ Examples:
       const range = timeRange(opts);
       const list = await withCatalog(ctx, !!opts.live, async (c) => {
         reportSnapshotDamage(ctx, c);
-        return filterSessions(c.sessions, { project: opts.project, tag: opts.tag, deleted: opts.deleted, host: opts.host, ...range });
+        return { list: filterSessions(c.sessions, { project: opts.project, tag: opts.tag, deleted: opts.deleted, host: opts.host, ...range }), all: c.sessions };
       });
-      await printSessionList(ctx, list);
+      await printSessionList(ctx, list.list, list.all);
     });
 
   sessions
@@ -271,9 +277,11 @@ Examples:
             return;
           }
           const lines: string[] = [];
+          const { shortIds } = await import("../sessions/short-id.js");
+          const short = shortIds(results.map((r) => r.session.id), catalog.ids);
           for (const r of results) {
             const s = r.session;
-            lines.push(`${s.id.slice(0, 8)}  ${s.name ?? cut(s.project, 40)}  ${day(s.lastActivity)}  ${s.deleted ? "DELETED  " : ""}score ${r.score.toFixed(2)}`);
+            lines.push(`${short.get(s.id)}  ${s.name ?? cut(s.project, 40)}  ${day(s.lastActivity)}  ${s.deleted ? "DELETED  " : ""}score ${r.score.toFixed(2)}`);
             for (const h of r.hits) lines.push(`    ${h.entryId} ${h.kind.padEnd(10)} ${h.snippet}`);
           }
           lines.push(`${results.length} session${results.length === 1 ? "" : "s"} in ${queryMs} ms${sync.indexed ? ` (indexed ${sync.indexed} changed session${sync.indexed === 1 ? "" : "s"} in ${sync.ms} ms)` : ""}`);
@@ -343,16 +351,18 @@ Examples:
       await withCatalog(ctx, false, async (catalog) => {
         const ra = resolveSession(catalog.sessions, a);
         const rb = resolveSession(catalog.sessions, b);
-        if (ra.id === rb.id) throw new RepoError(`"${a}" and "${b}" are the same session ${ra.id.slice(0, 8)}: give two different sessions`, "usage");
+        if (ra.id === rb.id) throw new RepoError(`"${a}" and "${b}" are the same session ${ra.id}: give two different sessions`, "usage");
         const [sa, sb] = [await loadSession(catalog, ra), await loadSession(catalog, rb)];
         // What was read only in part is written so: the merged file holds those parts as text.
         for (const [r, loaded] of [[ra, sa], [rb, sb]] as const) for (const w of loaded.warnings) warn(`session ${r.id}: ${w}`);
-        const merged = mergeSessions({ id: ra.id, name: ra.name, session: sa }, { id: rb.id, name: rb.name, session: sb });
+        const { shortIds } = await import("../sessions/short-id.js");
+        const short = shortIds([ra.id, rb.id], catalog.ids);
+        const merged = mergeSessions({ id: ra.id, shortId: short.get(ra.id)!, name: ra.name, session: sa }, { id: rb.id, shortId: short.get(rb.id)!, name: rb.name, session: sb });
         const file = opts.output ?? mergedSessionPath(ctx.config, merged.header);
         await writeNewSession(file, merged, !opts.output);
         const messages = merged.entries.filter((e) => e.type === "message").length;
         if (ctx.out.json) printJson({ id: merged.header.id, file, from: [ra.id, rb.id], messages, shared: merged.shared });
-        else info(ctx.out, `merged ${ra.id.slice(0, 8)} + ${rb.id.slice(0, 8)} (${messages} messages${merged.shared ? `, ${merged.shared} shared written once` : ""}) into ${merged.header.id.slice(0, 8)}: ${file}`);
+        else info(ctx.out, `merged ${short.get(ra.id)} + ${short.get(rb.id)} (${messages} messages${merged.shared ? `, ${merged.shared} shared written once` : ""}) into ${merged.header.id}: ${file}`);
       });
     });
 
@@ -376,10 +386,14 @@ Examples:
         const { changeTags, checkTagNames } = await import("../sessions/tags.js");
         checkTagNames(names);
         const { resolveSession } = await import("../sessions/index.js");
-        const record = await withCatalog(ctx, false, async (c) => resolveSession(c.sessions, id));
+        const { shortId } = await import("../sessions/short-id.js");
+        const { record, short } = await withCatalog(ctx, false, async (c) => {
+          const found = resolveSession(c.sessions, id);
+          return { record: found, short: shortId(found.id, c.ids) };
+        });
         const tags = await changeTags(ctx.config.dataDir, record.id, names, remove);
         if (ctx.out.json) printJson({ id: record.id, tags });
-        else info(ctx.out, `${record.id.slice(0, 8)}: ${tags.length ? tags.map((t) => `#${t}`).join(" ") : "no tags"}`);
+        else info(ctx.out, `${short}: ${tags.length ? tags.map((t) => `#${t}`).join(" ") : "no tags"}`);
       });
   }
 
@@ -443,7 +457,7 @@ Examples:
     .option("-o, --output <file>", "write here (atomically) instead of to stdout; never into the agent dir")
     .option("--force", "with --output: replace a file that is there")
     .option("--branch <entry>", "export the path to this entry instead of pi's leaf")
-    .option("--redact", "mask API keys and tokens (known key shapes and the keys in auth.json and models.json); home dirs become ~")
+    .option("--redact", "mask API keys and tokens (known key shapes and the keys in auth.json, models.json, mcp.json and mcp-auth.json); home dirs become ~")
     .addHelpText(
       "after",
       `
@@ -511,5 +525,5 @@ export async function exportAndReport(
   }
   if (!output) return;
   if (ctx.out.json) printJson({ id, format, output, bytes: written, source, redacted: !!opts.redact });
-  else info(ctx.out, `exported ${id.slice(0, 8)} (${format}, ${formatBytes(written)}) to ${output} from ${source}`);
+  else info(ctx.out, `exported ${id} (${format}, ${formatBytes(written)}) to ${output} from ${source}`);
 }

@@ -27,7 +27,7 @@ export function parseFormat(value: string | undefined, outputPath?: string): Exp
 export interface ExportOptions {
   format: ExportFormat;
   branch?: string;
-  /** Mask key shapes and the secret values in <agentDir>/auth.json and models.json. */
+  /** Mask key shapes and the secret values in <agentDir>/auth.json, models.json, mcp.json and mcp-auth.json. */
   redact?: boolean;
   agentDir: string;
   /** Where the bytes came from, shown in the export. */

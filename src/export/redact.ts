@@ -1,6 +1,6 @@
 // --redact: mask secrets in an exported session. Two sources: the exact values the user keeps in
-// auth.json and models.json (secrets.ts), matched in every encoding they are likely to appear in,
-// and well-known key shapes. Session text is hostile: a key may sit right after a JSON escape
+// auth.json, models.json, mcp.json and mcp-auth.json (secrets.ts), matched in every encoding they
+// are likely to appear in, and well-known key shapes. Session text is hostile: a key may sit right after a JSON escape
 // (`\nsk-…`), a URL-encoded quote (`%22sk-…`) or a glued prefix (`key_sk-…`), or be used as a
 // property name, so no pattern requires a word boundary before the key itself.
 //
@@ -40,7 +40,7 @@ function secretish(v: string): boolean {
   return (hasDigit(v) && hasLetter(v)) || (v.length >= 20 && mixedCase(v) && !v.includes(".")) || /[!@#$^&*]/.test(v);
 }
 
-const SECRET_NAME = String.raw`(?:[A-Za-z0-9]{1,40}[_-]){0,6}(?:api[_-]?key|apikey|secret[_-]?key|access[_-]?key|secret|password|passwd|access[_-]?token|refresh[_-]?token|session[_-]?token|auth[_-]?token|client[_-]?secret|private[_-]?key)`;
+const SECRET_NAME = String.raw`(?:[A-Za-z0-9]{1,40}[_-]){0,6}(?:api[_-]?key|apikey|secret[_-]?key|access[_-]?key|secret|password|passwd|access[_-]?token|refresh[_-]?token|id[_-]?token|session[_-]?token|auth[_-]?token|client[_-]?secret|code[_-]?verifier|private[_-]?key)`;
 
 const RULES: Rule[] = [
   // PEM private keys: the whole block, with real newlines or `\n` escapes; a cut-off one up to

@@ -1,7 +1,9 @@
 // The secret values a user keeps in the agent dir, for `export --redact`: API keys and OAuth
-// tokens in auth.json, and provider keys and header values in models.json. Any of these can be
-// pasted into a prompt or printed by a tool, in any shape, so their exact values are masked
-// wherever they occur, including values no key-shape pattern would recognise.
+// tokens in auth.json, provider keys and header values in models.json, and (pi 1.x) MCP server
+// headers, env values and OAuth client secrets in mcp.json and MCP OAuth state (tokens, client
+// secrets, PKCE verifiers) in mcp-auth.json. Any of these can be pasted into a prompt or printed
+// by a tool, in any shape, so their exact values are masked wherever they occur, including values
+// no key-shape pattern would recognise.
 
 import { promises as fs } from "node:fs";
 import path from "node:path";
@@ -18,8 +20,14 @@ export const MIN_SECRET_LENGTH = 8;
 
 /** Property names whose string values are credentials. auth.json holds nothing else, so loosely. */
 export const SECRET_KEY_NAME = /key|token|secret|passw|credential|auth|access|refresh|cookie/i;
-/** models.json mixes keys with settings (`maxTokensField: "max_completion_tokens"`): exact names only. */
-const MODELS_SECRET_KEY = /^(?:api[_-]?key|key|token|access[_-]?token|secret|password)$/i;
+/** models.json and mcp.json mix keys with settings (`maxTokensField: "max_completion_tokens"`): exact names only. */
+const MODELS_SECRET_KEY = /^(?:api[_-]?key|key|token|access[_-]?token|secret|password|client[_-]?secret)$/i;
+/**
+ * mcp-auth.json (pi-mcp's McpOAuthState per server) holds tokens, client secrets, a PKCE verifier
+ * and an OAuth state beside URLs, expiry times and discovery metadata: names decide, not shapes.
+ */
+const MCP_AUTH_SECRET_KEY = /token|secret|verifier|state|passw|credential|cookie/i;
+const MCP_AUTH_PLAIN_KEY = /^(?:token_type|scope|serverUrl)$|ur[il]s?$/i;
 
 /** Fields of a credential that name or describe it rather than hold it. */
 const DESCRIPTIVE_KEY = /^(type|provider|kind|name|api|baseUrl|url|email|expires)$/i;
@@ -32,9 +40,28 @@ export function looksRandom(v: string): boolean {
   return v.length >= 16 && !/\s/.test(v) && /[A-Za-z]/.test(v) && /\d/.test(v);
 }
 
+const VAR_REF = /\$\{[A-Za-z_][A-Za-z0-9_]*\}/;
+
+/** mcp.json values may name variables inside them ("Bearer ${DOCS_TOKEN}"): pi sends their values. */
+function expandVars(v: string, env: NodeJS.ProcessEnv): { text: string; vars: string[] } {
+  const vars: string[] = [];
+  const text = v.replace(new RegExp(VAR_REF.source, "g"), (ref) => {
+    const name = ref.slice(2, -1);
+    if (env[name]) vars.push(name);
+    return env[name] ?? "";
+  });
+  return { text, vars };
+}
+
 function add(out: Map<string, KnownSecret>, value: string, label: string, env: NodeJS.ProcessEnv): void {
-  const v = value.trim();
+  let v = value.trim();
   if (v.startsWith("!")) return; // a command pi runs for the key: its output is not known here
+  if (VAR_REF.test(v)) {
+    const { text, vars } = expandVars(v, env);
+    for (const name of vars) add(out, env[name]!, `${label} $${name}`, {});
+    if (!vars.length) return; // only names of variables pi-guard cannot see
+    v = text;
+  }
   if (ENV_NAME.test(v) && env[v]) {
     // pi uses the variable's value; the name itself is no secret.
     add(out, env[v]!, `${label} $${v}`, {}); // no second lookup: A=B, B=A must not loop
@@ -50,22 +77,54 @@ function add(out: Map<string, KnownSecret>, value: string, label: string, env: N
   if (scheme && scheme[1].length >= MIN_SECRET_LENGTH && !out.has(scheme[1])) out.set(scheme[1], { value: scheme[1], label });
 }
 
-/** Walk a parsed config file; `keys` is the chain of property names (the first names the provider). */
+/** Whether a string under property `key` of `file` (not inside headers or env) is a credential. */
+function secretValue(file: string, key: string, value: string, keys: readonly string[]): boolean {
+  // Model ids such as "qwen2.5-coder-32b" look random too: only auth.json is all credentials.
+  if (file === "auth.json") return SECRET_KEY_NAME.test(key) || looksRandom(value);
+  if (file === "mcp-auth.json") return !keys.includes("discovery") && MCP_AUTH_SECRET_KEY.test(key) && !MCP_AUTH_PLAIN_KEY.test(key);
+  return MODELS_SECRET_KEY.test(key);
+}
+
+/** The provider or server a value belongs to, for the marker: mcp-auth.json keys are "mcp__<server>|<url>". */
+function ownerOf(file: string, first: string): string {
+  if (file !== "mcp-auth.json") return first;
+  const [name, url] = first.includes("|") ? first.split("|", 2) : ["", first];
+  if (name) return name.replace(/^mcp__/, "");
+  return URL.canParse(url) ? new URL(url).host : "";
+}
+
+/** Walk a parsed config file; `keys` is the chain of property names (the first names the provider or server). */
 function collect(value: unknown, keys: string[], file: string, out: Map<string, KnownSecret>, env: NodeJS.ProcessEnv, inHeaders = false): void {
   if (typeof value === "string") {
     const key = keys[keys.length - 1] ?? "";
     if (DESCRIPTIVE_KEY.test(key) && !inHeaders) return;
-    // Model ids such as "qwen2.5-coder-32b" look random too: only auth.json is all credentials.
-    const secret = file === "auth.json" ? SECRET_KEY_NAME.test(key) || looksRandom(value) : MODELS_SECRET_KEY.test(key);
+    const secret = secretValue(file, key, value, keys);
     // Headers carry keys and settings alike ("Content-Type: application/json"): a header counts
     // when its name sounds like a credential or its value looks random.
-    const header = inHeaders && (/auth|key|token|secret|cookie|session|signature|pass/i.test(key) || looksRandom(value) || /^(?:bearer|basic|token)\s/i.test(value));
-    if (header || (!inHeaders && secret)) add(out, value, `${file} ${keys[0] ?? ""}`.trim(), env);
+    const sent = VAR_REF.test(value) ? expandVars(value, env).text : value; // judged by what pi sends
+    const header = inHeaders && (/auth|key|token|secret|cookie|session|signature|pass/i.test(key) || looksRandom(sent) || /^(?:bearer|basic|token)\s/i.test(sent));
+    if (header || (!inHeaders && secret)) add(out, value, `${file} ${ownerOf(file, keys[0] ?? "")}`.trim(), env);
   } else if (Array.isArray(value)) {
-    for (const v of value) collect(v, keys, file, out, env, inHeaders);
+    if (file === "mcp.json" && keys[keys.length - 1] === "args") argSecrets(value, `${file} ${keys[0] ?? ""}`.trim(), out, env);
+    else for (const v of value) collect(v, keys, file, out, env, inHeaders);
   } else if (value && typeof value === "object") {
-    for (const [k, v] of Object.entries(value)) collect(v, [...keys, k], file, out, env, inHeaders || /^headers$/i.test(k));
+    // An MCP stdio server's env is judged like headers: `TOOLS_KEY` beside `LOG_LEVEL: "debug"`.
+    const judged = (k: string) => /^headers$/i.test(k) || (file === "mcp.json" && k === "env");
+    for (const [k, v] of Object.entries(value)) collect(v, [...keys, k], file, out, env, inHeaders || judged(k));
   }
+}
+
+const SECRET_FLAG = /^--?[A-Za-z0-9-]*(?:key|token|secret|passw|auth|credential)[A-Za-z0-9-]*$/i;
+
+/** A stdio server's command line: `--api-key=VALUE`, or `--token VALUE` as two arguments. */
+function argSecrets(args: readonly unknown[], label: string, out: Map<string, KnownSecret>, env: NodeJS.ProcessEnv): void {
+  args.forEach((arg, i) => {
+    if (typeof arg !== "string") return;
+    const eq = arg.indexOf("=");
+    if (eq > 0 && SECRET_FLAG.test(arg.slice(0, eq))) add(out, arg.slice(eq + 1), label, env);
+    const next = args[i + 1];
+    if (eq < 0 && SECRET_FLAG.test(arg) && typeof next === "string" && !next.startsWith("-")) add(out, next, label, env);
+  });
 }
 
 /** Every quoted string of a file that is not valid JSON: a damaged file still holds its keys. */
@@ -92,24 +151,42 @@ async function readConfig(agentDir: string, file: string): Promise<string | unde
   }
 }
 
+/** The files of the agent dir that hold credentials (pi 1.x added the two MCP ones). */
+export const SECRET_FILES = ["auth.json", "models.json", "mcp.json", "mcp-auth.json"] as const;
+
+/** Where a file keeps its per-provider (per-server) part: `providers` in models.json, `mcpServers` in mcp.json. */
+const SECTION: Record<string, string> = { "models.json": "providers", "mcp.json": "mcpServers" };
+
 /**
- * The secrets of auth.json and models.json, longest first (so a key that contains another is
- * masked whole). Providers are the top-level names (auth.json) or `providers.<name>` (models.json).
+ * The secrets of the agent dir's credential files, longest first (so a key that contains another
+ * is masked whole). Providers are the top-level names (auth.json), `providers.<name>`
+ * (models.json) or `mcpServers.<name>` (mcp.json); mcp-auth.json is keyed by server and URL.
  */
 export async function agentSecrets(agentDir: string, env: NodeJS.ProcessEnv = process.env): Promise<KnownSecret[]> {
   const out = new Map<string, KnownSecret>();
-  for (const file of ["auth.json", "models.json"]) {
+  for (const file of SECRET_FILES) {
     const text = await readConfig(agentDir, file);
-    if (text === undefined) continue;
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      for (const s of quotedStrings(text)) add(out, s, file, env);
-      continue;
-    }
-    const root = file === "models.json" && parsed && typeof parsed === "object" && "providers" in parsed ? (parsed as { providers: unknown }).providers : parsed;
-    collect(root, [], file, out, env);
+    if (text !== undefined) collectFile(text, file, out, env);
   }
   return [...out.values()].sort((a, b) => b.value.length - a.value.length);
+}
+
+/** Whether the text of one of SECRET_FILES holds any credential (doctor: is a readable mcp.json a leak?). */
+export function holdsSecrets(text: string, file: string, env: NodeJS.ProcessEnv = process.env): boolean {
+  const out = new Map<string, KnownSecret>();
+  collectFile(text, file, out, env);
+  return out.size > 0;
+}
+
+function collectFile(text: string, file: string, out: Map<string, KnownSecret>, env: NodeJS.ProcessEnv): void {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text.replace(/^\uFEFF/, "")); // pi accepts a BOM in mcp.json
+  } catch {
+    for (const s of quotedStrings(text)) add(out, s, file, env);
+    return;
+  }
+  const section = SECTION[file];
+  const root = section && parsed && typeof parsed === "object" && section in parsed ? (parsed as Record<string, unknown>)[section] : parsed;
+  collect(root, [], file, out, env);
 }

@@ -171,3 +171,27 @@ export function sessionsLinkNote(link: SessionsLink): string {
       return `${link.path} is a symlink to ${link.real}, which is not a folder: only the link is backed up`;
   }
 }
+
+/** A file pi keeps at the top of the agent dir, as `doctor` describes it. */
+export interface AgentFile {
+  name: string;
+  /** What pi keeps in it, for a person. */
+  what: string;
+  /**
+   * always: nothing but credentials (pi writes it 0600); if-it-holds-any: settings that may
+   * carry credentials (headers, env values, keys), a secret when they do; no: no credentials.
+   */
+  secret: "always" | "if-it-holds-any" | "no";
+}
+
+/** The agent dir's own files (pi 0.73.1, and the ones pi 1.x added: docs/mcp.md, security.md, CHANGELOG). */
+export const PI_AGENT_FILES: readonly AgentFile[] = [
+  { name: "auth.json", what: "API keys and OAuth tokens of model providers", secret: "always" },
+  { name: "models.json", what: "custom providers and models (may hold API keys and headers)", secret: "if-it-holds-any" },
+  { name: "settings.json", what: "pi's settings", secret: "no" },
+  { name: "mcp.json", what: "MCP servers, pi 1.x (may hold headers, env values and OAuth client secrets)", secret: "if-it-holds-any" },
+  { name: "mcp-auth.json", what: "MCP OAuth tokens and client registrations, pi 1.x", secret: "always" },
+  { name: "trust.json", what: "project trust decisions, pi 1.x", secret: "no" },
+  { name: "crashes.json", what: "crash records for the next /bug report, pi 1.x", secret: "no" },
+  { name: "models-store.json", what: "dynamic model catalogs, pi 1.x", secret: "no" },
+];

@@ -84,6 +84,11 @@ export class SessionCatalog {
     return this.view.ids.length;
   }
 
+  /** Every session id, without reading their records (short ids are unique among these). */
+  get ids(): readonly string[] {
+    return this.view.ids;
+  }
+
   has(id: string): boolean {
     return this.view.has(id);
   }

@@ -19,6 +19,8 @@ import { entryKey, MERGE_MARKER } from "./summary.js";
 
 export interface MergeSource {
   id: string;
+  /** The id as the catalog shows it (src/sessions/short-id.ts); the full id when not given. */
+  shortId?: string;
   name: string | null;
   session: LoadedSession;
 }
@@ -106,7 +108,11 @@ export function mergeSessions(a: MergeSource, b: MergeSource, now = new Date()):
     const olderLeaf = chain(older, forkPoint);
     leaf = newer.length ? chain(newer, forkPoint) : olderLeaf;
   }
-  const label = (s: MergeSource) => s.name ?? s.id.slice(0, 8);
+  // Two sessions of one name (or none) are told apart by their ids, which UUIDv7 makes share
+  // their first 8 digits when started in the same minute: the catalog's short ids differ.
+  const idOf = (s: MergeSource) => s.shortId ?? s.id;
+  const sameName = a.name !== null && a.name === b.name;
+  const label = (s: MergeSource) => (s.name === null ? idOf(s) : sameName ? `${s.name} (${idOf(s)})` : s.name);
   const last = entries.length ? entries[entries.length - 1].timestamp : header.timestamp;
   // Names the sources for `stats`, which counts the copied messages in them, not here again. pi
   // keeps custom entries out of the model's context.

@@ -2,6 +2,10 @@
 
 import { RepoError } from "../repo/errors.js";
 import type { SessionRecord } from "./catalog.js";
+import { shortIds } from "./short-id.js";
+
+/** Candidates an ambiguous id names; the error stays one line. */
+const MAX_CANDIDATES = 6;
 
 export interface SessionFilter {
   /** Substring of the project path (header cwd). */
@@ -37,9 +41,12 @@ export function resolveSession(sessions: readonly SessionRecord[], query: string
   const hits = sessions.filter((s) => s.id.toLowerCase().startsWith(q.toLowerCase()));
   if (hits.length === 1) return hits[0];
   if (hits.length === 0) throw new RepoError(`no session matches "${q}" (run \`pi-guard sessions list\` to see them)`, "not-found");
-  const shown = hits.slice(0, 4).map((s) => s.id.slice(0, Math.max(q.length + 4, 12)));
+  // Each candidate by the prefix that tells it from the others (UUIDv7 ids started in the same
+  // minute share their first 8 digits), with what the user may recognise it by.
+  const short = shortIds(hits.map((s) => s.id));
+  const shown = hits.slice(0, MAX_CANDIDATES).map((s) => `${short.get(s.id)} (${[s.name, s.started?.replace("T", " ").slice(0, 16)].filter(Boolean).join(", ") || s.project})`);
   throw new RepoError(
-    `session id "${q}" is ambiguous: ${hits.length} sessions match (${shown.join(", ")}${hits.length > 4 ? ", ..." : ""}); type more characters`,
+    `session id "${q}" is ambiguous: ${hits.length} sessions match: ${shown.join(", ")}${hits.length > MAX_CANDIDATES ? `, and ${hits.length - MAX_CANDIDATES} more` : ""}; type one of these ids or more characters`,
     "usage",
   );
 }

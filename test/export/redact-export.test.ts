@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cli, expectOneLineError, ok } from "../helpers/cli.js";
 import { fauxText, fauxToolCall, makePiSession, type PiSessionResult } from "../helpers/pi-factory.js";
 import { makeSandbox, writeFileExact, type Sandbox } from "../helpers/tmp.js";
+import { leaks, searchable } from "./redact-search.js";
 
 // Key shapes, each planted in one hiding form.
 const ANTH_ESCAPED = "sk-ant-api03-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z-Q7rT0uV"; // after a literal `\n`
@@ -54,44 +55,6 @@ const CODE = [
 ].join("\n");
 
 const ENV = { ACME_ENV_KEY: ENV_VALUE };
-
-/** Every way a secret could be written into an export. */
-function encodings(secret: string): string[] {
-  const forms = new Set<string>([secret, JSON.stringify(secret).slice(1, -1), encodeURIComponent(secret), encodeURIComponent(secret).toLowerCase()]);
-  const bytes = Buffer.from(secret);
-  for (let pad = 0; pad < 3; pad++) {
-    const b64 = Buffer.concat([Buffer.alloc(pad), bytes]).toString("base64");
-    const core = b64.slice(pad ? 4 : 0, Math.floor((pad + bytes.length) / 3) * 4);
-    forms.add(core).add(core.replace(/\+/g, "-").replace(/\//g, "_"));
-  }
-  // A partial leak counts: any 12 characters of the secret.
-  for (let i = 0; i + 12 <= secret.length; i++) forms.add(secret.slice(i, i + 12));
-  return [...forms].filter((f) => f.length >= 12);
-}
-
-/** The texts to search in one export: itself, and for HTML the decoded embedded session. */
-function searchable(format: string, out: string): string[] {
-  const texts = [out];
-  const strings = (v: unknown): string[] => (typeof v === "string" ? [v] : v && typeof v === "object" ? Object.entries(v).flatMap(([k, x]) => [k, ...strings(x)]) : []);
-  if (format === "json") texts.push(strings(JSON.parse(out)).join("\n"));
-  if (format === "html") {
-    const payload = /<script id="session-data" type="application\/json">([^<]*)<\/script>/.exec(out);
-    expect(payload, "the page embeds the session").not.toBeNull();
-    const json = Buffer.from(payload![1], "base64").toString("utf8");
-    texts.push(json, strings(JSON.parse(json)).join("\n"));
-  }
-  return texts;
-}
-
-/** One line per secret that shows up in any encoding, with the first form found. */
-function leaks(texts: string[]): string[] {
-  const found: string[] = [];
-  for (const [secret, where] of SECRETS) {
-    const form = encodings(secret).find((f) => texts.some((t) => t.includes(f)));
-    if (form) found.push(`${where}: ${JSON.stringify(form)}`);
-  }
-  return found;
-}
 
 let sb: Sandbox;
 let session: PiSessionResult;
@@ -161,7 +124,7 @@ describe("export --redact with secrets in every hiding place", () => {
     it(`${format}: no secret in any encoding, ordinary text intact`, async () => {
       const out = (await ok(sb, ["export", session.sessionId, "--redact", "-f", format], { env: ENV })).stdout;
       const texts = searchable(format, out);
-      expect(leaks(texts)).toEqual([]);
+      expect(leaks(texts, SECRETS)).toEqual([]);
       const all = texts.join("\n");
       // Masks say where a value came from, never what it was.
       expect(all).toContain("[REDACTED]");

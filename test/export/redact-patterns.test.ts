@@ -242,3 +242,13 @@ describe("hostile input cannot stall the redactor", () => {
     }
   });
 });
+
+describe("MCP OAuth state by its names (pi 1.x mcp-auth.json), for tokens the file no longer holds", () => {
+  it("an old mcp-auth.json printed in a session: id_token, codeVerifier, refresh and access tokens are masked, URLs stay", () => {
+    const old = JSON.stringify({ "mcp__docs|https://mcp.example.com/mcp": { serverUrl: "https://mcp.example.com/mcp", tokens: { access_token: "oldAcc3ss.T0ken.1", token_type: "Bearer", refresh_token: "oldRefr3sh.T0ken.2", id_token: "oldIdT0ken.Signed.3" }, codeVerifier: "oldV3rifier.PKCE.4abcdefghij" } }, null, 2);
+    const out = redact(old);
+    for (const secret of ["oldAcc3ss", "oldRefr3sh", "oldIdT0ken", "oldV3rifier"]) expect(out).not.toContain(secret);
+    expect(out).toContain('"serverUrl": "https://mcp.example.com/mcp"');
+    expect(out).toContain('"token_type": "Bearer"');
+  });
+});
