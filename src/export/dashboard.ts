@@ -49,7 +49,7 @@ function kindTable(id: string, rows: { name: string; input: number; output: numb
 export function renderDashboard(s: Stats): string {
   const t = s.totals;
   const days = (f: (d: Stats["days"][number]) => number) => s.days.map((d) => ({ label: d.day, value: f(d) }));
-  const biggest = s.biggest.map((b) => ({ label: `${b.id.slice(0, 8)} ${b.name ?? b.project}${b.deleted ? " (deleted)" : ""}`, value: b.size }));
+  const biggest = s.biggest.map((b) => ({ label: `${b.shortId} ${b.name ?? b.project}${b.deleted ? " (deleted)" : ""}`, value: b.size }));
   const section = (id: string, title: string, body: string) => `<section id="${id}"><h2>${title}</h2>${body}</section>`;
   return `${pageHead({ csp: CSP, title: "pi-guard dashboard", css: STYLE })}
 <body>

@@ -658,8 +658,8 @@ export const VIEWER_JS = String.raw`
     });
     var name = null;
     entries.forEach(function (e) { if (e.type === "session_info") name = e.name || null; });
-    document.getElementById("title").textContent = name || "pi session " + String(header.id).slice(0, 8);
-    document.title = (name || "pi session " + String(header.id).slice(0, 8)) + " \u2014 pi-guard export";
+    document.getElementById("title").textContent = name || "pi session " + String(header.id);
+    document.title = (name || "pi session " + String(header.id)) + " \u2014 pi-guard export";
     var counts = [[roles.user, "user"], [roles.assistant, "assistant"], [roles.toolResult, "tool results"], [roles.custom, "custom"], [compactions, "compactions"], [summaries, "branch summaries"]]
       .filter(function (c) { return c[0]; }).map(function (c) { return c[0] + " " + c[1]; }).join(", ") || "0";
     var stats = document.getElementById("stats");

@@ -138,7 +138,7 @@ class HtmlPage {
   }
 
   start(): string {
-    const title = escapeHtml(this.meta.name ?? `pi session ${String(this.meta.header.id).slice(0, 8)}`);
+    const title = escapeHtml(this.meta.name ?? `pi session ${String(this.meta.header.id)}`);
     this.first = true;
     return `${pageHead({ csp: CSP, title, css: VIEWER_CSS })}\n${body(title)}<script id="rendered-html" type="application/json">{`;
   }

@@ -137,7 +137,7 @@ interface HeadInfo {
 function head(info: HeadInfo): string {
   const h = info.header;
   const { stats } = info;
-  const title = info.name ?? `pi session ${h.id.slice(0, 8)}`;
+  const title = info.name ?? `pi session ${h.id}`;
   const rows: [string, string][] = [
     ["Session", `\`${h.id}\``],
     ["Project", h.cwd ? `\`${h.cwd}\`` : "(unknown)"],

@@ -4,6 +4,7 @@
 import type { SessionRecord } from "./catalog.js";
 import { addCounts, zeroCounts, type CopiedUse, type TokenCounts } from "./summary.js";
 import { compareStrings } from "../compare.js";
+import { shortIds } from "./short-id.js";
 
 export interface DayStats extends TokenCounts {
   day: string;
@@ -60,7 +61,7 @@ export interface Stats {
   projects: GroupStats[];
   /** One row per session, oldest first; each number of the totals is the sum of its column. */
   sessions: SessionRow[];
-  biggest: { id: string; name: string | null; project: string; size: number; tokens: number; turns: number; deleted: boolean }[];
+  biggest: { id: string; shortId: string; name: string | null; project: string; size: number; tokens: number; turns: number; deleted: boolean }[];
   snapshots: { target: string; gapHours: number; timeline: SnapshotPoint[]; gaps: Gap[] };
 }
 
@@ -207,6 +208,7 @@ export function computeStats(
     .sort((a, b) => b.size - a.size || compareStrings(a.id, b.id))
     .slice(0, opts.biggest ?? 10)
     .map((s) => ({ id: s.id, name: s.name, project: s.project, size: s.size, tokens: s.tokens, turns: s.turns, deleted: s.deleted }));
+  const short = shortIds(biggest.map((b) => b.id), sessions.map((s) => s.id));
   const timeline = [...snapshots.timeline].sort((a, b) => compareStrings(a.time, b.time));
   return {
     generatedAt: now.toISOString(),
@@ -215,7 +217,7 @@ export function computeStats(
     models: models.sorted(),
     projects: projects.sorted(),
     sessions: rows,
-    biggest,
+    biggest: biggest.map((b) => ({ ...b, shortId: short.get(b.id) ?? b.id })),
     snapshots: { target: snapshots.target, gapHours: opts.gapHours, timeline, gaps: snapshotGaps(timeline, opts.gapHours, now) },
   };
 }

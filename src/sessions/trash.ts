@@ -35,12 +35,12 @@ const sameFile = (a: { size: number; mtimeMs: number; ino: number }, b: typeof a
 
 export async function deleteSession(config: Config, repo: Repository, session: SessionRecord, lockWaitMs?: number): Promise<DeleteResult> {
   const from = session.live;
-  if (!from) throw new RepoError(`session ${session.id.slice(0, 8)} is not on disk any more (only in snapshots): nothing to delete`, "not-found");
+  if (!from) throw new RepoError(`session ${session.id} is not on disk any more (only in snapshots): nothing to delete`, "not-found");
   const before = await fs.stat(from);
   const snap = await snapshotAgentDir(config, repo, { roots: await rootsWithMeta(config), tags: ["pre-delete"], lockWaitMs });
   // pi may have appended between the stat and the snapshot: then the snapshot may hold older bytes.
   if (!sameFile(before, await fs.stat(from))) {
-    throw new RepoError(`session ${session.id.slice(0, 8)} changed while it was being snapshotted (is pi still writing to it?); nothing was moved, try again`, "io");
+    throw new RepoError(`session ${session.id} changed while it was being snapshotted (is pi still writing to it?); nothing was moved, try again`, "io");
   }
   const dir = path.join(trashDir(config.dataDir), `${new Date().toISOString().replace(/[:.]/g, "-")}--${session.id}`);
   const to = path.join(dir, path.basename(from));

@@ -8,7 +8,7 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { expectOneLineError } from "../helpers/cli.js";
+import { expectOneLineError, initRepo } from "../helpers/cli.js";
 import { makePiSession, type PiSessionResult } from "../helpers/pi-factory.js";
 import { makePi1Session } from "../helpers/pi1.js";
 import { makeSandbox, type Sandbox } from "../helpers/tmp.js";
@@ -82,6 +82,20 @@ describe("short session ids of UUIDv7 sessions started together", () => {
       expect(msg).toMatch(new RegExp(`${c.shortId} \\(\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d\\)`));
       expect((await runOk(sb, ["--json", "sessions", "show", c.shortId])).json<{ session: { id: string } }>().session.id).toBe(c.id);
     }
+  });
+
+  it("stats and the dashboard name the biggest sessions by the same ids; an export's title names the whole id", async () => {
+    await initRepo(sb);
+    const short = new Map((await runOk(sb, ["--json", "sessions", "list", "--live"])).json<ListRow[]>().map((r) => [r.id, r.shortId]));
+    const biggest = (await runOk(sb, ["--json", "stats"])).json<{ biggest: { id: string; shortId: string }[] }>().biggest;
+    expect(biggest.map((x) => x.id).sort()).toEqual([...short.keys()].sort());
+    for (const x of biggest) expect(x.shortId).toBe(short.get(x.id));
+    const page = path.join(sb.dir("dash"), "d.html");
+    await runOk(sb, ["dashboard", "-o", page]);
+    const html = readFileSync(page, "utf8");
+    for (const id of [a.sessionId, b.sessionId]) expect(html).toContain(`${short.get(id)} `);
+    const md = (await runOk(sb, ["export", a.sessionId, "--format", "markdown"])).stdout;
+    expect(md.split("\n")[0]).toBe(`# pi session ${a.sessionId}`);
   });
 
   it("merge names its result with ids that tell the two sources apart, also when both have one name", async () => {
