@@ -101,7 +101,7 @@ export const VIEWER_JS = String.raw`
   function usage(e) {
     var u = usageOf(e);
     if (!u) return null;
-    var tokens = typeof u.totalTokens === "number" ? num(u.totalTokens) : num(u.input) + num(u.output) + num(u.cacheRead) + num(u.cacheWrite);
+    var tokens = num(u.input) + num(u.output) + num(u.cacheRead) + num(u.cacheWrite);
     return { tokens: tokens, cost: num(u.cost && u.cost.total), input: num(u.input), output: num(u.output), cacheRead: num(u.cacheRead), cacheWrite: num(u.cacheWrite) };
   }
   function fmtTokens(t) { return t >= 1e6 ? (t / 1e6).toFixed(1) + "M" : t >= 1e3 ? (t / 1e3).toFixed(1) + "k" : String(t); }

@@ -12,7 +12,7 @@ export interface SessionStats {
   assistantMessages: number;
   toolResults: number;
   toolCalls: number;
-  /** Sum of usage.totalTokens over the usage countedUsage counts (old files lack it: then the four parts). */
+  /** Sum of the four token counts (input, output, cache read and write) over the usage countedUsage counts. */
   tokens: number;
   /** Sum of usage.cost.total over the same usage, in the provider's currency (USD). */
   cost: number;
@@ -27,10 +27,13 @@ function num(value: unknown): number {
   return typeof value === "number" && Number.isFinite(value) ? value : 0;
 }
 
+/**
+ * A usage's tokens as pi counts them: input + output + cache read + cache write (pi 1.6.0's
+ * getSessionStats), never the provider's own `totalTokens`, which may count more (or be missing,
+ * in sessions from late 2025).
+ */
 function totalTokens(usage: Partial<NonNullable<AssistantMessage["usage"]>> | undefined): number {
   if (!usage) return 0;
-  if (typeof usage.totalTokens === "number") return num(usage.totalTokens);
-  // Sessions from late 2025 predate totalTokens; its parts were already recorded.
   return num(usage.input) + num(usage.output) + num(usage.cacheRead) + num(usage.cacheWrite);
 }
 

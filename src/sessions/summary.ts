@@ -15,7 +15,7 @@ export interface TokenCounts {
   output: number;
   cacheRead: number;
   cacheWrite: number;
-  /** usage.totalTokens (old files lack it: then the four parts). */
+  /** input + output + cache read + cache write, as pi counts them (pi/stats.ts totalTokens). */
   tokens: number;
   cost: number;
 }

@@ -3,7 +3,7 @@
 // (pi 1.6.0's AgentSession.getSessionStats). Every place pi-guard shows totals must agree with
 // pi: `sessions list`, `stats`, the dashboard, and the JSON, Markdown and HTML export headers.
 
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { formatCost, formatTokens } from "../../src/sessions/describe.js";
@@ -150,4 +150,26 @@ describe("pi 1.x session totals, by pi's definition, everywhere pi-guard shows t
       await browser.close();
     }
   }, 120_000);
+});
+
+describe("a provider whose totalTokens is not the sum of the four counts", () => {
+  it("is counted as pi counts it: input + output + cache read + cache write", async () => {
+    const sb = makeSandbox("pi1-total-tokens");
+    try {
+      const made = await makePi1Session({ agentDir: sb.agentDir, cwd: sb.dir("p"), turns: [{ user: "hello", assistant: ["hi"] }, { user: "more", assistant: ["sure"] }] });
+      // pi stores what the provider reported; some report reasoning or other tokens in totalTokens
+      // on top of the four counts. Here the provider's figure is 500 higher on every answer.
+      const lines = readFileSync(made.file, "utf8").trimEnd().split("\n").map((l) => JSON.parse(l) as Record<string, { role?: string; usage?: { totalTokens: number } }>);
+      let changed = 0;
+      for (const e of lines) if (e.message?.role === "assistant" && e.message.usage) (e.message.usage.totalTokens += 500), changed++;
+      expect(changed).toBe(2);
+      writeFileSync(made.file, lines.map((e) => JSON.stringify(e)).join("\n") + "\n");
+      const pi = await validatePi1(readFileSync(made.file, "utf8"));
+      const list = JSON.parse((await ok(sb, ["sessions", "list", "--json", "--live"])).stdout) as Array<{ id: string; tokens: number }>;
+      expect(list.find((r) => r.id === made.sessionId)?.tokens).toBe(pi.stats.tokens.total);
+      expect(pi.stats.tokens.total).toBe(piDefinition(pi.entries).tokens);
+    } finally {
+      sb.cleanup();
+    }
+  }, 60_000);
 });
