@@ -4,7 +4,7 @@
 
 import { parseBounded } from "../pi/nesting.js";
 import { deepGap } from "./input.js";
-import { nameOnlyCall, unrecordedResult } from "./not-recorded.js";
+import { nameOnlyCall, unrecordedResult, zeroUsage } from "./not-recorded.js";
 
 /** Hermes times are ISO strings, Unix seconds (REAL) or milliseconds. */
 export function toMs(value: unknown): number | undefined {
@@ -46,7 +46,7 @@ function assistantShell(model: string | undefined, timestamp: number) {
     api: "unknown",
     provider: "unknown",
     model: model ?? "unknown",
-    usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
+    usage: zeroUsage(),
     timestamp,
   };
 }

@@ -15,6 +15,7 @@ import { RepoError } from "../repo/errors.js";
 import { MAX_JOURNAL_BYTES, journalDir, parseJournal, type InflightJournal } from "../pi-extension/journal-format.js";
 import { EntryIds } from "./ids.js";
 import { statInput } from "./input.js";
+import { zeroUsage } from "./not-recorded.js";
 import type { SourceResult } from "./types.js";
 
 export const RECOVERED_MARK = "pi-guard: recovered from the in-flight journal: pi stopped before it saved this answer";
@@ -89,7 +90,7 @@ export async function salvageJournal(file: string, now: Date = new Date()): Prom
       api: j.api ?? "unknown",
       provider: j.provider ?? "unknown",
       model: j.model ?? "unknown",
-      usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
+      usage: zeroUsage(),
       stopReason: "aborted",
       errorMessage: `${RECOVERED_MARK} (${j.streamedChars} characters streamed, journal of pid ${j.pid} written ${j.updatedAt})`,
       timestamp: j.messageTimestamp,

@@ -40,3 +40,8 @@ export function isUnrecordedResult(message: unknown): boolean {
   const m = message as { role?: string; details?: Record<string, unknown> } | null;
   return !!m && m.role === "toolResult" && typeof m.details === "object" && m.details !== null && m.details[MARK] === RESULT_NOT_RECORDED;
 }
+
+/** The usage of an assistant message whose source recorded none: zeros, so no total counts it. */
+export function zeroUsage(): Record<string, unknown> {
+  return { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } };
+}

@@ -9,11 +9,11 @@ import { RepoError } from "../repo/errors.js";
 import { EntryIds } from "./ids.js";
 import { statInput } from "./input.js";
 import { inventedSessionId } from "./log-entries.js";
+import { zeroUsage } from "./not-recorded.js";
 import { type Item, parseScreen, type ParsedScreen } from "./terminal-parse.js";
 import { readScreen } from "./terminal-screen.js";
 import { PROVENANCE_TYPE, type SourceResult } from "./types.js";
 
-const ZERO_USAGE = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } };
 
 async function readAll(file: string): Promise<{ text: string; mtime: number }> {
   if (file === "-") {
@@ -34,7 +34,7 @@ function toMessages(items: Item[], model: string | undefined, seed: string): { m
   let hidden = 0;
   let calls = 0;
   const assistant = () => {
-    const m = { role: "assistant", content: [] as Record<string, unknown>[], api: "unknown", provider: "unknown", model: model ?? "unknown", usage: ZERO_USAGE, stopReason: "stop" };
+    const m = { role: "assistant", content: [] as Record<string, unknown>[], api: "unknown", provider: "unknown", model: model ?? "unknown", usage: zeroUsage(), stopReason: "stop" };
     messages.push(m);
     return m;
   };
