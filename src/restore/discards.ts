@@ -15,7 +15,7 @@ import type { TreeNode } from "../repo/format.js";
 import type { Repository } from "../repo/repository.js";
 import { SealPool } from "../repo/seal-pool.js";
 import type { FileAction, PlanItem, RestorePlan } from "./restorer.js";
-import { joinPath, walkDirs } from "./safe-path.js";
+import { walkToFile } from "./safe-path.js";
 
 export interface SessionDiscard {
   root: string;
@@ -69,9 +69,9 @@ export async function measureDiscards(repo: Repository, plan: RestorePlan): Prom
 
 /** The live file's part the restore discards; undefined when it is not a regular file there now. */
 async function measure(repo: Repository, reader: BlobReader, item: PlanItem): Promise<{ entries: number; messages: number; bytes: number } | undefined> {
-  const dir = await walkDirs(item.rootDir, item.comps.slice(0, -1), false);
-  if (!dir) return undefined;
-  const handle = await fs.open(joinPath(dir, item.comps[item.comps.length - 1]), constants.O_RDONLY | constants.O_NOFOLLOW);
+  const file = await walkToFile(item.rootDir, item.comps);
+  if (file === undefined) return undefined;
+  const handle = await fs.open(file, constants.O_RDONLY | constants.O_NOFOLLOW);
   try {
     const { size } = await handle.stat();
     const shared = item.action === "delete" ? 0 : await sharedPrefix(repo, reader, item.node!, handle, size);

@@ -14,7 +14,7 @@ import { makeDirs, syncDir, writeFully } from "../fs-safe.js";
 import { RepoError } from "../repo/errors.js";
 import type { Repository } from "../repo/repository.js";
 import type { PlanItem, RestorePlan, RestoreReport } from "./restorer.js";
-import { joinPath, walkDirs } from "./safe-path.js";
+import { walkToFile } from "./safe-path.js";
 
 export type ChangeAction = "create" | "replace" | "delete";
 
@@ -107,8 +107,8 @@ const changes = (item: PlanItem) => item.type !== "dir" && item.action !== "unch
 const changeOf = (item: PlanItem): JournalChange => ({ root: item.root, path: item.rel, key: item.key, action: item.action as ChangeAction });
 
 async function lstatItem(item: PlanItem): Promise<Stats | undefined> {
-  const dir = await walkDirs(item.rootDir, item.comps.slice(0, -1), false);
-  return dir ? fs.lstat(joinPath(dir, item.comps[item.comps.length - 1])) : undefined;
+  const file = await walkToFile(item.rootDir, item.comps);
+  return file === undefined ? undefined : fs.lstat(file);
 }
 
 /** Written to a temp file, fsynced and renamed: a crash leaves the old journal or the new one. */

@@ -131,3 +131,12 @@ export async function walkDirs(root: string, comps: FsPath[], create: boolean, m
   }
   return current;
 }
+
+/**
+ * The path of the file `comps` names under `root`, its folders walked as walkDirs does (never
+ * created); undefined when one of them is missing.
+ */
+export async function walkToFile(root: string, comps: FsPath[]): Promise<FsPath | undefined> {
+  const dir = await walkDirs(root, comps.slice(0, -1), false);
+  return dir === undefined ? undefined : joinPath(dir, comps[comps.length - 1]);
+}

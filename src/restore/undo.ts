@@ -10,7 +10,7 @@ import { ObjectNotFound } from "../targets/target.js";
 import type { Repository } from "../repo/repository.js";
 import type { JournalChange, RestoreJournal } from "./journal.js";
 import { applyRestore, deleteFile, failure, planRestore, type RestoreReport } from "./restorer.js";
-import { type FsPath, joinPath, nodeComponents, resolveDestRoot, walkDirs } from "./safe-path.js";
+import { type FsPath, nodeComponents, resolveDestRoot, walkToFile } from "./safe-path.js";
 
 export interface UndoCheck {
   /** Still as the restore left them: the undo may change these. */
@@ -26,9 +26,9 @@ function components(c: JournalChange): FsPath[] {
 }
 
 async function lstatAt(rootDir: string, comps: FsPath[]): Promise<Stats | undefined> {
-  const dir = await walkDirs(rootDir, comps.slice(0, -1), false);
-  if (!dir) return undefined;
-  return fs.lstat(joinPath(dir, comps[comps.length - 1])).catch((err: NodeJS.ErrnoException) => {
+  const file = await walkToFile(rootDir, comps);
+  if (file === undefined) return undefined;
+  return fs.lstat(file).catch((err: NodeJS.ErrnoException) => {
     if (err.code === "ENOENT") return undefined;
     throw err;
   });
