@@ -14,6 +14,7 @@ import { BlobReader } from "../repo/blob-reader.js";
 import type { TreeNode } from "../repo/format.js";
 import type { Repository } from "../repo/repository.js";
 import { SealPool } from "../repo/seal-pool.js";
+import { readAt } from "../snapshot/snapshotter.js";
 import type { FileAction, PlanItem, RestorePlan } from "./restorer.js";
 import { walkToFile } from "./safe-path.js";
 
@@ -104,7 +105,7 @@ async function sharedPrefix(repo: Repository, reader: BlobReader, node: TreeNode
     const len = repo.index.get(id)?.rawLength;
     if (len === undefined) return pos;
     if (scratch.length < len) scratch = Buffer.allocUnsafe(len);
-    const live = await readAt(handle, pos, Math.min(len, size - pos), scratch);
+    const live = await readBytes(handle, pos, Math.min(len, size - pos), scratch);
     if (live.length === len && repo.blobId(live) === id) {
       pos += len;
       continue;
@@ -123,7 +124,7 @@ async function lineStart(handle: FileHandle, pos: number): Promise<number> {
   const step = 64 * 1024;
   for (let end = pos; end > 0; end -= step) {
     const from = Math.max(0, end - step);
-    const buf = await readAt(handle, from, end - from);
+    const buf = await readBytes(handle, from, end - from);
     const nl = buf.lastIndexOf(0x0a);
     if (nl >= 0) return from + nl + 1;
   }
@@ -131,13 +132,7 @@ async function lineStart(handle: FileHandle, pos: number): Promise<number> {
 }
 
 /** Up to `length` bytes at `pos` (fewer at the end of the file), into `into` when given. */
-async function readAt(handle: FileHandle, pos: number, length: number, into?: Buffer): Promise<Buffer> {
+async function readBytes(handle: FileHandle, pos: number, length: number, into?: Buffer): Promise<Buffer> {
   const buf = (into ?? Buffer.allocUnsafe(Math.max(0, length))).subarray(0, Math.max(0, length));
-  let have = 0;
-  while (have < buf.length) {
-    const { bytesRead } = await handle.read(buf, have, buf.length - have, pos + have);
-    if (bytesRead === 0) break;
-    have += bytesRead;
-  }
-  return buf.subarray(0, have);
+  return buf.subarray(0, await readAt(handle, buf, pos));
 }
