@@ -14,8 +14,9 @@ import { BlobReader } from "../repo/blob-reader.js";
 import type { TreeNode } from "../repo/format.js";
 import type { Repository } from "../repo/repository.js";
 import { SealPool } from "../repo/seal-pool.js";
+import { readAt } from "../snapshot/snapshotter.js";
 import type { FileAction, PlanItem, RestorePlan } from "./restorer.js";
-import { joinPath, walkDirs } from "./safe-path.js";
+import { walkToFile } from "./safe-path.js";
 
 export interface SessionDiscard {
   root: string;
@@ -69,9 +70,9 @@ export async function measureDiscards(repo: Repository, plan: RestorePlan): Prom
 
 /** The live file's part the restore discards; undefined when it is not a regular file there now. */
 async function measure(repo: Repository, reader: BlobReader, item: PlanItem): Promise<{ entries: number; messages: number; bytes: number } | undefined> {
-  const dir = await walkDirs(item.rootDir, item.comps.slice(0, -1), false);
-  if (!dir) return undefined;
-  const handle = await fs.open(joinPath(dir, item.comps[item.comps.length - 1]), constants.O_RDONLY | constants.O_NOFOLLOW);
+  const file = await walkToFile(item.rootDir, item.comps);
+  if (file === undefined) return undefined;
+  const handle = await fs.open(file, constants.O_RDONLY | constants.O_NOFOLLOW);
   try {
     const { size } = await handle.stat();
     const shared = item.action === "delete" ? 0 : await sharedPrefix(repo, reader, item.node!, handle, size);
@@ -104,7 +105,7 @@ async function sharedPrefix(repo: Repository, reader: BlobReader, node: TreeNode
     const len = repo.index.get(id)?.rawLength;
     if (len === undefined) return pos;
     if (scratch.length < len) scratch = Buffer.allocUnsafe(len);
-    const live = await readAt(handle, pos, Math.min(len, size - pos), scratch);
+    const live = await readBytes(handle, pos, Math.min(len, size - pos), scratch);
     if (live.length === len && repo.blobId(live) === id) {
       pos += len;
       continue;
@@ -123,7 +124,7 @@ async function lineStart(handle: FileHandle, pos: number): Promise<number> {
   const step = 64 * 1024;
   for (let end = pos; end > 0; end -= step) {
     const from = Math.max(0, end - step);
-    const buf = await readAt(handle, from, end - from);
+    const buf = await readBytes(handle, from, end - from);
     const nl = buf.lastIndexOf(0x0a);
     if (nl >= 0) return from + nl + 1;
   }
@@ -131,13 +132,7 @@ async function lineStart(handle: FileHandle, pos: number): Promise<number> {
 }
 
 /** Up to `length` bytes at `pos` (fewer at the end of the file), into `into` when given. */
-async function readAt(handle: FileHandle, pos: number, length: number, into?: Buffer): Promise<Buffer> {
+async function readBytes(handle: FileHandle, pos: number, length: number, into?: Buffer): Promise<Buffer> {
   const buf = (into ?? Buffer.allocUnsafe(Math.max(0, length))).subarray(0, Math.max(0, length));
-  let have = 0;
-  while (have < buf.length) {
-    const { bytesRead } = await handle.read(buf, have, buf.length - have, pos + have);
-    if (bytesRead === 0) break;
-    have += bytesRead;
-  }
-  return buf.subarray(0, have);
+  return buf.subarray(0, await readAt(handle, buf, pos));
 }

@@ -7,14 +7,14 @@
 // repository; and a file's identity (inode, ctime) is about this machine, not the repository.
 // The file is ours but read as hostile: a malformed one is refused, never half trusted.
 import { randomBytes } from "node:crypto";
-import { promises as fs, type Stats } from "node:fs";
+import { promises as fs } from "node:fs";
 import path from "node:path";
 import type { Config } from "../config/config.js";
 import { makeDirs, syncDir, writeFully } from "../fs-safe.js";
 import { RepoError } from "../repo/errors.js";
 import type { Repository } from "../repo/repository.js";
 import type { PlanItem, RestorePlan, RestoreReport } from "./restorer.js";
-import { joinPath, walkDirs } from "./safe-path.js";
+import { lstatFile } from "./safe-path.js";
 
 export type ChangeAction = "create" | "replace" | "delete";
 
@@ -95,7 +95,7 @@ export async function journalOutcome(journal: RestoreJournal, plan: RestorePlan,
     if (!changes(item) || !done.has(`${item.root}\0${item.rel}`)) continue;
     const change = changeOf(item);
     if (item.action !== "delete") {
-      const st = await lstatItem(item).catch(() => undefined);
+      const st = await lstatFile(item.rootDir, item.comps).catch(() => undefined);
       if (st && (item.type !== "file" || st.size === (item.node!.size ?? 0))) change.landed = { ino: st.ino, size: st.size, ctimeMs: st.ctimeMs };
     }
     out.push(change);
@@ -105,11 +105,6 @@ export async function journalOutcome(journal: RestoreJournal, plan: RestorePlan,
 
 const changes = (item: PlanItem) => item.type !== "dir" && item.action !== "unchanged";
 const changeOf = (item: PlanItem): JournalChange => ({ root: item.root, path: item.rel, key: item.key, action: item.action as ChangeAction });
-
-async function lstatItem(item: PlanItem): Promise<Stats | undefined> {
-  const dir = await walkDirs(item.rootDir, item.comps.slice(0, -1), false);
-  return dir ? fs.lstat(joinPath(dir, item.comps[item.comps.length - 1])) : undefined;
-}
 
 /** Written to a temp file, fsynced and renamed: a crash leaves the old journal or the new one. */
 export async function writeJournal(stateDir: string, journal: RestoreJournal): Promise<void> {

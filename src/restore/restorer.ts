@@ -11,7 +11,7 @@ import type { TreeNode } from "../repo/format.js";
 import type { Repository, SnapshotRecord } from "../repo/repository.js";
 import { defaultPoolSize, SealPool } from "../repo/seal-pool.js";
 import { readTree } from "../snapshot/tree.js";
-import { type FsPath, joinPath, nodeComponents, RefusedPath, resolveDestRoot, showPath, walkDirs } from "./safe-path.js";
+import { type FsPath, joinPath, nodeComponents, RefusedPath, resolveDestRoot, showPath, walkDirs, walkToFile } from "./safe-path.js";
 import type { AdoptedRoot } from "./sessions-root.js";
 
 export interface RestoreOptions {
@@ -716,9 +716,8 @@ async function restoreSymlink(item: PlanItem, parent: Promise<FsPath | undefined
 
 /** true when a file was deleted; a file already gone is not counted. */
 export async function deleteFile(item: Pick<PlanItem, "rootDir" | "comps">): Promise<boolean> {
-  const dir = await walkDirs(item.rootDir, item.comps.slice(0, -1), false);
-  if (!dir) return false;
-  const dest = joinPath(dir, item.comps[item.comps.length - 1]);
+  const dest = await walkToFile(item.rootDir, item.comps);
+  if (dest === undefined) return false;
   const st = await lstatOrNone(dest);
   if (!st) return false;
   if (st.isDirectory()) throw new RefusedPath("is a folder now: not deleting it");

@@ -131,3 +131,18 @@ export async function walkDirs(root: string, comps: FsPath[], create: boolean, m
   }
   return current;
 }
+
+/**
+ * The path of the file `comps` names under `root`, its folders walked as walkDirs does (never
+ * created); undefined when one of them is missing.
+ */
+export async function walkToFile(root: string, comps: FsPath[]): Promise<FsPath | undefined> {
+  const dir = await walkDirs(root, comps.slice(0, -1), false);
+  return dir === undefined ? undefined : joinPath(dir, comps[comps.length - 1]);
+}
+
+/** lstat of the file `comps` names under `root` (folders walked as walkToFile does); undefined when it or a folder is missing. */
+export async function lstatFile(root: string, comps: FsPath[]): Promise<Stats | undefined> {
+  const file = await walkToFile(root, comps);
+  return file === undefined ? undefined : lstatOrNone(file);
+}

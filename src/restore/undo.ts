@@ -4,13 +4,13 @@
 // looked at. Only files still as the restore left them are touched: one that changed since (pi
 // appended to the restored session, say) is named and refused, unless --force, and then the
 // current state is snapshotted first, so that even the forced undo can be undone.
-import { promises as fs, type Stats } from "node:fs";
+import type { Stats } from "node:fs";
 import { RepoError } from "../repo/errors.js";
 import { ObjectNotFound } from "../targets/target.js";
 import type { Repository } from "../repo/repository.js";
 import type { JournalChange, RestoreJournal } from "./journal.js";
 import { applyRestore, deleteFile, failure, planRestore, type RestoreReport } from "./restorer.js";
-import { type FsPath, joinPath, nodeComponents, resolveDestRoot, walkDirs } from "./safe-path.js";
+import { type FsPath, lstatFile, nodeComponents, resolveDestRoot } from "./safe-path.js";
 
 export interface UndoCheck {
   /** Still as the restore left them: the undo may change these. */
@@ -23,15 +23,6 @@ const keyOf = (root: string, key: string) => `${root}\0${key}`;
 
 function components(c: JournalChange): FsPath[] {
   return nodeComponents(c.key === c.path ? { path: c.path } : { path: c.path, pathBytes: c.key });
-}
-
-async function lstatAt(rootDir: string, comps: FsPath[]): Promise<Stats | undefined> {
-  const dir = await walkDirs(rootDir, comps.slice(0, -1), false);
-  if (!dir) return undefined;
-  return fs.lstat(joinPath(dir, comps[comps.length - 1])).catch((err: NodeJS.ErrnoException) => {
-    if (err.code === "ENOENT") return undefined;
-    throw err;
-  });
 }
 
 /**
@@ -53,7 +44,7 @@ export async function checkUndo(journal: RestoreJournal): Promise<UndoCheck> {
   for (const c of journal.changes) {
     let st: Stats | undefined;
     try {
-      st = await lstatAt(await resolveDestRoot(journal.roots[c.root]), components(c));
+      st = await lstatFile(await resolveDestRoot(journal.roots[c.root]), components(c));
     } catch (err) {
       out.changed.push({ change: c, why: failure(c.path, c.root, err).error });
       continue;
