@@ -9,7 +9,6 @@ import { promises as fs } from "node:fs";
 import path from "node:path";
 import { makeDirs } from "../fs-safe.js";
 import { readWatcherState } from "../watch/state-file.js";
-import type { WatcherState } from "../watch/state.js";
 import type { WatchLog } from "../watch/log.js";
 import { JournalWriter, type PartialMessage } from "./journal.js";
 import { protection, type GuardPaths, type Protection } from "./protection.js";
@@ -35,7 +34,6 @@ export class Guard {
   private statusTimer: NodeJS.Timeout | undefined;
   private shown: string | undefined;
   private toldNoWatcher = false;
-  private state: WatcherState | undefined;
   private requestSeq = 0;
 
   constructor(
@@ -120,8 +118,7 @@ export class Guard {
     const tmp = `${file}.tmp-${process.pid}-${++this.requestSeq}`;
     try {
       // The state file is hostile input too: protection() may throw on a strange one.
-      this.state = await readWatcherState(this.paths.files.state);
-      const p = protection(this.state, this.host, 0, Date.now());
+      const p = protection(await readWatcherState(this.paths.files.state), this.host, 0, Date.now());
       if (p.kind === "no-watcher") return this.noWatcher(p);
       await makeDirs(path.dirname(file), 0o700);
       await fs.writeFile(tmp, JSON.stringify({ reason, pid: process.pid, sessionFile: ctx.sessionManager?.getSessionFile?.() ?? null, at: new Date().toISOString() }), { mode: 0o600 });
@@ -143,8 +140,7 @@ export class Guard {
   private async refresh(): Promise<void> {
     if (!this.ui?.setStatus) return;
     try {
-      this.state = await readWatcherState(this.paths.files.state);
-      const p = protection(this.state, this.host, this.persistedAt, Date.now());
+      const p = protection(await readWatcherState(this.paths.files.state), this.host, this.persistedAt, Date.now());
       if (p.kind === "no-watcher") this.noWatcher(p);
       if (p.text === this.shown) return;
       this.shown = p.text;

@@ -7,12 +7,10 @@ import os from "node:os";
 import path from "node:path";
 import { agentDir as piAgentDir } from "../pi/paths.js";
 import { pidAlive } from "../pid.js";
-import { watcherFiles, type WatcherState } from "../watch/state.js";
+import { STALE_STATE_MS, watcherFiles, type WatcherState } from "../watch/state.js";
 
 type Env = Record<string, string | undefined>;
 
-/** A state file not rewritten for this long belongs to a hung watcher (as status.ts STALE_STATE_MS). */
-const STALE_STATE_MS = 5 * 60 * 1000;
 /**
  * A persisted turn not in a snapshot after this long is reported as not saved: the default of
  * health.stuckAfter, which also leaves an S3 repository's 30 s batches (watch.remoteBatchMs) room.

@@ -56,13 +56,18 @@ export async function resticSnapshot(
   // Opened only now: a missing agent dir is said as such, not as a missing password.
   const s = await open();
   let created = false;
-  if (opts.init && !(await resticRepositoryExists(s))) {
+  if (opts.init && !(await snapshotsIfAny(s))) {
     const { resticInit } = await import("./repository.js");
     await resticInit(s);
     created = true;
   }
   if (missing) {
-    await checkMissingAgentDir(config, opts, async () => (created || !(await resticRepositoryExists(s)) ? undefined : lastWholeSnapshot(s, holdsAgentDir(config.agentDir))));
+    // One listing says both whether there is a repository and which snapshot holds the agent dir.
+    const held = async () => {
+      const all = created ? undefined : await snapshotsIfAny(s);
+      return all && newestWhole(all, holdsAgentDir(config.agentDir));
+    };
+    await checkMissingAgentDir(config, opts, held);
     return { result: null, created, mirrors: [] };
   }
   const result = await resticBackup(config, s, opts);
@@ -70,23 +75,21 @@ export async function resticSnapshot(
   return { result, created, mirrors };
 }
 
-async function resticRepositoryExists(s: ResticSession): Promise<boolean> {
-  return listResticSnapshots(s).then(
-    () => true,
-    (err: unknown) => {
-      if (err instanceof RepoError && err.kind === "not-found") return false;
-      throw err;
-    },
-  );
+/** pi-guard's snapshots in the repository; undefined when there is no repository. */
+async function snapshotsIfAny(s: ResticSession): Promise<ResticSnapshotRecord[] | undefined> {
+  return listResticSnapshots(s).catch((err: unknown) => {
+    if (err instanceof RepoError && err.kind === "not-found") return undefined;
+    throw err;
+  });
 }
 
 /**
- * The newest pi-guard snapshot of this host that is no suspected loss and passes `fits`, as
- * native ones are chosen (snapshotter.ts findBases).
+ * The newest pi-guard snapshot of this host among `records` (oldest first) that is no suspected
+ * loss and passes `fits`, as native ones are chosen (snapshotter.ts findBases).
  */
-async function lastWholeSnapshot(s: ResticSession, fits: (r: ResticSnapshotRecord) => boolean, signal?: AbortSignal): Promise<ResticSnapshotRecord | undefined> {
+function newestWhole(records: ResticSnapshotRecord[], fits: (r: ResticSnapshotRecord) => boolean): ResticSnapshotRecord | undefined {
   const host = hostName();
-  return (await listResticSnapshots(s, { signal })).filter((r) => r.host === host && !r.tags.includes(SUSPECT_LOSS_TAG) && fits(r)).at(-1);
+  return records.filter((r) => r.host === host && !r.tags.includes(SUSPECT_LOSS_TAG) && fits(r)).at(-1);
 }
 
 /** Whether a snapshot's roots hold `agentDir` as root "agent" (its other roots may differ). */
@@ -129,7 +132,7 @@ async function judgeResticLoss(config: Config, s: ResticSession, roots: SourceRo
   if (!listed) return {};
   if (!parent) {
     // The newest is a suspected loss: the last whole one is older.
-    parent = await lastWholeSnapshot(s, holdsIt, signal);
+    parent = newestWhole(await listResticSnapshots(s, { signal }), holdsIt);
     if (!parent) return {};
     await listResticNodes(s, parent.id, collect, { signal });
   }

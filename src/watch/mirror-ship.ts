@@ -17,10 +17,10 @@ import type { OpenTargetOptions } from "../targets/open.js";
 import type { WatchLog } from "./log.js";
 import type { MirrorLag } from "./state.js";
 
-/** What the CLI is told about one mirror: a failed shipment, or the first good one after failures. */
 /** The retry budget of one shipment to one mirror (the configured `retry` budget caps it too). */
 const SHIP_RETRY_MS = 20_000;
 
+/** What the CLI is told about one mirror: a failed shipment, or the first good one after failures. */
 export type MirrorReport = { kind: "mirror-error"; mirror: string; message: string; retryInMs: number } | { kind: "mirror-recovered"; mirror: string };
 
 interface Tracked {

@@ -76,6 +76,12 @@ export interface FullScanResult {
 }
 
 /**
+ * The watcher rewrites its state file every few seconds; this much silence means it is not working
+ * (`pi-guard status`, and the pi extension's footer, which reads only this module).
+ */
+export const STALE_STATE_MS = 5 * 60 * 1000;
+
+/**
  * `<stateDir>/watch-<first 16 hex of sha256(agentDir)>.{json,log,lock}`, `.alert.json`: the
  * last health an alert was sent for (src/watch/alert.ts), shared by the watcher and `status --alert`,
  * and `.request`: "snapshot now", written by the pi extension (src/watch/requests.ts).

@@ -15,15 +15,14 @@ import { allSnapshotsDamaged } from "../repo/snapshot-damage.js";
 import { PRE_RESTORE_TAG } from "../restore/select.js";
 import { isLocalLocation } from "../targets/location.js";
 import { readScheduleState, upcomingJobs, type JobRun } from "./schedule.js";
-import { watcherFiles, type FullScanResult, type MirrorLag, type WatcherState } from "./state.js";
+import { STALE_STATE_MS, watcherFiles, type FullScanResult, type MirrorLag, type WatcherState } from "./state.js";
 import { ageProblem, jobProblem, mirrorProblem, watcherProblems, type HealthBounds, type Problem } from "./health.js";
 import { pidAlive } from "../pid.js";
 import { hostName } from "../host.js";
 
 export { parseDuration } from "./health.js";
 
-/** The watcher rewrites its state file every few seconds; this much silence means it is not working. */
-export const STALE_STATE_MS = 5 * 60 * 1000;
+export { STALE_STATE_MS } from "./state.js";
 /** Requests per day are extrapolated only from this much running time: a minute of start-up says nothing. */
 export const RATE_MIN_MS = 10 * 60 * 1000;
 /** CPU over less than this is not worth showing (the watcher's start-up alone is a second of CPU). */
