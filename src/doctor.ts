@@ -14,6 +14,7 @@ import { isLocalLocation, parseRepoLocation } from "./targets/location.js";
 import { agentFileChecks, findHazards, protectionCheck } from "./doctor-hazards.js";
 import { PI_AGENT_FILES } from "./pi/paths.js";
 import type { Repository, SnapshotRecord } from "./repo/repository.js";
+import type { ObjectInfo, Target } from "./targets/target.js";
 
 export type CheckStatus = "ok" | "warn" | "error";
 
@@ -61,10 +62,12 @@ export async function runDoctor(config: Config, now = Date.now()): Promise<Docto
   else if (!cred) add("credentials", "warn", "no password or key file: commands will ask for a password, and nothing can run unattended", "set PI_GUARD_PASSWORD_FILE, or pi-guard key add --new-key-file ~/.config/pi-guard/key");
   else add("credentials", "ok", cred.kind === "keyfile" ? `key file ${cred.path}` : `password from ${cred.source}`);
 
-  checks.push(...(await credentialCopyCheck(config)));
+  // One look at the repository for the checks below, so that an outage is waited out once.
+  const own = parseRepoLocation(config.repo).kind === "restic" ? undefined : await lookAtRepository(config);
+  checks.push(...(await credentialCopyCheck(config, own)));
   checks.push(...(await findHazards(config)));
 
-  const last = await lastSnapshotCheck(config, cred, add, now);
+  const last = await lastSnapshotCheck(config, cred, add, now, own);
   checks.push(...(await agentFileChecks(config, last.files)));
   checks.push(await protectionCheck(config, last.time, now));
   return checks;
@@ -111,12 +114,21 @@ async function resticLastSnapshotCheck(config: Config, add: Add, now: number): P
 
 type Add = (name: string, status: CheckStatus, message: string, fix?: string, paths?: string[]) => void;
 
-/** The last own snapshot: no time when there is none or the repository cannot be read. */
-async function lastSnapshotCheck(config: Config, cred: unknown, add: Add, now: number): Promise<LastSnapshot> {
-  if (parseRepoLocation(config.repo).kind === "restic") return resticLastSnapshotCheck(config, add, now);
-  const head = await openTarget(config)
-    .head("config")
-    .catch((err: Error) => err);
+/** A pi-guard repository's storage and its config object: undefined when there is none, an Error when it cannot be reached. */
+interface RepositoryLook {
+  target: Target;
+  head: ObjectInfo | undefined | Error;
+}
+
+async function lookAtRepository(config: Config): Promise<RepositoryLook> {
+  const target = openTarget(config);
+  return { target, head: await target.head("config").catch((err: Error) => err) };
+}
+
+/** The last own snapshot: no time when there is none or the repository cannot be read. `own` is undefined for restic. */
+async function lastSnapshotCheck(config: Config, cred: unknown, add: Add, now: number, own: RepositoryLook | undefined): Promise<LastSnapshot> {
+  if (!own) return resticLastSnapshotCheck(config, add, now);
+  const { head } = own;
   if (head instanceof Error) {
     // Unreachable storage (a missing bucket, rejected credentials, a server down) is not "no repository".
     add("repository", "error", `${config.repo}: ${head.message.split("\n")[0]}`, "fix the storage access named, then run pi-guard doctor again");
@@ -160,13 +172,13 @@ async function lastSnapshotCheck(config: Config, cred: unknown, add: Add, now: n
  * repository still has. Needs no password: the config id and the key objects are plaintext. A
  * repository that cannot be read is left to the checks that say so.
  */
-async function credentialCopyCheck(config: Config): Promise<DoctorCheck[]> {
-  if (parseRepoLocation(config.repo).kind === "restic") return [];
+async function credentialCopyCheck(config: Config, own: RepositoryLook | undefined): Promise<DoctorCheck[]> {
+  if (!own?.head || own.head instanceof Error) return [];
   const [{ readRepoId }, { listKeys }] = await Promise.all([import("./repo/peek.js"), import("./repo/keys.js")]);
   let repoId: string;
   let keyIds: Set<string>;
   try {
-    const target = openTarget(config);
+    const { target } = own;
     repoId = await readRepoId(target);
     keyIds = new Set((await listKeys(target)).map((k) => k.id));
   } catch {

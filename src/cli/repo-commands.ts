@@ -6,11 +6,24 @@ import { promptHidden } from "./prompt.js";
 import { RepoError } from "../repo/errors.js";
 import { formatLocalTime } from "../restore/select.js";
 import type { KeyPlace } from "../repo/keys.js";
+import type { LossVerdict } from "../snapshot/loss-guard.js";
 
 /** A snapshot path as the snapshot command names it: "root:path" outside the agent root, escaped when it holds control characters. */
 export function shownPath(root: string, rel: string): string {
   const name = `${root === "agent" ? "" : `${root}:`}${rel || "."}`;
   return /[\x00-\x1f\x7f]/.test(name) ? JSON.stringify(name) : name;
+}
+
+/**
+ * A snapshot's suspected loss (one line, exit 1) or, with --accept-loss, the deletion it accepted;
+ * nothing when it has none. Shared with the restic engine.
+ */
+export async function reportLoss(ctx: Context, id: string, parent: string | undefined, loss: LossVerdict | undefined, accepted: boolean): Promise<void> {
+  if (!loss) return;
+  if (accepted) return info(ctx.out, `accepted the deletion of ${loss.lost} of ${loss.filesBefore} files: snapshot ${id.slice(0, 8)} is the new whole state`);
+  if (!process.exitCode) process.exitCode = EXIT.failure;
+  const { describeLoss } = await import("../snapshot/loss-guard.js");
+  warn(describeLoss(loss, id, parent));
 }
 
 function* slices<T>(items: readonly T[], size: number): Generator<readonly T[]> {
@@ -130,7 +143,6 @@ Examples:
     .action(async (opts: { tag?: string[]; fromTar?: string; time?: string; init?: boolean; allowEmpty?: boolean; acceptLoss?: boolean; fullRead?: boolean }, cmd: Command) => {
       const ctx = context(cmd);
       const { backup } = await import("../engine.js");
-      const { describeLoss } = await import("../snapshot/loss-guard.js");
       const progress = new Progress(!ctx.out.json && !ctx.out.quiet);
       const onProgress = (p: { files: number; bytes: number; current: string }) =>
         progress.update(`${p.files} files, ${formatBytes(p.bytes)}  ${p.current}`);
@@ -157,10 +169,7 @@ Examples:
         const why = [skipped.length ? `${skipped.length} path(s) could not be read` : "", changedWhileRead.length ? `${changedWhileRead.length} file(s) changed while read` : ""].filter(Boolean).join(", ");
         warn(`snapshot ${result.id.slice(0, 8)} is incomplete: ${why} (tagged "incomplete")`);
       }
-      if (result.loss && !r.lossAccepted) {
-        if (!process.exitCode) process.exitCode = EXIT.failure;
-        warn(describeLoss(result.loss, result.id, result.snapshot.parent));
-      } else if (r.lossAccepted) info(ctx.out, `accepted the deletion of ${result.loss!.lost} of ${result.loss!.filesBefore} files: snapshot ${result.id.slice(0, 8)} is the new whole state`);
+      await reportLoss(ctx, result.id, result.snapshot.parent, result.loss, r.lossAccepted);
       const { reportShipments, shipmentJson } = await import("./copy-commands.js");
       if (ctx.out.json) {
         printJson({

@@ -11,6 +11,7 @@ import { EXIT, formatBytes, formatDuration, info, printJson, table, warn } from 
 import { policyFrom, reportEmptiedGroups, type ForgetFlags } from "./prune-commands.js";
 import { Progress } from "./progress.js";
 import { promptHidden } from "./prompt.js";
+import { reportLoss } from "./repo-commands.js";
 import { printRestoreResult, type RestoreFlags } from "./restore-commands.js";
 import { checkExportFlags, exportAndReport, printSessionList, printSessionView, type ExportFlags, type ListFlags } from "./sessions-commands.js";
 
@@ -141,7 +142,7 @@ interface SnapshotFlags {
 
 async function snapshot(ctx: Context, session: (isNew?: boolean) => Promise<ResticSession>, opts: SnapshotFlags): Promise<void> {
   if (opts.fromTar || opts.time) throw new RepoError("--from-tar is not available on a restic repository (import the tarball into a pi-guard repository, or use restic backup --stdin)", "usage");
-  const [{ resticSnapshot }, { describeLoss }] = await Promise.all([import("../restic/backup.js"), import("../snapshot/loss-guard.js")]);
+  const { resticSnapshot } = await import("../restic/backup.js");
   const progress = new Progress(!ctx.out.json && !ctx.out.quiet);
   const onProgress = (p: { files: number; bytes: number; current: string }) => progress.update(`${p.files} files, ${formatBytes(p.bytes)}  ${p.current}`);
   const { result, created, mirrors } = await resticSnapshot(ctx.config, () => session(), { ...opts, tags: opts.tag, onProgress }).finally(() => progress.done());
@@ -157,10 +158,7 @@ async function snapshot(ctx: Context, session: (isNew?: boolean) => Promise<Rest
     warn(`restic snapshot ${result.id.slice(0, 8)} is incomplete: ${result.skipped.length} path(s) could not be read`);
   }
   const lossAccepted = !!result.loss && !!opts.acceptLoss;
-  if (result.loss && !lossAccepted) {
-    if (!process.exitCode) process.exitCode = EXIT.failure;
-    warn(describeLoss(result.loss, result.id, result.parent));
-  } else if (lossAccepted) info(ctx.out, `accepted the deletion of ${result.loss!.lost} of ${result.loss!.filesBefore} files: snapshot ${result.id.slice(0, 8)} is the new whole state`);
+  await reportLoss(ctx, result.id, result.parent, result.loss, lossAccepted);
   const sum = result.summary;
   const { reportShipments, shipmentJson } = await import("./copy-commands.js");
   if (ctx.out.json) {

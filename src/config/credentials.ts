@@ -1,4 +1,5 @@
-import { makeDirs, syncDir, writeFully } from "../fs-safe.js";
+import { makeDirs, writeFully } from "../fs-safe.js";
+import { writeFileAtomic } from "../pi/writer.js";
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
@@ -124,16 +125,5 @@ export async function readCredentialCopies(stateDir: string): Promise<Credential
 /** Add one record: the file is rewritten whole (temp file, fsync, rename), the newest 1000 kept. */
 export async function recordCredentialCopy(stateDir: string, copy: CredentialCopy): Promise<void> {
   const copies = [...(await readCredentialCopies(stateDir)), copy].slice(-COPIES_KEPT);
-  await makeDirs(stateDir, 0o700);
-  const file = credentialCopiesFile(stateDir);
-  const temp = `${file}.tmp-${process.pid}`;
-  const handle = await fs.open(temp, "w", 0o600);
-  try {
-    await writeFully(handle, Buffer.from(JSON.stringify({ version: 1, copies }, null, 2) + "\n"), 0);
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-  await fs.rename(temp, file);
-  await syncDir(stateDir);
+  await writeFileAtomic(credentialCopiesFile(stateDir), JSON.stringify({ version: 1, copies }, null, 2) + "\n", { overwrite: true, mode: 0o600, mkdir: true });
 }
