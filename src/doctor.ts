@@ -2,7 +2,7 @@
  * `pi-guard doctor`: looks for setups in which the accident pi-guard exists for would still cost
  * data (the repository or key inside the agent dir, no recent snapshot, a readable key file…).
  */
-import { allSnapshotsDamaged } from "./repo/snapshot-damage.js";
+import { listingDamage } from "./repo/snapshot-damage.js";
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import type { Config } from "./config/config.js";
@@ -143,9 +143,10 @@ async function lastSnapshotCheck(config: Config, cred: unknown, add: Add, now: n
     const repo = await openRepository(config);
     const snapshots = await repo.listSnapshots();
     const last = snapshots.filter((s) => !isImport(s.snapshot)).at(-1);
-    if (!snapshots.length && repo.unreadableSnapshots.length) {
+    const damage = listingDamage(snapshots.length, repo.unreadableSnapshots, config);
+    if (damage) {
       // Damage, not an empty repository: starting over on top of it would bury what can be healed.
-      add("last snapshot", "error", allSnapshotsDamaged(repo.unreadableSnapshots, { location: config.repo, mirror: config.mirrors[0] }).message, "pi-guard check --read-data, then the repair it names");
+      add("last snapshot", "error", damage.message, "pi-guard check --read-data, then the repair it names");
       return {};
     }
     if (!last) {

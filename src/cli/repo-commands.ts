@@ -212,10 +212,11 @@ Examples:
       const ctx = context(cmd);
       const repo = await ctx.open();
       const wanted = (s: { tags: string[]; host: string }) => (!opts.tag || s.tags.includes(opts.tag)) && (!opts.host || s.host === opts.host);
-      const { allSnapshotsDamaged } = await import("../repo/snapshot-damage.js");
+      const { listingDamage } = await import("../repo/snapshot-damage.js");
       // Snapshot objects that are all unreadable are damage, never "no snapshots yet".
       const readableOrDamage = <T>(list: T[]): T[] => {
-        if (!list.length && repo.unreadableSnapshots.length) throw allSnapshotsDamaged(repo.unreadableSnapshots, { location: ctx.config.repo, mirror: ctx.config.mirrors[0] });
+        const damage = listingDamage(list.length, repo.unreadableSnapshots, ctx.config);
+        if (damage) throw damage;
         return list;
       };
       if (ctx.out.json) {

@@ -14,3 +14,11 @@ export function allSnapshotsDamaged(unreadable: readonly { id: string; error: st
   const heal = where.mirror ? `\`pi-guard repair --from ${where.mirror} --to ${to}\` heals ${n === 1 ? "it" : "them"} from the mirror` : `\`pi-guard repair --from <another copy> --to ${to}\` heals ${n === 1 ? "it" : "them"} from a mirror`;
   return new RepoError(`${which} (${unreadable[0]?.error ?? "unreadable"}${n > 1 ? ", …" : ""}): this is damage, not an empty repository; \`pi-guard check\` names it, ${heal}`, "corrupt");
 }
+
+/**
+ * The damage a listing of `listed` readable snapshots means, with `unreadable` ones beside them,
+ * in the repository and mirrors the config names; undefined when there is none to report.
+ */
+export function listingDamage(listed: number, unreadable: readonly { id: string; error: string }[], config: { repo: string; mirrors: readonly string[] }): RepoError | undefined {
+  return listed === 0 && unreadable.length ? allSnapshotsDamaged(unreadable, { location: config.repo, mirror: config.mirrors[0] }) : undefined;
+}

@@ -11,7 +11,7 @@ import os from "node:os";
 import type { Config } from "../config/config.js";
 import { isImport, SUSPECT_LOSS_TAG } from "../repo/format.js";
 import type { Repository, SnapshotRecord } from "../repo/repository.js";
-import { allSnapshotsDamaged } from "../repo/snapshot-damage.js";
+import { listingDamage } from "../repo/snapshot-damage.js";
 import { PRE_RESTORE_TAG } from "../restore/select.js";
 import { isLocalLocation } from "../targets/location.js";
 import { readScheduleState, upcomingJobs, type JobRun } from "./schedule.js";
@@ -350,7 +350,8 @@ export async function gatherStatus(config: Config, repo: Repository, opts: { max
   const now = opts.now ?? new Date();
   const bounds = statusBounds(config, opts.maxAgeMs);
   const snapshots = await repo.listSnapshots();
-  if (!snapshots.length && repo.unreadableSnapshots.length) throw allSnapshotsDamaged(repo.unreadableSnapshots, { location: config.repo, mirror: config.mirrors[0] });
+  const damage = listingDamage(snapshots.length, repo.unreadableSnapshots, config);
+  if (damage) throw damage;
   const listed = (r: SnapshotRecord): ListedSnapshot => ({ id: r.id, time: r.snapshot.time, tags: Array.isArray(r.snapshot.tags) ? r.snapshot.tags : [] });
   const own = snapshots.filter((r) => !isImport(r.snapshot)).map(listed).filter((r) => !r.tags.includes(PRE_RESTORE_TAG));
   const found = snapshotFindings(own, snapshots.length > 0, now, bounds);
