@@ -136,10 +136,9 @@ export interface UsageDetail extends Usage {
 export function entryUsage(e: SessionEntry): UsageDetail | undefined {
   const counted = countedUsage(e);
   if (!counted) return undefined;
-  const u = counted.usage;
-  const n = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : 0);
-  const cost = (u.cost && typeof u.cost === "object" ? u.cost : {}) as Record<string, unknown>;
-  return { tokens: counted.tokens, cost: counted.cost, input: n(u.input), output: n(u.output), cacheRead: n(u.cacheRead), cacheWrite: n(u.cacheWrite), billed: cost.totalFromProvider === true };
+  const { tokens, cost, input, output, cacheRead, cacheWrite, usage } = counted;
+  const billed = !!usage.cost && typeof usage.cost === "object" && (usage.cost as Record<string, unknown>).totalFromProvider === true;
+  return { tokens, cost, input, output, cacheRead, cacheWrite, billed };
 }
 
 /** "50.0k tokens (↑0 ↓0 R50.0k W0) · $0.0150 billed": pi's breakdown (input, output, cache read, cache write). */
