@@ -2,7 +2,7 @@
 
 import type { AssistantMessage, ContentBlock, SessionEntry, SessionHeader, ToolResultMessage } from "../pi/index.js";
 import { countedUsage } from "../pi/stats.js";
-import { applySystemMessage, describeSystemChange, systemMessageOf, systemText } from "../pi/system-prompt.js";
+import { applySystemMessage, describeSystemChange, emptySystemState, systemMessageOf, systemText } from "../pi/system-prompt.js";
 
 type Msg = { role?: unknown; content?: unknown; [k: string]: unknown };
 
@@ -92,7 +92,7 @@ export function systemPreview(e: SessionEntry, leading: boolean): string {
   const m = systemMessageOf(e);
   if (!m) return "";
   if (leading) {
-    const { sections, tools } = applySystemMessage({ instructions: [], sections: new Map(), tools: new Map() }, m).state;
+    const { sections, tools } = applySystemMessage(emptySystemState(), m).state;
     return `system prompt: ${sections.size} sections, ${tools.size} tools`;
   }
   const changes = describeSystemChange(m);
