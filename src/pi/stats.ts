@@ -37,10 +37,8 @@ function entryTime(e: SessionEntry): number {
 /** pi's name for usage no model is named for (getUsageCostBreakdown, dist/core/usage-totals.js). */
 export const SUMMARY_USAGE_MODEL = "Tools/summaries";
 
-export interface CountedUsage {
-  /** The usage object as recorded (input, output, cacheRead, cacheWrite, totalTokens, cost). */
-  usage: Record<string, unknown>;
-  /** Its four token counts (0 where missing or not a finite number). */
+/** Token counts as pi records them in a `usage` object (0 where missing or not a finite number), plus its total and cost. */
+export interface TokenCounts {
   input: number;
   output: number;
   cacheRead: number;
@@ -52,6 +50,11 @@ export interface CountedUsage {
    */
   tokens: number;
   cost: number;
+}
+
+export interface CountedUsage extends TokenCounts {
+  /** The usage object as recorded (input, output, cacheRead, cacheWrite, totalTokens, cost). */
+  usage: Record<string, unknown>;
   /** "provider/model", or SUMMARY_USAGE_MODEL for compactions, branch summaries and tool results. */
   model: string;
   /** An assistant message (the others are not messages the counts of messages include). */

@@ -3,22 +3,13 @@
 
 import { createHash } from "node:crypto";
 import { migrateToV3InMemory, sessionName, sessionStats, streamSessionItems } from "../pi/index.js";
-import { countedUsage, type CountedUsage } from "../pi/stats.js";
+import { countedUsage, type CountedUsage, type TokenCounts } from "../pi/stats.js";
 import type { RawSessionEntry, SessionEntry, SessionHeader } from "../pi/index.js";
 import { parseSessionFileName } from "../pi/writer.js";
 import { messageOf } from "./describe.js";
 import { stableIdGenerator } from "./read.js";
 
-/** Token counts as pi records them in a `usage` object, plus its total and cost. */
-export interface TokenCounts {
-  input: number;
-  output: number;
-  cacheRead: number;
-  cacheWrite: number;
-  /** input + output + cache read + cache write, as pi counts them (pi/stats.ts countedUsage). */
-  tokens: number;
-  cost: number;
-}
+export type { TokenCounts };
 
 /** Usage on one UTC day with one model: what `stats` and the dashboard add up. */
 export interface UsageCell extends TokenCounts {
