@@ -7,6 +7,7 @@
 
 import { promises as fs } from "node:fs";
 import path from "node:path";
+import { PI_AGENT_FILES } from "../pi/paths.js";
 import { RepoError } from "../repo/errors.js";
 
 export interface KnownSecret {
@@ -151,8 +152,8 @@ async function readConfig(agentDir: string, file: string): Promise<string | unde
   }
 }
 
-/** The files of the agent dir that hold credentials (pi 1.x added the two MCP ones). */
-export const SECRET_FILES = ["auth.json", "models.json", "mcp.json", "mcp-auth.json"] as const;
+/** The files of the agent dir that hold credentials (PI_AGENT_FILES: auth.json, models.json, and pi 1.x's mcp.json and mcp-auth.json). */
+export const SECRET_FILES: readonly string[] = PI_AGENT_FILES.filter((f) => f.secret !== "no").map((f) => f.name);
 
 /** Where a file keeps its per-provider (per-server) part: `providers` in models.json, `mcpServers` in mcp.json. */
 const SECTION: Record<string, string> = { "models.json": "providers", "mcp.json": "mcpServers" };

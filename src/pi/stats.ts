@@ -27,16 +27,6 @@ function num(value: unknown): number {
   return typeof value === "number" && Number.isFinite(value) ? value : 0;
 }
 
-/**
- * A usage's tokens as pi counts them: input + output + cache read + cache write (pi 1.6.0's
- * getSessionStats), never the provider's own `totalTokens`, which may count more (or be missing,
- * in sessions from late 2025).
- */
-function totalTokens(usage: Partial<NonNullable<AssistantMessage["usage"]>> | undefined): number {
-  if (!usage) return 0;
-  return num(usage.input) + num(usage.output) + num(usage.cacheRead) + num(usage.cacheWrite);
-}
-
 function entryTime(e: SessionEntry): number {
   const fromEntry = typeof e.timestamp === "string" ? Date.parse(e.timestamp) : NaN;
   if (!Number.isNaN(fromEntry)) return fromEntry;
@@ -47,11 +37,24 @@ function entryTime(e: SessionEntry): number {
 /** pi's name for usage no model is named for (getUsageCostBreakdown, dist/core/usage-totals.js). */
 export const SUMMARY_USAGE_MODEL = "Tools/summaries";
 
-export interface CountedUsage {
-  /** The usage object as recorded (input, output, cacheRead, cacheWrite, totalTokens, cost). */
-  usage: Record<string, unknown>;
+/** Token counts as pi records them in a `usage` object (0 where missing or not a finite number), plus its total and cost. */
+export interface TokenCounts {
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+  /**
+   * A usage's tokens as pi counts them: input + output + cache read + cache write (pi 1.6.0's
+   * getSessionStats), never the provider's own `totalTokens`, which may count more (or be missing,
+   * in sessions from late 2025).
+   */
   tokens: number;
   cost: number;
+}
+
+export interface CountedUsage extends TokenCounts {
+  /** The usage object as recorded (input, output, cacheRead, cacheWrite, totalTokens, cost). */
+  usage: Record<string, unknown>;
   /** "provider/model", or SUMMARY_USAGE_MODEL for compactions, branch summaries and tool results. */
   model: string;
   /** An assistant message (the others are not messages the counts of messages include). */
@@ -85,7 +88,8 @@ export function countedUsage(e: SessionEntry): CountedUsage | undefined {
   } else if (raw.type === "compaction" || raw.type === "branch_summary") usage = raw.usage;
   if (!usage || typeof usage !== "object") return undefined;
   const u = usage as Partial<NonNullable<AssistantMessage["usage"]>>;
-  return { usage: usage as Record<string, unknown>, tokens: totalTokens(u), cost: num(u.cost?.total), model, assistant };
+  const [input, output, cacheRead, cacheWrite] = [num(u.input), num(u.output), num(u.cacheRead), num(u.cacheWrite)];
+  return { usage: usage as Record<string, unknown>, input, output, cacheRead, cacheWrite, tokens: input + output + cacheRead + cacheWrite, cost: num(u.cost?.total), model, assistant };
 }
 
 function roleOf(e: SessionEntry): string | undefined {

@@ -73,7 +73,8 @@ export function systemText(content: unknown): string {
   return content.filter((b) => b && typeof b === "object" && b.type === "text" && typeof b.text === "string").map((b) => b.text as string).join("\n");
 }
 
-const emptyState = (): SystemState => ({ instructions: [], sections: new Map(), tools: new Map() });
+/** The state before any system message: no instructions, sections or tools. */
+export const emptySystemState = (): SystemState => ({ instructions: [], sections: new Map(), tools: new Map() });
 
 function sectionsOf(m: SystemMessage): [string, string | null][] {
   const s = m.sections as unknown;
@@ -129,7 +130,7 @@ export class SystemReplay {
     if (!m) return undefined;
     const checkpoint = e.type === "compaction";
     const kind = checkpoint ? "checkpoint" : this.state ? "update" : "prompt";
-    const resolved = applySystemMessage(checkpoint || !this.state ? emptyState() : this.state, m);
+    const resolved = applySystemMessage(checkpoint || !this.state ? emptySystemState() : this.state, m);
     this.state = resolved.state;
     return { entryId: e.id, kind, message: m, ...resolved };
   }

@@ -8,7 +8,7 @@ import { randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { parseSessionFileName, sessionDirName, sessionFileName, sessionsDir } from "../pi/index.js";
-import { listLiveFiles } from "../sessions/live.js";
+import { listLiveFiles, type LiveFile } from "../sessions/live.js";
 import { headerSeed } from "../sessions/read.js";
 import { RepoError } from "../repo/errors.js";
 import { sessionText } from "./finalize.js";
@@ -53,11 +53,16 @@ async function existingCopy(dir: string, id: string): Promise<string | undefined
  * different --cwd, a moved project). Named `<time>_<id>.jsonl` as pi names them, or, for other
  * names, with that id in its header line.
  */
-async function liveCopy(session: SalvagedSession, agentDir?: string): Promise<string | undefined> {
+async function liveCopy(session: SalvagedSession, agentDir: string | undefined, listed: Map<string, LiveFile[]>): Promise<string | undefined> {
   const id = session.header.id;
   const dirs = [sessionsDir({ agentDir }).dir, sessionsDir({ agentDir, cwd: session.header.cwd }).dir];
   if (agentDir) dirs.push(join(agentDir, "sessions"));
-  for (const f of listLiveFiles([...new Set(dirs)])) {
+  const unique = [...new Set(dirs)];
+  // Sessions of one run mostly share these folders: each list of them is walked once per run.
+  const key = unique.join("\0");
+  const files = listed.get(key) ?? listLiveFiles(unique);
+  listed.set(key, files);
+  for (const f of files) {
     const name = basename(f.path);
     if (name.endsWith(`_${id}.jsonl`)) return f.path;
     if (parseSessionFileName(name) === null && (await headerId(f.path)) === id) return f.path;
@@ -91,6 +96,8 @@ export class SessionWriter {
   private readonly staged: Staged[] = [];
   /** Top-most folders this run created, removed again if the run fails. */
   private readonly created: string[] = [];
+  /** The live session files of pi's folders, by folder list (liveCopy). */
+  private readonly liveFiles = new Map<string, LiveFile[]>();
 
   constructor(private readonly target: WriteTarget) {}
 
@@ -98,7 +105,7 @@ export class SessionWriter {
   async stage(session: SalvagedSession): Promise<void> {
     const dir = this.target.install ? installDir(session, this.target.agentDir) : this.target.outDir!;
     const path = join(dir, sessionFileName(session.header));
-    const live = this.target.install ? await liveCopy(session, this.target.agentDir) : undefined;
+    const live = this.target.install ? await liveCopy(session, this.target.agentDir, this.liveFiles) : undefined;
     if (live) throw new RepoError(`${live} already holds session ${session.header.id} (salvage --out DIR writes the salvaged copy elsewhere); nothing was written`, "exists");
     const clash = (await existingCopy(dir, session.header.id)) ?? this.staged.find((s) => s.sessionId === session.header.id)?.path;
     if (clash) throw new RepoError(`${clash} already holds session ${session.header.id}; nothing was written`, "exists");

@@ -2,7 +2,7 @@
 
 import type { AssistantMessage, ContentBlock, SessionEntry, SessionHeader, ToolResultMessage } from "../pi/index.js";
 import { countedUsage } from "../pi/stats.js";
-import { applySystemMessage, describeSystemChange, systemMessageOf, systemText } from "../pi/system-prompt.js";
+import { applySystemMessage, describeSystemChange, emptySystemState, systemMessageOf, systemText } from "../pi/system-prompt.js";
 
 type Msg = { role?: unknown; content?: unknown; [k: string]: unknown };
 
@@ -92,7 +92,7 @@ export function systemPreview(e: SessionEntry, leading: boolean): string {
   const m = systemMessageOf(e);
   if (!m) return "";
   if (leading) {
-    const { sections, tools } = applySystemMessage({ instructions: [], sections: new Map(), tools: new Map() }, m).state;
+    const { sections, tools } = applySystemMessage(emptySystemState(), m).state;
     return `system prompt: ${sections.size} sections, ${tools.size} tools`;
   }
   const changes = describeSystemChange(m);
@@ -136,10 +136,9 @@ export interface UsageDetail extends Usage {
 export function entryUsage(e: SessionEntry): UsageDetail | undefined {
   const counted = countedUsage(e);
   if (!counted) return undefined;
-  const u = counted.usage;
-  const n = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : 0);
-  const cost = (u.cost && typeof u.cost === "object" ? u.cost : {}) as Record<string, unknown>;
-  return { tokens: counted.tokens, cost: counted.cost, input: n(u.input), output: n(u.output), cacheRead: n(u.cacheRead), cacheWrite: n(u.cacheWrite), billed: cost.totalFromProvider === true };
+  const { tokens, cost, input, output, cacheRead, cacheWrite, usage } = counted;
+  const billed = !!usage.cost && typeof usage.cost === "object" && (usage.cost as Record<string, unknown>).totalFromProvider === true;
+  return { tokens, cost, input, output, cacheRead, cacheWrite, billed };
 }
 
 /** "50.0k tokens (↑0 ↓0 R50.0k W0) · $0.0150 billed": pi's breakdown (input, output, cache read, cache write). */

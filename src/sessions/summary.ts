@@ -3,22 +3,13 @@
 
 import { createHash } from "node:crypto";
 import { migrateToV3InMemory, sessionName, sessionStats, streamSessionItems } from "../pi/index.js";
-import { countedUsage } from "../pi/stats.js";
+import { countedUsage, type CountedUsage, type TokenCounts } from "../pi/stats.js";
 import type { RawSessionEntry, SessionEntry, SessionHeader } from "../pi/index.js";
 import { parseSessionFileName } from "../pi/writer.js";
 import { messageOf } from "./describe.js";
 import { stableIdGenerator } from "./read.js";
 
-/** Token counts as pi records them in a `usage` object, plus its total and cost. */
-export interface TokenCounts {
-  input: number;
-  output: number;
-  cacheRead: number;
-  cacheWrite: number;
-  /** input + output + cache read + cache write, as pi counts them (pi/stats.ts totalTokens). */
-  tokens: number;
-  cost: number;
-}
+export type { TokenCounts };
 
 /** Usage on one UTC day with one model: what `stats` and the dashboard add up. */
 export interface UsageCell extends TokenCounts {
@@ -107,10 +98,8 @@ function originsOf(header: SessionHeader | undefined, entries: readonly SessionE
   return [...out];
 }
 
-function tokenCounts(c: NonNullable<ReturnType<typeof countedUsage>>): TokenCounts {
-  const raw = c.usage;
-  const n = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : 0);
-  return { input: n(raw.input), output: n(raw.output), cacheRead: n(raw.cacheRead), cacheWrite: n(raw.cacheWrite), tokens: c.tokens, cost: c.cost };
+function tokenCounts(c: CountedUsage): TokenCounts {
+  return { input: c.input, output: c.output, cacheRead: c.cacheRead, cacheWrite: c.cacheWrite, tokens: c.tokens, cost: c.cost };
 }
 
 export function addCounts(to: TokenCounts, from: TokenCounts): void {
