@@ -3,10 +3,12 @@
 // src/agents/ finds an agent by name or by root, never by importing its folder.
 
 import { RepoError } from "../repo/errors.js";
+import { piAdapter } from "./pi/index.js";
 import type { AgentAdapter, AgentName } from "./types.js";
 
 const ADAPTERS: AgentAdapter[] = [
   // pi first: its roots keep their historic names ("agent", "sessions").
+  piAdapter,
 ];
 
 /** Every registered adapter, pi first. */
