@@ -35,3 +35,15 @@ export function pi1Dir(): string {
   tool(path.join(`pi-${PI1_VERSION}`, "node_modules", "@earendil-works", "pi-coding-agent", "package.json"), `pi ${PI1_VERSION}`);
   return path.join(TOOLS_DIR, `pi-${PI1_VERSION}`);
 }
+
+// opencode and Gemini CLI (issue 19): real agent CLIs driven offline against test/helpers/fake-model.
+export const OPENCODE_VERSION = "1.18.33";
+export const GEMINI_CLI_VERSION = "0.61.0";
+
+/** opencode's native binary (the npm wrapper's optional dependency; run directly, no wrapper). */
+export const opencodeBin = (): string =>
+  tool(path.join(`agent-opencode-${OPENCODE_VERSION}`, "node_modules", "opencode-linux-x64", "bin", "opencode"), `opencode ${OPENCODE_VERSION}`);
+
+/** Gemini CLI's bundled entry point: plain JS, run with the Node the tests run on. */
+export const geminiCliJs = (): string =>
+  tool(path.join(`agent-gemini-${GEMINI_CLI_VERSION}`, "node_modules", "@google", "gemini-cli", "bundle", "gemini.js"), `Gemini CLI ${GEMINI_CLI_VERSION}`);
