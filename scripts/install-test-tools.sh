@@ -32,6 +32,22 @@ if [ "$(node -p "require('$tools/pi-$pi1/node_modules/@earendil-works/pi-coding-
   echo "installed pi $pi1 into $tools/pi-$pi1"
 fi
 
+# opencode (agent tests, issue 19): the npm wrapper plus its native binary from an optional dependency.
+opencode=1.18.33
+if [ "$(node -p "require('$tools/agent-opencode-$opencode/node_modules/opencode-ai/package.json').version" 2>/dev/null)" != "$opencode" ]; then
+  rm -rf "$tools/agent-opencode-$opencode"
+  npm install --no-save --no-audit --no-fund --loglevel=error --prefix "$tools/agent-opencode-$opencode" "opencode-ai@$opencode" >/dev/null
+  echo "installed opencode $opencode into $tools/agent-opencode-$opencode"
+fi
+
+# Gemini CLI (agent tests, issue 19): plain JS, run on the Node the tests run on.
+gemini=0.61.0
+if [ "$(node -p "require('$tools/agent-gemini-$gemini/node_modules/@google/gemini-cli/package.json').version" 2>/dev/null)" != "$gemini" ]; then
+  rm -rf "$tools/agent-gemini-$gemini"
+  npm install --no-save --no-audit --no-fund --loglevel=error --prefix "$tools/agent-gemini-$gemini" "@google/gemini-cli@$gemini" >/dev/null
+  echo "installed Gemini CLI $gemini into $tools/agent-gemini-$gemini"
+fi
+
 # Claude Code (agent tests, issue 19): the npm wrapper's postinstall links the native binary from an
 # optional dependency (@anthropic-ai/claude-code-linux-x64); the check runs it, so a missing binary shows.
 claude=2.1.328
