@@ -4,6 +4,7 @@
 
 import { RepoError } from "../repo/errors.js";
 import { claudeAdapter } from "./claude/index.js";
+import { codexAdapter } from "./codex/index.js";
 import { piAdapter } from "./pi/index.js";
 import type { AgentAdapter, AgentName } from "./types.js";
 
@@ -11,6 +12,7 @@ const ADAPTERS: AgentAdapter[] = [
   // pi first: its roots keep their historic names ("agent", "sessions").
   piAdapter,
   claudeAdapter,
+  codexAdapter,
 ];
 
 /** Every registered adapter, pi first. */
