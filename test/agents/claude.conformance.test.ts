@@ -36,6 +36,7 @@ afterAll(async () => {
   sb?.cleanup();
 });
 
+const hz = () => ({ env: {}, repo: sb.repo, keyFile: path.join(sb.root, "key") });
 const loc = () => claudeAdapter.locate({ env: { CLAUDE_CONFIG_DIR: claudeConfigDir(sb) }, home: sb.home });
 async function listAndRead(): Promise<{ metas: SessionMeta[]; session: AgentSession }> {
   const files = liveFiles(loc().roots);
@@ -115,19 +116,19 @@ describe("claude adapter", () => {
 
   it("doctor: warns about the default 30-day sweep, more loudly about 0, names the fix, and is quiet at 36500", async () => {
     const dir = claudeConfigDir(sb);
-    const [unset] = await claudeAdapter.hazards(loc(), {});
+    const [unset] = await claudeAdapter.hazards(loc(), hz());
     expect(unset).toMatchObject({ name: "claude: cleanupPeriodDays", status: "warn" });
     expect(unset.message).toContain("not set (default 30)");
     expect(unset.fix).toContain(`"cleanupPeriodDays": 36500 in ${path.join(dir, "settings.json")}`);
     writeFileSync(path.join(dir, "settings.json"), JSON.stringify({ cleanupPeriodDays: 0 }));
     writeFileSync(path.join(dir, ".last-cleanup"), "");
     utimesSync(path.join(dir, ".last-cleanup"), new Date("2026-11-01T10:00:00Z"), new Date("2026-11-01T10:00:00Z"));
-    const [zero] = await claudeAdapter.hazards(loc(), {});
+    const [zero] = await claudeAdapter.hazards(loc(), hz());
     expect(zero.status).toBe("warn");
     expect(zero.message).toContain("0 has meant: write no transcripts at all");
     expect(zero.message).toContain("last sweep ran 2026-11-01T10:00:00.000Z (.last-cleanup)");
     writeFileSync(path.join(dir, "settings.json"), JSON.stringify({ cleanupPeriodDays: 36500 }));
-    expect((await claudeAdapter.hazards(loc(), {}))[0].status).toBe("ok");
+    expect((await claudeAdapter.hazards(loc(), hz()))[0].status).toBe("ok");
   });
 
   it("restores a transcript with its own folder, and checks the restored transcript reads back as the session", async () => {

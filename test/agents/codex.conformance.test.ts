@@ -34,6 +34,7 @@ afterAll(async () => {
   sb?.cleanup();
 });
 
+const hz = () => ({ env: {}, repo: sb.repo, keyFile: path.join(sb.root, "key") });
 const loc = () => codexAdapter.locate({ env: { CODEX_HOME: codexHome(sb) }, home: sb.home });
 const metasOf = async () => {
   const metas: SessionMeta[] = [];
@@ -88,7 +89,7 @@ describe("codex adapter", () => {
   });
 
   it("doctor: ok while every rollout has its threads row; a warning naming the rollout when state_5.sqlite lost it", async () => {
-    expect(await codexAdapter.hazards(loc(), {})).toEqual([expect.objectContaining({ name: "codex: threads", status: "ok" })]);
+    expect(await codexAdapter.hazards(loc(), hz())).toEqual([expect.objectContaining({ name: "codex: threads", status: "ok" })]);
     // Keep the state as it is now, let codex make a second session, then put the older state back:
     // the second rollout is on disk but not in the threads table, as in openai/codex #40426.
     const home = codexHome(sb);
@@ -99,7 +100,7 @@ describe("codex adapter", () => {
     const second = await runCodex(sb, server, "a second session");
     for (const n of readdirSync(home).filter((n) => n.startsWith("state_5.sqlite"))) rmSync(path.join(home, n));
     for (const n of stateFiles) copyFileSync(path.join(saved, n), path.join(home, n));
-    const [check] = await codexAdapter.hazards(loc(), {});
+    const [check] = await codexAdapter.hazards(loc(), hz());
     expect(check).toMatchObject({ name: "codex: threads", status: "warn" });
     expect(check.message).toContain("1 rollout(s) have no row in the threads table");
     expect(check.paths).toEqual([path.relative(home, second.rollout)]);
