@@ -4,7 +4,7 @@
 // Written by `iface` so that detection has a second real agent; `cc` owns this folder from here on.
 
 import path from "node:path";
-import { expandTilde } from "../../pi/paths.js";
+import { dirByPrecedence } from "../locate.js";
 import type { AgentLocation, LocateContext } from "../types.js";
 
 export const ENV_CLAUDE_DIR = "CLAUDE_CONFIG_DIR";
@@ -13,15 +13,7 @@ export const CLAUDE_ROOT = "claude";
 
 /** flag > $CLAUDE_CONFIG_DIR > config (`agents.claude.dir`) > ~/.claude. */
 export function locateClaude(ctx: LocateContext): AgentLocation {
-  const { env, home } = ctx;
-  const fromEnv = env[ENV_CLAUDE_DIR];
-  const [dir, foundBy, via] = ctx.flagDir
-    ? [path.resolve(ctx.flagDir), "flag" as const, "--agent-dir"]
-    : fromEnv
-      ? [path.resolve(home, expandTilde(fromEnv, home)), "env" as const, ENV_CLAUDE_DIR]
-      : ctx.config?.dir
-        ? [path.resolve(home, expandTilde(ctx.config.dir, home)), "config" as const, ctx.configFile ? `config file ${ctx.configFile}` : "config file"]
-        : [path.join(home, ".claude"), "default" as const, undefined];
+  const { dir, foundBy, via } = dirByPrecedence(ctx, ENV_CLAUDE_DIR, path.join(ctx.home, ".claude"));
   return {
     agent: "claude",
     dir,
