@@ -17,6 +17,7 @@ import { listLiveFiles, liveSessionDirs, type LiveFile } from "./live.js";
 import { newestRun, originalPath, SnapshotFiles, treeNodeOf, type FileHistory, type SnapshotHistory, type SnapshotMeta } from "./snapshot-files.js";
 import type { RepositorySource } from "./source.js";
 import type { SessionSummary } from "./summary.js";
+import { PI_AGENT } from "./agent-name.js";
 import { readTags } from "./tags.js";
 import { compareStrings } from "../compare.js";
 import { hostName } from "../host.js";
@@ -38,6 +39,8 @@ export interface SnapshotVersion {
 }
 
 export interface SessionRecord extends SessionSummary {
+  /** The agent that wrote the session (its registry name: "pi", "claude", ...). */
+  agent: string;
   /** Bytes of the newest version. */
   size: number;
   /** Path of the live file on this machine, or null. */
@@ -232,7 +235,7 @@ export class SessionCatalog {
       if (l) hosts.add(host);
       const lastSnapshot = versions.reduce<SnapshotRef | null>((a, v) => (!a || v.last.time > a.time ? v.last : a), null);
       const snapshotCount = versions.reduce((n, v) => n + v.snapshots, 0);
-      sessions.push({ ...summary, id, size, live: l?.file.path ?? null, versions, snapshotCount, lastSnapshot, deleted: !l, hosts: [...hosts].sort(), tags: tags[id] ?? [] });
+      sessions.push({ ...summary, id, agent: PI_AGENT, size, live: l?.file.path ?? null, versions, snapshotCount, lastSnapshot, deleted: !l, hosts: [...hosts].sort(), tags: tags[id] ?? [] });
     }
     await summaries?.save(true);
     sessions.sort((a, b) => compareStrings(b.lastActivity ?? "", a.lastActivity ?? "") || compareStrings(a.id, b.id));
