@@ -17,6 +17,14 @@ export interface ListFlags {
   deleted?: boolean;
   host?: string;
   live?: boolean;
+  agent?: string;
+}
+
+/** `--agent NAME`, checked against the registry: a typo is a usage error, not an empty listing. */
+async function checkAgentFlag(name: string | undefined): Promise<string | undefined> {
+  if (name === undefined) return undefined;
+  const { agentByName } = await import("../agents/registry.js");
+  return agentByName(name).name;
 }
 
 /**
@@ -117,12 +125,13 @@ async function gatherStats(ctx: Context, opts: StatsFlags, range?: (zone: ZoneDa
   const zone = new ZoneDays(checkZone(opts.tz ?? localZone()));
   const { timeRange } = await import("../sessions/time-filter.js");
   const times = range ? range(zone) : timeRange(opts, zone);
+  const agent = await checkAgentFlag(opts.agent);
   const { computeStats } = await import("../sessions/stats.js");
   return withCatalog(ctx, false, async (catalog) => {
     reportSnapshotDamage(ctx, catalog);
     const timeline = catalog.snapshots.map((r) => ({ id: r.id, time: r.time, host: r.host, tags: r.tags }));
     const { statsOriginKeys } = await import("../sessions/index.js");
-    return computeStats(catalog.sessions, { target: ctx.config.repo, timeline }, { gapHours, originKeys: await statsOriginKeys(catalog), zone: zone.zone, ...times, project: opts.project, agent: opts.agent });
+    return computeStats(catalog.sessions, { target: ctx.config.repo, timeline }, { gapHours, originKeys: await statsOriginKeys(catalog), zone: zone.zone, ...times, project: opts.project, agent });
   });
 }
 
@@ -144,12 +153,13 @@ export async function printSessionList(ctx: Context, list: SessionRecord[], all:
   }
   const { formatCost, formatTokens } = await import("../sessions/describe.js");
   const { fitListRows, terminalWidth } = await import("../sessions/list-layout.js");
-  const rows = [["ID", "NAME", "PROJECT", "STARTED", "LAST ACTIVITY", "TURNS", "TOKENS", "COST", "SIZE", "WHERE"]];
+  const rows = [["ID", "NAME", "PROJECT", "AGENT", "STARTED", "LAST ACTIVITY", "TURNS", "TOKENS", "COST", "SIZE", "WHERE"]];
   for (const s of list) {
-    rows.push([short.get(s.id)!, s.name ?? "", s.project, day(s.started), day(s.lastActivity), String(s.turns), formatTokens(s.tokens), formatCost(s.cost), formatBytes(s.size), where(s) + (s.tags.length ? `  #${s.tags.join(" #")}` : "")]);
+    rows.push([short.get(s.id)!, s.name ?? "", s.project, s.agent, day(s.started), day(s.lastActivity), String(s.turns), formatTokens(s.tokens), formatCost(s.cost), formatBytes(s.size), where(s) + (s.tags.length ? `  #${s.tags.join(" #")}` : "")]);
   }
   // Narrow terminals leave out STARTED, SIZE, COST and TOKENS (in that order) before the name gets short.
-  info(ctx.out, table(fitListRows(rows, terminalWidth(), [3, 8, 7, 6])));
+  // AGENT comes after PROJECT: fitListRows cuts columns 1 and 2 (name and project).
+  info(ctx.out, table(fitListRows(rows, terminalWidth(), [4, 9, 8, 7])));
 }
 
 /** `sessions show`'s output; shared with the restic engine. */
@@ -183,6 +193,7 @@ function withListFilters(cmd: Command): Command {
     .option("--date <day>", "only sessions active on this local day (YYYY-MM-DD)")
     .option("--deleted", "only sessions that are in a snapshot but gone from disk")
     .option("--host <host>", "only sessions seen on this host")
+    .option("--agent <name>", "only sessions of this agent (pi, claude, codex, ...)")
     .option("--live", "skip snapshots: live files only (no repository needed)");
 }
 
@@ -214,9 +225,10 @@ Examples:
       const { filterSessions } = await import("../sessions/query.js");
       const { timeRange } = await import("../sessions/time-filter.js");
       const range = timeRange(opts);
+      const agent = await checkAgentFlag(opts.agent);
       const list = await withCatalog(ctx, !!opts.live, async (c) => {
         reportSnapshotDamage(ctx, c);
-        return { list: filterSessions(c.sessions, { project: opts.project, tag: opts.tag, deleted: opts.deleted, host: opts.host, ...range }), all: c.sessions };
+        return { list: filterSessions(c.sessions, { project: opts.project, tag: opts.tag, deleted: opts.deleted, host: opts.host, agent, ...range }), all: c.sessions };
       });
       await printSessionList(ctx, list.list, list.all);
     });
@@ -279,7 +291,7 @@ Examples:
       const { runQuery, ftsQuery, DEFAULT_RANK_CAP } = await import("../sessions/search-query.js");
       ftsQuery(query); // an empty query fails before any work
       const range = timeRange(opts);
-      const filter = { project: opts.project, tag: opts.tag, deleted: opts.deleted, host: opts.host, ...range };
+      const filter = { project: opts.project, tag: opts.tag, deleted: opts.deleted, host: opts.host, agent: await checkAgentFlag(opts.agent), ...range };
       await withCatalog(ctx, !!opts.live, async (catalog) => {
         reportSnapshotDamage(ctx, catalog);
         await withSearchIndex(ctx.config.dataDir, async (index) => {
