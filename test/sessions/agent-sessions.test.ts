@@ -4,7 +4,8 @@
 // Listed with `--agent`, shown, searched, exported to Markdown, JSON and HTML (the page in
 // Chromium), first live, then only from a snapshot after the files are gone.
 
-import { existsSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import Database from "better-sqlite3";
 import path from "node:path";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -100,10 +101,24 @@ describe("sessions of Claude Code and Codex", () => {
     expect(expectOneLineError(await run(sb, ["sessions", "list", "--agent", "clippy"]), 2)).toMatch(/unknown agent "clippy": known agents are pi, claude/);
   });
 
-  it("finds them by text with --agent, and counts them in stats per agent", async () => {
+  it("finds them by text with --agent, rebuilding an index of the schema before the agent column, and counts them in stats per agent", async () => {
+    // A search index as the previous version wrote it: schema 5, docs without an agent.
+    const indexFile = path.join(sb.dataHome, "pi-guard", "search", "index.sqlite");
+    mkdirSync(path.dirname(indexFile), { recursive: true });
+    const old = new Database(indexFile);
+    old.exec("CREATE TABLE info (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO info VALUES ('schema', '5'); CREATE TABLE docs (session_id TEXT PRIMARY KEY, version_key TEXT NOT NULL, indexed_bytes INTEGER NOT NULL, edge_hash TEXT NOT NULL);");
+    old.close();
     const found = (await runOk(sb, ["--json", "sessions", "search", "heron", "--agent", "claude"])).json<{ results: { session: { id: string; agent: string } }[] }>();
     expect(found.results.map((r) => r.session)).toEqual([expect.objectContaining({ id: made.claude.id, agent: "claude" })]);
     expect((await runOk(sb, ["--json", "sessions", "search", "heron", "--agent", "codex"])).json<{ results: unknown[] }>().results).toEqual([]);
+    const index = new Database(indexFile, { readonly: true });
+    try {
+      expect(index.prepare("SELECT value FROM info WHERE key = 'schema'").get()).toEqual({ value: "6" });
+      const agents = Object.fromEntries((index.prepare("SELECT session_id, agent FROM docs").all() as { session_id: string; agent: string }[]).map((r) => [r.session_id, r.agent]));
+      expect(agents).toEqual({ [made.claude.id]: "claude", [made.codex.id]: "codex" });
+    } finally {
+      index.close();
+    }
     const stats = (await runOk(sb, ["--json", "stats", "--agent", "codex"])).json<{ totals: { sessions: number; tokens: number }; sessions: { id: string; agent: string }[] }>();
     expect(stats.sessions.map((r) => [r.id, r.agent])).toEqual([[made.codex.id, "codex"]]);
     expect(stats.totals.tokens).toBeGreaterThan(0);
