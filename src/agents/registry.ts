@@ -3,10 +3,14 @@
 // src/agents/ finds an agent by name or by root, never by importing its folder.
 
 import { RepoError } from "../repo/errors.js";
+import { claudeMinimalAdapter } from "./claude/minimal.js";
+import { piAdapter } from "./pi/index.js";
 import type { AgentAdapter, AgentName } from "./types.js";
 
 const ADAPTERS: AgentAdapter[] = [
   // pi first: its roots keep their historic names ("agent", "sessions").
+  piAdapter,
+  claudeMinimalAdapter, // cc: replace with the full adapter from ./claude/index.js
 ];
 
 /** Every registered adapter, pi first. */

@@ -236,6 +236,16 @@ export interface RestoreCheck {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Hazards
+
+/** What a hazard check may need beside the location: where pi-guard's own repository and key are (a repository inside an agent's dir dies with it). */
+export interface HazardContext {
+  env: Env;
+  repo: string;
+  keyFile: string;
+}
+
+// ---------------------------------------------------------------------------------------------
 // The interface
 
 export interface AgentAdapter {
@@ -265,7 +275,7 @@ export interface AgentAdapter {
    * What deletes or hides this agent's history on this machine, as doctor findings (name prefixed
    * with the agent: "claude: cleanupPeriodDays"), each warning with a one-line `fix`. Read-only.
    */
-  hazards(loc: AgentLocation, env: Env): Promise<DoctorCheck[]>;
+  hazards(loc: AgentLocation, ctx: HazardContext): Promise<DoctorCheck[]>;
 
   /**
    * Group `selected` files (what a restore is asked for) into units, adding from `available` (the
