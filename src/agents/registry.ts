@@ -5,12 +5,16 @@
 import { RepoError } from "../repo/errors.js";
 import { claudeMinimalAdapter } from "./claude/minimal.js";
 import { piAdapter } from "./pi/index.js";
+import { opencodeAdapter } from "./opencode/index.js";
+import { geminiAdapter } from "./gemini/index.js";
 import type { AgentAdapter, AgentName } from "./types.js";
 
 const ADAPTERS: AgentAdapter[] = [
   // pi first: its roots keep their historic names ("agent", "sessions").
   piAdapter,
   claudeMinimalAdapter, // cc: replace with the full adapter from ./claude/index.js
+  geminiAdapter,
+  opencodeAdapter,
 ];
 
 /** Every registered adapter, pi first. */
