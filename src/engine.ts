@@ -124,6 +124,7 @@ export async function snapshotAgentDir(config: Config, repo: Repository, opts: A
   let loss: LossVerdict | undefined;
   const result = await createSnapshot(repo, {
     roots: config.roots,
+    rootAgents: config.rootAgents,
     filter: config.filter,
     fullReadIntervalMs: config.snapshot.fullReadIntervalMs,
     ...snapshotOpts,

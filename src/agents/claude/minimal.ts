@@ -6,7 +6,6 @@
 
 import { readSettings } from "../../pi/paths.js";
 import type { SessionEntry } from "../../pi/types.js";
-import { secretValuesOf } from "../secrets.js";
 import type { AgentAdapter, FileRef, SecretFile, SessionMeta } from "../types.js";
 import { sqliteUnits } from "../units.js";
 import { CLAUDE_ROOT, isClaudeTranscript, locateClaude } from "./locate.js";
@@ -28,7 +27,7 @@ export const claudeMinimalAdapter: AgentAdapter = {
   title: "Claude Code",
   locate: locateClaude,
   secretFiles: () => SECRETS,
-  secretValues: (files) => secretValuesOf(files, SECRETS),
+  secretValues: async (files) => (await import("../secrets.js")).secretValuesOf(files, SECRETS),
   copyRules: () => [
     { root: CLAUDE_ROOT, glob: "projects/**/*.jsonl", kind: "append-jsonl" },
     { root: CLAUDE_ROOT, glob: "history.jsonl", kind: "append-jsonl" },

@@ -2,9 +2,7 @@
 // doctor-hazards.ts, export/secrets.ts), not a rewrite: their behaviour, and their tests, are pi's.
 
 import path from "node:path";
-import { findHazards } from "../../doctor-hazards.js";
-import { SECRET_FILES, secretsInText, type KnownSecret } from "../../export/secrets.js";
-import { readSessionText } from "../../pi/parse.js";
+import type { KnownSecret } from "../../export/secrets.js";
 import { agentDir as defaultAgentDir, ENV_AGENT_DIR, expandTilde, PI_AGENT_FILES, readSessionsLink, sessionsDir, sessionsLinkNote } from "../../pi/paths.js";
 import { parseSessionFileName } from "../../pi/writer.js";
 import type { SessionHeader } from "../../pi/types.js";
@@ -106,6 +104,7 @@ export const piAdapter: AgentAdapter = {
   secretFiles: () =>
     PI_AGENT_FILES.filter((f) => f.secret !== "no").map((f) => ({ root: PI_AGENT_ROOT, path: f.name, kind: f.secret === "always" ? "whole" : "if-it-holds-any", what: f.what })),
   async secretValues(files) {
+    const { SECRET_FILES, secretsInText } = await import("../../export/secrets.js");
     const out = new Map<string, KnownSecret>();
     for (const name of SECRET_FILES) {
       const ref = { root: PI_AGENT_ROOT, path: name };
@@ -126,6 +125,7 @@ export const piAdapter: AgentAdapter = {
       for await (const f of sessionFiles(files)) yield metaOf(files, f);
     },
     async read(files, meta) {
+      const { readSessionText } = await import("../../pi/parse.js");
       const ref = meta.files[0];
       const read = readSessionText(await files.read(ref, MAX_SESSION_BYTES));
       const header: SessionHeader = read.header ?? { type: "session", version: 3, id: meta.id, timestamp: meta.started ?? "", cwd: meta.cwd ?? "" };
@@ -139,7 +139,7 @@ export const piAdapter: AgentAdapter = {
     },
     isSessionFile,
   },
-  hazards: (loc, ctx) => findHazards({ agentDir: loc.dir, roots: loc.roots, repo: ctx.repo, keyFile: ctx.keyFile }, ctx.env),
+  hazards: async (loc, ctx) => (await import("../../doctor-hazards.js")).findHazards({ agentDir: loc.dir, roots: loc.roots, repo: ctx.repo, keyFile: ctx.keyFile }, ctx.env),
   restoreUnits: (selected, available) => sqliteUnits(selected, available, isDb),
   // pi 1.x throws on a session file whose first line is no valid header (0.73.1 replaced it with an empty one).
   async checkRestored(files, units) {
