@@ -62,21 +62,6 @@ export function judgeLoss(
 }
 
 /**
- * judgeLoss's "sessions" rule for each other agent on its own: every session file of one agent
- * gone (its chats wiped, its one database deleted) is the pi incident for that agent, even while
- * the other agents' sessions are all there. `tests` holds one session-file test per agent.
- */
-export function agentSessionsLoss(parentFiles: ParentFile[], filesNow: number, tests: readonly ((f: ParentFile) => boolean)[], against?: string): LossVerdict | undefined {
-  for (const test of tests) {
-    const mine = parentFiles.filter(test);
-    if (mine.length === 0 || mine.some((f) => f.found)) continue;
-    const lost = parentFiles.filter((f) => !f.found).length;
-    return { reason: "sessions", filesBefore: parentFiles.length, filesNow, lost, sample: mine.slice(0, 5).map((f) => `${f.root}:${f.path}`), ...(against ? { against } : {}) };
-  }
-  return undefined;
-}
-
-/**
  * Which files of a snapshot are pi's sessions: those below the sessions dir, wherever it is now,
  * and every file of a root "sessions" (a last whole snapshot may have one the config lacks now).
  */
