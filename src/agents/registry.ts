@@ -3,7 +3,8 @@
 // src/agents/ finds an agent by name or by root, never by importing its folder.
 
 import { RepoError } from "../repo/errors.js";
-import { claudeMinimalAdapter } from "./claude/minimal.js";
+import { claudeAdapter } from "./claude/index.js";
+import { codexAdapter } from "./codex/index.js";
 import { piAdapter } from "./pi/index.js";
 import { opencodeAdapter } from "./opencode/index.js";
 import { geminiAdapter } from "./gemini/index.js";
@@ -12,7 +13,8 @@ import type { AgentAdapter, AgentName } from "./types.js";
 const ADAPTERS: AgentAdapter[] = [
   // pi first: its roots keep their historic names ("agent", "sessions").
   piAdapter,
-  claudeMinimalAdapter, // cc: replace with the full adapter from ./claude/index.js
+  claudeAdapter,
+  codexAdapter,
   geminiAdapter,
   opencodeAdapter,
 ];
