@@ -375,7 +375,8 @@ export class SnapshotBuilder {
       // A SQLite db's side files are in its consistent copy (scanned in path order, the db comes first).
       const db = sqliteDbOf(entry.path);
       if (db !== undefined && this.sqliteStored.has(nodeKey(entry.root, db))) return;
-      const sqlite = !entry.pathBytes && this.reading.copyKind?.(entry.root, entry.path) === "sqlite-wal";
+      // A side file whose db is not there (or not SQLite) is only bytes: it is never opened as a database.
+      const sqlite = db === undefined && !entry.pathBytes && this.reading.copyKind?.(entry.root, entry.path) === "sqlite-wal";
       const stored = sqlite ? await this.storeSqlite(entry) : await this.storeFile(entry);
       if (stored) await this.tree.add(fileNode(base, stored));
     }
