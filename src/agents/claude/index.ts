@@ -8,7 +8,6 @@ import path from "node:path";
 import type { DoctorCheck } from "../../doctor.js";
 import { readSettings } from "../../pi/paths.js";
 import { readHead } from "../jsonl.js";
-import { secretValuesOf } from "../secrets.js";
 import type { AgentAdapter, FileRef, RestoreCheck, RestoreUnit, SecretFile, SessionMeta } from "../types.js";
 import { CLAUDE_ROOT, isClaudeTranscript, locateClaude } from "./locate.js";
 import { claudeMetaFromHead, readClaudeTranscript } from "./read.js";
@@ -65,7 +64,8 @@ export const claudeAdapter: AgentAdapter = {
   title: "Claude Code",
   locate: locateClaude,
   secretFiles: () => SECRETS,
-  secretValues: (files) => secretValuesOf(files, SECRETS),
+  // Imported when needed: export/secrets.js reaches config.ts, which loads the registry (an import cycle).
+  secretValues: async (files) => (await import("../secrets.js")).secretValuesOf(files, SECRETS),
   copyRules: () => [
     { root: CLAUDE_ROOT, glob: "projects/**/*.jsonl", kind: "append-jsonl" },
     { root: CLAUDE_ROOT, glob: "history.jsonl", kind: "append-jsonl" },

@@ -11,7 +11,6 @@ import type { DoctorCheck } from "../../doctor.js";
 import { expandTilde } from "../../pi/paths.js";
 import { liveFiles } from "../files.js";
 import { readHead } from "../jsonl.js";
-import { secretValuesOf } from "../secrets.js";
 import type { AgentAdapter, AgentLocation, FileReader, FileRef, LocateContext, RestoreCheck, RestoreUnit, SecretFile, SessionMeta } from "../types.js";
 import { sqliteUnits } from "../units.js";
 import { codexMetaFromHead, readCodexRollout } from "./read.js";
@@ -123,7 +122,8 @@ export const codexAdapter: AgentAdapter = {
   title: "Codex CLI",
   locate,
   secretFiles: () => SECRETS,
-  secretValues: (files) => secretValuesOf(files, SECRETS),
+  // Imported when needed: export/secrets.js reaches config.ts, which loads the registry (an import cycle).
+  secretValues: async (files) => (await import("../secrets.js")).secretValuesOf(files, SECRETS),
   copyRules: () => [
     { root: CODEX_ROOT, glob: "sessions/**/*.jsonl", kind: "append-jsonl" },
     { root: CODEX_ROOT, glob: "archived_sessions/**/*.jsonl", kind: "append-jsonl" },
