@@ -1,8 +1,9 @@
-// Sessions of other agents in `sessions list/show/search/export/stats`: a real Claude Code 2.1.328
-// and a real Codex CLI 0.169.0 session (their CLIs, offline, against the fake model server), each
-// with a tool call, read through the agent registry's session readers into the common model.
-// Listed with `--agent`, shown, searched, exported to Markdown, JSON and HTML (the page in
-// Chromium), first live, then only from a snapshot after the files are gone.
+// Sessions of other agents in `sessions list/show/search/export/stats`: a real Claude Code 2.1.328,
+// Codex CLI 0.169.0, Gemini CLI 0.61.0 and opencode 1.18.33 session (their CLIs, offline, against
+// the fake model server), each with a tool call, read through the agent registry's session
+// readers into the common model. Listed with `--agent`, shown, searched, exported to Markdown,
+// JSON and HTML (the page in Chromium), first live, then only from a snapshot after each agent's
+// data dir is wiped.
 
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import Database from "better-sqlite3";
@@ -10,10 +11,12 @@ import path from "node:path";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runClaude, startClaudeModel } from "../helpers/agents/claude.js";
-import { runCodex, startCodexModel } from "../helpers/agents/codex.js";
+import { codexHome, runCodex, startCodexModel } from "../helpers/agents/codex.js";
+import { runGemini, startGeminiModel } from "../helpers/agents/gemini.js";
+import { runOpencode, startOpencodeModel } from "../helpers/agents/opencode.js";
 import { launchChromium, openFile } from "../helpers/browser.js";
 import { expectOneLineError, initRepo, snapshot } from "../helpers/cli.js";
-import { callTool, say } from "../helpers/fake-model/server.js";
+import { callTool, type FakeModelServer, say } from "../helpers/fake-model/server.js";
 import { makeSandbox, type Sandbox } from "../helpers/tmp.js";
 import { run, runOk } from "./cli.js";
 
@@ -28,26 +31,31 @@ interface Listed {
   toolCalls: number;
 }
 
+const AGENTS = ["claude", "codex", "gemini", "opencode"] as const;
+type Agent = (typeof AGENTS)[number];
+
 let sb: Sandbox;
 let browser: Browser;
-const made: Record<"claude" | "codex", { id: string; file: string; tool: string; answer: string }> = {} as never;
+/** Each agent's session: its id, the tool command it ran, the answer, and the data dir wiped later. */
+const made: Record<Agent, { id: string; tool: string; answer: string; dataDir: string }> = {} as never;
+
+/** Start the agent's fake model with a tool call echoing `word` and an answer, run one prompt, stop the model. */
+async function make(agent: Agent, word: string, start: (turns: ReturnType<typeof say>[]) => Promise<FakeModelServer>, tool: ReturnType<typeof callTool>, runIt: (m: FakeModelServer) => Promise<string>, dataDir: string) {
+  const answer = `The echo printed ${word}.`;
+  const model = await start([tool, say(answer)]);
+  try {
+    made[agent] = { id: await runIt(model), tool: `echo ${word}`, answer, dataDir };
+  } finally {
+    await model.close();
+  }
+}
 
 beforeAll(async () => {
   sb = makeSandbox("agent-sessions");
-  const claudeModel = await startClaudeModel([callTool("Bash", { command: "echo heron-from-claude", description: "say heron" }), say("The echo printed heron-from-claude.")]);
-  try {
-    const r = await runClaude(sb, claudeModel, "please echo a heron");
-    made.claude = { id: r.sessionId, file: r.transcript, tool: "echo heron-from-claude", answer: "The echo printed heron-from-claude." };
-  } finally {
-    await claudeModel.close();
-  }
-  const codexModel = await startCodexModel([callTool("exec_command", { cmd: "echo otter-from-codex" }), say("The echo printed otter-from-codex.")]);
-  try {
-    const r = await runCodex(sb, codexModel, "please echo an otter");
-    made.codex = { id: r.sessionId, file: r.rollout, tool: "echo otter-from-codex", answer: "The echo printed otter-from-codex." };
-  } finally {
-    await codexModel.close();
-  }
+  await make("claude", "heron-from-claude", startClaudeModel, callTool("Bash", { command: "echo heron-from-claude", description: "say heron" }), async (m) => (await runClaude(sb, m, "please echo a heron")).sessionId, path.join(sb.home, ".claude"));
+  await make("codex", "otter-from-codex", startCodexModel, callTool("exec_command", { cmd: "echo otter-from-codex" }), async (m) => (await runCodex(sb, m, "please echo an otter")).sessionId, codexHome(sb));
+  await make("gemini", "gecko-from-gemini", startGeminiModel, callTool("run_shell_command", { command: "echo gecko-from-gemini", description: "say gecko" }), async (m) => (await runGemini(sb, m, "please echo a gecko")).sessionId, path.join(sb.home, ".gemini"));
+  await make("opencode", "ocelot-from-opencode", startOpencodeModel, callTool("bash", { command: "echo ocelot-from-opencode", description: "say ocelot" }), async (m) => (await runOpencode(sb, m, "please echo an ocelot")).sessionId, path.join(sb.dataHome, "opencode"));
   await initRepo(sb);
   browser = await launchChromium();
 }, 300_000);
@@ -59,7 +67,7 @@ afterAll(async () => {
 const list = async (args: string[] = []) => (await runOk(sb, ["--json", "sessions", "list", ...args])).json<Listed[]>();
 
 /** Export one session in every format and check each shows the prompt, the tool call and the answer; the HTML in Chromium. */
-async function exportsShow(agent: "claude" | "codex", label: string) {
+async function exportsShow(agent: Agent, label: string) {
   const s = made[agent];
   const md = (await runOk(sb, ["export", s.id, "--format", "markdown"])).stdout;
   expect(md, `${agent} markdown`).toContain(s.answer);
@@ -80,13 +88,14 @@ async function exportsShow(agent: "claude" | "codex", label: string) {
   expect(text).toContain(s.tool.split(" ")[1]);
 }
 
-describe("sessions of Claude Code and Codex", () => {
+describe("sessions of Claude Code, Codex, Gemini CLI and opencode", () => {
   it("lists each with its agent, filters by --agent, and shows and exports them live", async () => {
     const all = await list();
-    expect(all.map((r) => r.id).sort()).toEqual([made.claude.id, made.codex.id].sort()); // nothing else taken for a pi session
-    for (const agent of ["claude", "codex"] as const) {
+    expect(all.map((r) => r.id).sort()).toEqual(AGENTS.map((a) => made[a].id).sort()); // nothing else taken for a pi session
+    for (const agent of AGENTS) {
       const row = all.find((r) => r.id === made[agent].id)!;
-      expect(row, agent).toMatchObject({ agent, deleted: false, live: made[agent].file });
+      expect(row, agent).toMatchObject({ agent, deleted: false });
+      expect(row.live?.startsWith(made[agent].dataDir), agent).toBe(true);
       expect(row.turns).toBeGreaterThanOrEqual(1);
       expect(row.toolCalls).toBeGreaterThanOrEqual(1);
       expect(row.tokens).toBeGreaterThan(0);
@@ -115,7 +124,7 @@ describe("sessions of Claude Code and Codex", () => {
     try {
       expect(index.prepare("SELECT value FROM info WHERE key = 'schema'").get()).toEqual({ value: "6" });
       const agents = Object.fromEntries((index.prepare("SELECT session_id, agent FROM docs").all() as { session_id: string; agent: string }[]).map((r) => [r.session_id, r.agent]));
-      expect(agents).toEqual({ [made.claude.id]: "claude", [made.codex.id]: "codex" });
+      expect(agents).toEqual(Object.fromEntries(AGENTS.map((a) => [made[a].id, a])));
     } finally {
       index.close();
     }
@@ -124,12 +133,11 @@ describe("sessions of Claude Code and Codex", () => {
     expect(stats.totals.tokens).toBeGreaterThan(0);
   });
 
-  it("lists, shows and exports them from a snapshot once their files are gone", async () => {
+  it("lists, shows and exports them from a snapshot once their data dirs are wiped", async () => {
     await snapshot(sb);
-    rmSync(made.claude.file);
-    rmSync(made.codex.file);
-    expect(existsSync(made.claude.file) || existsSync(made.codex.file)).toBe(false);
-    for (const agent of ["claude", "codex"] as const) {
+    for (const agent of AGENTS) rmSync(made[agent].dataDir, { recursive: true });
+    expect(AGENTS.some((a) => existsSync(made[a].dataDir))).toBe(false);
+    for (const agent of AGENTS) {
       const row = (await list(["--agent", agent]))[0];
       expect(row, agent).toMatchObject({ id: made[agent].id, agent, deleted: true, live: null });
       expect((await list(["--agent", agent, "--deleted"])).map((r) => r.id)).toEqual([made[agent].id]);
