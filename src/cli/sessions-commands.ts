@@ -6,6 +6,7 @@ import type { renderSession as RenderSession, SessionCatalog, SessionRecord, Ses
 import type { Lock } from "../repo/lock.js";
 import type { ExportFormat } from "../export/index.js";
 import type { ByteSource } from "../export/entry-stream.js";
+import type { ZoneDays } from "../sessions/time-zone.js";
 
 export interface ListFlags {
   project?: string;
@@ -16,6 +17,14 @@ export interface ListFlags {
   deleted?: boolean;
   host?: string;
   live?: boolean;
+  agent?: string;
+}
+
+/** `--agent NAME`, checked against the registry: a typo is a usage error, not an empty listing. */
+async function checkAgentFlag(name: string | undefined): Promise<string | undefined> {
+  if (name === undefined) return undefined;
+  const { agentByName } = await import("../agents/registry.js");
+  return agentByName(name).name;
 }
 
 /**
@@ -74,7 +83,7 @@ function reportSnapshotDamage(ctx: Context, catalog: SessionCatalog): void {
 }
 
 /** A catalog record as `sessions list --json` shows it: the per-day breakdown and copies are for `stats`. */
-const listRow = ({ usage: _u, turnsByDay: _t, copied: _c, origins: _o, ...row }: SessionRecord) => row;
+const listRow = ({ usage: _u, turnsBySlot: _t, copied: _c, origins: _o, ...row }: SessionRecord) => row;
 
 const day = (iso: string | null): string => (iso ? iso.replace("T", " ").slice(0, 16) : "-");
 
@@ -88,16 +97,41 @@ function cut(text: string, max: number): string {
   return text.length > max ? `…${text.slice(text.length - max + 1)}` : text;
 }
 
+/** The filters and options `stats` and `dashboard` share. */
+export interface StatsFlags {
+  gap: string;
+  since?: string;
+  until?: string;
+  project?: string;
+  agent?: string;
+  tz?: string;
+}
+
+function withStatsFlags(cmd: Command): Command {
+  return cmd
+    .option("--since <time>", "usage from this time on; a bare date is that day's midnight in --tz (\"2026-11-01\", \"2 weeks ago\")")
+    .option("--until <time>", "usage up to this time; a bare date means to the end of that day in --tz")
+    .option("--project <text>", "only sessions whose project path (header cwd) contains this")
+    .option("--agent <name>", "only sessions of this agent (pi-guard agents lists them)")
+    .option("--tz <zone>", "IANA time zone whose midnights cut the days (default: this machine's zone)")
+    .option("--gap <hours>", "a stretch without a snapshot longer than this is a gap", "24");
+}
+
 /** The catalog and the repository's snapshot list, reduced to the numbers stats and dashboard show. */
-async function gatherStats(ctx: Context, gap: string) {
-  const gapHours = Number(gap);
-  if (!Number.isFinite(gapHours) || gapHours <= 0) throw new RepoError(`--gap must be a number of hours above 0, not "${gap}"`, "usage");
+async function gatherStats(ctx: Context, opts: StatsFlags, range?: (zone: ZoneDays) => { since?: Date; until?: Date }) {
+  const gapHours = Number(opts.gap);
+  if (!Number.isFinite(gapHours) || gapHours <= 0) throw new RepoError(`--gap must be a number of hours above 0, not "${opts.gap}"`, "usage");
+  const { checkZone, localZone, ZoneDays } = await import("../sessions/time-zone.js");
+  const zone = new ZoneDays(checkZone(opts.tz ?? localZone()));
+  const { timeRange } = await import("../sessions/time-filter.js");
+  const times = range ? range(zone) : timeRange(opts, zone);
+  const agent = await checkAgentFlag(opts.agent);
   const { computeStats } = await import("../sessions/stats.js");
   return withCatalog(ctx, false, async (catalog) => {
     reportSnapshotDamage(ctx, catalog);
     const timeline = catalog.snapshots.map((r) => ({ id: r.id, time: r.time, host: r.host, tags: r.tags }));
     const { statsOriginKeys } = await import("../sessions/index.js");
-    return computeStats(catalog.sessions, { target: ctx.config.repo, timeline }, { gapHours, originKeys: await statsOriginKeys(catalog) });
+    return computeStats(catalog.sessions, { target: ctx.config.repo, timeline }, { gapHours, originKeys: await statsOriginKeys(catalog), zone: zone.zone, ...times, project: opts.project, agent });
   });
 }
 
@@ -119,12 +153,13 @@ export async function printSessionList(ctx: Context, list: SessionRecord[], all:
   }
   const { formatCost, formatTokens } = await import("../sessions/describe.js");
   const { fitListRows, terminalWidth } = await import("../sessions/list-layout.js");
-  const rows = [["ID", "NAME", "PROJECT", "STARTED", "LAST ACTIVITY", "TURNS", "TOKENS", "COST", "SIZE", "WHERE"]];
+  const rows = [["ID", "NAME", "PROJECT", "AGENT", "STARTED", "LAST ACTIVITY", "TURNS", "TOKENS", "COST", "SIZE", "WHERE"]];
   for (const s of list) {
-    rows.push([short.get(s.id)!, s.name ?? "", s.project, day(s.started), day(s.lastActivity), String(s.turns), formatTokens(s.tokens), formatCost(s.cost), formatBytes(s.size), where(s) + (s.tags.length ? `  #${s.tags.join(" #")}` : "")]);
+    rows.push([short.get(s.id)!, s.name ?? "", s.project, s.agent, day(s.started), day(s.lastActivity), String(s.turns), formatTokens(s.tokens), formatCost(s.cost), formatBytes(s.size), where(s) + (s.tags.length ? `  #${s.tags.join(" #")}` : "")]);
   }
   // Narrow terminals leave out STARTED, SIZE, COST and TOKENS (in that order) before the name gets short.
-  info(ctx.out, table(fitListRows(rows, terminalWidth(), [3, 8, 7, 6])));
+  // AGENT comes after PROJECT: fitListRows cuts columns 1 and 2 (name and project).
+  info(ctx.out, table(fitListRows(rows, terminalWidth(), [4, 9, 8, 7])));
 }
 
 /** `sessions show`'s output; shared with the restic engine. */
@@ -158,6 +193,7 @@ function withListFilters(cmd: Command): Command {
     .option("--date <day>", "only sessions active on this local day (YYYY-MM-DD)")
     .option("--deleted", "only sessions that are in a snapshot but gone from disk")
     .option("--host <host>", "only sessions seen on this host")
+    .option("--agent <name>", "only sessions of this agent (pi, claude, codex, ...)")
     .option("--live", "skip snapshots: live files only (no repository needed)");
 }
 
@@ -189,9 +225,10 @@ Examples:
       const { filterSessions } = await import("../sessions/query.js");
       const { timeRange } = await import("../sessions/time-filter.js");
       const range = timeRange(opts);
+      const agent = await checkAgentFlag(opts.agent);
       const list = await withCatalog(ctx, !!opts.live, async (c) => {
         reportSnapshotDamage(ctx, c);
-        return { list: filterSessions(c.sessions, { project: opts.project, tag: opts.tag, deleted: opts.deleted, host: opts.host, ...range }), all: c.sessions };
+        return { list: filterSessions(c.sessions, { project: opts.project, tag: opts.tag, deleted: opts.deleted, host: opts.host, agent, ...range }), all: c.sessions };
       });
       await printSessionList(ctx, list.list, list.all);
     });
@@ -254,7 +291,7 @@ Examples:
       const { runQuery, ftsQuery, DEFAULT_RANK_CAP } = await import("../sessions/search-query.js");
       ftsQuery(query); // an empty query fails before any work
       const range = timeRange(opts);
-      const filter = { project: opts.project, tag: opts.tag, deleted: opts.deleted, host: opts.host, ...range };
+      const filter = { project: opts.project, tag: opts.tag, deleted: opts.deleted, host: opts.host, agent: await checkAgentFlag(opts.agent), ...range };
       await withCatalog(ctx, !!opts.live, async (catalog) => {
         reportSnapshotDamage(ctx, catalog);
         await withSearchIndex(ctx.config.dataDir, async (index) => {
@@ -397,55 +434,37 @@ Examples:
       });
   }
 
-  program
-    .command("stats")
-    .description("numbers over all sessions (live and in snapshots) and the snapshot timeline; what the dashboard draws")
-    .option("--gap <hours>", "a stretch without a snapshot longer than this is a gap", "24")
-    .addHelpText("after", `\nExamples:\n  $ pi-guard stats --json | jq .totals\n  $ pi-guard stats --gap 2`)
-    .action(async (opts: { gap: string }, cmd: Command) => {
-      const ctx = context(cmd);
-      const stats = await gatherStats(ctx, opts.gap);
-      if (ctx.out.json) {
-        printJson(stats);
-        return;
-      }
-      const { formatCost, formatTokens } = await import("../sessions/describe.js");
-      const t = stats.totals;
-      const last = stats.snapshots.timeline[stats.snapshots.timeline.length - 1];
-      info(
-        ctx.out,
-        table([
-          ["sessions", `${t.sessions} (${t.deleted} only in snapshots)`],
-          ["turns", String(t.turns)],
-          ["tokens", `${formatTokens(t.tokens)} (input ${formatTokens(t.input)}, output ${formatTokens(t.output)}, cache read ${formatTokens(t.cacheRead)}, cache write ${formatTokens(t.cacheWrite)})`],
-          ["cost", formatCost(t.cost)],
-          ["session bytes", formatBytes(t.bytes)],
-          ["days", stats.days.length ? `${stats.days[0].day} .. ${stats.days[stats.days.length - 1].day}` : "-"],
-          ["top model", stats.models[0] ? `${stats.models[0].name} (${formatTokens(stats.models[0].tokens)})` : "-"],
-          ["snapshots", `${t.snapshots}${last ? `, last ${day(last.time)}` : ""}`],
-          [`gaps > ${stats.snapshots.gapHours} h`, String(stats.snapshots.gaps.length)],
-        ]),
-      );
-      if (!stats.models.length) return;
-      const counts = (g: { input: number; output: number; cacheRead: number; cacheWrite: number; tokens: number; cost: number }) =>
-        [g.input, g.output, g.cacheRead, g.cacheWrite, g.tokens].map(formatTokens).concat(formatCost(g.cost));
-      info(ctx.out, "\n" + table([["model", "input", "output", "cache read", "cache write", "total", "cost"], ...stats.models.map((m) => [m.name, ...counts(m)]), ["all models", ...counts(t)]]));
-    });
+  for (const parent of [program, sessions]) registerStatsCommand(parent);
 
-  program
-    .command("dashboard")
-    .description("write one self-contained HTML page with charts of sessions, turns, tokens, cost and snapshots")
-    .option("-o, --output <file>", "where to write the page", "pi-guard-dashboard.html")
-    .option("--gap <hours>", "a stretch without a snapshot longer than this is a gap", "24")
-    .addHelpText("after", `\nThe page makes no network requests and runs no script; the numbers are those of \`pi-guard stats --json\`.\n\nExamples:\n  $ pi-guard dashboard --output ~/pi-dashboard.html`)
-    .action(async (opts: { output: string; gap: string }, cmd: Command) => {
+  withStatsFlags(
+    program
+      .command("dashboard")
+      .description("write one self-contained HTML page with charts of sessions, turns, tokens, cost and snapshots")
+      .option("-o, --output <file>", "where to write the page", "pi-guard-dashboard.html")
+      .option("--range <days>", "the last N days (30d, 90d, ...) or all of the history; default 30d (--since replaces it)"),
+  )
+    .addHelpText(
+      "after",
+      `
+The page makes no network requests and runs no script; the numbers are those of \`pi-guard stats
+--json\` with the same range and filters (the snapshot timeline always spans every snapshot).
+Charts have a bar per day; over more than 120 days, a bar per week, then per month.
+
+Examples:
+  $ pi-guard dashboard --output ~/pi-dashboard.html
+  $ pi-guard dashboard --range 90d --tz Europe/Berlin
+  $ pi-guard dashboard --range all --agent pi`,
+    )
+    .action(async (opts: StatsFlags & { output: string; range?: string }, cmd: Command) => {
       const ctx = context(cmd);
-      const stats = await gatherStats(ctx, opts.gap);
-      const { renderDashboard } = await import("../export/dashboard.js");
+      if (opts.range !== undefined && (opts.since !== undefined || opts.until !== undefined)) throw new RepoError("give --range or --since/--until, not both", "usage");
+      const { dashboardRange, rangeStart, renderDashboard } = await import("../export/dashboard.js");
+      const days = opts.since !== undefined || opts.until !== undefined ? undefined : dashboardRange(opts.range ?? "30d");
+      const stats = await gatherStats(ctx, opts, days === undefined ? undefined : (zone) => (days === "all" ? {} : { since: rangeStart(days, zone) }));
       const { writeExport } = await import("../export/index.js");
       const html = renderDashboard(stats);
       await writeExport(opts.output, html);
-      if (ctx.out.json) printJson({ output: opts.output, bytes: Buffer.byteLength(html), sessions: stats.totals.sessions, snapshots: stats.totals.snapshots });
+      if (ctx.out.json) printJson({ output: opts.output, bytes: Buffer.byteLength(html), sessions: stats.totals.sessions, snapshots: stats.totals.snapshots, range: stats.range });
       else info(ctx.out, `wrote ${opts.output} (${formatBytes(Buffer.byteLength(html))}): ${stats.totals.sessions} sessions, ${stats.totals.snapshots} snapshots`);
     });
 
@@ -485,6 +504,40 @@ Examples:
         const record = resolveSession(catalog.sessions, id);
         await exportAndReport(ctx, opts, format, record.id, catalog.describeSource(record.id), await catalog.byteSource(record.id));
       });
+    });
+}
+
+/** `stats`, under the program and under `sessions`: the same command in both places. */
+function registerStatsCommand(parent: Command): void {
+  withStatsFlags(
+    parent
+      .command("stats")
+      .description("usage per day, week, month or session (tokens by kind, cost, models), per model and project; snapshot gaps; what the dashboard draws"),
+  )
+    .option("--by <view>", "one row per day, week (ISO), month or session", "day")
+    .addHelpText(
+      "after",
+      `
+Tokens and cost are counted as pi counts a session's totals, each entry once across forks and
+merges. Days are cut at midnight in --tz; weeks are ISO weeks (Monday first). Rows without any
+activity are left out of the text; --json lists every day, week and month of the range, and
+every session, whatever --by says.
+
+Examples:
+  $ pi-guard stats                                   # per day, all of the history
+  $ pi-guard stats --since "2 weeks ago" --by week
+  $ pi-guard stats --by month --tz America/New_York --project my-app
+  $ pi-guard stats --by session --since 2026-11-01 --until 2026-11-30
+  $ pi-guard stats --json | jq '.days[-1]'`,
+    )
+    .action(async (opts: StatsFlags & { by: string }, cmd: Command) => {
+      const ctx = context(cmd);
+      const { renderStatsText, STATS_VIEWS } = await import("../sessions/stats-text.js");
+      const view = STATS_VIEWS.find((v) => v === opts.by);
+      if (!view) throw new RepoError(`--by must be one of ${STATS_VIEWS.join(", ")}, not "${opts.by}"`, "usage");
+      const stats = await gatherStats(ctx, opts);
+      if (ctx.out.json) printJson(stats);
+      else info(ctx.out, renderStatsText(stats, view, table));
     });
 }
 

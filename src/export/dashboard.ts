@@ -3,7 +3,9 @@
 // every request and every script, and the numbers are embedded as JSON for other tools.
 
 import { pageHead } from "./page.js";
-import type { Stats } from "../sessions/stats.js";
+import type { PeriodStats, Stats } from "../sessions/stats.js";
+import { RepoError } from "../repo/errors.js";
+import { addDays, type ZoneDays } from "../sessions/time-zone.js";
 import { formatCost, formatTokens } from "../sessions/describe.js";
 import { escapeHtml } from "./markdown-text.js";
 import { barList, columnChart, timelineChart } from "./svg-charts.js";
@@ -46,25 +48,57 @@ function kindTable(id: string, rows: { name: string; input: number; output: numb
   return `<table id="${id}"><tr><th></th><th>input</th><th>output</th><th>cache read</th><th>cache write</th><th>total</th><th>cost</th></tr>${body}<tr class="total"><th>total</th>${cells(totals)}</tr></table>`;
 }
 
+/** A chart with more bars than this draws weeks, then months: a bar stays several pixels wide. */
+export const MAX_BARS = 120;
+
+/** `--range`: the last N days ("30d") or "all". */
+export function dashboardRange(value: string): number | "all" {
+  if (value === "all") return value;
+  const m = /^(\d{1,5})d$/.exec(value);
+  if (!m || Number(m[1]) < 1) throw new RepoError(`--range must be a number of days such as 30d or 90d, or all, not "${value}"`, "usage");
+  return Number(m[1]);
+}
+
+/** The start of the last `days` days in the zone, today included. */
+export function rangeStart(days: number, zone: ZoneDays, now = new Date()): Date {
+  return zone.start(addDays(zone.day(now.getTime()), 1 - days));
+}
+
+/** The bars of the time charts: days, or weeks or months when there are too many days to draw. */
+export function timeSeries(s: Stats): { unit: "day" | "week" | "month"; rows: { label: string; p: PeriodStats }[] } {
+  if (s.days.length <= MAX_BARS) return { unit: "day", rows: s.days.map((d) => ({ label: d.day, p: d })) };
+  if (s.weeks.length <= MAX_BARS) return { unit: "week", rows: s.weeks.map((w) => ({ label: w.week, p: w })) };
+  return { unit: "month", rows: s.months.map((m) => ({ label: m.month, p: m })) };
+}
+
+function rangeText(s: Stats): string {
+  const first = s.days[0]?.day;
+  const last = s.days[s.days.length - 1]?.day;
+  const span = first ? `${first} to ${last}` : "no days with data";
+  const filters = [s.range.project && `project ~ ${s.range.project}`, s.range.agent && `agent ${s.range.agent}`].filter(Boolean).join(", ");
+  return `${s.range.since || s.range.until ? span : `all of the history (${span})`}, days in ${s.range.zone}${filters ? `, ${filters}` : ""}`;
+}
+
 export function renderDashboard(s: Stats): string {
   const t = s.totals;
-  const days = (f: (d: Stats["days"][number]) => number) => s.days.map((d) => ({ label: d.day, value: f(d) }));
+  const series = timeSeries(s);
+  const days = (f: (d: PeriodStats) => number) => series.rows.map((r) => ({ label: r.label, value: f(r.p) }));
   const biggest = s.biggest.map((b) => ({ label: `${b.shortId} ${b.name ?? b.project}${b.deleted ? " (deleted)" : ""}`, value: b.size }));
   const section = (id: string, title: string, body: string) => `<section id="${id}"><h2>${title}</h2>${body}</section>`;
   return `${pageHead({ csp: CSP, title: "pi-guard dashboard", css: STYLE })}
 <body>
 <h1>pi sessions</h1>
-<p class="muted">Generated ${escapeHtml(s.generatedAt)} · days are UTC · repository ${escapeHtml(s.snapshots.target)}</p>
+<p class="muted">Generated ${escapeHtml(s.generatedAt)} · <span id="range" data-unit="${series.unit}">${escapeHtml(rangeText(s))}</span> · repository ${escapeHtml(s.snapshots.target)}</p>
 <dl class="totals">
 ${total("sessions", "sessions", t.sessions, String(t.sessions))}${total("deleted", "only in snapshots", t.deleted, String(t.deleted))}${total("turns", "turns", t.turns, String(t.turns))}${total("snapshots", "snapshots", t.snapshots, String(t.snapshots))}
 ${total("tokens", "tokens", t.tokens, formatTokens(t.tokens))}${total("cost", "cost", t.cost, formatCost(t.cost))}${total("bytes", "session bytes", t.bytes, bytes(t.bytes))}${total("gaps", `gaps &gt; ${s.snapshots.gapHours} h`, s.snapshots.gaps.length, String(s.snapshots.gaps.length))}
 ${total("input", "input tokens", t.input, formatTokens(t.input))}${total("output", "output tokens", t.output, formatTokens(t.output))}${total("cacheRead", "cache read", t.cacheRead, formatTokens(t.cacheRead))}${total("cacheWrite", "cache write", t.cacheWrite, formatTokens(t.cacheWrite))}
 </dl>
 <p class="muted">A fork or merge copies entries of another session; each entry is counted once, in the session that wrote it.</p>
-${section("sessions-over-time", "Sessions started per day", columnChart("chart-sessions", days((d) => d.sessions), { unit: "sessions" }))}
-${section("turns-over-time", "Turns per day", columnChart("chart-turns", days((d) => d.turns), { unit: "turns" }))}
-${section("tokens-per-day", "Tokens per day", columnChart("chart-tokens", days((d) => d.tokens), { format: formatTokens, unit: "tokens" }))}
-${section("cost-per-day", "Cost per day", columnChart("chart-cost", days((d) => d.cost), { format: formatCost }))}
+${section("sessions-over-time", `Sessions started per ${series.unit}`, columnChart("chart-sessions", days((d) => d.sessions), { unit: "sessions" }))}
+${section("turns-over-time", `Turns per ${series.unit}`, columnChart("chart-turns", days((d) => d.turns), { unit: "turns" }))}
+${section("tokens-per-day", `Tokens per ${series.unit}`, columnChart("chart-tokens", days((d) => d.tokens), { format: formatTokens, unit: "tokens" }))}
+${section("cost-per-day", `Cost per ${series.unit}`, columnChart("chart-cost", days((d) => d.cost), { format: formatCost }))}
 ${section("per-model", "Tokens per model", barList("chart-models", s.models.map((m) => ({ label: m.name, value: m.tokens })), formatTokens))}
 ${section("cost-per-model", "Cost per model", barList("chart-models-cost", s.models.map((m) => ({ label: m.name, value: m.cost })), formatCost))}
 ${section("kinds-per-model", "Tokens by kind per model", kindTable("kinds-models", s.models, t))}

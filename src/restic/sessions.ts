@@ -11,6 +11,7 @@ import { parseSessionFileName } from "../pi/writer.js";
 import type { SessionRecord, SnapshotRef, SnapshotVersion } from "../sessions/catalog.js";
 import { listLiveFiles, liveSessionDirs } from "../sessions/live.js";
 import { summarizeSession, type SessionSummary } from "../sessions/summary.js";
+import { PI_AGENT } from "../sessions/agent-name.js";
 import { readTags } from "../sessions/tags.js";
 import { findRestic } from "./binary.js";
 import { resticError, spawnRestic, type ResticSession } from "./run.js";
@@ -71,6 +72,7 @@ export async function resticSessions(config: Config, s: ResticSession): Promise<
     out.push({
       ...summary,
       id,
+      agent: PI_AGENT,
       size: l ? l.size : newest.node.size,
       live: l?.path ?? null,
       versions,

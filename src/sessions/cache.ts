@@ -8,7 +8,7 @@ import path from "node:path";
 import { makeDirs } from "../fs-safe.js";
 
 /** Bump when the shape of cached values changes; older files are then ignored. */
-export const CATALOG_CACHE_VERSION = 7;
+export const CATALOG_CACHE_VERSION = 8;
 
 /**
  * Read synchronously: the cache is a local file read once per command, and a megabyte read

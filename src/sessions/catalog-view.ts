@@ -10,6 +10,7 @@ import { readFileSync } from "node:fs";
 import { CATALOG_CACHE_VERSION, writeCacheText } from "./cache.js";
 import type { SessionRecord } from "./catalog.js";
 import type { SnapshotMeta } from "./snapshot-files.js";
+import type { AgentSource } from "./agent-sessions.js";
 
 /** Where a snapshot-only session's newest bytes are. */
 export interface SnapshotSource {
@@ -25,7 +26,7 @@ export interface CatalogData {
   /** Most recently active first. */
   sessions: SessionRecord[];
   /** Sessions that are not live (live ones are read from `SessionRecord.live`). */
-  sources: Record<string, SnapshotSource>;
+  sources: Record<string, SnapshotSource | AgentSource>;
   snapshots: SnapshotMeta[];
   /** Snapshot objects that could not be read: the sessions only they hold are missing. */
   unreadable: { id: string; error: string }[];
@@ -41,7 +42,7 @@ interface Header {
 
 interface Line {
   record: SessionRecord;
-  source: SnapshotSource | null;
+  source: SnapshotSource | AgentSource | null;
 }
 
 export class CatalogView {
@@ -109,7 +110,7 @@ export class CatalogView {
     return i === undefined ? undefined : this.line(i).record;
   }
 
-  source(id: string): SnapshotSource | null | undefined {
+  source(id: string): SnapshotSource | AgentSource | null | undefined {
     const i = this.position.get(id);
     return i === undefined ? undefined : this.line(i).source;
   }

@@ -13,10 +13,12 @@ import { allSnapshotsDamaged } from "../repo/snapshot-damage.js";
 import type { SnapshotReader } from "../restore/snapshot-reader.js";
 import { JsonMapCache } from "./cache.js";
 import { CatalogView, type CatalogData, type SnapshotSource } from "./catalog-view.js";
+import { isAgentSource, type AgentSource } from "./agent-sessions.js";
 import { listLiveFiles, liveSessionDirs, type LiveFile } from "./live.js";
 import { newestRun, originalPath, SnapshotFiles, treeNodeOf, type FileHistory, type SnapshotHistory, type SnapshotMeta } from "./snapshot-files.js";
 import type { RepositorySource } from "./source.js";
 import type { SessionSummary } from "./summary.js";
+import { PI_AGENT } from "./agent-name.js";
 import { readTags } from "./tags.js";
 import { compareStrings } from "../compare.js";
 import { hostName } from "../host.js";
@@ -38,6 +40,8 @@ export interface SnapshotVersion {
 }
 
 export interface SessionRecord extends SessionSummary {
+  /** The agent that wrote the session (its registry name: "pi", "claude", ...). */
+  agent: string;
   /** Bytes of the newest version. */
   size: number;
   /** Path of the live file on this machine, or null. */
@@ -72,7 +76,10 @@ export class SessionCatalog {
   private history?: Promise<SnapshotHistory>;
   private view = CatalogView.fromData({ fingerprint: "", sessions: [], sources: {}, snapshots: [], unreadable: [] });
 
-  private constructor(private readonly repo: RepositorySource | null) {}
+  private constructor(
+    private readonly repo: RepositorySource | null,
+    private readonly config: Config,
+  ) {}
 
   /** Every session, most recently active first. */
   get sessions(): SessionRecord[] {
@@ -120,7 +127,7 @@ export class SessionCatalog {
   }
 
   static async build(opts: CatalogOptions): Promise<SessionCatalog> {
-    const catalog = new SessionCatalog(opts.repo);
+    const catalog = new SessionCatalog(opts.repo, opts.config);
     await catalog.load(opts);
     return catalog;
   }
@@ -145,6 +152,8 @@ export class SessionCatalog {
     const tags = await readTags(opts.config.dataDir).catch(() => ({}) as Record<string, string[]>);
     const hash = createHash("sha256").update(`${host}\0${this.repo?.id ?? "-"}\0${JSON.stringify(tags)}\0${this.snapshotIds.join(",")}`);
     for (const f of liveFiles) hash.update(`\0${liveKey(f)}`);
+    // The other agents' sessions, through their readers: a listing, no session is read here.
+    if (opts.config.agents?.some((a) => a.detected && a.location.agent !== PI_AGENT)) hash.update(`\0${await (await import("./agent-sessions.js")).liveAgentFingerprint(opts.config.agents)}`);
     const fingerprint = hash.digest("hex");
 
     if (this.repo) this.files = new SnapshotFiles(path.join(catalogDir, this.repo.id), this.repo, () => this.snapshotReader());
@@ -191,6 +200,7 @@ export class SessionCatalog {
       const newestTime = (h: FileHistory) => history.snapshots[newestRun(h)[1]].time;
       let headersRead = false;
       for (const h of history.files) {
+        if (h.agent) continue; // another agent's: scanAgentSessions reads it through its adapter
         // pi names files <time>_<session id>.jsonl; other names need the header, so read it once.
         let id = h.headerId ?? fileNameId(h.path);
         if (!id) {
@@ -210,7 +220,7 @@ export class SessionCatalog {
 
     const unreadable = this.files ? (await this.snapshotHistory()).unreadable : [];
     const sessions: SessionRecord[] = [];
-    const sources: Record<string, SnapshotSource> = {};
+    const sources: Record<string, SnapshotSource | AgentSource> = {};
     for (const id of new Set([...live.keys(), ...inSnapshots.keys()])) {
       const l = live.get(id);
       const s = inSnapshots.get(id);
@@ -232,9 +242,21 @@ export class SessionCatalog {
       if (l) hosts.add(host);
       const lastSnapshot = versions.reduce<SnapshotRef | null>((a, v) => (!a || v.last.time > a.time ? v.last : a), null);
       const snapshotCount = versions.reduce((n, v) => n + v.snapshots, 0);
-      sessions.push({ ...summary, id, size, live: l?.file.path ?? null, versions, snapshotCount, lastSnapshot, deleted: !l, hosts: [...hosts].sort(), tags: tags[id] ?? [] });
+      sessions.push({ ...summary, id, agent: PI_AGENT, size, live: l?.file.path ?? null, versions, snapshotCount, lastSnapshot, deleted: !l, hosts: [...hosts].sort(), tags: tags[id] ?? [] });
     }
     await summaries?.save(true);
+    const { scanAgentSessions } = await import("./agent-sessions.js");
+    const agentCache = await JsonMapCache.load<SessionSummary>(path.join(catalogDir, "agents.json"));
+    const others = await scanAgentSessions({
+      choices: this.config.agents ?? [],
+      host,
+      tags,
+      cache: agentCache,
+      ...(this.files ? { history: await this.snapshotHistory(), reader: () => this.snapshotReader() } : {}),
+    });
+    await agentCache.save(true);
+    for (const r of others.records) if (!live.has(r.id) && !inSnapshots.has(r.id)) sessions.push(r);
+    Object.assign(sources, others.sources);
     sessions.sort((a, b) => compareStrings(b.lastActivity ?? "", a.lastActivity ?? "") || compareStrings(a.id, b.id));
     return { sessions, sources, snapshots, unreadable };
   }
@@ -257,18 +279,38 @@ export class SessionCatalog {
   }
 
   /** A live session's file as listed in this run, or a snapshot-only session's source. */
-  private source(id: string): { live: LiveFile } | { snapshot: SnapshotSource } {
+  private source(id: string): { live: LiveFile } | { snapshot: SnapshotSource } | { agent: AgentSource } {
+    const stored = this.view.source(id);
+    if (isAgentSource(stored)) return { agent: stored };
     const record = this.view.record(id);
     const live = record?.live ? this.liveFiles.get(record.live) : undefined;
     if (live) return { live };
-    const snapshot = this.view.source(id);
-    if (!snapshot) throw new Error(`session ${id} is not in the catalog`);
-    return { snapshot };
+    if (!stored) throw new Error(`session ${id} is not in the catalog`);
+    return { snapshot: stored };
+  }
+
+  /** Another agent's session, read by its adapter (live, or from its snapshot) and written as pi JSONL (agent-sessions.ts). */
+  private async agentBytes(src: AgentSource): Promise<Buffer> {
+    const [{ findAgent }, files, { commonModelJsonl }] = await Promise.all([import("../agents/registry.js"), import("../agents/files.js"), import("./agent-sessions.js")]);
+    const adapter = findAgent(src.agent);
+    if (!adapter) throw new Error(`session ${src.meta.id} is ${src.agent}'s, and this pi-guard has no reader for ${src.agent}`);
+    let reader;
+    if (src.snapshotId === null) {
+      const choice = this.config.agents?.find((a) => a.location.agent === src.agent);
+      if (!choice) throw new Error(`${src.agent} is not located on this machine any more`);
+      reader = files.liveFiles(choice.location.roots);
+    } else {
+      const snap = this.view.snapshots.find((m) => m.id === src.snapshotId);
+      if (!snap) throw new Error(`snapshot ${src.snapshotId.slice(0, 8)} is no longer in the catalog`);
+      reader = await files.snapshotFiles(await this.snapshotReader(), snap);
+    }
+    return commonModelJsonl(await adapter.sessions.read(reader, src.meta));
   }
 
   /** Where the bytes of a session come from: "live <path>" or "snapshot <id> <path>". */
   describeSource(id: string): string {
     const src = this.source(id);
+    if ("agent" in src) return src.agent.snapshotId === null ? `live ${src.agent.agent} ${src.agent.originalPath}` : `snapshot ${src.agent.snapshotId.slice(0, 8)} ${src.agent.agent} ${src.agent.originalPath}`;
     return "live" in src ? `live ${src.live.path}` : `snapshot ${src.snapshot.snapshotId.slice(0, 8)} ${src.snapshot.originalPath}`;
   }
 
@@ -278,6 +320,7 @@ export class SessionCatalog {
    */
   versionKey(id: string): string {
     const src = this.source(id);
+    if ("agent" in src) return `agent:${src.agent.agent}:${src.agent.contentKey}`;
     if ("live" in src) return `live:${src.live.path}:${src.live.size}:${src.live.mtimeMs}:${src.live.ino}`;
     return `snapshot:${src.snapshot.contentKey}`;
   }
@@ -285,6 +328,7 @@ export class SessionCatalog {
   /** The newest bytes of a session: the live file, else its copy in the newest snapshot. */
   async readBytes(id: string): Promise<Buffer> {
     const src = this.source(id);
+    if ("agent" in src) return this.agentBytes(src.agent);
     if ("live" in src) return fs.readFile(src.live.path);
     const { root, path: file } = src.snapshot;
     const history = await this.snapshotHistory();
@@ -300,6 +344,10 @@ export class SessionCatalog {
    */
   async byteSource(id: string): Promise<{ read(): AsyncIterable<Uint8Array>; close(): Promise<void>; size?: number }> {
     const src = this.source(id);
+    if ("agent" in src) {
+      const bytes = await this.agentBytes(src.agent);
+      return { read: async function* () { yield bytes; }, close: async () => {}, size: bytes.length };
+    }
     if ("live" in src) return (await import("../export/entry-stream.js")).fileSource(src.live.path);
     const { root, path: file } = src.snapshot;
     const history = await this.snapshotHistory();

@@ -18,6 +18,8 @@ export interface SessionFilter {
   /** Only sessions that are in a snapshot but gone from disk. */
   deleted?: boolean;
   host?: string;
+  /** The agent's registry name ("pi", "claude", ...). */
+  agent?: string;
 }
 
 export function filterSessions(sessions: readonly SessionRecord[], f: SessionFilter): SessionRecord[] {
@@ -26,6 +28,7 @@ export function filterSessions(sessions: readonly SessionRecord[], f: SessionFil
     if (f.tag && !s.tags.includes(f.tag)) return false;
     if (f.deleted && !s.deleted) return false;
     if (f.host && !s.hosts.includes(f.host)) return false;
+    if (f.agent && s.agent !== f.agent) return false;
     if (f.since && (!s.lastActivity || Date.parse(s.lastActivity) < f.since.getTime())) return false;
     if (f.until && (!s.started || Date.parse(s.started) > f.until.getTime())) return false;
     return true;

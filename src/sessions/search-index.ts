@@ -20,7 +20,7 @@ const Database = createRequire(import.meta.url)("better-sqlite3") as typeof Bett
 type Database = BetterSqlite3;
 
 /** Bump when the schema or the indexed text changes: an older index is dropped and rebuilt. */
-const SCHEMA_VERSION = "5";
+const SCHEMA_VERSION = "6";
 
 /**
  * Entries are indexed in segments: all of a session's entries when it is (re)indexed, or just the
@@ -36,7 +36,7 @@ const EDGE_BYTES = 4096;
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS info (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS docs (session_id TEXT PRIMARY KEY, version_key TEXT NOT NULL, indexed_bytes INTEGER NOT NULL, edge_hash TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS docs (session_id TEXT PRIMARY KEY, agent TEXT NOT NULL, version_key TEXT NOT NULL, indexed_bytes INTEGER NOT NULL, edge_hash TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS segments (sid INTEGER PRIMARY KEY, session_id TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS segments_session ON segments(session_id);
 CREATE TABLE IF NOT EXISTS entries (id INTEGER PRIMARY KEY, entry_id TEXT NOT NULL, kind TEXT NOT NULL, ts TEXT NOT NULL, text TEXT NOT NULL);
@@ -176,7 +176,7 @@ export class SearchIndex {
         if (loaded.warnings.length) report.warnings.push(...sessionWarnings(s.id, loaded.warnings, appendFrom ? bytes.subarray(0, appendFrom) : undefined));
         // Appends continue only from a version that ended with a whole line.
         const indexedBytes = bytes[bytes.length - 1] === 0x0a ? bytes.length : 0;
-        if (!this.index(s.id, { key, bytes: indexedBytes, edge: edgeHash(bytes, indexedBytes) }, entries, appendFrom ? doc!.key : undefined)) {
+        if (!this.index(s.id, s.agent, { key, bytes: indexedBytes, edge: edgeHash(bytes, indexedBytes) }, entries, appendFrom ? doc!.key : undefined)) {
           unread++; // another search indexed this session meanwhile; the next run compares again
           continue;
         }
@@ -203,7 +203,7 @@ export class SearchIndex {
    * only the lines it gained. Returns false, changing nothing, when another process changed the
    * session's row since this one read it (writers are serialised, so the check is exact).
    */
-  private index(sessionId: string, doc: DocState, entries: IndexedEntry[], appendTo: string | undefined): boolean {
+  private index(sessionId: string, agent: string, doc: DocState, entries: IndexedEntry[], appendTo: string | undefined): boolean {
     const [docs, segments] = [this.docState, this.sessionsBySid];
     let done = false;
     this.inTransaction(() => {
@@ -211,8 +211,8 @@ export class SearchIndex {
       if (current === doc.key || (appendTo !== undefined && current !== appendTo)) return;
       if (appendTo === undefined) this.drop(sessionId);
       this.db
-        .prepare("INSERT INTO docs (session_id, version_key, indexed_bytes, edge_hash) VALUES (?, ?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET version_key = excluded.version_key, indexed_bytes = excluded.indexed_bytes, edge_hash = excluded.edge_hash")
-        .run(sessionId, doc.key, doc.bytes, doc.edge);
+        .prepare("INSERT INTO docs (session_id, agent, version_key, indexed_bytes, edge_hash) VALUES (?, ?, ?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET agent = excluded.agent, version_key = excluded.version_key, indexed_bytes = excluded.indexed_bytes, edge_hash = excluded.edge_hash")
+        .run(sessionId, agent, doc.key, doc.bytes, doc.edge);
       done = true;
       if (!entries.length) return;
       const sid = Number(this.db.prepare("SELECT coalesce(max(sid), 0) + 1 AS sid FROM segments").get()!.sid);

@@ -20,6 +20,7 @@ import type { SnapshotReader } from "../restore/snapshot-reader.js";
 import { readJsonCache, writeJsonCache } from "./cache.js";
 import { META_ROOT_NAME } from "./meta.js";
 import type { RepositorySource } from "./source.js";
+import { PI_AGENT } from "./agent-name.js";
 
 /** What the catalog keeps of a snapshot: enough to list it and to walk its tree again. */
 export interface SnapshotMeta {
@@ -28,6 +29,8 @@ export interface SnapshotMeta {
   host: string;
   tags: string[];
   roots: SnapshotRoot[];
+  /** Which agent each root belongs to, as the snapshot records it (absent in older snapshots: pi's). */
+  agents?: Record<string, string>;
   tree: string[];
 }
 
@@ -42,6 +45,8 @@ export interface FileHistory {
   runs: Run[];
   /** The session id when it had to be read from the header (file names that are not pi's). */
   headerId?: string;
+  /** Another agent's session file (its registry name); absent: pi's. */
+  agent?: string;
 }
 
 export interface SnapshotHistory {
@@ -54,6 +59,8 @@ export interface SnapshotHistory {
 
 /** The bytes of one file version: its blobs in order. */
 export interface FileCopy {
+  /** As in FileHistory. */
+  agent?: string;
   root: string;
   path: string;
   size: number;
@@ -61,12 +68,19 @@ export interface FileCopy {
   content: string[];
 }
 
-type ContentMap = Record<string, Omit<FileCopy, "root" | "path">>;
+type ContentMap = Record<string, Omit<FileCopy, "root" | "path" | "agent">>;
 
-/** Session files: .jsonl under the agent dir's sessions/ (any depth), or in any other root but pi-guard's own metadata. */
-function isSessionNode(node: TreeNode): boolean {
-  if (node.type !== "file" || !node.path.endsWith(".jsonl") || node.root === META_ROOT_NAME) return false;
-  return node.root !== "agent" || node.path.startsWith("sessions/");
+/**
+ * Whose session file a node is: another agent's when the snapshot gives its root to that agent and
+ * the agent's reader claims the file (isSessionFile); pi's for .jsonl under the agent dir's
+ * sessions/ (any depth) or in any other root but pi-guard's own metadata; else nobody's.
+ */
+function sessionFileAgent(node: TreeNode, rootAgent: ReadonlyMap<string, string>, claims: (agent: string, node: TreeNode) => boolean): string | undefined {
+  if (node.type !== "file" || node.root === META_ROOT_NAME) return undefined;
+  const agent = rootAgent.get(node.root);
+  if (agent !== undefined && agent !== PI_AGENT) return claims(agent, node) ? agent : undefined;
+  if (!node.path.endsWith(".jsonl")) return undefined;
+  return node.root !== "agent" || node.path.startsWith("sessions/") ? PI_AGENT : undefined;
 }
 
 /** Names a file version's exact bytes: a hash of its size and blob ids. */
@@ -154,7 +168,7 @@ export class SnapshotFiles {
       for (const id of added) {
         try {
           const s = await repo.loadSnapshot(id);
-          fresh.push({ id, time: s.time, host: s.host, tags: s.tags ?? [], roots: s.roots, tree: s.tree });
+          fresh.push({ id, time: s.time, host: s.host, tags: s.tags ?? [], roots: s.roots, ...(s.agents ? { agents: s.agents } : {}), tree: s.tree });
         } catch (err) {
           if (!isRepoError(err)) throw err;
           unreadable.push({ id, error: err.message });
@@ -176,7 +190,7 @@ export class SnapshotFiles {
         content[key] ??= { size: f.size, mtimeMs: f.mtimeMs, content: f.content };
         const h = byKey.get(fileKey(f));
         if (!h) {
-          const created: FileHistory = { root: f.root, path: f.path, runs: [[i, i, f.size, key]] };
+          const created: FileHistory = { root: f.root, path: f.path, runs: [[i, i, f.size, key]], ...(f.agent ? { agent: f.agent } : {}) };
           byKey.set(fileKey(f), created);
           files.push(created);
           continue;
@@ -229,7 +243,7 @@ export class SnapshotFiles {
     if (await this.fillMissing(history, [h])) await writeJsonCache(this.contentFile, this.content);
     const c = this.content![key];
     if (!c) throw new Error(`snapshot ${history.snapshots[newestRun(h)[1]].id.slice(0, 8)} no longer lists ${h.root}:${h.path}`);
-    return { root: h.root, path: h.path, ...c };
+    return { root: h.root, path: h.path, ...c, ...(h.agent ? { agent: h.agent } : {}) };
   }
 
   /** Save the history again (after the catalog filled in header ids). */
@@ -240,8 +254,12 @@ export class SnapshotFiles {
   /** The session files of one snapshot, from its tree. */
   private async walk(meta: SnapshotMeta): Promise<FileCopy[]> {
     const out: FileCopy[] = [];
+    const [{ snapshotRootAgents }, { findAgent }] = await Promise.all([import("../agents/roots.js"), import("../agents/registry.js")]);
+    const rootAgent = snapshotRootAgents(meta);
+    const claims = (agent: string, node: TreeNode) => findAgent(agent)?.sessions.isSessionFile({ root: node.root, path: node.path }) ?? false;
     for await (const node of (await this.reader()).files(meta.tree)) {
-      if (isSessionNode(node)) out.push({ root: node.root, path: node.path, size: node.size ?? 0, mtimeMs: node.mtimeMs, content: node.content ?? [] });
+      const agent = sessionFileAgent(node, rootAgent, claims);
+      if (agent) out.push({ root: node.root, path: node.path, size: node.size ?? 0, mtimeMs: node.mtimeMs, content: node.content ?? [], ...(agent !== PI_AGENT ? { agent } : {}) });
     }
     return out;
   }

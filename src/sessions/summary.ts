@@ -11,9 +11,14 @@ import { stableIdGenerator } from "./read.js";
 
 export type { TokenCounts };
 
-/** Usage on one UTC day with one model: what `stats` and the dashboard add up. */
+/**
+ * Usage in one 15-minute UTC slot with one model: what `stats` and the dashboard add up. Slots,
+ * not days, so that `stats --tz` can cut days at any zone's midnight: every zone's offset from
+ * UTC has been a whole number of quarter hours since 1972.
+ */
 export interface UsageCell extends TokenCounts {
-  day: string;
+  /** Start of the slot, "YYYY-MM-DDTHH:MMZ" (UTC, minutes 00, 15, 30 or 45). */
+  slot: string;
   model: string;
   messages: number;
 }
@@ -26,7 +31,7 @@ export interface UsageCell extends TokenCounts {
 export interface CopiedUse {
   /** entryKey() of the entry. */
   k: string;
-  day: string;
+  slot: string;
   /** Usage pi counts (an assistant message, a usage entry, a summary): its model and counts. */
   model?: string;
   use?: TokenCounts;
@@ -37,16 +42,23 @@ export interface CopiedUse {
 }
 
 export interface UsageBreakdown {
-  /** Usage pi counts in a session's totals (countedUsage), per UTC day and model, on every branch, entries not copied from elsewhere. */
+  /** Usage pi counts in a session's totals (countedUsage), per slot and model, on every branch, entries not copied from elsewhere. */
   usage: UsageCell[];
-  /** Answered user prompts per UTC day, on every branch, entries not copied from elsewhere. */
-  turnsByDay: Record<string, number>;
+  /** Answered user prompts per slot, on every branch, entries not copied from elsewhere. */
+  turnsBySlot: Record<string, number>;
   copied: CopiedUse[];
   /** Ids of the sessions the copies came from: the header's parentSession (branchedFrom in v1), a merge's sources. */
   origins: string[];
 }
 
-const dayOf = (ts: unknown): string | undefined => (typeof ts === "string" && /^\d{4}-\d{2}-\d{2}/.test(ts) && Number.isFinite(Date.parse(ts)) ? new Date(ts).toISOString().slice(0, 10) : undefined);
+const SLOT_MS = 15 * 60_000;
+
+/** The UsageCell slot an ISO time falls in. */
+export function slotOf(ts: unknown): string | undefined {
+  if (typeof ts !== "string" || !/^\d{4}-\d{2}-\d{2}/.test(ts)) return undefined;
+  const t = Date.parse(ts);
+  return Number.isFinite(t) ? `${new Date(Math.floor(t / SLOT_MS) * SLOT_MS).toISOString().slice(0, 16)}Z` : undefined;
+}
 
 /**
  * An entry's identity across files: a fork or merge copies an entry with every field, so all but
@@ -114,7 +126,7 @@ export function addCounts(to: TokenCounts, from: TokenCounts): void {
 export const zeroCounts = (): TokenCounts => ({ input: 0, output: 0, cacheRead: 0, cacheWrite: 0, tokens: 0, cost: 0 });
 
 /**
- * Per day and model: a session can span midnight and switch models mid-way. An entry older than
+ * Per slot and model: a session can span midnight and switch models mid-way. An entry older than
  * the header cannot have been written into this file by pi (pi stamps the header when it creates
  * the session), so it is kept apart as a possible copy, keyed by its identity. One stamped in the
  * header's own millisecond may be either (a fork made right after its parent's last entry, or the
@@ -123,7 +135,7 @@ export const zeroCounts = (): TokenCounts => ({ input: 0, output: 0, cacheRead: 
  */
 export function usageBreakdown(header: SessionHeader | undefined, entries: readonly SessionEntry[]): UsageBreakdown {
   const cells = new Map<string, UsageCell>();
-  const turnsByDay: Record<string, number> = {};
+  const turnsBySlot: Record<string, number> = {};
   const copied: CopiedUse[] = [];
   const headerTime = Date.parse(String(header?.timestamp ?? ""));
   const isCopy = (e: SessionEntry) => Date.parse(String(e.timestamp ?? "")) <= headerTime;
@@ -137,25 +149,25 @@ export function usageBreakdown(header: SessionHeader | undefined, entries: reado
     if (role === "assistant" && inherited) answered.add(inherited);
   }
   for (const e of entries) {
-    const day = dayOf(e.timestamp);
-    if (!day) continue;
+    const slot = slotOf(e.timestamp);
+    if (!slot) continue;
     const turn = messageOf(e)?.role === "user" && answered.has(e.id);
     const counted = countedUsage(e);
     if (!turn && !counted) continue;
     if (isCopy(e)) {
-      copied.push(counted ? { k: entryKey(e), day, model: counted.model, use: tokenCounts(counted), ...(counted.assistant ? {} : { messages: 0 as const }) } : { k: entryKey(e), day, turn: 1 });
+      copied.push(counted ? { k: entryKey(e), slot, model: counted.model, use: tokenCounts(counted), ...(counted.assistant ? {} : { messages: 0 as const }) } : { k: entryKey(e), slot, turn: 1 });
       continue;
     }
-    if (turn) turnsByDay[day] = (turnsByDay[day] ?? 0) + 1;
+    if (turn) turnsBySlot[slot] = (turnsBySlot[slot] ?? 0) + 1;
     if (!counted) continue;
     const use = tokenCounts(counted);
-    const key = `${day}\0${counted.model}`;
-    const c = cells.get(key) ?? { day, model: counted.model, messages: 0, ...zeroCounts() };
+    const key = `${slot}\0${counted.model}`;
+    const c = cells.get(key) ?? { slot, model: counted.model, messages: 0, ...zeroCounts() };
     if (counted.assistant) c.messages++;
     addCounts(c, use);
     cells.set(key, c);
   }
-  return { usage: [...cells.values()], turnsByDay, copied, origins: originsOf(header, entries) };
+  return { usage: [...cells.values()], turnsBySlot, copied, origins: originsOf(header, entries) };
 }
 
 export interface SessionFacts {

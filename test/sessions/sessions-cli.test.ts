@@ -85,7 +85,8 @@ describe("sessions list", () => {
     const r = await runOk(w.sb, ["sessions", "list"], { COLUMNS: "200" }); // wide: every column shown
     const line = r.stdout.split("\n").find((l) => l.startsWith(w.gone.sessionId.slice(0, 8)))!;
     expect(line).toMatch(/DELETED, in 1 snapshot/);
-    expect(r.stdout.split("\n")[0]).toMatch(/^ID\s+NAME\s+PROJECT\s+STARTED\s+LAST ACTIVITY\s+TURNS\s+TOKENS\s+COST\s+SIZE\s+WHERE/);
+    expect(line).toMatch(/\spi\s/); // the AGENT column
+    expect(r.stdout.split("\n")[0]).toMatch(/^ID\s+NAME\s+PROJECT\s+AGENT\s+STARTED\s+LAST ACTIVITY\s+TURNS\s+TOKENS\s+COST\s+SIZE\s+WHERE/);
   });
 
   it("caches summaries in pi-guard's data dir and rebuilds them when the cache is removed", async () => {

@@ -7,10 +7,10 @@ import type { SessionRecord } from "../../src/sessions/catalog.js";
 import { attributeCopies, computeStats } from "../../src/sessions/stats.js";
 import type { CopiedUse } from "../../src/sessions/summary.js";
 
-const use = (k: string, tokens: number): CopiedUse => ({ k, day: "2026-11-01", model: "p/m", use: { input: tokens, output: 0, cacheRead: 0, cacheWrite: 0, tokens, cost: tokens / 1000 } });
+const use = (k: string, tokens: number): CopiedUse => ({ k, slot: "2026-11-01T00:00Z", model: "p/m", use: { input: tokens, output: 0, cacheRead: 0, cacheWrite: 0, tokens, cost: tokens / 1000 } });
 
 function record(id: string, started: string, copied: CopiedUse[], origins: string[] = []): SessionRecord {
-  return { id, started, copied, origins, usage: [], turnsByDay: {}, name: null, project: "/p", size: 1, deleted: false, tokens: 0, cost: 0, turns: 0 } as unknown as SessionRecord;
+  return { id, started, copied, origins, usage: [], turnsBySlot: {}, name: null, project: "/p", size: 1, deleted: false, tokens: 0, cost: 0, turns: 0 } as unknown as SessionRecord;
 }
 
 const keysOf = (m: Map<string, CopiedUse[]>) => Object.fromEntries([...m].map(([id, cs]) => [id, cs.map((c) => c.k)]));

@@ -27,7 +27,7 @@ describe("summarizeSession on slim entries", () => {
     const bytes = readFileSync(path.join(FIXTURES_DIR, rel));
     const s = await summarizeSession(chunks(bytes), "fallback");
     const ref = fullReference(bytes, "fallback");
-    expect({ name: s.name, version: s.version, usage: s.usage, turnsByDay: s.turnsByDay, copied: s.copied, origins: s.origins }).toEqual({ name: ref.name, version: ref.version, usage: ref.usage, turnsByDay: ref.turnsByDay, copied: ref.copied, origins: ref.origins });
+    expect({ name: s.name, version: s.version, usage: s.usage, turnsBySlot: s.turnsBySlot, copied: s.copied, origins: s.origins }).toEqual({ name: ref.name, version: ref.version, usage: ref.usage, turnsBySlot: ref.turnsBySlot, copied: ref.copied, origins: ref.origins });
     expect({ turns: s.turns, tokens: s.tokens, cost: s.cost, entries: s.entries, models: s.models, toolCalls: s.toolCalls, userMessages: s.userMessages, assistantMessages: s.assistantMessages }).toEqual({
       turns: ref.stats.turns,
       tokens: ref.stats.tokens,
