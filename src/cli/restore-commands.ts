@@ -223,27 +223,29 @@ Examples:
     .action(async (when: string, opts: RestoreFlags, cmd: Command) => {
       checkFlags(opts);
       const ctx = context(cmd);
-      const repo = await ctx.open();
-      const { restore, undoRestore } = await import("../engine.js");
+      const engine = await ctx.engine();
       if (opts.undo) {
-        const result = await undoRestore(ctx.config, repo, when, { force: opts.force, dryRun: opts.dryRun, lockWaitMs: ctx.lockWaitMs, noLock: opts.lock === false });
+        if (!engine.repository) throw new RepoError(`--undo is not available on a ${engine.kind} repository: undo a restore there by restoring the pre-restore snapshot it printed (docs/RESTIC.md)`, "usage");
+        const { undoRestore } = await import("../engine.js");
+        const result = await undoRestore(ctx.config, await engine.repository(), when, { force: opts.force, dryRun: opts.dryRun, lockWaitMs: ctx.lockWaitMs, noLock: opts.lock === false });
         return printUndoResult(ctx, opts, result);
       }
       const progress = new Progress(!ctx.out.json && !ctx.out.quiet);
-      const result = await restore(ctx.config, repo, when, {
-        targetDir: opts.target,
-        paths: opts.path,
-        session: opts.session,
-        dryRun: opts.dryRun,
-        deleteExtra: opts.delete,
-        host: opts.host,
-        withMeta: opts.withMeta,
-        noLock: opts.lock === false,
-        lockWaitMs: ctx.lockWaitMs,
-        onProgress: (p) => progress.update(`${p.files} files, ${formatBytes(p.bytes)}  ${p.current}`),
-      });
-      progress.done();
-      printRestoreResult(ctx, opts, result);
+      const result = await engine
+        .restore(when, {
+          targetDir: opts.target,
+          paths: opts.path,
+          session: opts.session,
+          dryRun: opts.dryRun,
+          delete: opts.delete,
+          host: opts.host,
+          withMeta: opts.withMeta,
+          noLock: opts.lock === false,
+          lockWaitMs: ctx.lockWaitMs,
+          onProgress: (p) => progress.update(`${p.files} files, ${formatBytes(p.bytes)}  ${p.current}`),
+        })
+        .finally(() => progress.done());
+      printRestoreResult(ctx, opts, result, engine.kind === "restic");
     });
 
   program

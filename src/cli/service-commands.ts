@@ -70,9 +70,8 @@ Examples:
     .action(async (opts: StatusFlags, cmd: Command) => {
       const ctx = context(cmd);
       const { maxAgeMs, alert } = await statusOptions(ctx, opts);
-      const { gatherStatus } = await import("../watch/status.js");
-      const repo = await ctx.open();
-      await printStatus(ctx, await gatherStatus(ctx.config, repo, { maxAgeMs }), alert);
+      const engine = await ctx.engine();
+      await printStatus(ctx, await engine.status({ maxAgeMs }), alert);
     });
 }
 
@@ -236,7 +235,7 @@ Examples:
       }
       const { runScheduled, upcomingJobs } = await import("../watch/schedule.js");
       const { jobContext, runJob } = await import("../watch/jobs.js");
-      const jobCtx = jobContext(ctx.config, () => ctx.open(), ctx.lockWaitMs);
+      const jobCtx = jobContext(ctx.config, () => ctx.engine(), ctx.lockWaitMs);
       const report = await runScheduled({
         schedules: ctx.config.schedules,
         stateDir: ctx.config.stateDir,

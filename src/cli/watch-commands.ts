@@ -81,7 +81,8 @@ Examples:
           log.write("warn", "warning", { message });
           human(message);
         };
-        const jobs = jobContext(config, async () => repo, ctx.lockWaitMs);
+        const { nativeEngine } = await import("../engine/native.js");
+        const jobs = jobContext(config, async () => nativeEngine(config, async () => repo), ctx.lockWaitMs);
         const scheduler = opts.schedules
           ? Object.assign(
               new Scheduler({
