@@ -81,8 +81,8 @@ Examples:
           log.write("warn", "warning", { message });
           human(message);
         };
-        const { nativeEngine } = await import("../engine/native.js");
-        const jobs = jobContext(config, async () => nativeEngine(config, async () => repo), ctx.lockWaitMs);
+        const { engineOver } = await import("../engine/open.js");
+        const jobs = jobContext(config, () => engineOver(config, repo), ctx.lockWaitMs);
         const scheduler = opts.schedules
           ? Object.assign(
               new Scheduler({

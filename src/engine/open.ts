@@ -39,3 +39,9 @@ export async function openEngine(config: Config, opts: OpenEngineOptions = {}): 
     return repo;
   });
 }
+
+/** The native engine over a repository that is open already (the watcher hands its own to the scheduled jobs). */
+export async function engineOver(config: Config, repo: Repository): Promise<OpenedEngine> {
+  const { nativeEngine } = await import("./native.js");
+  return nativeEngine(config, async () => repo);
+}
