@@ -31,3 +31,36 @@ if [ "$(node -p "require('$tools/pi-$pi1/node_modules/@earendil-works/pi-coding-
     "@earendil-works/pi-coding-agent@$pi1" "@earendil-works/pi-ai@$pi1" >/dev/null
   echo "installed pi $pi1 into $tools/pi-$pi1"
 fi
+
+# opencode (agent tests, issue 19): the npm wrapper plus its native binary from an optional dependency.
+opencode=1.18.33
+if [ "$(node -p "require('$tools/agent-opencode-$opencode/node_modules/opencode-ai/package.json').version" 2>/dev/null)" != "$opencode" ]; then
+  rm -rf "$tools/agent-opencode-$opencode"
+  npm install --no-save --no-audit --no-fund --loglevel=error --prefix "$tools/agent-opencode-$opencode" "opencode-ai@$opencode" >/dev/null
+  echo "installed opencode $opencode into $tools/agent-opencode-$opencode"
+fi
+
+# Gemini CLI (agent tests, issue 19): plain JS, run on the Node the tests run on.
+gemini=0.61.0
+if [ "$(node -p "require('$tools/agent-gemini-$gemini/node_modules/@google/gemini-cli/package.json').version" 2>/dev/null)" != "$gemini" ]; then
+  rm -rf "$tools/agent-gemini-$gemini"
+  npm install --no-save --no-audit --no-fund --loglevel=error --prefix "$tools/agent-gemini-$gemini" "@google/gemini-cli@$gemini" >/dev/null
+  echo "installed Gemini CLI $gemini into $tools/agent-gemini-$gemini"
+fi
+
+# Claude Code (agent tests, issue 19): the npm wrapper's postinstall links the native binary from an
+# optional dependency (@anthropic-ai/claude-code-linux-x64); the check runs it, so a missing binary shows.
+claude=2.1.328
+if [ "$("$tools/agent-claude-$claude/node_modules/@anthropic-ai/claude-code-linux-x64/claude" --version 2>/dev/null | cut -d' ' -f1)" != "$claude" ]; then
+  rm -rf "$tools/agent-claude-$claude"
+  npm install --no-save --no-audit --no-fund --loglevel=error --prefix "$tools/agent-claude-$claude" "@anthropic-ai/claude-code@$claude" >/dev/null
+  echo "installed Claude Code $claude into $tools/agent-claude-$claude"
+fi
+
+# Codex CLI (agent tests, issue 19): a musl-static binary in an optional dependency (@openai/codex-linux-x64).
+codex=0.169.0
+if [ "$("$tools/agent-codex-$codex/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex" --version 2>/dev/null | cut -d' ' -f2)" != "$codex" ]; then
+  rm -rf "$tools/agent-codex-$codex"
+  npm install --no-save --no-audit --no-fund --loglevel=error --prefix "$tools/agent-codex-$codex" "@openai/codex@$codex" >/dev/null
+  echo "installed Codex CLI $codex into $tools/agent-codex-$codex"
+fi

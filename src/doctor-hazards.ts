@@ -27,7 +27,10 @@ const exists = (p: string) => fs.lstat(p).then(() => true, () => false);
 const shellWord = (s: string) => (/^[A-Za-z0-9_@%+=:,./~-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
 const shown = (paths: string[]) => `${paths.slice(0, 3).join(", ")}${paths.length > 3 ? ` and ${paths.length - 3} more` : ""}`;
 
-export async function findHazards(config: Config, env: Env = process.env): Promise<DoctorCheck[]> {
+/** What the hazard checks read of a Config: an agent location is enough (src/agents/pi builds one). */
+export type HazardConfig = Pick<Config, "agentDir" | "roots" | "repo" | "keyFile">;
+
+export async function findHazards(config: HazardConfig, env: Env = process.env): Promise<DoctorCheck[]> {
   return [
     ...(await npmProjects(config)),
     ...(await npmPrefix(config, env)),
@@ -38,7 +41,7 @@ export async function findHazards(config: Config, env: Env = process.env): Promi
 }
 
 /** A package.json or node_modules in the agent dir, in a folder directly inside it, or in the folder that holds it. */
-async function npmProjects(config: Config): Promise<DoctorCheck[]> {
+async function npmProjects(config: HazardConfig): Promise<DoctorCheck[]> {
   const dirs = [config.agentDir, path.dirname(config.agentDir)];
   const children = await fs.readdir(config.agentDir, { withFileTypes: true }).catch(() => [] as Dirent[]);
   for (const c of children) if (c.isDirectory() && c.name !== "sessions") dirs.push(path.join(config.agentDir, c.name));
@@ -61,7 +64,7 @@ function expandHome(p: string, home: string): string {
 }
 
 /** npm's global prefix (npm_config_prefix, or prefix= in ~/.npmrc) pointing into or beside the agent dir. */
-async function npmPrefix(config: Config, env: Env): Promise<DoctorCheck[]> {
+async function npmPrefix(config: HazardConfig, env: Env): Promise<DoctorCheck[]> {
   const home = env.HOME || os.homedir();
   const sources: { prefix: string; from: string }[] = [];
   for (const key of ["npm_config_prefix", "NPM_CONFIG_PREFIX"]) if (env[key]) sources.push({ prefix: env[key]!, from: key });
@@ -105,7 +108,7 @@ async function walk(root: string, depth: number, skip: (dir: string) => boolean,
 }
 
 /** A pi-guard repository (config + keys/ + snapshots/) or key file anywhere in the agent dir, configured or not. */
-async function strayRepoAndKeys(config: Config): Promise<DoctorCheck[]> {
+async function strayRepoAndKeys(config: HazardConfig): Promise<DoctorCheck[]> {
   const repos: string[] = [];
   const keys: string[] = [];
   const sessions = path.join(config.agentDir, "sessions");
@@ -145,12 +148,12 @@ async function strayRepoAndKeys(config: Config): Promise<DoctorCheck[]> {
   return out;
 }
 
-function sessionRoots(config: Config): string[] {
+function sessionRoots(config: HazardConfig): string[] {
   const moved = config.roots.find((r) => r.name === "sessions");
   return [moved ? moved.path : path.join(config.agentDir, "sessions")];
 }
 
-async function sessionsSymlink(config: Config): Promise<DoctorCheck[]> {
+async function sessionsSymlink(config: HazardConfig): Promise<DoctorCheck[]> {
   const out: DoctorCheck[] = [];
   for (const dir of sessionRoots(config)) {
     const st = await fs.lstat(dir).catch(() => undefined);
@@ -182,7 +185,7 @@ const DAMAGE_TEXT: Record<Damage, { name: string; what: string; why: string }> =
 };
 
 /** Session files pi would damage further, found with the read-only tolerant parser. */
-async function damagedSessionFiles(config: Config): Promise<DoctorCheck[]> {
+async function damagedSessionFiles(config: HazardConfig): Promise<DoctorCheck[]> {
   const found: Record<Damage, string[]> = { torn: [], glued: [], header: [] };
   let files = 0;
   for (const root of sessionRoots(config)) {

@@ -37,6 +37,7 @@ function registerStatus(program: Command): void {
     .description("is everything backed up? the last snapshot and its age, the watcher, the mirrors, the repository, the next jobs")
     .option("--max-age <duration>", "unhealthy when the last good snapshot, or a mirror, is older than this (e.g. 90s, 15m, 1h, 2d; default: config health.maxAge / health.mirrorMaxLag)")
     .option("--alert", "run the config's alerts.command when health changed since the last alert (for cron without a watcher)")
+    .option("--agent <name>", "also whether this agent (pi, claude, …) is guarded and which good snapshot holds it")
     .addHelpText(
       "after",
       `
@@ -64,20 +65,23 @@ sends the alerts and --alert sends none.
 Examples:
   $ pi-guard status
   $ pi-guard status --max-age 1h --json
+  $ pi-guard status --agent claude
   $ pi-guard status --max-age 15m -q || notify-send "pi-guard: backups are behind"
   */10 * * * * pi-guard status --alert -q`,
     )
     .action(async (opts: StatusFlags, cmd: Command) => {
       const ctx = context(cmd);
       const { maxAgeMs, alert } = await statusOptions(ctx, opts);
+      const agentName = opts.agent === undefined ? undefined : (await import("../agents/registry.js")).agentByName(opts.agent).name;
       const engine = await ctx.engine();
-      await printStatus(ctx, await engine.status({ maxAgeMs }), alert);
+      await printStatus(ctx, await engine.status({ maxAgeMs, agent: agentName }), alert);
     });
 }
 
 export interface StatusFlags {
   maxAge?: string;
   alert?: boolean;
+  agent?: string;
 }
 
 /** The status flags checked (usage errors before any repository is opened). */
@@ -101,6 +105,8 @@ export async function printStatus(ctx: Context, r: StatusReport, alert: boolean)
   const snap = (s: { id: string; time: string; ageMs: number }) => `${s.id.slice(0, 8)}  ${both(s.time)}, ${formatAge(s.ageMs)} ago`;
   const ago = (iso: string) => `${both(iso)}, ${formatAge(Date.now() - Date.parse(iso))} ago`;
   rows.push(["last good snapshot", r.lastGoodSnapshot ? snap(r.lastGoodSnapshot) : "none"]);
+  const agent = r.agent;
+  if (agent) rows.push([`agent ${agent.name}`, `${agent.dir}: ${agent.guarded ? "guarded" : "NOT GUARDED"}${agent.lastGoodSnapshot ? `, in ${agent.lastGoodSnapshot.id.slice(0, 8)} (${agent.lastGoodSnapshot.time})` : ", in no good snapshot"}`]);
   if (r.newestSnapshot && r.newestSnapshot.id !== r.lastGoodSnapshot?.id) {
     rows.push(["newest snapshot", `${snap(r.newestSnapshot)}${r.newestSnapshot.suspectLoss ? "  SUSPECTED LOSS" : ""}`]);
   }

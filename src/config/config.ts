@@ -5,11 +5,16 @@ import { createRequire } from "node:module";
 import type { z as Zod } from "zod";
 import { RepoError } from "../repo/errors.js";
 import { normalizeRepoLocation, parseRepoLocation } from "../targets/location.js";
-import { agentDir as piAgentDir, readSessionsLink, type SessionsLink, sessionsDir as piSessionsDir } from "../pi/paths.js";
+import { readSessionsLink, type SessionsLink, sessionsDir as piSessionsDir } from "../pi/paths.js";
 import { DEFAULT_EXCLUDES, DEFAULT_FULL_READ_INTERVAL_MS, type SourceFilter, type SourceRoot } from "../snapshot/sources.js";
 import { scheduleProblems } from "../watch/schedule.js";
 import { DEFAULT_RETRY_MAX_MS } from "../targets/retry-report.js";
 import { parseDuration } from "../watch/health.js";
+import { chooseAgents, type AgentChoice, type AgentsSetting } from "../agents/roots.js";
+import type { AgentName } from "../agents/types.js";
+
+/** The names the config file's `agents` accepts (every agent the registry may hold). */
+const AGENT_NAMES = ["pi", "claude", "codex", "gemini", "opencode"] as const satisfies readonly AgentName[];
 
 type Env = Record<string, string | undefined>;
 
@@ -66,6 +71,13 @@ function configSchema(z: typeof Zod) {
         timeoutMs: z.number().int().min(100).max(600_000).optional(),
       })
       .strict()
+      .optional(),
+    // Which agents are guarded (src/agents/roots.ts chooseAgents): a list, or settings per agent.
+    agents: z
+      .union([
+        z.array(z.enum(AGENT_NAMES)).max(AGENT_NAMES.length),
+        z.object(Object.fromEntries(AGENT_NAMES.map((n) => [n, z.object({ enabled: z.boolean().optional(), dir: z.string().min(1).optional() }).strict().optional()]))).strict(),
+      ])
       .optional(),
     snapshot: z
       .object({
@@ -214,6 +226,10 @@ export interface Config {
   snapshot: SnapshotSettings;
   /** When the agent dir's sessions dir is a symlink: where it points, and whether it is a root. */
   sessionsLink?: SessionsLink;
+  /** Every registered agent, where it is and whether it is guarded (src/agents/roots.ts). */
+  agents: AgentChoice[];
+  /** Which agent each root of `roots` belongs to, by root name (the snapshot manifest's `agents`). */
+  rootAgents: Record<string, string>;
 }
 
 export interface ConfigFlags {
@@ -266,14 +282,14 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
   const configFile = flags.configFile ?? env.PI_GUARD_CONFIG ?? path.join(configDir, "config.json");
   const file = readConfigFile(configFile);
   const home = env.HOME || os.homedir();
-  const agentDir = path.resolve(flags.agentDir ?? (env.PI_CODING_AGENT_DIR ? piAgentDir(env, home) : file.agentDir ?? piAgentDir(env, home)));
   const repo = flags.repo ?? env.PI_GUARD_REPO ?? file.repo ?? path.join(dataDir, "repo");
-  const roots: SourceRoot[] = [{ name: "agent", path: agentDir }];
+  // Every agent is located by its adapter; the guarded ones' roots are what a snapshot takes.
+  const agents = chooseAgents({ env, home, setting: file.agents as AgentsSetting | undefined, piDir: file.agentDir, flagDir: flags.agentDir, configFile });
+  const pi = agents.find((a) => a.location.agent === "pi")!.location;
+  const agentDir = pi.dir;
+  const { roots, rootAgents } = agentRoots(agents, configFile);
   const sessions = piSessionsDir({ env, home, agentDir });
   const sessionsLink = isInside(sessions.dir, agentDir) ? readSessionsLink(sessions.dir, agentDir) : undefined;
-  // A moved sessions dir, or one linked from inside the agent dir to elsewhere (the link itself
-  // stays in the agent root, so a restore puts the layout back): both are walked as root "sessions".
-  if (!isInside(sessions.dir, agentDir) || sessionsLink?.followed) roots.push({ name: "sessions", path: sessions.dir });
   // pi-guard's own metadata (session tags) is backed up with everything else.
   roots.push({ name: META_ROOT_NAME, path: path.join(dataDir, "meta") });
   const passwordFile = flags.passwordFile ?? env.PI_GUARD_PASSWORD_FILE ?? file.passwordFile;
@@ -306,7 +322,25 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
     alerts: file.alerts ? { command: file.alerts.command, timeoutMs: file.alerts.timeoutMs ?? 10_000 } : null,
     snapshot: { ...DEFAULT_SNAPSHOT, ...definedOnly(file.snapshot ?? {}) },
     ...(sessionsLink ? { sessionsLink } : {}),
+    agents,
+    rootAgents,
   };
+}
+
+/** The guarded agents' roots as plain {name, path} (snapshots compare roots as JSON), and their agents by root name. */
+function agentRoots(agents: AgentChoice[], configFile: string): { roots: SourceRoot[]; rootAgents: Record<string, string> } {
+  const roots: SourceRoot[] = [];
+  const rootAgents: Record<string, string> = {};
+  for (const a of agents.filter((c) => c.guarded)) {
+    for (const r of a.location.roots) {
+      if (r.name === META_ROOT_NAME || rootAgents[r.name] !== undefined) {
+        throw new RepoError(`config file ${configFile}: agents ${rootAgents[r.name] ?? "pi-guard"} and ${a.location.agent} both name a root "${r.name}"`, "usage");
+      }
+      roots.push({ name: r.name, path: r.path });
+      rootAgents[r.name] = r.agent;
+    }
+  }
+  return { roots, rootAgents };
 }
 
 function healthSettings(h: ConfigFileShape["health"], watch: WatchSettings): HealthSettings {

@@ -7,13 +7,14 @@ import type { Config } from "../config/config.js";
 import type { Repository } from "../repo/repository.js";
 import type { Engine, EngineBackupResult, EngineSnapshot } from "./types.js";
 
-const listed = (r: { id: string; snapshot: { time: string; host: string; user: string; tags: string[]; roots: { name: string; path: string }[] } }): EngineSnapshot => ({
+const listed = (r: { id: string; snapshot: { time: string; host: string; user: string; tags: string[]; roots: { name: string; path: string }[]; agents?: Record<string, string> } }): EngineSnapshot => ({
   id: r.id,
   time: r.snapshot.time,
   host: r.snapshot.host,
   user: r.snapshot.user,
   tags: r.snapshot.tags,
   roots: r.snapshot.roots.map((x) => ({ name: x.name, path: x.path })),
+  ...(r.snapshot.agents ? { agents: { ...r.snapshot.agents } } : {}),
 });
 
 /** `open` unlocks the repository (it may ask for a password); it is called at most once. */
@@ -87,7 +88,17 @@ export function nativeEngine(config: Config, open: () => Promise<Repository>): E
     },
     async status(opts = {}) {
       const { gatherStatus } = await import("../watch/status.js");
-      return gatherStatus(config, await repo(), opts);
+      const report = await gatherStatus(config, await repo(), opts);
+      if (!opts.agent) return report;
+      // One agent's snapshots judged too: its own problems make the guard unhealthy.
+      const agent = await (await import("../agents/status.js")).agentStatus(config, await repo(), opts.agent);
+      for (const message of agent.problems) {
+        report.problems.push(message);
+        report.problemKinds.push({ kind: "no-snapshot", subject: opts.agent, message });
+      }
+      report.healthy &&= agent.problems.length === 0;
+      report.agent = agent;
+      return report;
     },
   };
 }

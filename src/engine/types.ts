@@ -26,6 +26,8 @@ export interface EngineSnapshot {
   user: string;
   tags: string[];
   roots: { name: string; path: string }[];
+  /** Which agent each root belongs to, by root name, where the snapshot records it (native). */
+  agents?: Record<string, string>;
 }
 
 export interface EngineBackupOptions {
@@ -81,6 +83,8 @@ export interface EngineRestoreOptions {
   targetDir?: string;
   paths?: string[];
   session?: string;
+  /** Only this agent's roots (a registry name; native only for now). */
+  agent?: string;
   dryRun?: boolean;
   host?: string;
   /** With targetDir: also pi-guard's own metadata root. */
@@ -155,6 +159,6 @@ export interface Engine {
   /** Forget by a retention policy; never the last snapshot of a group unless allowRemoveAll. */
   forget(opts: EngineForgetOptions): Promise<EngineForgetResult>;
   check(opts?: { readData?: boolean; lockWaitMs?: number }): Promise<EngineCheckResult>;
-  /** The health facts `pi-guard status` prints. */
-  status(opts?: { maxAgeMs?: number; now?: Date }): Promise<StatusReport>;
+  /** The health facts `pi-guard status` prints; with `agent`, that agent's snapshots judged too. */
+  status(opts?: { maxAgeMs?: number; now?: Date; agent?: string }): Promise<StatusReport>;
 }

@@ -172,6 +172,13 @@ export async function agentSecrets(agentDir: string, env: NodeJS.ProcessEnv = pr
   return [...out.values()].sort((a, b) => b.value.length - a.value.length);
 }
 
+/** The secrets in the text of one of SECRET_FILES, however it was read (a live dir, a snapshot: src/agents/pi). */
+export function secretsInText(text: string, file: string, env: NodeJS.ProcessEnv = process.env): KnownSecret[] {
+  const out = new Map<string, KnownSecret>();
+  collectFile(text, file, out, env);
+  return [...out.values()];
+}
+
 /** Whether the text of one of SECRET_FILES holds any credential (doctor: is a readable mcp.json a leak?). */
 export function holdsSecrets(text: string, file: string, env: NodeJS.ProcessEnv = process.env): boolean {
   const out = new Map<string, KnownSecret>();

@@ -80,6 +80,11 @@ const toDate = (v: Date | string | undefined, what: string): Date | undefined =>
   return d;
 };
 
+/** An agent name the registry knows (a typo is an error, never an empty result). */
+async function knownAgent(name: string | undefined): Promise<void> {
+  if (name !== undefined) (await import("../agents/registry.js")).agentByName(name);
+}
+
 /** The agent a catalog record belongs to: "pi" until records carry their agent. */
 const agentOf = (r: SessionRecord): string => (r as SessionRecord & { agent?: string }).agent ?? "pi";
 
@@ -210,6 +215,7 @@ export class PiGuard {
   /** Sessions live and in every snapshot, most recently active first, by tag, time, agent, project. */
   async find(query: FindQuery = {}): Promise<Session[]> {
     const { filterSessions } = await import("../sessions/query.js");
+    await knownAgent(query.agent);
     const catalog = await this.catalog(!!query.liveOnly);
     const filter: SessionFilter = { tag: query.tag, project: query.project, deleted: query.deleted, host: query.host, since: toDate(query.since, "since"), until: toDate(query.until, "until") };
     return filterSessions(catalog.sessions, filter)
@@ -228,6 +234,7 @@ export class PiGuard {
   async search(text: string, opts: FindQuery & { limit?: number } = {}): Promise<{ session: Session; score: number; hits: SearchHit[] }[]> {
     const { assertSearchable, searchCatalog } = await import("./search.js");
     await assertSearchable(text);
+    await knownAgent(opts.agent);
     const catalog = await this.catalog(!!opts.liveOnly);
     const filter: SessionFilter = { tag: opts.tag, project: opts.project, deleted: opts.deleted, host: opts.host, since: toDate(opts.since, "since"), until: toDate(opts.until, "until") };
     const report = await searchCatalog(this.config, catalog, text, { filter, limit: opts.limit, snapshots: !opts.liveOnly });

@@ -238,6 +238,12 @@ export interface Snapshot {
   user: string;
   tags: string[];
   roots: SnapshotRoot[];
+  /**
+   * Which agent each root belongs to, by root name (`{"agent": "pi", "claude": "claude"}`); roots
+   * not named (pi-guard's own metadata) belong to none. Absent in snapshots of versions before it:
+   * there, the roots `agent` and `sessions` are pi's (docs/FORMAT.md §7, src/agents/roots.ts).
+   */
+  agents?: Record<string, string>;
   tree: string[];
   parent?: string;
   /** Set on snapshots imported from an archive: when the import ran (`time` is the archive's). */

@@ -19,7 +19,8 @@ export interface LiveFile {
 export function liveSessionDirs(config: Config, env: Record<string, string | undefined> = process.env): string[] {
   const dirs = new Set<string>([path.join(config.agentDir, "sessions")]);
   dirs.add(sessionsDir({ env, agentDir: config.agentDir }).dir);
-  for (const root of config.roots) if (root.name !== "agent") dirs.add(root.path);
+  // Another agent's root (Claude Code's ~/.claude) holds no pi sessions.
+  for (const root of config.roots) if (root.name !== "agent" && (config.rootAgents?.[root.name] ?? "pi") === "pi") dirs.add(root.path);
   return [...dirs];
 }
 

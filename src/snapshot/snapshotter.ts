@@ -21,6 +21,8 @@ import { hostName } from "../host.js";
 
 export interface SnapshotOptions {
   roots: SourceRoot[];
+  /** Which agent each root belongs to, by root name (the manifest's `agents`, docs/FORMAT.md §7). */
+  rootAgents?: Record<string, string>;
   filter: SourceFilter;
   tags?: string[];
   host?: string;
@@ -165,7 +167,7 @@ export function createSnapshot(repo: Repository, opts: SnapshotOptions): Promise
     const skip = (root: string, rel: string, err: NodeJS.ErrnoException) => builder.skip(root, rel, err);
     for await (const entry of scanSources(opts.roots, opts.filter, skip)) await builder.addEntry(entry);
     const extra = opts.tagsAtCommit?.({ files: builder.files, parent, baseline, parentFiles: () => builder.parentFiles() }) ?? [];
-    return builder.commit({ host, roots: opts.roots, tags: [...(opts.tags ?? []), ...extra], parent: parent?.id });
+    return builder.commit({ host, roots: opts.roots, rootAgents: opts.rootAgents, tags: [...(opts.tags ?? []), ...extra], parent: parent?.id });
   });
 }
 
@@ -628,7 +630,7 @@ export class SnapshotBuilder {
   }
 
   /** Write the tree, the index, then the snapshot object: only the last makes the snapshot visible. */
-  async commit(meta: { host: string; roots: SourceRoot[]; tags: string[]; parent?: string; time?: string; imported?: string }): Promise<SnapshotResult> {
+  async commit(meta: { host: string; roots: SourceRoot[]; rootAgents?: Record<string, string>; tags: string[]; parent?: string; time?: string; imported?: string }): Promise<SnapshotResult> {
     const tree = await this.tree.finish();
     // Deduplication would point this file list at the parent's damaged bytes: refuse rather than
     // save a snapshot that cannot be read back.
@@ -657,6 +659,7 @@ export class SnapshotBuilder {
       user: os.userInfo().username,
       tags: incomplete ? [...new Set([...meta.tags, INCOMPLETE_TAG])] : meta.tags,
       roots: meta.roots,
+      ...(meta.rootAgents && Object.keys(meta.rootAgents).length ? { agents: meta.rootAgents } : {}),
       tree,
       parent: meta.parent,
       imported: meta.imported,

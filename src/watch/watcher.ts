@@ -550,6 +550,7 @@ export class Watcher {
       }
       const result = await createSnapshot(this.opts.repo, {
         roots: this.config.roots,
+        rootAgents: this.config.rootAgents,
         filter: this.config.filter,
         fullReadIntervalMs: this.config.snapshot.fullReadIntervalMs,
         host: this.state.host,

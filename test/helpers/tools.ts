@@ -35,3 +35,27 @@ export function pi1Dir(): string {
   tool(path.join(`pi-${PI1_VERSION}`, "node_modules", "@earendil-works", "pi-coding-agent", "package.json"), `pi ${PI1_VERSION}`);
   return path.join(TOOLS_DIR, `pi-${PI1_VERSION}`);
 }
+
+// opencode and Gemini CLI (issue 19): real agent CLIs driven offline against test/helpers/fake-model.
+export const OPENCODE_VERSION = "1.18.33";
+export const GEMINI_CLI_VERSION = "0.61.0";
+
+/** opencode's native binary (the npm wrapper's optional dependency; run directly, no wrapper). */
+export const opencodeBin = (): string =>
+  tool(path.join(`agent-opencode-${OPENCODE_VERSION}`, "node_modules", "opencode-linux-x64", "bin", "opencode"), `opencode ${OPENCODE_VERSION}`);
+
+/** Gemini CLI's bundled entry point: plain JS, run with the Node the tests run on. */
+export const geminiCliJs = (): string =>
+  tool(path.join(`agent-gemini-${GEMINI_CLI_VERSION}`, "node_modules", "@google", "gemini-cli", "bundle", "gemini.js"), `Gemini CLI ${GEMINI_CLI_VERSION}`);
+
+// Claude Code and Codex CLI (issue 19): real agent CLIs driven offline against test/helpers/fake-model.
+export const CLAUDE_CODE_VERSION = "2.1.328";
+export const CODEX_VERSION = "0.169.0";
+
+/** Claude Code's native binary (the optional dependency the npm wrapper links; run directly). */
+export const claudeBin = (): string =>
+  tool(path.join(`agent-claude-${CLAUDE_CODE_VERSION}`, "node_modules", "@anthropic-ai", "claude-code-linux-x64", "claude"), `Claude Code ${CLAUDE_CODE_VERSION}`);
+
+/** Codex CLI's musl-static binary (the optional dependency; run directly, without the Node wrapper). */
+export const codexBin = (): string =>
+  tool(path.join(`agent-codex-${CODEX_VERSION}`, "node_modules", "@openai", "codex-linux-x64", "vendor", "x86_64-unknown-linux-musl", "bin", "codex"), `Codex CLI ${CODEX_VERSION}`);
