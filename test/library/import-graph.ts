@@ -8,8 +8,11 @@ import { fileURLToPath } from "node:url";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
-/** What a CLI action may load: the library API (index, engine, library), config, its own helpers, and the error type it reports. */
-export const ALLOWED = [/^src\/index\.ts$/, /^src\/engine\.ts$/, /^src\/engine\//, /^src\/library\//, /^src\/config\//, /^src\/cli\//, /^src\/repo\/errors\.ts$/, /^src\/version\.ts$/];
+/**
+ * What a CLI action may load: the library API (index, engine, library, the agent registry), config,
+ * its own helpers, and the error type it reports.
+ */
+export const ALLOWED = [/^src\/index\.ts$/, /^src\/agents\/registry\.ts$/, /^src\/engine\.ts$/, /^src\/engine\//, /^src\/library\//, /^src\/config\//, /^src\/cli\//, /^src\/repo\/errors\.ts$/, /^src\/version\.ts$/];
 
 export interface CliImport {
   from: string;
