@@ -15,7 +15,7 @@ await build({
   absWorkingDir: root,
   // The worker is an entry of its own: SealPool starts it from the file next to its own chunk.
   // The library API (src/index.ts, package.json "exports") shares the CLI's chunks: one copy of
-  // the code in the package, and its types are tsc's declarations in dist/src.
+  // the code in the package, and its types are tsc's declarations in dist/types.
   entryPoints: { main: "dist/src/cli/main.js", "seal-worker": "dist/src/repo/seal-worker.js", index: "dist/src/index.js" },
   outdir,
   bundle: true,

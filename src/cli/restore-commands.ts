@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { context, type Context } from "./context.js";
-import type { SafeRestoreResult, UndoResult } from "../engine.js";
+import type { UndoResult } from "../engine.js";
+import type { EngineRestoreResult } from "../engine/types.js";
 import { RepoError } from "../repo/errors.js";
 import type { DiscardReport } from "../restore/discards.js";
 import { META_LAYOUT_HELP } from "../restore/layout.js";
@@ -47,14 +48,13 @@ function discardSummary(d: DiscardReport): string | undefined {
   return parts.length ? parts.join("; ") : undefined;
 }
 
-/** A restore's result, native or restic: only the snapshot's id, time and host are printed. */
-type PrintedResult = Omit<SafeRestoreResult, "snapshot"> & { snapshot: { id: string; snapshot: { time: string; host: string } } };
 
 /** What a restore did (or, dry, would do), and a non-zero exit for what it could not do. Shared with the restic engine. */
 export function printRestoreResult(
   ctx: Context,
   opts: RestoreFlags,
-  result: PrintedResult,
+  /** Native or restic: only the snapshot's id, time and host are printed. */
+  result: EngineRestoreResult,
   /** The restic engine keeps no journal: its undo is a restore of the pre-restore snapshot. */
   resticUndo = false,
 ): void {

@@ -10,9 +10,9 @@
 import type { RetentionPolicy } from "../config/config.js";
 import type { MirrorShipment } from "../repo/ship.js";
 import type { EmptiedGroup } from "../repo/retention.js";
-import type { RestoreReport } from "../restore/restorer.js";
-import type { DiscardReport } from "../restore/discards.js";
+import type { SafeRestoreResult } from "../engine.js";
 import type { ResolvedTime } from "../restore/select.js";
+import type { BackupOptions } from "../snapshot/backup.js";
 import type { LossVerdict } from "../snapshot/loss-guard.js";
 import type { StatusReport } from "../watch/status.js";
 
@@ -30,23 +30,8 @@ export interface EngineSnapshot {
   agents?: Record<string, string>;
 }
 
-export interface EngineBackupOptions {
-  tags?: string[];
-  /** A missing agent dir is no error: no snapshot is taken (unless an earlier snapshot held it). */
-  allowEmpty?: boolean;
-  /** Create the repository first when there is none. */
-  init?: boolean;
-  /** The files that vanished since the last whole snapshot were deleted on purpose. */
-  acceptLoss?: boolean;
-  /** Native only: import this tarball instead of reading the agent dir. */
-  fromTar?: string;
-  /** With fromTar: the snapshot time. */
-  time?: string;
-  /** Native only: read every file in full, trusting nothing of the parent. */
-  readAll?: boolean;
-  lockWaitMs?: number;
-  onProgress?: (p: { files: number; bytes: number; current: string }) => void;
-}
+/** The snapshot policy's options (snapshot/backup.ts); fromTar, time and readAll are native only. */
+export type EngineBackupOptions = BackupOptions;
 
 /** One snapshot taken, in the shape both engines fill. */
 export interface EngineSnapshotTaken {
@@ -97,19 +82,11 @@ export interface EngineRestoreOptions {
   onProgress?: (p: { files: number; bytes: number; current: string }) => void;
 }
 
-export interface EngineRestoreResult {
+/** A restore's result as the native engine gives it (engine.ts), with only the snapshot's id, time and host. */
+export type EngineRestoreResult = Omit<SafeRestoreResult, "snapshot"> & {
   engine: EngineKind;
   snapshot: { id: string; snapshot: { time: string; host: string } };
-  report: RestoreReport;
-  /** The pre-restore snapshot of what an in-place restore replaced. */
-  undoSnapshot?: string;
-  resolved?: ResolvedTime;
-  warnings: string[];
-  /** Native, in place: what the restore discards of the current state. */
-  discards?: DiscardReport;
-  /** Native, in place: the restore's id for `restore --undo`. */
-  undo?: string;
-}
+};
 
 export interface EngineForgetOptions {
   policy: RetentionPolicy;

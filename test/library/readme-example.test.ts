@@ -87,7 +87,7 @@ describe("the README's library example", () => {
       throw new Error(`tsc failed:\n${(err as { stdout?: string }).stdout}`);
     }
     // The types came from the package's declarations, not from its sources.
-    expect(out).toContain(path.join(PROJECT_ROOT, "dist", "src", "index.d.ts"));
+    expect(out).toContain(path.join(PROJECT_ROOT, "dist", "types", "src", "index.d.ts"));
     expect(out).not.toContain(path.join(PROJECT_ROOT, "src", "index.ts"));
   });
 
@@ -95,10 +95,10 @@ describe("the README's library example", () => {
     const [packed] = JSON.parse(execFileSync("npm", ["pack", "--dry-run", "--ignore-scripts", "--json"], { cwd: PROJECT_ROOT, encoding: "utf8" }));
     const files = new Set(packed.files.map((f: { path: string }) => f.path));
     const pkg = JSON.parse(readFileSync(path.join(PROJECT_ROOT, "package.json"), "utf8"));
-    expect(pkg.exports["."]).toEqual({ types: "./dist/src/index.d.ts", default: "./dist/cli/index.js" });
-    for (const f of ["dist/cli/index.js", "dist/src/index.d.ts", "dist/src/library/guard.d.ts", "dist/src/engine/types.d.ts"]) expect(files.has(f), f).toBe(true);
-    // Declarations only from dist/src: not the compiled sources the bundle was made from.
-    expect([...files].filter((f) => String(f).startsWith("dist/src/") && !String(f).endsWith(".d.ts"))).toEqual([]);
+    expect(pkg.exports["."]).toEqual({ types: "./dist/types/src/index.d.ts", default: "./dist/cli/index.js" });
+    for (const f of ["dist/cli/index.js", "dist/types/src/index.d.ts", "dist/types/src/library/guard.d.ts", "dist/types/src/engine/types.d.ts"]) expect(files.has(f), f).toBe(true);
+    // Declarations only: not the compiled sources the bundle was made from, nor the benchmarks' types.
+    expect([...files].filter((f) => /^dist\/(src|bench|types\/bench)\//.test(String(f)) || (String(f).startsWith("dist/types/") && !String(f).endsWith(".d.ts")))).toEqual([]);
     expect(existsSync(path.join(PROJECT_ROOT, "dist", "cli", "index.js"))).toBe(true);
     expect(readdirSync(path.join(PROJECT_ROOT, "dist", "cli")).some((f) => f.startsWith("chunk-"))).toBe(true);
   });
