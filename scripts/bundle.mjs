@@ -1,5 +1,5 @@
 // Bundles the compiled CLI (dist/src, from tsc) into dist/cli/: the command-line entry, the seal
-// worker and shared chunks. A short command then loads a few files instead of ~60 modules, which
+// worker, the library entry (index.js) and shared chunks. A short command then loads a few files instead of ~60 modules, which
 // is a measurable part of its start-up. Other dependencies stay in node_modules (several are native);
 // lazy imports stay lazy (code splitting). Run by `npm run build` after tsc.
 import { build } from "esbuild";
@@ -14,7 +14,9 @@ rmSync(outdir, { recursive: true, force: true });
 await build({
   absWorkingDir: root,
   // The worker is an entry of its own: SealPool starts it from the file next to its own chunk.
-  entryPoints: { main: "dist/src/cli/main.js", "seal-worker": "dist/src/repo/seal-worker.js" },
+  // The library API (src/index.ts, package.json "exports") shares the CLI's chunks: one copy of
+  // the code in the package, and its types are tsc's declarations in dist/types.
+  entryPoints: { main: "dist/src/cli/main.js", "seal-worker": "dist/src/repo/seal-worker.js", index: "dist/src/index.js" },
   outdir,
   bundle: true,
   splitting: true,

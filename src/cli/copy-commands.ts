@@ -4,6 +4,7 @@ import { RepoError } from "../repo/errors.js";
 import type { CopyReport } from "../repo/replicate.js";
 import type { MirrorShipment } from "../repo/ship.js";
 import { normalizeRepoLocation } from "../targets/location.js";
+import { mirrorFailure } from "../engine/verdict.js";
 import { context, type Context } from "./context.js";
 import { EXIT, formatBytes, info, printJson, warn } from "./output.js";
 import { Progress } from "./progress.js";
@@ -35,7 +36,7 @@ export function reportShipments(ctx: Context, shipments: MirrorShipment[], snaps
       continue;
     }
     ok = false;
-    warn(`snapshot ${snapshotId.slice(0, 8)} saved in ${ctx.config.repo}; mirror ${s.mirror} failed: ${s.error}; it will be retried by the next snapshot or \`pi-guard copy\``);
+    warn(mirrorFailure(s, snapshotId, ctx.config.repo));
   }
   if (!ok && !process.exitCode) process.exitCode = EXIT.failure;
   return ok;

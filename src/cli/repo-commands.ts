@@ -6,25 +6,9 @@ import { promptHidden } from "./prompt.js";
 import { RepoError } from "../repo/errors.js";
 import { formatLocalTime } from "../restore/select.js";
 import type { KeyPlace } from "../repo/keys.js";
-import type { LossVerdict } from "../snapshot/loss-guard.js";
 
-/** A snapshot path as the snapshot command names it: "root:path" outside the agent root, escaped when it holds control characters. */
-export function shownPath(root: string, rel: string): string {
-  const name = `${root === "agent" ? "" : `${root}:`}${rel || "."}`;
-  return /[\x00-\x1f\x7f]/.test(name) ? JSON.stringify(name) : name;
-}
-
-/**
- * A snapshot's suspected loss (one line, exit 1) or, with --accept-loss, the deletion it accepted;
- * nothing when it has none. Shared with the restic engine.
- */
-export async function reportLoss(ctx: Context, id: string, parent: string | undefined, loss: LossVerdict | undefined, accepted: boolean): Promise<void> {
-  if (!loss) return;
-  if (accepted) return info(ctx.out, `accepted the deletion of ${loss.lost} of ${loss.filesBefore} files: snapshot ${id.slice(0, 8)} is the new whole state`);
-  if (!process.exitCode) process.exitCode = EXIT.failure;
-  const { describeLoss } = await import("../snapshot/loss-guard.js");
-  warn(describeLoss(loss, id, parent));
-}
+// verify-command.ts names paths as the snapshot command does.
+export { shownPath } from "../engine/verdict.js";
 
 function* slices<T>(items: readonly T[], size: number): Generator<readonly T[]> {
   for (let i = 0; i < items.length; i += size) yield items.slice(i, i + size);
@@ -69,9 +53,16 @@ Examples:
     )
     .action(async (opts: { keyFileOnly?: boolean }, cmd: Command) => {
       const ctx = context(cmd);
+      const engine = await ctx.engine();
+      if (engine.kind === "restic") {
+        // restic asks for (and confirms) a password itself; it has no key files.
+        const made = await engine.init({ useKeyFile: opts.keyFileOnly });
+        if (ctx.out.json) printJson({ repo: ctx.config.repo, id: made.id, credential: made.credential, keyFile: null, engine: "restic" });
+        else info(ctx.out, `created restic repository ${made.id.slice(0, 8)} at ${ctx.config.repo.slice("restic:".length)}`);
+        return;
+      }
       const { assertNotAMirror } = await import("../repo/replicate.js");
       assertNotAMirror(ctx.config);
-      const { initRepository } = await import("../engine.js");
       const { resolveCredentials } = await import("../config/credentials.js");
       let password: string | undefined;
       const haveCred = !opts.keyFileOnly && (await resolveCredentials(ctx.config).catch(() => undefined));
@@ -82,13 +73,13 @@ Examples:
           if (again !== password) throw new RepoError("the passwords do not match", "usage");
         } else password = undefined;
       }
-      const result = await initRepository(ctx.config, { password, useKeyFile: opts.keyFileOnly });
+      const result = await engine.init({ password, useKeyFile: opts.keyFileOnly });
       await noteOtherRepository(ctx);
       if (ctx.out.json) {
-        printJson({ repo: ctx.config.repo, id: result.repo.config.id, credential: result.credential, keyFile: result.keyFile ?? null });
+        printJson({ repo: ctx.config.repo, id: result.id, credential: result.credential, keyFile: result.keyFile ?? null });
         return;
       }
-      info(ctx.out, `created repository ${result.repo.config.id.slice(0, 8)} at ${ctx.config.repo}`);
+      info(ctx.out, `created repository ${result.id.slice(0, 8)} at ${ctx.config.repo}`);
       if (result.keyFile) {
         info(ctx.out, `key file: ${result.keyFile} (mode 0600)`);
         info(ctx.out, `keep a copy of it somewhere safe (a password manager, another disk): without it the backups cannot be read; \`pi-guard key export\` prints a recovery code for that.`);
@@ -142,45 +133,40 @@ Examples:
     )
     .action(async (opts: { tag?: string[]; fromTar?: string; time?: string; init?: boolean; allowEmpty?: boolean; acceptLoss?: boolean; fullRead?: boolean }, cmd: Command) => {
       const ctx = context(cmd);
-      const { backup } = await import("../engine.js");
+      const engine = await ctx.engine();
       const progress = new Progress(!ctx.out.json && !ctx.out.quiet);
       const onProgress = (p: { files: number; bytes: number; current: string }) =>
         progress.update(`${p.files} files, ${formatBytes(p.bytes)}  ${p.current}`);
-      const r = await backup(ctx.config, () => ctx.open(), { ...opts, tags: opts.tag, lockWaitMs: ctx.lockWaitMs, onProgress, readAll: opts.fullRead }).finally(() => progress.done());
-      if (r.created) info(ctx.out, `created repository at ${ctx.config.repo}${r.created.keyFile ? `; key file ${r.created.keyFile} (keep a copy somewhere safe)` : ""}`);
+      const r = await engine.backup({ ...opts, tags: opts.tag, lockWaitMs: ctx.lockWaitMs, onProgress, readAll: opts.fullRead }).finally(() => progress.done());
+      const restic = engine.kind === "restic";
+      const where = restic ? `restic repository at ${ctx.config.repo.slice("restic:".length)}` : `repository at ${ctx.config.repo}`;
+      if (r.created) info(ctx.out, `created ${where}${r.created.keyFile ? `; key file ${r.created.keyFile} (keep a copy somewhere safe)` : ""}`);
       const result = r.snapshot;
       if (!result) {
         warn(`nothing to back up: ${ctx.config.agentDir} does not exist (set PI_CODING_AGENT_DIR or --agent-dir)`);
         if (ctx.out.json) printJson({ snapshotId: null, reason: "agent dir missing", agentDir: ctx.config.agentDir });
         return;
       }
-      const s = result.snapshot.summary;
-      const skipped = result.snapshot.skipped ?? [];
-      const { special = [], changedWhileRead = [] } = result.snapshot;
+      const s = result.summary;
       const { sessionsLinkNote } = await import("../pi/paths.js");
-      const notes = !opts.fromTar && ctx.config.sessionsLink ? [sessionsLinkNote(ctx.config.sessionsLink)] : [];
+      const notes = !restic && !opts.fromTar && ctx.config.sessionsLink ? [sessionsLinkNote(ctx.config.sessionsLink)] : [];
       if (!ctx.out.json) for (const n of notes) info(ctx.out, `note: ${n}`);
-      for (const k of special) warn(`not backed up: ${shownPath(k.root, k.path)} (a ${k.kind.replace("-", " ")}: no bytes to copy)`);
-      for (const k of changedWhileRead) warn(`${shownPath(k.root, k.path)} changed while it was read (${k.reads} reads): stored as last read, which may mix two versions`);
-      if (skipped.length || changedWhileRead.length) {
-        // Exit 3 as restic does: the snapshot exists, but it is not everything.
-        process.exitCode = EXIT.damaged;
-        for (const k of skipped) warn(`skipped ${shownPath(k.root, k.path)}: ${k.error}`);
-        const why = [skipped.length ? `${skipped.length} path(s) could not be read` : "", changedWhileRead.length ? `${changedWhileRead.length} file(s) changed while read` : ""].filter(Boolean).join(", ");
-        warn(`snapshot ${result.id.slice(0, 8)} is incomplete: ${why} (tagged "incomplete")`);
-      }
-      await reportLoss(ctx, result.id, result.snapshot.parent, result.loss, r.lossAccepted);
+      const { findingsExit, snapshotFindings } = await import("../engine/verdict.js");
+      // The mirrors' lines come last, from reportShipments, with what each one got.
+      const findings = await snapshotFindings(r, ctx.config.repo);
+      for (const f of findings.filter((f) => f.kind !== "mirror")) warn(f.message);
+      if (result.loss && r.lossAccepted) info(ctx.out, `accepted the deletion of ${result.loss.lost} of ${result.loss.filesBefore} files: snapshot ${result.id.slice(0, 8)} is the new whole state`);
+      const exit = findingsExit(findings);
+      if (exit && !process.exitCode) process.exitCode = exit;
       const { reportShipments, shipmentJson } = await import("./copy-commands.js");
       if (ctx.out.json) {
         printJson({
           snapshotId: result.id,
-          time: result.snapshot.time,
-          parent: result.snapshot.parent ?? null,
-          tags: result.snapshot.tags,
-          skipped,
-          changedWhileRead,
-          special,
-          notes,
+          time: result.time,
+          parent: result.parent,
+          tags: result.tags,
+          skipped: result.skipped,
+          ...(restic ? { engine: "restic" } : { changedWhileRead: result.changedWhileRead, special: result.special, notes }),
           ...s,
           suspectLoss: result.loss ?? null,
           lossAccepted: r.lossAccepted,
@@ -192,10 +178,10 @@ Examples:
       info(
         ctx.out,
         table([
-          ["snapshot", `${result.id.slice(0, 8)}  ${result.snapshot.time}${result.snapshot.tags.length ? `  [${result.snapshot.tags.join(", ")}]` : ""}`],
+          ["snapshot", `${result.id.slice(0, 8)}  ${result.time}${restic ? "  (restic)" : ""}${result.tags.length ? `  [${result.tags.join(", ")}]` : ""}`],
           ["files", `${s.files} (${s.filesNew} new, ${s.filesChanged} changed, ${s.filesUnchanged} unchanged)`],
           ["total", formatBytes(s.bytesTotal)],
-          ["new data", `${formatBytes(s.bytesNew)} (${formatBytes(s.bytesStored)} stored)`],
+          ["new data", s.bytesStored === undefined ? formatBytes(s.bytesNew) : `${formatBytes(s.bytesNew)} (${formatBytes(s.bytesStored)} stored)`],
           ["duration", formatDuration(s.durationMs)],
         ]),
       );
@@ -210,8 +196,18 @@ Examples:
     .addHelpText("after", `\nTimes are shown in UTC and in local time (set by TZ); a time you type without a zone is local.\nEvery host that backs up into the repository is listed (HOST column); --host keeps one.\n\nExamples:\n  $ pi-guard snapshots\n  $ pi-guard snapshots --host laptop\n  $ pi-guard snapshots --json | jq '.[-1].id'`)
     .action(async (opts: { tag?: string; host?: string }, cmd: Command) => {
       const ctx = context(cmd);
-      const repo = await ctx.open();
       const wanted = (s: { tags: string[]; host: string }) => (!opts.tag || s.tags.includes(opts.tag)) && (!opts.host || s.host === opts.host);
+      const engine = await ctx.engine();
+      if (!engine.repository) {
+        // Another engine lists what the interface has: no sizes, no dedup parents.
+        const all = (await engine.listSnapshots({ onUnreadable: (m) => warn(`skipped ${m}; run \`pi-guard check\``) })).filter(wanted);
+        if (ctx.out.json) return printJson(all.map((s) => ({ id: s.id, shortId: s.id.slice(0, 8), time: s.time, localTime: formatLocalTime(new Date(s.time)), host: s.host, user: s.user, tags: s.tags, roots: s.roots, engine: engine.kind })));
+        if (!all.length) return info(ctx.out, `no pi-guard snapshots in this ${engine.kind} repository yet (run \`pi-guard snapshot\`)`);
+        const rows = [["ID", "TIME (UTC)", "LOCAL TIME", "HOST", "TAGS"]];
+        for (const s of all) rows.push([s.id.slice(0, 8), s.time.replace("T", " ").replace(/\.\d+Z$/, "Z"), formatLocalTime(new Date(s.time)).replace("T", " "), s.host, s.tags.join(",")]);
+        return info(ctx.out, table(rows));
+      }
+      const repo = await engine.repository();
       const { listingDamage } = await import("../repo/snapshot-damage.js");
       // Snapshot objects that are all unreadable are damage, never "no snapshots yet".
       const readableOrDamage = <T>(list: T[]): T[] => {
@@ -267,6 +263,17 @@ Examples:
     )
     .action(async (opts: { readData?: boolean; all?: boolean }, cmd: Command) => {
       const ctx = context(cmd);
+      const engine = await ctx.engine();
+      if (!engine.repository) {
+        const r = await engine.check({ readData: opts.readData, lockWaitMs: ctx.lockWaitMs });
+        if (ctx.out.json) printJson(r.details);
+        else {
+          for (const p of r.problems) warn(`error: ${p}`);
+          info(ctx.out, `${engine.kind} check${r.readData ? " --read-data" : ""}: ${r.ok ? "no errors" : "DAMAGED"}`);
+        }
+        if (!r.ok) process.exitCode = EXIT.damaged;
+        return;
+      }
       const { runCheck } = await import("../repo/check-run.js");
       const { groupedProblems } = await import("../repo/check.js");
       const targets = [ctx.config.repo, ...ctx.config.mirrors];
@@ -286,7 +293,7 @@ Examples:
         for (const step of report.nextSteps) info(ctx.out, `${prefix}next: ${step}`);
       };
       if (!opts.all) {
-        const report = await check(await ctx.open(), ctx.config.repo);
+        const report = await check(await engine.repository(), ctx.config.repo);
         if (ctx.out.json) printJson(report);
         else print(report, "");
         if (!report.ok) process.exitCode = EXIT.damaged;

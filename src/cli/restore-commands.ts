@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { context, type Context } from "./context.js";
-import type { SafeRestoreResult, UndoResult } from "../engine.js";
+import type { UndoResult } from "../engine.js";
+import type { EngineRestoreResult } from "../engine/types.js";
 import { RepoError } from "../repo/errors.js";
 import type { DiscardReport } from "../restore/discards.js";
 import { META_LAYOUT_HELP } from "../restore/layout.js";
@@ -47,14 +48,13 @@ function discardSummary(d: DiscardReport): string | undefined {
   return parts.length ? parts.join("; ") : undefined;
 }
 
-/** A restore's result, native or restic: only the snapshot's id, time and host are printed. */
-type PrintedResult = Omit<SafeRestoreResult, "snapshot"> & { snapshot: { id: string; snapshot: { time: string; host: string } } };
 
 /** What a restore did (or, dry, would do), and a non-zero exit for what it could not do. Shared with the restic engine. */
 export function printRestoreResult(
   ctx: Context,
   opts: RestoreFlags,
-  result: PrintedResult,
+  /** Native or restic: only the snapshot's id, time and host are printed. */
+  result: EngineRestoreResult,
   /** The restic engine keeps no journal: its undo is a restore of the pre-restore snapshot. */
   resticUndo = false,
 ): void {
@@ -227,28 +227,30 @@ Examples:
       checkFlags(opts);
       const ctx = context(cmd);
       if (opts.agent !== undefined) (await import("../agents/registry.js")).agentByName(opts.agent);
-      const repo = await ctx.open();
-      const { restore, undoRestore } = await import("../engine.js");
+      const engine = await ctx.engine();
       if (opts.undo) {
-        const result = await undoRestore(ctx.config, repo, when, { force: opts.force, dryRun: opts.dryRun, lockWaitMs: ctx.lockWaitMs, noLock: opts.lock === false });
+        if (!engine.repository) throw new RepoError(`--undo is not available on a ${engine.kind} repository: undo a restore there by restoring the pre-restore snapshot it printed (docs/RESTIC.md)`, "usage");
+        const { undoRestore } = await import("../engine.js");
+        const result = await undoRestore(ctx.config, await engine.repository(), when, { force: opts.force, dryRun: opts.dryRun, lockWaitMs: ctx.lockWaitMs, noLock: opts.lock === false });
         return printUndoResult(ctx, opts, result);
       }
       const progress = new Progress(!ctx.out.json && !ctx.out.quiet);
-      const result = await restore(ctx.config, repo, when, {
-        targetDir: opts.target,
-        paths: opts.path,
-        session: opts.session,
-        agent: opts.agent,
-        dryRun: opts.dryRun,
-        deleteExtra: opts.delete,
-        host: opts.host,
-        withMeta: opts.withMeta,
-        noLock: opts.lock === false,
-        lockWaitMs: ctx.lockWaitMs,
-        onProgress: (p) => progress.update(`${p.files} files, ${formatBytes(p.bytes)}  ${p.current}`),
-      });
-      progress.done();
-      printRestoreResult(ctx, opts, result);
+      const result = await engine
+        .restore(when, {
+          targetDir: opts.target,
+          paths: opts.path,
+          session: opts.session,
+          agent: opts.agent,
+          dryRun: opts.dryRun,
+          delete: opts.delete,
+          host: opts.host,
+          withMeta: opts.withMeta,
+          noLock: opts.lock === false,
+          lockWaitMs: ctx.lockWaitMs,
+          onProgress: (p) => progress.update(`${p.files} files, ${formatBytes(p.bytes)}  ${p.current}`),
+        })
+        .finally(() => progress.done());
+      printRestoreResult(ctx, opts, result, engine.kind === "restic");
     });
 
   program

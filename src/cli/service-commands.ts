@@ -72,20 +72,9 @@ Examples:
     .action(async (opts: StatusFlags, cmd: Command) => {
       const ctx = context(cmd);
       const { maxAgeMs, alert } = await statusOptions(ctx, opts);
-      const { gatherStatus } = await import("../watch/status.js");
       const agentName = opts.agent === undefined ? undefined : (await import("../agents/registry.js")).agentByName(opts.agent).name;
-      const repo = await ctx.open();
-      const report = await gatherStatus(ctx.config, repo, { maxAgeMs });
-      if (agentName) {
-        const agent = await (await import("../agents/status.js")).agentStatus(ctx.config, repo, agentName);
-        for (const message of agent.problems) {
-          report.problems.push(message);
-          report.problemKinds.push({ kind: "no-snapshot", subject: agentName, message });
-        }
-        report.healthy &&= agent.problems.length === 0;
-        report.agent = agent;
-      }
-      await printStatus(ctx, report, alert);
+      const engine = await ctx.engine();
+      await printStatus(ctx, await engine.status({ maxAgeMs, agent: agentName }), alert);
     });
 }
 
@@ -252,7 +241,7 @@ Examples:
       }
       const { runScheduled, upcomingJobs } = await import("../watch/schedule.js");
       const { jobContext, runJob } = await import("../watch/jobs.js");
-      const jobCtx = jobContext(ctx.config, () => ctx.open(), ctx.lockWaitMs);
+      const jobCtx = jobContext(ctx.config, () => ctx.engine(), ctx.lockWaitMs);
       const report = await runScheduled({
         schedules: ctx.config.schedules,
         stateDir: ctx.config.stateDir,

@@ -3,7 +3,6 @@ import { context, type Context } from "./context.js";
 import { EXIT, formatBytes, info, printJson, table, warn } from "./output.js";
 import { RepoError } from "../repo/errors.js";
 import type { renderSession as RenderSession, SessionCatalog, SessionRecord, SessionView } from "../sessions/index.js";
-import type { Lock } from "../repo/lock.js";
 import type { ExportFormat } from "../export/index.js";
 import type { ByteSource } from "../export/entry-stream.js";
 import type { ZoneDays } from "../sessions/time-zone.js";
@@ -27,51 +26,10 @@ async function checkAgentFlag(name: string | undefined): Promise<string | undefi
   return agentByName(name).name;
 }
 
-/**
- * The catalog over live files and (unless --live) every snapshot; `finish` it when done. A shared
- * repository lock is taken only if the repository is actually opened (a warm catalog never does).
- */
-async function openCatalog(ctx: Context, liveOnly = false): Promise<{ catalog: SessionCatalog; finish(ok: boolean): Promise<void> }> {
-  // Only the modules a warm list or search needs: the session parser loads when something changed.
-  const { SessionCatalog } = await import("../sessions/catalog.js");
-  const { lazyRepository } = await import("../sessions/source.js");
-  const { openTarget } = await import("../targets/open.js");
-  let lock: Lock | undefined;
-  const openLocked = async () => {
-    const repo = await ctx.open();
-    const { acquireLock } = await import("../repo/lock.js");
-    lock = await acquireLock(repo, { exclusive: false, command: "sessions", waitMs: ctx.lockWaitMs });
-    return repo;
-  };
-  const repo = liveOnly ? null : await lazyRepository(openTarget(ctx.config), openLocked);
-  const catalog = await SessionCatalog.build({ config: ctx.config, repo }).catch(async (err: unknown) => {
-    await lock?.release();
-    throw err;
-  });
-  return {
-    catalog,
-    async finish(ok: boolean) {
-      try {
-        await catalog.close();
-      } finally {
-        await lock?.release();
-      }
-      // What was read while the lock was lost may be gone already: not a success.
-      if (ok) lock?.assertHeld();
-    },
-  };
-}
-
+/** The catalog over live files and (unless --live) every snapshot (library/catalog.ts). */
 async function withCatalog<T>(ctx: Context, liveOnly: boolean, fn: (c: SessionCatalog) => Promise<T>): Promise<T> {
-  const { catalog, finish } = await openCatalog(ctx, liveOnly);
-  let ok = false;
-  try {
-    const result = await fn(catalog);
-    ok = true;
-    return result;
-  } finally {
-    await finish(ok);
-  }
+  const lib = await import("../library/catalog.js");
+  return lib.withCatalog(ctx.config, () => ctx.open(), { liveOnly, lockWaitMs: ctx.lockWaitMs }, fn);
 }
 
 /** Snapshots the catalog could not read: a warning, or damage (exit 3) when it could read none. */
@@ -285,26 +243,14 @@ Examples:
       const ctx = context(cmd);
       const limit = Number(opts.limit);
       if (!Number.isInteger(limit) || limit < 1) throw new RepoError(`--limit must be a whole number above 0, not "${opts.limit}"`, "usage");
-      const { filterSessions } = await import("../sessions/query.js");
-      const { timeRange } = await import("../sessions/time-filter.js");
-      const { withSearchIndex } = await import("../sessions/search-index.js");
-      const { runQuery, ftsQuery, DEFAULT_RANK_CAP } = await import("../sessions/search-query.js");
-      ftsQuery(query); // an empty query fails before any work
+      const [{ timeRange }, { assertSearchable, searchCatalog }] = await Promise.all([import("../sessions/time-filter.js"), import("../library/search.js")]);
+      await assertSearchable(query); // an empty query fails before any work
       const range = timeRange(opts);
       const filter = { project: opts.project, tag: opts.tag, deleted: opts.deleted, host: opts.host, agent: await checkAgentFlag(opts.agent), ...range };
       await withCatalog(ctx, !!opts.live, async (catalog) => {
         reportSnapshotDamage(ctx, catalog);
-        await withSearchIndex(ctx.config.dataDir, async (index) => {
-          const sync = await index.sync(catalog, !opts.live);
-          for (const w of sync.warnings) warn(w);
-          const started = performance.now();
-          // Without list filters, only the records of the sessions shown are read.
-          const filtered = Object.values(filter).some((v) => v !== undefined && v !== false);
-          const only = filtered ? new Map(filterSessions(catalog.sessions, filter).map((s) => [s.id, s])) : undefined;
-          const allowed = only ? (id: string) => only.has(id) : (id: string) => catalog.has(id);
-          const record = only ? (id: string) => only.get(id) : (id: string) => catalog.record(id);
-          const { results, capped } = runQuery(index, query, { allowed, record, limit, hitsPerSession: 3, rankCap: opts.all ? 0 : DEFAULT_RANK_CAP });
-          const queryMs = Math.round((performance.now() - started) * 10) / 10;
+        {
+          const { index: sync, results, capped, queryMs } = await searchCatalog(ctx.config, catalog, query, { filter, limit, all: opts.all, snapshots: !opts.live, onWarning: warn });
           if (ctx.out.json) {
             printJson({ query, queryMs, index: sync, ...(capped && { capped }), results: results.map((r) => ({ ...r, session: listRow(r.session) })) });
             return;
@@ -324,7 +270,7 @@ Examples:
           lines.push(`${results.length} session${results.length === 1 ? "" : "s"} in ${queryMs} ms${sync.indexed ? ` (indexed ${sync.indexed} changed session${sync.indexed === 1 ? "" : "s"} in ${sync.ms} ms)` : ""}`);
           if (capped) lines.push(`more than ${capped.ranked.toLocaleString("en-US")} entries match: ranked the newest ${capped.ranked.toLocaleString("en-US")} (--all ranks every one)`);
           info(ctx.out, lines.join("\n"));
-        });
+        }
       });
     });
 

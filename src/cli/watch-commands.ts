@@ -81,7 +81,8 @@ Examples:
           log.write("warn", "warning", { message });
           human(message);
         };
-        const jobs = jobContext(config, async () => repo, ctx.lockWaitMs);
+        const { engineOver } = await import("../engine/open.js");
+        const jobs = jobContext(config, () => engineOver(config, repo), ctx.lockWaitMs);
         const scheduler = opts.schedules
           ? Object.assign(
               new Scheduler({

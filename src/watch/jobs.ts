@@ -3,7 +3,10 @@
  * jobs on its open repository and tests can run real jobs beside crafted ones.
  */
 import type { Config, ScheduledJob } from "../config/config.js";
+import { RepoError } from "../repo/errors.js";
 import type { Repository } from "../repo/repository.js";
+import type { CheckReport } from "../repo/check.js";
+import type { Engine } from "../engine/types.js";
 
 export interface JobResult {
   ok: boolean;
@@ -14,7 +17,9 @@ export interface JobResult {
 
 export interface JobContext {
   config: Config;
-  /** The repository to work on; `watch` hands its open one, `run-scheduled` opens it once. */
+  /** The engine the config selects (engine/open.ts): the snapshot, check and forget jobs run on either. */
+  engine(): Promise<Engine>;
+  /** The native repository, for the jobs only pi-guard's own format has (prune, retention); `watch` hands its open one. */
   repo(): Promise<Repository>;
   lockWaitMs: number;
 }
@@ -22,39 +27,41 @@ export interface JobContext {
 export type JobFn = (ctx: JobContext) => Promise<JobResult>;
 export type JobMap = Record<ScheduledJob, JobFn>;
 
-/** `pi-guard snapshot`'s policy (engine backup): a missing agent dir fails, a suspected loss is tagged and fails, mirrors get it. */
+/**
+ * The snapshot policy of `pi-guard snapshot` (the engine's backup, snapshot/backup.ts), judged by
+ * the same findings (engine/verdict.ts): a missing agent dir fails, a suspected loss is tagged and
+ * fails, each mirror gets the snapshot, and one that did not is a failure.
+ */
 async function snapshotJob(ctx: JobContext): Promise<JobResult> {
-  const [{ backup }, { describeLoss }, { shipped }] = await Promise.all([import("../engine.js"), import("../snapshot/loss-guard.js"), import("../repo/ship.js")]);
-  const r = await backup(ctx.config, ctx.repo, { lockWaitMs: ctx.lockWaitMs });
+  const [engine, { snapshotFindings }, { shipped }] = await Promise.all([ctx.engine(), import("../engine/verdict.js"), import("../repo/ship.js")]);
+  const r = await engine.backup({ lockWaitMs: ctx.lockWaitMs });
   // Without allowEmpty, backup throws rather than take no snapshot.
   const made = r.snapshot!;
-  const s = made.snapshot.summary;
-  const skipped = made.snapshot.skipped ?? [];
-  const problems: string[] = [];
-  if (made.loss) problems.push(describeLoss(made.loss, made.id, made.snapshot.parent));
-  if (skipped.length) problems.push(`incomplete: ${skipped.length} path(s) could not be read`);
-  for (const m of r.mirrors) if (!shipped(m)) problems.push(`mirror ${m.mirror} failed: ${m.error ?? "not everything was copied"}; the next snapshot retries`);
+  const s = made.summary;
+  const problems = (await snapshotFindings(r, ctx.config.repo)).filter((f) => f.level !== "warning");
   const what = `snapshot ${made.id.slice(0, 8)}: ${s.files} files, ${s.filesNew} new, ${s.filesChanged} changed`;
-  const details = { id: made.id, tags: made.snapshot.tags, skipped, suspectLoss: made.loss ?? null, mirrors: r.mirrors.map((m) => ({ mirror: m.mirror, ok: shipped(m), error: m.error ?? null })) };
-  return { ok: problems.length === 0, summary: [what, ...problems].join("; "), details };
+  const sent = r.mirrors.filter(shipped).map((m) => `shipped to ${m.mirror}`);
+  const details = { id: made.id, tags: made.tags, skipped: made.skipped, suspectLoss: made.loss ?? null, mirrors: r.mirrors.map((m) => ({ mirror: m.mirror, ok: shipped(m), error: m.error ?? null })) };
+  return { ok: problems.length === 0, summary: [what, ...sent, ...problems.map((p) => p.message)].join("; "), details };
 }
 
 function checkJob(readData: boolean): JobFn {
   return async (ctx) => {
-    const { runCheck } = await import("../repo/check-run.js");
-    const report = await runCheck(await ctx.repo(), { readData, lockWaitMs: ctx.lockWaitMs });
-    const errors = report.problems.filter((p) => p.severity === "error");
-    const counts = `${report.snapshots} snapshots, ${report.packs} packs, ${report.blobs} blobs${readData ? `, ${report.packsRead} packs read` : ""}`;
-    return report.ok
-      ? { ok: true, summary: `${counts}: no errors`, details: report }
-      : { ok: false, summary: `${counts}: DAMAGED: ${errors[0]?.message ?? "see pi-guard check"}${errors.length > 1 ? ` (and ${errors.length - 1} more)` : ""}`, details: report };
+    const engine = await ctx.engine();
+    const r = await engine.check({ readData, lockWaitMs: ctx.lockWaitMs });
+    const report = r.details as Partial<CheckReport>;
+    const counts = engine.kind === "native" ? `${report.snapshots} snapshots, ${report.packs} packs, ${report.blobs} blobs${readData ? `, ${report.packsRead} packs read` : ""}` : `restic check${readData ? " --read-data" : ""}`;
+    const errors = r.problems;
+    return r.ok
+      ? { ok: true, summary: `${counts}: no errors`, details: r.details }
+      : { ok: false, summary: `${counts}: DAMAGED: ${errors[0] ?? "see pi-guard check"}${errors.length > 1 ? ` (and ${errors.length - 1} more)` : ""}`, details: r.details };
   };
 }
 
-async function forgetIn(repo: Repository, ctx: JobContext): Promise<JobResult> {
-  const { emptiedGroupText, forget } = await import("../repo/retention.js");
+async function forgetIn(engine: Pick<Engine, "forget">, ctx: JobContext): Promise<JobResult> {
+  const { emptiedGroupText } = await import("../repo/retention.js");
   // Never allowRemoveAll: a schedule has no one to confirm that emptying a group was meant.
-  const r = await forget(repo, { policy: ctx.config.retention, lockWaitMs: ctx.lockWaitMs });
+  const r = await engine.forget({ policy: ctx.config.retention, lockWaitMs: ctx.lockWaitMs });
   if (r.refused) {
     const groups = r.emptiedGroups.map((g) => `the policy keeps no snapshot of ${emptiedGroupText(g)}`).join("; ");
     return { ok: false, summary: `REFUSED: ${groups}; nothing was forgotten; fix "retention" in ${ctx.config.configFile}`, details: r };
@@ -76,7 +83,8 @@ async function pruneIn(repo: Repository, ctx: JobContext): Promise<JobResult> {
 
 /** forget by config.retention, then prune, in one copy of the repository. */
 async function retentionIn(repo: Repository, ctx: JobContext): Promise<JobResult> {
-  const forgot = await forgetIn(repo, ctx);
+  const { nativeEngine } = await import("../engine/native.js");
+  const forgot = await forgetIn(nativeEngine(ctx.config, async () => repo), ctx);
   if (!forgot.ok) return { ...forgot, summary: `${forgot.summary}; prune not run` };
   const pruned = await pruneIn(repo, ctx);
   return { ok: pruned.ok, summary: `${forgot.summary}; ${pruned.summary}`, details: { forget: forgot.details, prune: pruned.details } };
@@ -110,7 +118,7 @@ export const ENGINE_JOBS: JobMap = {
   snapshot: snapshotJob,
   check: checkJob(false),
   "check-read-data": checkJob(true),
-  forget: async (ctx) => forgetIn(await ctx.repo(), ctx),
+  forget: async (ctx) => forgetIn(await ctx.engine(), ctx),
   prune: async (ctx) => pruneIn(await ctx.repo(), ctx),
   retention: retentionJob,
 };
@@ -127,8 +135,22 @@ export async function runJob(job: ScheduledJob, ctx: JobContext, jobs: JobMap = 
   }
 }
 
-/** A JobContext that opens the repository once, on first use. */
-export function jobContext(config: Config, open: () => Promise<Repository>, lockWaitMs: number): JobContext {
-  let repo: Promise<Repository> | undefined;
-  return { config, lockWaitMs, repo: () => (repo ??= open()) };
+/**
+ * A JobContext whose engine is opened once, on first use: `open` gives the engine the config
+ * selects (openEngine), or for `watch` the native engine over its open repository. The native-only
+ * jobs are refused in one line on another engine.
+ */
+export function jobContext(config: Config, open: () => Promise<Engine & { repository?: () => Promise<Repository> }>, lockWaitMs: number): JobContext {
+  let engine: ReturnType<typeof open> | undefined;
+  const opened = () => (engine ??= open());
+  return {
+    config,
+    lockWaitMs,
+    engine: opened,
+    repo: async () => {
+      const e = await opened();
+      if (!e.repository) throw new RepoError(`this job works only on pi-guard's own repositories, not on a ${e.kind} one (docs/RESTIC.md)`, "usage");
+      return e.repository();
+    },
+  };
 }

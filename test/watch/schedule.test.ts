@@ -7,6 +7,7 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadConfig, type Schedule } from "../../src/config/config.js";
 import { initRepository, openRepository } from "../../src/engine.js";
+import { nativeEngine } from "../../src/engine/native.js";
 import { ENGINE_JOBS, jobContext, runJob, type JobMap } from "../../src/watch/jobs.js";
 import {
   acquireScheduleLock,
@@ -198,7 +199,7 @@ describe("running scheduled jobs", () => {
     const config = loadConfig({}, env);
     await initRepository(config, { useKeyFile: true });
     let opened = 0;
-    const ctx = jobContext(config, () => (opened++, openRepository(config)), 10_000);
+    const ctx = jobContext(config, async () => nativeEngine(config, () => (opened++, openRepository(config))), 10_000);
     const snap = await runJob("snapshot", ctx);
     expect(snap.ok, snap.summary).toBe(true);
     expect(snap.summary).toMatch(/^snapshot [0-9a-f]{8}: 3 files/);
@@ -209,14 +210,15 @@ describe("running scheduled jobs", () => {
     // Retention for real: a second snapshot, a policy that keeps one, forget then prune.
     writeFileSync(path.join(sb.agentDir, "settings.json"), JSON.stringify({ changed: true }));
     expect((await runJob("snapshot", ctx)).ok).toBe(true);
-    const keepOne = jobContext({ ...config, retention: { keepLast: 1 } }, () => openRepository(config), 10_000);
+    const keepOne = jobContext({ ...config, retention: { keepLast: 1 } }, async () => nativeEngine(config, () => openRepository(config)), 10_000);
     const retention = await runJob("retention", keepOne);
     expect(retention.ok, retention.summary).toBe(true);
     expect(retention.summary).toMatch(/^forgot 1 snapshot\(s\), kept 1; deleted \d+ pack\(s\)/);
     const again = await runJob("prune", keepOne);
     expect(again).toMatchObject({ ok: true, summary: expect.stringMatching(/^nothing to prune/) });
     expect((await runJob("check-read-data", keepOne)).ok).toBe(true);
-    const missing = jobContext(loadConfig({}, { ...env, PI_CODING_AGENT_DIR: path.join(sb.root, "gone") }), () => openRepository(config), 10_000);
+    const gone = loadConfig({}, { ...env, PI_CODING_AGENT_DIR: path.join(sb.root, "gone") });
+    const missing = jobContext(gone, async () => nativeEngine(gone, () => openRepository(config)), 10_000);
     expect(await runJob("snapshot", missing)).toEqual({ ok: false, summary: `nothing to back up: ${path.join(sb.root, "gone")} does not exist; set PI_CODING_AGENT_DIR or --agent-dir (or pass --allow-empty)` });
     expect((await (await openRepository(config)).listSnapshots()).length).toBe(1);
     const jobs: JobMap = { ...ENGINE_JOBS, check: async () => { throw new Error("boom"); } };

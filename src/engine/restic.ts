@@ -1,0 +1,84 @@
+/**
+ * The engine interface over a restic repository (`restic:<restic repository>`), driven through the
+ * restic binary (src/restic/). What restic cannot do as pi-guard does is refused in one line
+ * (exit 2), never done differently in silence: see docs/RESTIC.md.
+ */
+import type { Config } from "../config/config.js";
+import { RepoError } from "../repo/errors.js";
+import type { ResticSession } from "../restic/run.js";
+import type { ResticSnapshotRecord } from "../restic/snapshots.js";
+import type { Engine, EngineSnapshot } from "./types.js";
+
+const listed = (r: ResticSnapshotRecord): EngineSnapshot => ({ id: r.id, time: r.time, host: r.host, user: r.user, tags: r.tags, roots: r.roots.map((x) => ({ name: x.name, path: x.path })) });
+
+/** `session(true)` is for a new repository, whose prompted password is asked twice. */
+export function resticEngine(config: Config, session: (isNew?: boolean) => Promise<ResticSession>): Engine {
+  let opened: Promise<ResticSession> | undefined;
+  const s = () => (opened ??= session());
+  return {
+    kind: "restic",
+    location: config.repo,
+    async init(opts = {}) {
+      if (opts.useKeyFile) throw new RepoError("--key-file-only: restic has no key files; a restic repository is opened by a password (PI_GUARD_PASSWORD or PI_GUARD_PASSWORD_FILE)", "usage");
+      const { resticInit } = await import("../restic/repository.js");
+      // The password comes from the config or restic's own prompt (asked twice): not from opts.
+      opened = session(true);
+      const made = await resticInit(await opened);
+      return { id: made.id, credential: "password" };
+    },
+    async backup(opts = {}) {
+      if (opts.fromTar || opts.time) throw new RepoError("--from-tar is not available on a restic repository (import the tarball into a pi-guard repository, or use restic backup --stdin)", "usage");
+      const { resticSnapshot } = await import("../restic/backup.js");
+      const { result, created, mirrors } = await resticSnapshot(config, s, opts);
+      return {
+        engine: "restic",
+        created: created ? {} : undefined,
+        lossAccepted: !!result?.loss && !!opts.acceptLoss,
+        mirrors,
+        snapshot: result && {
+          id: result.id,
+          time: result.snapshot.time,
+          parent: result.parent ?? null,
+          tags: result.snapshot.tags,
+          summary: result.summary,
+          skipped: result.skipped,
+          changedWhileRead: [],
+          special: [],
+          loss: result.loss,
+        },
+      };
+    },
+    async listSnapshots(opts = {}) {
+      const { listResticSnapshots } = await import("../restic/snapshots.js");
+      return (await listResticSnapshots(await s(), { onUnreadable: opts.onUnreadable })).map(listed);
+    },
+    async findSnapshot(when, opts = {}) {
+      const { chooseResticSnapshot } = await import("../restic/restore.js");
+      const chosen = await chooseResticSnapshot(await s(), when, opts.host);
+      return { snapshot: listed(chosen.record), resolved: chosen.resolved, warnings: chosen.warnings };
+    },
+    async restore(when, opts = {}) {
+      if (opts.delete) throw new RepoError("--delete is not available on a restic repository: a restore there creates and replaces files, never deletes (docs/RESTIC.md)", "usage");
+      if (opts.noLock) throw new RepoError("--no-lock is not available on a restic repository: restic takes its own lock", "usage");
+      const { resticRestore } = await import("../restic/restore.js");
+      if (opts.agent) throw new RepoError("restore --agent is not available on a restic repository yet: its snapshots do not record each root's agent", "usage");
+      const r = await resticRestore(config, await s(), when, { targetDir: opts.targetDir, paths: opts.paths, session: opts.session, dryRun: opts.dryRun, host: opts.host, withMeta: opts.withMeta, onProgress: opts.onProgress });
+      return { ...r, engine: "restic", snapshot: { id: r.snapshot.id, snapshot: { time: r.snapshot.time, host: r.snapshot.host } } };
+    },
+    async forget(opts) {
+      const { resticForget } = await import("../restic/repository.js");
+      const r = await resticForget(await s(), opts.policy, { dryRun: opts.dryRun, host: opts.host, includeSpecial: opts.includeSpecial, allowRemoveAll: opts.allowRemoveAll, now: opts.now });
+      return { ...r, unreadable: [] };
+    },
+    async check(opts = {}) {
+      const { resticCheck } = await import("../restic/repository.js");
+      const r = await resticCheck(await s(), { readData: opts.readData });
+      return { ...r, details: r };
+    },
+    async status(opts = {}) {
+      if (opts.agent) throw new RepoError("status --agent is not available on a restic repository yet: its snapshots do not record each root's agent", "usage");
+      const { resticStatus } = await import("../restic/status.js");
+      return resticStatus(config, await s(), opts);
+    },
+  };
+}

@@ -1,0 +1,58 @@
+/**
+ * The session catalog over the live files and a native repository's snapshots, the way every
+ * caller opens it (the sessions commands, `export`, the library's find and search): a shared
+ * repository lock is taken only when the repository is actually opened (a warm catalog never
+ * does), and held until the catalog is finished, so no prune removes what it is reading.
+ */
+import type { Config } from "../config/config.js";
+import type { Lock } from "../repo/lock.js";
+import type { Repository } from "../repo/repository.js";
+import type { SessionCatalog } from "../sessions/catalog.js";
+
+export interface OpenedCatalog {
+  catalog: SessionCatalog;
+  /** Close the catalog and release the lock; `ok`: what was read must still be valid (the lock was held throughout). */
+  finish(ok: boolean): Promise<void>;
+}
+
+export async function openCatalog(config: Config, open: () => Promise<Repository>, opts: { liveOnly?: boolean; lockWaitMs?: number } = {}): Promise<OpenedCatalog> {
+  // Only the modules a warm list or search needs: the session parser loads when something changed.
+  const [{ SessionCatalog }, { lazyRepository }, { openTarget }] = await Promise.all([import("../sessions/catalog.js"), import("../sessions/source.js"), import("../targets/open.js")]);
+  let lock: Lock | undefined;
+  const openLocked = async () => {
+    const repo = await open();
+    const { acquireLock } = await import("../repo/lock.js");
+    lock = await acquireLock(repo, { exclusive: false, command: "sessions", waitMs: opts.lockWaitMs ?? 60_000 });
+    return repo;
+  };
+  const repo = opts.liveOnly ? null : await lazyRepository(openTarget(config), openLocked);
+  const catalog = await SessionCatalog.build({ config, repo }).catch(async (err: unknown) => {
+    await lock?.release();
+    throw err;
+  });
+  return {
+    catalog,
+    async finish(ok: boolean) {
+      try {
+        await catalog.close();
+      } finally {
+        await lock?.release();
+      }
+      // What was read while the lock was lost may be gone already: not a success.
+      if (ok) lock?.assertHeld();
+    },
+  };
+}
+
+/** Run `fn` on an open catalog, finished whatever happens. */
+export async function withCatalog<T>(config: Config, open: () => Promise<Repository>, opts: { liveOnly?: boolean; lockWaitMs?: number }, fn: (c: SessionCatalog) => Promise<T>): Promise<T> {
+  const { catalog, finish } = await openCatalog(config, open, opts);
+  let ok = false;
+  try {
+    const result = await fn(catalog);
+    ok = true;
+    return result;
+  } finally {
+    await finish(ok);
+  }
+}

@@ -1,0 +1,267 @@
+/**
+ * pi-guard as a library: a repository opened from a location and a credential (or from the
+ * config, as the CLI does), and the session-manager calls over it. Everything here is the code the
+ * CLI runs (the engine, the catalog, the search index, export, merge); nothing prints.
+ */
+import type { Config, ConfigFlags } from "../config/config.js";
+import type { ExportFormat } from "../export/index.js";
+import type { Repository } from "../repo/repository.js";
+import type { SessionCatalog, SessionRecord } from "../sessions/catalog.js";
+import type { SessionFilter } from "../sessions/query.js";
+import type { LoadedSession } from "../sessions/read.js";
+import type { SearchHit } from "../sessions/search-query.js";
+import type { SessionView } from "../sessions/view.js";
+import type { SessionEntry } from "../pi/types.js";
+import type { OpenedEngine } from "../engine/open.js";
+import type { EngineBackupOptions, EngineBackupResult, EngineRestoreOptions, EngineRestoreResult, EngineSnapshot } from "../engine/types.js";
+import type { SnapshotFinding } from "../engine/verdict.js";
+import { openCatalog, type OpenedCatalog } from "./catalog.js";
+
+export interface OpenOptions {
+  /** The repository: a folder, s3://bucket/prefix, or restic:<restic repository>. Default: the config's. */
+  repo?: string;
+  /** The repository password (else PI_GUARD_PASSWORD or a password file from the config). */
+  password?: string;
+  passwordFile?: string;
+  /** A key file that opens the repository (pi-guard's own format). */
+  keyFile?: string;
+  /** The pi agent dir snapshots read and restores write (default ~/.pi/agent, or PI_CODING_AGENT_DIR). */
+  agentDir?: string;
+  /** The config file (default $XDG_CONFIG_HOME/pi-guard/config.json). */
+  configFile?: string;
+  /** The environment the config is read from (default process.env). */
+  env?: Record<string, string | undefined>;
+  /** How long to wait for a repository lock, in ms (default 60 s). */
+  lockWaitMs?: number;
+}
+
+export interface FindQuery {
+  /** Sessions with this pi-guard tag (pi-guard sessions tag). */
+  tag?: string;
+  /** Sessions active at or after this time. */
+  since?: Date | string;
+  /** Sessions started at or before this time. */
+  until?: Date | string;
+  /** The agent that wrote the session ("pi" is the one there is today). */
+  agent?: string;
+  /** A substring of the project path. */
+  project?: string;
+  /** Only sessions no longer on disk (in a snapshot only). */
+  deleted?: boolean;
+  host?: string;
+  /** Only the live files: no repository is read. */
+  liveOnly?: boolean;
+}
+
+export interface SnapshotOutcome extends EngineBackupResult {
+  /** What the CLI would warn about, one line each; `exit` is its exit code (3 damaged, 1 failed). */
+  findings: SnapshotFinding[];
+  exit: 0 | 1 | 3;
+}
+
+export interface ExportCallOptions {
+  /** The path to this entry instead of pi's leaf. */
+  branch?: string;
+  /** Mask API keys and tokens (see `pi-guard export --redact`). */
+  redact?: boolean;
+}
+
+export interface MergeResult {
+  id: string;
+  file: string;
+  messages: number;
+  shared: number;
+}
+
+const toDate = (v: Date | string | undefined, what: string): Date | undefined => {
+  if (v === undefined) return undefined;
+  const d = v instanceof Date ? v : new Date(v);
+  if (!Number.isFinite(d.getTime())) throw new TypeError(`${what}: not a time: ${String(v)}`);
+  return d;
+};
+
+/** An agent name the registry knows (a typo is an error, never an empty result). */
+async function knownAgent(name: string | undefined): Promise<void> {
+  if (name !== undefined) (await import("../agents/registry.js")).agentByName(name);
+}
+
+/** The agent a catalog record belongs to: "pi" until records carry their agent. */
+const agentOf = (r: SessionRecord): string => (r as SessionRecord & { agent?: string }).agent ?? "pi";
+
+/** One session, live or only in a snapshot, as a catalog found it. */
+export class Session {
+  readonly id: string;
+  readonly agent: string;
+  constructor(
+    private readonly guard: PiGuard,
+    private readonly catalog: SessionCatalog,
+    /** The catalog's record: name, project, times, usage, versions in snapshots, tags. */
+    readonly record: SessionRecord,
+  ) {
+    this.id = record.id;
+    this.agent = agentOf(record);
+  }
+
+  get name(): string | undefined {
+    return this.record.name ?? undefined;
+  }
+  get project(): string {
+    return this.record.project;
+  }
+  get deleted(): boolean {
+    return this.record.deleted;
+  }
+  get tags(): string[] {
+    return this.record.tags;
+  }
+  /** Where its bytes come from (the live file, or a snapshot). */
+  get source(): string {
+    return this.catalog.describeSource(this.id);
+  }
+
+  /** The whole session in pi's entry model (v1/v2 migrated in memory). */
+  async load(): Promise<LoadedSession> {
+    const { loadSession } = await import("../sessions/index.js");
+    return loadSession(this.catalog, this.record);
+  }
+
+  /** The entries of every branch's last message (pi's leaf is the last one). */
+  async leaves(): Promise<SessionEntry[]> {
+    return (await this.view()).leaves;
+  }
+
+  /** The session along one branch: the path from the root to `entryId` (an id or unique prefix), or to pi's leaf. */
+  async branch(entryId?: string): Promise<SessionView> {
+    return this.view(entryId);
+  }
+
+  private async view(entryId?: string): Promise<SessionView> {
+    const { sessionView } = await import("../sessions/view.js");
+    return sessionView(await this.load(), entryId);
+  }
+
+  /** The session as Markdown, JSON (docs/SESSIONS.md) or one self-contained HTML page. */
+  async export(format: ExportFormat, opts: ExportCallOptions = {}): Promise<string> {
+    const { exportSession } = await import("../export/index.js");
+    return exportSession(await this.load(), { format, branch: opts.branch, redact: opts.redact, agentDir: this.guard.config.agentDir, source: this.source });
+  }
+
+  /**
+   * A new session holding the messages of both (shared ones once), as `pi-guard sessions merge`
+   * writes it: into pi's sessions dir, or to `output`; never over an existing file.
+   */
+  async merge(other: Session, opts: { output?: string } = {}): Promise<MergeResult> {
+    if (other.id === this.id) throw new TypeError(`merge: ${this.id} is the same session`);
+    const [{ mergeSessions }, { mergedSessionPath, writeNewSession }, { shortIds }] = await Promise.all([import("../sessions/merge.js"), import("../sessions/merge-write.js"), import("../sessions/short-id.js")]);
+    const short = shortIds([this.id, other.id]);
+    const merged = mergeSessions(
+      { id: this.id, shortId: short.get(this.id)!, name: this.record.name, session: await this.load() },
+      { id: other.id, shortId: short.get(other.id)!, name: other.record.name, session: await other.load() },
+    );
+    const file = opts.output ?? mergedSessionPath(this.guard.config, merged.header);
+    await writeNewSession(file, merged, !opts.output);
+    return { id: merged.header.id, file, messages: merged.entries.filter((e) => e.type === "message").length, shared: merged.shared };
+  }
+}
+
+export class PiGuard {
+  private readonly catalogs: OpenedCatalog[] = [];
+  private constructor(
+    readonly config: Config,
+    /** The engine the repository location selects: "native" (pi-guard's format) or "restic". */
+    readonly engine: OpenedEngine,
+    private readonly lockWaitMs: number,
+  ) {}
+
+  /** Open the repository `opts` (or the config) names; it is unlocked when first needed. */
+  static async open(opts: OpenOptions = {}): Promise<PiGuard> {
+    const { loadConfig } = await import("../config/config.js");
+    const env = { ...(opts.env ?? process.env), ...(opts.password !== undefined ? { PI_GUARD_PASSWORD: opts.password } : {}) };
+    const flags: ConfigFlags = { repo: opts.repo, passwordFile: opts.passwordFile, keyFile: opts.keyFile, agentDir: opts.agentDir, configFile: opts.configFile };
+    const config = loadConfig(flags, env);
+    const { openEngine } = await import("../engine/open.js");
+    return new PiGuard(config, await openEngine(config), opts.lockWaitMs ?? 60_000);
+  }
+
+  /** Create the repository first (a key file at the config's keyFile when no password is set). */
+  async init(): Promise<{ id: string; keyFile?: string }> {
+    const made = await this.engine.init();
+    return { id: made.id, keyFile: made.keyFile };
+  }
+
+  /** Snapshot the agent dir by the snapshot policy (reserved tags, missing agent dir, loss guard, mirrors). */
+  async snapshot(opts: Omit<EngineBackupOptions, "onProgress"> = {}): Promise<SnapshotOutcome> {
+    const { findingsExit, snapshotFindings } = await import("../engine/verdict.js");
+    const r = await this.engine.backup({ lockWaitMs: this.lockWaitMs, ...opts });
+    const findings = await snapshotFindings(r, this.config.repo);
+    return { ...r, findings, exit: findingsExit(findings) };
+  }
+
+  /** Every readable snapshot, oldest first. */
+  listSnapshots(): Promise<EngineSnapshot[]> {
+    return this.engine.listSnapshots();
+  }
+
+  /**
+   * Restore the agent dir (in place, or into `target`) as of `at`: "latest", a snapshot id, a
+   * Date, or a time such as "2h ago". In place, what it replaces is snapshotted first.
+   */
+  restore(opts: { at: Date | string; target?: string } & Omit<EngineRestoreOptions, "targetDir" | "onProgress">): Promise<EngineRestoreResult> {
+    const { at, target, ...rest } = opts;
+    const when = at instanceof Date ? at.toISOString() : at;
+    return this.engine.restore(when, { lockWaitMs: this.lockWaitMs, ...rest, targetDir: target });
+  }
+
+  /** Sessions live and in every snapshot, most recently active first, by tag, time, agent, project. */
+  async find(query: FindQuery = {}): Promise<Session[]> {
+    const { filterSessions } = await import("../sessions/query.js");
+    await knownAgent(query.agent);
+    const catalog = await this.catalog(!!query.liveOnly);
+    const filter: SessionFilter = { tag: query.tag, project: query.project, deleted: query.deleted, host: query.host, since: toDate(query.since, "since"), until: toDate(query.until, "until") };
+    return filterSessions(catalog.sessions, filter)
+      .filter((r) => query.agent === undefined || agentOf(r) === query.agent)
+      .map((r) => new Session(this, catalog, r));
+  }
+
+  /** One session by its id or a unique prefix of it. */
+  async session(id: string): Promise<Session> {
+    const { resolveSession } = await import("../sessions/query.js");
+    const catalog = await this.catalog(false);
+    return new Session(this, catalog, resolveSession(catalog.sessions, id));
+  }
+
+  /** Full-text search (words, "phrases", prefix*): the best sessions first, with their hits. */
+  async search(text: string, opts: FindQuery & { limit?: number } = {}): Promise<{ session: Session; score: number; hits: SearchHit[] }[]> {
+    const { assertSearchable, searchCatalog } = await import("./search.js");
+    await assertSearchable(text);
+    await knownAgent(opts.agent);
+    const catalog = await this.catalog(!!opts.liveOnly);
+    const filter: SessionFilter = { tag: opts.tag, project: opts.project, deleted: opts.deleted, host: opts.host, since: toDate(opts.since, "since"), until: toDate(opts.until, "until") };
+    const report = await searchCatalog(this.config, catalog, text, { filter, limit: opts.limit, snapshots: !opts.liveOnly });
+    return report.results
+      .filter((r) => opts.agent === undefined || agentOf(r.session) === opts.agent)
+      .map((r) => ({ session: new Session(this, catalog, r.session), score: r.score, hits: r.hits }));
+  }
+
+  /** Release the catalogs and the repository lock they hold; the sessions they gave stop reading. */
+  async close(): Promise<void> {
+    const open = this.catalogs.splice(0);
+    for (const c of open) await c.finish(false);
+  }
+
+  /**
+   * A catalog as of now (each call sees the snapshots taken meanwhile); kept open, under a shared
+   * lock once it has read the repository, until close().
+   */
+  private async catalog(liveOnly: boolean): Promise<SessionCatalog> {
+    const engine = this.engine;
+    if (!liveOnly && !engine.repository) {
+      const { RepoError } = await import("../repo/errors.js");
+      throw new RepoError(`sessions in a ${engine.kind} repository's snapshots are not available through the library yet: pass { liveOnly: true }, or use the CLI (pi-guard sessions list)`, "usage");
+    }
+    const open = (): Promise<Repository> => engine.repository!();
+    const opened = await openCatalog(this.config, open, { liveOnly, lockWaitMs: this.lockWaitMs });
+    this.catalogs.push(opened);
+    return opened.catalog;
+  }
+}
