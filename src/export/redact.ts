@@ -125,9 +125,20 @@ function insideEscape(text: string, offset: number): boolean {
 }
 
 // Home directories name their user and lay out their disk; a page meant for sharing shows them as
-// ~: this user's home (whatever it is), and any /home/<user>, /Users/<user> or /root.
+// ~: this user's home (whatever it is), and any /home/<user>, /Users/<user>, /root or
+// C:\Users\<user> (with `\`, a JSON-escaped `\\` or `/`). A user name may hold spaces
+// ("/Users/First Last/…"): a name of several words is taken whole when what follows it ends a
+// path (a separator, a quote, an HTML entity, punctuation, a line end, the end of the text), so
+// the name is not masked only in part. Only a space leaves it open ("/home/al is here" could be
+// either): there a single word is masked.
 const HOME_END = String.raw`(?=[/\\\s"'\x60<>:;,)\]}]|$)`;
-const HOME_SHAPES = new RegExp(String.raw`(?<![A-Za-z0-9._~-])(?:/home/[A-Za-z0-9._-]{1,64}|/Users/[A-Za-z0-9._-]{1,64}|/root)${HOME_END}`, "g");
+const NAME_WORD = String.raw`[\p{L}\p{M}\p{N}._-]{1,64}`;
+const WORDS_END = String.raw`(?=[/\\"'\x60<>:;,)\]}&|\t\r\n]|$)`;
+const HOME_ROOTS = String.raw`(?:/home/|/Users/|[A-Za-z]:(?:\\{1,2}|/)Users(?:\\{1,2}|/))`;
+const HOME_SHAPES = new RegExp(
+  String.raw`(?:(?<![\p{L}\p{N}._~-])|(?<=\\[nrtbf]))(?:${HOME_ROOTS}${NAME_WORD}(?:(?: |%20)${NAME_WORD}){1,3}${WORDS_END}|${HOME_ROOTS}${NAME_WORD}${HOME_END}|/root${HOME_END})`,
+  "gu",
+);
 
 function homeRegex(home: string): RegExp | undefined {
   const h = home.replace(/\/+$/, "");
