@@ -175,7 +175,7 @@ export const VIEWER_JS = String.raw`
   }
   // What the tree shows for an entry: a role word and a preview, as pi's page does.
   function treeText(e) {
-    var m = msg(e), tag = "", text = "";
+    var m = msg(e), tag = "", text = "", sk;
     if (m) {
       if (m.role === "assistant") {
         tag = "assistant:";
@@ -186,7 +186,7 @@ export const VIEWER_JS = String.raw`
         tag = call ? callLine(call) : "[" + (m.toolName || "tool") + "]";
         if (m.isError) text = "(error)";
       } else if (m.role === "bashExecution") { tag = "[bash]:"; text = String(m.command || ""); }
-      else if (skillOf(m)) { var sk = skillOf(m); tag = "skill:"; text = sk.name + (sk.userMessage ? " \u00b7 user: " + sk.userMessage : ""); }
+      else if ((sk = skillOf(m))) { tag = "skill:"; text = sk.name + (sk.userMessage ? " \u00b7 user: " + sk.userMessage : ""); }
       else if (m.role === "system") { tag = isLeadingSystem(e) ? "[system prompt]" : "[system update" + (describeSystemUpdate(m) ? ": " + describeSystemUpdate(m) : "") + "]"; }
       else if (m.role === "custom") { tag = "[" + (m.customType || "custom") + "]:"; text = textOf(m.content); }
       else { tag = m.role + ":"; text = textOf(m.content); }
@@ -338,14 +338,13 @@ export const VIEWER_JS = String.raw`
       });
     }
     if (!lines.length) return null;
-    var box = el("div", "tool-diff mono"), at = 0;
+    var box = el("div", "tool-diff mono"), at = 0, more = null;
     function draw(until) {
       for (; at < until; at++) {
         var l = lines[at], c = l.charAt(0);
         box.insertBefore(el("div", c === "+" ? "diff-added" : c === "-" ? "diff-removed" : "diff-context", l), more && more.isConnected ? more : null);
       }
     }
-    var more = null;
     draw(state.toolsExpanded ? lines.length : Math.min(lines.length, DIFF_LINES));
     if (at < lines.length) {
       more = el("button", "show-all", "\u2026 (" + (lines.length - at) + " more lines)");

@@ -130,7 +130,8 @@ function entrySection(e: SessionEntry, ctx: EntryContext): string | undefined {
     case "branch_summary":
       return `## Branch summary\n\n${meta([u && `summary: ${formatUsage(u)}`, ...common])}\n\n${safeMarkdown(entryText(e))}`;
     case "custom_message":
-      return `## ${escapeHtml(String(e.customType ?? "Extension message"))}\n\n${meta(common)}\n\n${safeMarkdown(entryText(e))}`;
+      // display: false is a message pi keeps out of its terminal (the HTML page hides it until asked).
+      return `## ${escapeHtml(String(e.customType ?? "Extension message"))}\n\n${meta([e.display === false && "hidden in pi's terminal", ...common])}\n\n${safeMarkdown(entryText(e))}`;
     case "context_edit":
       return `## Context edit\n\n${meta(common)}\n\n${contextEditBody(e)}`;
     case "usage": {

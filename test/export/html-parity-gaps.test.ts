@@ -190,6 +190,12 @@ describe("hidden messages and pi's keys", () => {
     expect(errors).toEqual([]);
   });
 
+  it("Markdown marks the message pi hides in its terminal", () => {
+    const section = markdown.split("\n## ").find((s) => s.includes("a note pi hides in its terminal"));
+    expect(section).toMatch(/<sub>hidden in pi's terminal · /);
+    expect(markdown.split("\n## ").find((s) => s.includes("a note pi shows"))).not.toContain("hidden in pi's terminal");
+  });
+
   it("T toggles thinking, O expands outputs, / focuses search, N and Shift+N step through matches, Esc clears; typing in the search types", async () => {
     const { page, errors } = await open(pageFile);
     expect(await page.locator("#help-keys").innerText()).toContain("T thinking · O outputs · H hidden messages · / search · N next match, Shift+N previous · Esc clear search");
