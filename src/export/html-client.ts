@@ -175,7 +175,7 @@ export const VIEWER_JS = String.raw`
   }
   // What the tree shows for an entry: a role word and a preview, as pi's page does.
   function treeText(e) {
-    var m = msg(e), tag = "", text = "";
+    var m = msg(e), tag = "", text = "", sk;
     if (m) {
       if (m.role === "assistant") {
         tag = "assistant:";
@@ -186,6 +186,7 @@ export const VIEWER_JS = String.raw`
         tag = call ? callLine(call) : "[" + (m.toolName || "tool") + "]";
         if (m.isError) text = "(error)";
       } else if (m.role === "bashExecution") { tag = "[bash]:"; text = String(m.command || ""); }
+      else if ((sk = skillOf(m))) { tag = "skill:"; text = sk.name + (sk.userMessage ? " \u00b7 user: " + sk.userMessage : ""); }
       else if (m.role === "system") { tag = isLeadingSystem(e) ? "[system prompt]" : "[system update" + (describeSystemUpdate(m) ? ": " + describeSystemUpdate(m) : "") + "]"; }
       else if (m.role === "custom") { tag = "[" + (m.customType || "custom") + "]:"; text = textOf(m.content); }
       else { tag = m.role + ":"; text = textOf(m.content); }
@@ -203,6 +204,18 @@ export const VIEWER_JS = String.raw`
     return { tag: oneLine(tag, 100), text: oneLine(text, 100) };
   }
   function preview(e) { var t = treeText(e); return t.text ? t.tag + " " + t.text : t.tag; }
+  // A skill pi 1.x put into a user message: <skill name=… location=…>, its text, </skill>, then
+  // the user's own words (the shape pi writes and its page parses). A light copy carries the
+  // parsed name instead (html.ts lightEntry) and the user's words as its text.
+  var SKILL_BLOCK = /^<skill name="([^"]+)" location="([^"]+)">\n([\s\S]*?)\n<\/skill>(?:\n\n([\s\S]+))?$/;
+  function skillOf(m) {
+    if (!m || m.role !== "user") return null;
+    if (m.skill && typeof m.skill === "object") return { name: String(m.skill.name), location: String(m.skill.location), content: null, userMessage: textOf(m.content).trim() };
+    var text = textOf(m.content);
+    if (text.indexOf("<skill name=") !== 0) return null;
+    var x = SKILL_BLOCK.exec(text);
+    return x ? { name: x[1], location: x[2], content: x[3], userMessage: (x[4] || "").trim() } : null;
+  }
 
   // Markdown rendered and sanitized at export time (html-markdown.ts); a page without it (or an
   // entry missing from it) falls back to the plain rendering below.
@@ -285,20 +298,63 @@ export const VIEWER_JS = String.raw`
     }
     if (result && result.isError) line.appendChild(el("span", "error-text", " (error)"));
     box.appendChild(line);
-    var shownArgs = Object.keys(args).filter(function (k) { return !(b.name === "bash" && k === "command") && !(b.name === "read" && (k === "path" || k === "file_path" || k === "offset" || k === "limit")); });
+    var isEdit = b.name === "edit", full = result && result.entry ? msg(load(result.entry)) : result;
+    // An edit is shown as pi shows it: the diff its result carries (pi's own, with line numbers),
+    // else the replacements it asked for as removed and added lines.
+    var diff = isEdit ? editDiff(args, full) : null;
+    var shownArgs = Object.keys(args).filter(function (k) { return !(b.name === "bash" && k === "command") && !(b.name === "read" && (k === "path" || k === "file_path" || k === "offset" || k === "limit")) && !(isEdit && (k === "path" || k === "file_path" || (diff && (k === "edits" || k === "oldText" || k === "newText")))); });
+    if (diff) box.appendChild(diff);
     if (shownArgs.length) {
       var picked = {};
       shownArgs.forEach(function (k) { picked[k] = args[k]; });
       box.appendChild(folded(el("pre", "tool-args"), JSON.stringify(picked, null, 2), 10));
     }
     if (!result) { box.appendChild(el("div", "tool-status", "No result on this branch")); return box; }
-    var full = result.entry ? msg(load(result.entry)) : result;
     if (!full) { box.appendChild(el("div", "tool-status", "\u2026")); return box; }
     var text = textOf(full.content);
     if (b.name === "bash") text = text.replace(/\s+$/, "");
+    // Its diff says what an edit did; the "Successfully replaced…" line adds nothing to it.
+    if (diff && diff._fromResult && !full.isError) text = "";
     if (text) box.appendChild(folded(el("pre", "tool-output"), text, PREVIEW_LINES[b.name] || 10, result.entry && renderedFor(result.entry, "head"), result.entry && renderedFor(result.entry, "full")));
     else box.appendChild(el("div", "tool-status", "(no output)"));
     images(full.content, box);
+    return box;
+  }
+  // An edit's changes: the diff in its result's details (pi's format: "+12 line", "-12 line",
+  // " 12 line", each with the line number), else each replacement of its arguments as "-" and
+  // "+" lines. Long diffs show their first lines and "… (N more lines)", like long output.
+  var DIFF_LINES = 40;
+  function editDiff(args, result) {
+    var details = result && result.details && typeof result.details === "object" ? result.details : null, lines = [], fromResult = false;
+    if (details && typeof details.diff === "string" && details.diff) { lines = details.diff.split("\n"); fromResult = true; }
+    else {
+      var edits = Array.isArray(args.edits) ? args.edits.slice() : [];
+      if (typeof args.oldText === "string" || typeof args.newText === "string") edits.push({ oldText: args.oldText, newText: args.newText });
+      edits.forEach(function (x) {
+        if (!x || typeof x !== "object") return;
+        if (lines.length) lines.push("\u22ee");
+        if (typeof x.oldText === "string" && x.oldText) x.oldText.split("\n").forEach(function (l) { lines.push("-" + l); });
+        if (typeof x.newText === "string" && x.newText) x.newText.split("\n").forEach(function (l) { lines.push("+" + l); });
+      });
+    }
+    if (!lines.length) return null;
+    var box = el("div", "tool-diff mono"), at = 0, more = null;
+    function draw(until) {
+      for (; at < until; at++) {
+        var l = lines[at], c = l.charAt(0);
+        box.insertBefore(el("div", c === "+" ? "diff-added" : c === "-" ? "diff-removed" : "diff-context", l), more && more.isConnected ? more : null);
+      }
+    }
+    draw(state.toolsExpanded ? lines.length : Math.min(lines.length, DIFF_LINES));
+    if (at < lines.length) {
+      more = el("button", "show-all", "\u2026 (" + (lines.length - at) + " more lines)");
+      more.addEventListener("click", function () { draw(lines.length); more.remove(); });
+      box.appendChild(more);
+      box.classList.add("fold");
+      box._full = lines.join("\n");
+      box._unfold = function () { if (more.isConnected) more.click(); };
+    }
+    box._fromResult = fromResult;
     return box;
   }
   // Long text shows its first lines (highlighted, when the export highlighted them) and
@@ -355,6 +411,19 @@ export const VIEWER_JS = String.raw`
     return n;
   }
 
+  // Folded as pi's page folds it: "[skill] name", then where the skill came from and its text.
+  function skillCard(e, sk) {
+    var card = el("details", "skill");
+    card.open = state.toolsExpanded;
+    var sum = el("summary", "skill-title");
+    sum.appendChild(el("span", "skill-tag", "[skill] "));
+    sum.appendChild(el("span", "skill-name", sk.name));
+    card.appendChild(sum);
+    card.appendChild(el("div", "skill-location mono", shortPath(sk.location)));
+    if (sk.content !== null) card.appendChild(renderText(sk.content, renderedFor(e, "skill")));
+    return card;
+  }
+
   function renderEntry(light, ctx) {
     var full = load(light), e = full || light, m = msg(e), k = kind(e), box;
     if (m && m.role === "assistant") {
@@ -391,19 +460,30 @@ export const VIEWER_JS = String.raw`
       if (st) box.appendChild(folded(el("pre", "system-text"), st, 10));
       [toolsBlock(leading ? "Available tools" : "Tools added", m.toolsAdded), leading ? null : toolsBlock("Tools removed", m.toolsRemoved)].forEach(function (x) { if (x) box.appendChild(x); });
     } else if (m) {
-      box = el("section", "entry " + (m.role === "user" ? "user" : "custom"));
+      var hiddenMsg = m.role === "custom" && m.display === false, sk = skillOf(m);
+      box = el("section", "entry " + (m.role === "user" ? "user" : "custom") + (hiddenMsg ? " hidden-message" : ""));
       var turn = ctx.turns.get(e.id);
-      box.appendChild(head(e, m.role === "custom" ? (m.customType || "extension") : m.role, [turn ? el("span", "turn-usage", "turn: " + fmtTokens(turn.tokens) + " tokens \u00b7 " + fmtCost(turn.cost)) : null]));
-      box.appendChild(renderText(textOf(m.content), renderedFor(e, "text")));
+      box.appendChild(head(e, m.role === "custom" ? (m.customType || "extension") : m.role, [turn ? el("span", "turn-usage", "turn: " + fmtTokens(turn.tokens) + " tokens \u00b7 " + fmtCost(turn.cost)) : null, hiddenMsg ? el("span", "hidden-note", "hidden in terminal") : null]));
+      if (sk) {
+        box.appendChild(skillCard(e, sk));
+        if (sk.userMessage) box.appendChild(renderText(sk.userMessage, renderedFor(e, "text")));
+      } else box.appendChild(renderText(textOf(m.content), renderedFor(e, "text")));
       images(m.content, box);
     } else if (e.type === "compaction" || e.type === "branch_summary") {
       box = el("section", "entry " + e.type);
       box.appendChild(head(e, e.type === "compaction" ? "compaction" : "branch summary", [e.tokensBefore ? el("span", null, "compacted from " + fmtTokens(e.tokensBefore) + " tokens") : null]));
       box.appendChild(renderText(String(e.summary || ""), renderedFor(e, "summary")));
     } else if (e.type === "custom_message") {
-      box = el("section", "entry custom");
-      box.appendChild(head(e, e.customType || "extension"));
+      // display: false is a message pi keeps out of its terminal: shown with "Show hidden" (H).
+      var hiddenEntry = e.display === false;
+      box = el("section", "entry custom" + (hiddenEntry ? " hidden-message" : ""));
+      box.appendChild(head(e, e.customType || "extension", [hiddenEntry ? el("span", "hidden-note", "hidden in terminal") : null]));
       box.appendChild(renderText(textOf(e.content), renderedFor(e, "text")));
+    } else if (e.type === "custom") {
+      // An extension's data-only entry: never part of the conversation, shown with "Show hidden".
+      box = el("section", "entry custom-data hidden-message");
+      box.appendChild(head(e, "custom: " + (e.customType || "?"), [el("span", "hidden-note", "data only")]));
+      if (e.data !== undefined) box.appendChild(folded(el("pre", "custom-data-json"), JSON.stringify(e.data, null, 2) || String(e.data), 10));
     } else if (e.type === "model_change") box = note(e, "Switched to model: " + e.provider + "/" + e.modelId);
     else if (e.type === "thinking_level_change") box = note(e, "Thinking level: " + e.thinkingLevel);
     else if (e.type === "session_info") box = note(e, "Named: " + (e.name || ""));
@@ -470,9 +550,13 @@ export const VIEWER_JS = String.raw`
         var e = path[at++];
         var n = renderEntry(e, ctx);
         if (n) {
-          // Lets a page-load measurement see when the first message was painted (Element Timing).
-          if (!lastBox) n.setAttribute("elementtiming", "first-entry");
-          main.insertBefore(n, sentinel); lastBox = n; drawn++;
+          main.insertBefore(n, sentinel); drawn++;
+          // A hidden message may stay hidden: the first-paint mark and branch switches go on shown ones.
+          if (!n.classList.contains("hidden-message")) {
+            // Lets a page-load measurement see when the first message was painted (Element Timing).
+            if (!lastBox) n.setAttribute("elementtiming", "first-entry");
+            lastBox = n;
+          }
         }
         // A branch point may be an entry that is not drawn (a label): put the switch on the last drawn one.
         var siblings = kids(e.id);
@@ -494,22 +578,39 @@ export const VIEWER_JS = String.raw`
 
   // Sidebar tree, drawn as pi draws it: depth grows only where the conversation branches, and
   // each branch starts with a connector (├─, └─) under a gutter (│) that runs down to its last
-  // sibling.
-  var treeOrder = [];
-  (function flatten() {
-    var roots = kids(null), seen = new Set(), stack = [];
-    for (var r = roots.length - 1; r >= 0; r--) stack.push({ e: roots[r], indent: 0, connector: false, last: true, gutters: [] });
+  // sibling. Each item also keeps its parent's id, for laying out a filtered tree.
+  function layout(roots, kidsOf) {
+    var out = [], seen = new Set(), stack = [];
+    for (var r = roots.length - 1; r >= 0; r--) stack.push({ e: roots[r], parent: null, indent: 0, connector: false, last: true, gutters: [] });
     while (stack.length) {
       var item = stack.pop();
       if (seen.has(item.e.id)) continue;
       seen.add(item.e.id);
       item.prefix = treePrefix(item);
-      treeOrder.push(item);
-      var k = kids(item.e.id), many = k.length > 1;
+      out.push(item);
+      var k = kidsOf(item.e.id), many = k.length > 1;
       var gutters = item.connector ? item.gutters.concat([{ at: item.indent - 1, show: !item.last }]) : item.gutters;
-      for (var i = k.length - 1; i >= 0; i--) stack.push({ e: k[i], indent: many ? item.indent + 1 : item.indent, connector: many, last: i === k.length - 1, gutters: gutters });
+      for (var i = k.length - 1; i >= 0; i--) stack.push({ e: k[i], parent: item.e.id, indent: many ? item.indent + 1 : item.indent, connector: many, last: i === k.length - 1, gutters: gutters });
     }
-  })();
+    return out;
+  }
+  var treeOrder = layout(kids(null), kids);
+  // The tree of the entries a filter shows, laid out anew as pi's page does it: each shown entry
+  // hangs from its nearest shown ancestor, so connectors and gutters join the shown nodes and
+  // none dangles where hidden ones were. treeOrder has every parent before its children.
+  function shownLayout(shown) {
+    var nearest = new Map(), shownKids = new Map();
+    shownKids.set(null, []);
+    treeOrder.forEach(function (item) {
+      var p = item.parent, up = p === null ? null : shown.has(p) ? p : nearest.get(p);
+      if (up === undefined) up = null;
+      nearest.set(item.e.id, up);
+      if (!shown.has(item.e.id)) return;
+      if (!shownKids.has(up)) shownKids.set(up, []);
+      shownKids.get(up).push(item.e);
+    });
+    return layout(shownKids.get(null), function (id) { return shownKids.get(id) || []; });
+  }
   function treePrefix(item) {
     var out = "";
     for (var level = 0; level < item.indent; level++) {
@@ -540,26 +641,35 @@ export const VIEWER_JS = String.raw`
         return SETTINGS.indexOf(e.type) < 0;
     }
   }
-  // Drawn in slices, so a tree of many thousand entries does not hold up the first messages.
+  // Worked in slices, so a tree of many thousand entries does not hold up the first messages:
+  // first which entries the filter and the tree search show, then (if that hid any) their own
+  // layout, then the nodes. A tree of one slice is drawn at once.
   var TREE_SLICE = 2000, treeRun = 0;
   function renderTree(onPath, scrollToLeaf) {
     var list = document.getElementById("tree"), q = document.getElementById("tree-search").value.trim().toLowerCase();
-    var run = ++treeRun, at = 0;
+    var run = ++treeRun, at = 0, shown = new Set(), all = true, items = null;
     list.textContent = "";
     (function slice() {
       if (run !== treeRun) return;
-      var end = Math.min(at + TREE_SLICE, treeOrder.length);
+      if (!items) {
+        var last = Math.min(at + TREE_SLICE, treeOrder.length);
+        for (; at < last; at++) {
+          var e = treeOrder[at].e;
+          if (passesFilter(e) && (!q || preview(e).toLowerCase().indexOf(q) >= 0 || (labels.get(e.id) || "").toLowerCase().indexOf(q) >= 0)) shown.add(e.id);
+          else all = false;
+        }
+        if (at < treeOrder.length) { setTimeout(slice, 0); return; }
+        items = all ? treeOrder : shownLayout(shown);
+        at = 0;
+      }
+      var end = Math.min(at + TREE_SLICE, items.length);
       for (; at < end; at++) {
-        var item = treeOrder[at], e = item.e;
-        if (!passesFilter(e)) continue;
-        var text = preview(e);
-        if (q && text.toLowerCase().indexOf(q) < 0 && (labels.get(e.id) || "").toLowerCase().indexOf(q) < 0) continue;
-        var li = treeNode(item, onPath);
+        var item = items[at], li = treeNode(item, onPath);
         list.appendChild(li);
         // The sidebar opens at the current leaf, wherever it is in a long tree.
-        if (scrollToLeaf && e.id === state.leafId) { var side = document.getElementById("sidebar"); side.scrollTop = Math.max(0, li.offsetTop - side.clientHeight / 2); }
+        if (scrollToLeaf && item.e.id === state.leafId) { var side = document.getElementById("sidebar"); side.scrollTop = Math.max(0, li.offsetTop - side.clientHeight / 2); }
       }
-      if (at < treeOrder.length) setTimeout(slice, 0);
+      if (at < items.length) setTimeout(slice, 0);
     })();
   }
   function treeNode(item, onPath) {
@@ -585,6 +695,8 @@ export const VIEWER_JS = String.raw`
     runSearch();
     if (focusId) drawing(undefined, focusId);
     var target = focusId && document.getElementById("entry-" + focusId);
+    // A hidden message picked in the tree is shown, as pi's page does.
+    if (target && target.classList.contains("hidden-message")) setHiddenShown(true);
     if (target) {
       document.querySelectorAll(".entry.selected").forEach(function (n) { n.classList.remove("selected"); });
       target.classList.add("selected");
@@ -670,15 +782,51 @@ export const VIEWER_JS = String.raw`
     document.querySelector(".stat-tokens").title = "\u2191 input, \u2193 output, R cache read, W cache write";
   }
 
+  // Messages pi keeps out of its terminal (display: false) and extensions' data-only entries.
+  function setHiddenShown(shown) {
+    document.body.classList.toggle("show-hidden", shown);
+    var b = document.getElementById("toggle-hidden");
+    b.setAttribute("aria-pressed", String(shown));
+    b.textContent = shown ? "Hide hidden messages" : "Show hidden messages";
+  }
+  // Where a key types text (a search field), not a checkbox or button that only has the focus.
+  function isEditable(n) {
+    return !!n && (n.tagName === "TEXTAREA" || n.tagName === "SELECT" || n.isContentEditable || (n.tagName === "INPUT" && !/^(checkbox|radio|button|submit|reset)$/.test(n.type)));
+  }
   function setupControls() {
     var body = document.body;
     document.getElementById("toggle-thinking").addEventListener("change", function (ev) { body.classList.toggle("hide-thinking", !ev.target.checked); });
     document.getElementById("toggle-tools").addEventListener("change", function (ev) { body.classList.toggle("hide-tools", !ev.target.checked); });
     document.getElementById("expand-tools").addEventListener("click", function (ev) {
       var expanded = state.toolsExpanded = !state.toolsExpanded;
-      if (expanded) document.querySelectorAll(".fold").forEach(function (f) { f._unfold(); });
-      else { renderMessages(); runSearch(); }
+      if (expanded) {
+        document.querySelectorAll(".fold").forEach(function (f) { f._unfold(); });
+        document.querySelectorAll("details.skill").forEach(function (d) { d.open = true; });
+      } else { renderMessages(); runSearch(); }
       ev.target.textContent = expanded ? "Shorten outputs" : "Expand outputs";
+    });
+    document.getElementById("toggle-hidden").addEventListener("click", function () { setHiddenShown(!body.classList.contains("show-hidden")); });
+    // pi's keys (T thinking, O outputs, H hidden messages) and search keys: / to search, N and
+    // Shift+N for the next and previous match, Esc to clear the search and close the tree.
+    // Typing in a field is left alone, as are keys with Ctrl, Alt or Meta.
+    document.addEventListener("keydown", function (ev) {
+      var search = document.getElementById("search");
+      if (ev.key === "Escape") {
+        body.classList.remove("tree-open");
+        if (search.value) { search.value = ""; runSearch(); }
+        if (document.activeElement === search) search.blur();
+        return;
+      }
+      if (ev.ctrlKey || ev.metaKey || ev.altKey || isEditable(document.activeElement)) return;
+      var key = ev.key.toLowerCase(), action = null;
+      if (key === "t") action = function () { document.getElementById("toggle-thinking").click(); };
+      else if (key === "o") action = function () { document.getElementById("expand-tools").click(); };
+      else if (key === "h") action = function () { setHiddenShown(!body.classList.contains("show-hidden")); };
+      else if (ev.key === "/") action = function () { search.focus(); search.select(); };
+      else if (key === "n") action = function () { step(ev.shiftKey ? -1 : 1); };
+      if (!action) return;
+      ev.preventDefault();
+      action();
     });
     // On a narrow window the tree is folded behind this button.
     document.getElementById("tree-toggle").addEventListener("click", function () { body.classList.toggle("tree-open"); });

@@ -8,7 +8,7 @@
 import hljs from "highlight.js/lib/common";
 import { Marked, type Tokens } from "marked";
 import sanitizeHtml from "sanitize-html";
-import { escapeHtml } from "./markdown-text.js";
+import { escapeHtml, parseSkillBlock } from "./markdown-text.js";
 
 const DATA_IMAGE = /^data:image\/(png|jpeg|gif|webp);base64,[A-Za-z0-9+/=\s]*$/i;
 const SAFE_HREF = /^(https?:|mailto:)/i;
@@ -88,7 +88,7 @@ function blocksOf(content: unknown): Record<string, unknown>[] {
 }
 
 // The viewer joins a message's text blocks the same way (textOf in html-client.ts).
-function textOf(content: unknown): string {
+export function textOf(content: unknown): string {
   return blocksOf(content)
     .filter((b) => b.type === "text")
     .map((b) => String(b.text ?? ""))
@@ -97,7 +97,8 @@ function textOf(content: unknown): string {
 
 /**
  * The sanitized HTML for one entry: assistant text and thinking blocks by block index, a user or
- * custom message's joined text as "text", a summary as "summary". Undefined when there is none.
+ * custom message's joined text as "text" (for a user message with a skill block, the skill's text
+ * as "skill" and the words after it as "text"), a summary as "summary". Undefined when there is none.
  */
 export function renderEntryMarkdown(entry: unknown): Rendered | undefined {
   if (!entry || typeof entry !== "object") return undefined;
@@ -110,7 +111,11 @@ export function renderEntryMarkdown(entry: unknown): Rendered | undefined {
       if (typeof text === "string" && text.trim()) out[i] = renderMarkdownHtml(text);
     });
   } else if (m && (m.role === "user" || m.role === "custom")) {
-    out.text = renderMarkdownHtml(textOf(m.content));
+    // A skill pi put into the message: its text as "skill", the user's own words as "text".
+    const text = textOf(m.content);
+    const skill = m.role === "user" ? parseSkillBlock(text) : undefined;
+    if (skill) out.skill = renderMarkdownHtml(skill.content);
+    out.text = renderMarkdownHtml(skill ? (skill.userMessage ?? "") : text);
   } else if (e.type === "custom_message") {
     out.text = renderMarkdownHtml(textOf(e.content));
   } else if (e.type === "compaction" || e.type === "branch_summary") {

@@ -6,6 +6,7 @@ export const VIEWER_CSS = `
   --bg: #fbfbfa; --panel: #f1f0ee; --fg: #1d1d1f; --muted: #6b6b70; --border: #dcdad6;
   --user: #e8f0fe; --assistant: #ffffff; --tool: #f6f4ef; --accent: #2f6feb; --error: #c62828;
   --mark: #ffe066; --mark-current: #ff9f1c; --code: #f3f2ef;
+  --diff-add: #e6ffec; --diff-add-fg: #116329; --diff-del: #ffebe9; --diff-del-fg: #a40e26;
   --hl-keyword: #a626a4; --hl-string: #50a14f; --hl-number: #986801; --hl-title: #4078f2; --hl-attr: #c18401;
   color-scheme: light;
 }
@@ -13,6 +14,7 @@ export const VIEWER_CSS = `
   --bg: #15161a; --panel: #1d1f24; --fg: #e6e6e6; --muted: #9a9ca3; --border: #30333a;
   --user: #1c2a44; --assistant: #1b1d22; --tool: #202228; --accent: #7aa2ff; --error: #ff6b6b;
   --mark: #8a6d00; --mark-current: #c25e00; --code: #24262c;
+  --diff-add: #12361f; --diff-add-fg: #7ee2a0; --diff-del: #3d1518; --diff-del-fg: #ffa198;
     --hl-keyword: #c678dd; --hl-string: #98c379; --hl-number: #d19a66; --hl-title: #61afef; --hl-attr: #e5c07b;
   color-scheme: dark;
 }
@@ -21,6 +23,7 @@ export const VIEWER_CSS = `
     --bg: #15161a; --panel: #1d1f24; --fg: #e6e6e6; --muted: #9a9ca3; --border: #30333a;
     --user: #1c2a44; --assistant: #1b1d22; --tool: #202228; --accent: #7aa2ff; --error: #ff6b6b;
     --mark: #8a6d00; --mark-current: #c25e00; --code: #24262c;
+    --diff-add: #12361f; --diff-add-fg: #7ee2a0; --diff-del: #3d1518; --diff-del-fg: #ffa198;
     --hl-keyword: #c678dd; --hl-string: #98c379; --hl-number: #d19a66; --hl-title: #61afef; --hl-attr: #e5c07b;
     color-scheme: dark;
   }
@@ -107,12 +110,27 @@ details > summary { cursor: pointer; color: var(--muted); font-size: 13px; }
 .tool-call.error { border-color: var(--error); }
 .tool-call pre { margin: 4px 0; }
 .tool-call .tool-status { color: var(--muted); font-size: 12.5px; }
+/* An edit as a diff: removed and added lines coloured as pi's page colours them. */
+.tool-diff { margin: 4px 0; border: 1px solid var(--border); border-radius: 6px; padding: 4px 0; background: var(--code); overflow: auto; }
+.tool-diff > div { white-space: pre-wrap; overflow-wrap: anywhere; padding: 0 10px; }
+.tool-diff .diff-added { background: var(--diff-add); color: var(--diff-add-fg); }
+.tool-diff .diff-removed { background: var(--diff-del); color: var(--diff-del-fg); }
+.tool-diff .diff-context { color: var(--muted); }
+.tool-diff .show-all { margin: 4px 10px; }
 .thinking { border-left: 3px solid var(--border); padding-left: 8px; margin: 6px 0; }
 .thinking .thinking-title { color: var(--muted); font-size: 12px; }
 .thinking .text, .thinking .text p { color: var(--muted); font-style: italic; }
 .error-text { color: var(--error); }
 .branch-nav { display: flex; gap: 6px; align-items: center; font-size: 12px; color: var(--muted); margin-top: 6px; }
 body.hide-thinking .thinking { display: none; }
+body:not(.show-hidden) .hidden-message { display: none; }
+.entry-head .hidden-note { border: 1px dashed var(--border); border-radius: 3px; padding: 0 5px; }
+.entry.hidden-message { border-style: dotted; }
+.help-hint { color: var(--muted); font-size: 12px; margin-top: 4px; }
+#toggle-hidden[aria-pressed="true"] { background: var(--accent); color: #fff; border-color: var(--accent); }
+details.skill { border: 1px solid var(--border); border-radius: 6px; padding: 4px 8px; background: var(--panel); }
+details.skill > summary .skill-name { font-weight: 600; color: var(--fg); }
+details.skill .skill-location { color: var(--muted); margin: 2px 0 4px; overflow-wrap: anywhere; }
 body.hide-tools .tool-call, body.hide-tools .entry.toolResult, body.hide-tools .entry.bashExecution { display: none; }
 mark.hit { background: var(--mark); color: inherit; border-radius: 2px; }
 mark.hit.current { background: var(--mark-current); }
@@ -128,7 +146,7 @@ img.attached { max-width: 100%; border-radius: 6px; }
 }
 @media print {
   body { display: block; background: #fff; color: #000; font-size: 11pt; }
-  #sidebar, .toolbar, .branch-nav { display: none !important; }
+  #sidebar, .toolbar, .branch-nav, .help-hint { display: none !important; }
   #top { position: static; border: none; }
   .entry { break-inside: avoid-page; border-color: #bbb; background: #fff !important; }
   pre { max-height: none !important; }

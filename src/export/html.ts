@@ -19,8 +19,8 @@ import v8 from "node:v8";
 import vm from "node:vm";
 import type { SessionEntry, SessionHeader } from "../pi/index.js";
 import type { SessionStream } from "./entry-stream.js";
-import { highlightToolOutput, languageOfPath, renderEntryMarkdown, scriptJson } from "./html-markdown.js";
-import { escapeHtml } from "./markdown-text.js";
+import { highlightToolOutput, languageOfPath, renderEntryMarkdown, scriptJson, textOf } from "./html-markdown.js";
+import { escapeHtml, parseSkillBlock } from "./markdown-text.js";
 import type { ExportInput } from "./model.js";
 import { pageHead } from "./page.js";
 import { VIEWER_JS } from "./html-client.js";
@@ -112,6 +112,12 @@ export function lightEntry(entry: SessionEntry, range: [number, number]): Record
     if (msg.command !== undefined) light.command = cut(msg.command);
     if (msg.errorMessage !== undefined) light.errorMessage = cut(msg.errorMessage);
     if (msg.role === "system") Object.assign(light, lightSystem(msg));
+    // A skill block: the tree names the skill and previews the user's own words, not the tags.
+    const skill = msg.role === "user" ? parseSkillBlock(textOf(msg.content)) : undefined;
+    if (skill) {
+      light.skill = { name: cut(skill.name), location: cut(skill.location) };
+      light.content = cut(skill.userMessage ?? "");
+    }
     out.message = light;
   }
   out._o = range;
@@ -236,13 +242,15 @@ function body(title: string): string {
       <input id="search" type="search" placeholder="Search this branch…" aria-label="Search this branch">
       <button id="search-prev" title="previous match">↑</button><button id="search-next" title="next match">↓</button>
       <span id="search-count" aria-live="polite"></span>
-      <label><input id="toggle-thinking" type="checkbox" checked> Thinking</label>
+      <label title="show thinking (T)"><input id="toggle-thinking" type="checkbox" checked> Thinking</label>
       <label><input id="toggle-tools" type="checkbox" checked> Tools</label>
-      <button id="expand-tools">Expand outputs</button>
+      <button id="expand-tools" title="show every output whole (O)">Expand outputs</button>
+      <button id="toggle-hidden" aria-pressed="false" title="show messages pi hides in its terminal and extensions' data-only entries (H)">Show hidden messages</button>
       <button id="theme-toggle" title="switch light/dark">Light/dark</button>
       <a id="download-jsonl" href="#">Download JSONL</a>
       <span id="branch-info" class="mono"></span>
     </div>
+    <div id="help-keys" class="help-hint">Keys: T thinking · O outputs · H hidden messages · / search · N next match, Shift+N previous · Esc clear search</div>
   </header>
   <div id="messages"></div>
   <noscript><p>This page needs JavaScript to show the conversation; the session is embedded below as base64 JSON.</p></noscript>

@@ -49,3 +49,21 @@ export function languageOf(filePath: unknown): string {
   const ext = /\.([A-Za-z0-9]+)$/.exec(filePath)?.[1]?.toLowerCase();
   return (ext && EXT_LANG[ext]) || "";
 }
+
+/** A skill pi 1.x put into a user message (`/skill:name args`), and what the user wrote after it. */
+export interface SkillBlock {
+  name: string;
+  location: string;
+  content: string;
+  userMessage?: string;
+}
+
+// The shape pi writes (agent-session.js _expandSkillCommand) and its own page parses: the block
+// opens the message, and the user's text, if any, follows after a blank line.
+const SKILL_BLOCK = /^<skill name="([^"]+)" location="([^"]+)">\n([\s\S]*?)\n<\/skill>(?:\n\n([\s\S]+))?$/;
+
+export function parseSkillBlock(text: string): SkillBlock | undefined {
+  if (!text.startsWith("<skill name=")) return undefined;
+  const m = SKILL_BLOCK.exec(text);
+  return m ? { name: m[1], location: m[2], content: m[3], userMessage: m[4]?.trim() || undefined } : undefined;
+}

@@ -4,7 +4,7 @@
 import type { AssistantMessage, SessionEntry, SessionHeader, SessionStats, SystemStep, ToolCallContent, ToolResultMessage } from "../pi/index.js";
 import { sessionStats, SystemReplay } from "../pi/index.js";
 import { blocksOf, contentText, entryText, entryUsage, formatCost, formatTokens, formatUsage, headerMetadata, messageFacts, messageOf, oneLine, replacementText } from "../sessions/describe.js";
-import { escapeHtml, fence, languageOf, safeMarkdown } from "./markdown-text.js";
+import { escapeHtml, fence, languageOf, parseSkillBlock, safeMarkdown, type SkillBlock } from "./markdown-text.js";
 import { checkpointDetails, systemSection } from "./markdown-system.js";
 import type { SessionStream } from "./entry-stream.js";
 import type { ExportInput } from "./model.js";
@@ -46,11 +46,30 @@ function resultBody(entry: SessionEntry | undefined, call: ToolCallContent, ctx:
   return `${status}\n\n${fence(text || "(empty)", lang)}${images ? `\n\n_${images} image(s) not shown_` : ""}`;
 }
 
+/**
+ * An edit's changes as a diff: pi's own from the result's details (with line numbers), else the
+ * replacements its arguments ask for as "-" and "+" lines. Undefined for any other call.
+ */
+function editDiffText(call: ToolCallContent, result: SessionEntry | undefined): string | undefined {
+  if (call.name !== "edit") return undefined;
+  const details = (result && (messageOf(result) as { details?: unknown } | undefined)?.details) as { diff?: unknown } | undefined;
+  if (details && typeof details === "object" && typeof details.diff === "string" && details.diff) return details.diff;
+  const args = (call.arguments ?? {}) as Record<string, unknown>;
+  const edits: unknown[] = Array.isArray(args.edits) ? [...args.edits] : [];
+  if (typeof args.oldText === "string" || typeof args.newText === "string") edits.push({ oldText: args.oldText, newText: args.newText });
+  const parts = edits
+    .filter((x): x is Record<string, unknown> => !!x && typeof x === "object")
+    .map((x) => [x.oldText, x.newText].flatMap((t, i) => (typeof t === "string" && t ? t.split("\n").map((l) => (i ? "+" : "-") + l) : [])).join("\n"))
+    .filter(Boolean);
+  return parts.length ? parts.join("\n\u22ee\n") : undefined;
+}
+
 function toolCallDetails(call: ToolCallContent, result: SessionEntry | undefined, ctx: EntryContext): string {
   const args = call.arguments ?? {};
   const hint = oneLine(String((args as Record<string, unknown>).command ?? (args as Record<string, unknown>).path ?? ""), 60);
   const summary = `Tool call: <code>${escapeHtml(call.name)}</code>${hint ? ` ${escapeHtml(hint)}` : ""}${result && messageOf(result)?.isError ? " (error)" : ""}`;
-  return `<details>\n<summary>${summary}</summary>\n\n${fence(JSON.stringify(args, null, 2), "json")}\n\n${resultBody(result, call, ctx)}\n\n</details>`;
+  const diff = editDiffText(call, result);
+  return `<details>\n<summary>${summary}</summary>\n\n${diff ? fence(diff, "diff") : fence(JSON.stringify(args, null, 2), "json")}\n\n${resultBody(result, call, ctx)}\n\n</details>`;
 }
 
 function assistantBody(e: SessionEntry, ctx: EntryContext): string {
@@ -76,6 +95,11 @@ function contextEditBody(e: SessionEntry): string {
   return `Replaces what the model sees of entry ${target} from here on (the entry itself is unchanged) with:\n\n${text ? safeMarkdown(text) : "_(no text)_"}${images ? `\n\n_${images} image(s) not shown_` : ""}`;
 }
 
+/** A skill pi put into a user message, folded as pi's page folds it: its name, where it came from, its text. */
+function skillDetails(skill: SkillBlock): string {
+  return `<details>\n<summary>Skill: <code>${escapeHtml(skill.name)}</code></summary>\n\n${meta([skill.location])}\n\n${safeMarkdown(skill.content)}\n\n</details>`;
+}
+
 function entrySection(e: SessionEntry, ctx: EntryContext): string | undefined {
   const m = messageOf(e);
   const label = ctx.labels.get(e.id);
@@ -94,7 +118,10 @@ function entrySection(e: SessionEntry, ctx: EntryContext): string | undefined {
     if (role === "toolResult") return `## ${title}: ${escapeHtml(String(m.toolName ?? ""))}\n\n${meta([...messageFacts(e), ...common])}\n\n${fence(contentText(m.content))}`;
     if (role === "bashExecution") return `## ${title}\n\n${meta([`exit ${String(m.exitCode ?? "?")}`, ...common])}\n\n${fence(`$ ${String(m.command ?? "")}\n${String(m.output ?? "")}`, "console")}`;
     const imgs = blocksOf(m.content).filter((b) => b.type === "image").length;
-    return `## ${title}\n\n${meta(common)}\n\n${safeMarkdown(contentText(m.content))}${imgs ? `\n\n_${imgs} image(s) attached_` : ""}`;
+    const text = contentText(m.content);
+    const skill = role === "user" ? parseSkillBlock(text) : undefined;
+    const body = skill ? `${skillDetails(skill)}${skill.userMessage ? `\n\n${safeMarkdown(skill.userMessage)}` : ""}` : safeMarkdown(text);
+    return `## ${title}\n\n${meta(common)}\n\n${body}${imgs ? `\n\n_${imgs} image(s) attached_` : ""}`;
   }
   const u = entryUsage(e);
   switch (e.type) {
@@ -103,7 +130,8 @@ function entrySection(e: SessionEntry, ctx: EntryContext): string | undefined {
     case "branch_summary":
       return `## Branch summary\n\n${meta([u && `summary: ${formatUsage(u)}`, ...common])}\n\n${safeMarkdown(entryText(e))}`;
     case "custom_message":
-      return `## ${escapeHtml(String(e.customType ?? "Extension message"))}\n\n${meta(common)}\n\n${safeMarkdown(entryText(e))}`;
+      // display: false is a message pi keeps out of its terminal (the HTML page hides it until asked).
+      return `## ${escapeHtml(String(e.customType ?? "Extension message"))}\n\n${meta([e.display === false && "hidden in pi's terminal", ...common])}\n\n${safeMarkdown(entryText(e))}`;
     case "context_edit":
       return `## Context edit\n\n${meta(common)}\n\n${contextEditBody(e)}`;
     case "usage": {
