@@ -8,10 +8,9 @@
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { makeDirs } from "../fs-safe.js";
-import { readWatcherState } from "../watch/state-file.js";
 import type { WatchLog } from "../watch/log.js";
 import { JournalWriter, type PartialMessage } from "./journal.js";
-import { protection, type GuardPaths, type Protection } from "./protection.js";
+import { locateWatcher, protection, type GuardPaths, type Protection } from "./protection.js";
 
 /** What the guard uses of pi's ExtensionContext (pi 1.x; all optional: older pis lack some). */
 export interface PiContext {
@@ -113,19 +112,21 @@ export class Guard {
 
   /** Ask the watcher to snapshot now; with no watcher, say so once and do nothing more. */
   private async request(reason: string, ctx: PiContext): Promise<void> {
-    const file = this.paths.files.request;
-    // One temp name per write: turn_end's and agent_settled's requests may be written at once.
-    const tmp = `${file}.tmp-${process.pid}-${++this.requestSeq}`;
+    let tmp: string | undefined;
     try {
+      const { files, state } = await locateWatcher(this.paths, this.host);
       // The state file is hostile input too: protection() may throw on a strange one.
-      const p = protection(await readWatcherState(this.paths.files.state), this.host, 0, Date.now());
+      const p = protection(state, this.host, 0, Date.now());
       if (p.kind === "no-watcher") return this.noWatcher(p);
+      const file = files.request;
+      // One temp name per write: turn_end's and agent_settled's requests may be written at once.
+      tmp = `${file}.tmp-${process.pid}-${++this.requestSeq}`;
       await makeDirs(path.dirname(file), 0o700);
       await fs.writeFile(tmp, JSON.stringify({ reason, pid: process.pid, sessionFile: ctx.sessionManager?.getSessionFile?.() ?? null, at: new Date().toISOString() }), { mode: 0o600 });
       await fs.rename(tmp, file);
     } catch (err) {
       this.error("request", err);
-      await fs.rm(tmp, { force: true }).catch(() => undefined);
+      if (tmp) await fs.rm(tmp, { force: true }).catch(() => undefined);
     }
   }
 
@@ -140,7 +141,7 @@ export class Guard {
   private async refresh(): Promise<void> {
     if (!this.ui?.setStatus) return;
     try {
-      const p = protection(await readWatcherState(this.paths.files.state), this.host, this.persistedAt, Date.now());
+      const p = protection((await locateWatcher(this.paths, this.host)).state, this.host, this.persistedAt, Date.now());
       if (p.kind === "no-watcher") this.noWatcher(p);
       if (p.text === this.shown) return;
       this.shown = p.text;
