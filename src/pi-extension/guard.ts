@@ -1,7 +1,7 @@
 /**
  * The extension's work, one Guard per pi process: ask the watcher for a snapshot when pi has
  * persisted something (turn_end, agent_settled, session_shutdown), keep the answer being streamed
- * in the in-flight journal until pi persisted it, and show in pi's footer whether this session is
+ * (and what its tools print while they run) in the in-flight journal until pi persisted it, and show in pi's footer whether this session is
  * protected. Nothing here waits on the watcher or the repository: a request is a small file the
  * watcher picks up, and the status comes from the watcher's state file.
  */
@@ -29,6 +29,8 @@ export class Guard {
   /** The assistant message streaming now, and whether its message_end came. */
   private streaming: PartialMessage | undefined;
   private streamEnded = false;
+  /** The answer's tool calls pi started and has not yet persisted a result of. */
+  private readonly running = new Set<string>();
   private ui: PiContext["ui"];
   private statusTimer: NodeJS.Timeout | undefined;
   private shown: string | undefined;
@@ -56,7 +58,14 @@ export class Guard {
     this.background("status", this.refresh());
   }
 
-  messageStart(message: PartialMessage, ctx: PiContext): void {
+  messageStart(message: PartialMessage & { toolCallId?: unknown }, ctx: PiContext): void {
+    // A tool's result is about to be persisted: its partial output goes. The journal stays while
+    // other tools of the answer still run (pi may run them in parallel).
+    if (message?.role === "toolResult" && this.streaming && this.streamEnded && typeof message.toolCallId === "string") {
+      this.running.delete(message.toolCallId);
+      this.journal.toolDone(message.toolCallId);
+      if (this.running.size) return;
+    }
     // Any message after a finished answer means pi has appended that answer.
     if (this.streaming && this.streamEnded) this.settled();
     if (message?.role !== "assistant") return;
@@ -70,6 +79,16 @@ export class Guard {
 
   messageUpdate(message: PartialMessage): void {
     if (this.streaming && message?.role === "assistant") this.journal.update(message);
+  }
+
+  /** tool_execution_start of a call of the answer being journalled. */
+  toolStart(toolCallId: unknown): void {
+    if (this.streaming && typeof toolCallId === "string") this.running.add(toolCallId);
+  }
+
+  /** tool_execution_update: what the tool printed so far, kept in the journal until its result is persisted. */
+  toolUpdate(toolCallId: unknown, toolName: unknown, partial: unknown): void {
+    if (this.streaming && typeof toolCallId === "string" && this.running.has(toolCallId)) this.journal.toolUpdate(toolCallId, String(toolName ?? ""), partial);
   }
 
   /** message_end runs before pi appends the entry: the journal stays until a later event. */
@@ -89,8 +108,8 @@ export class Guard {
     this.remember(ctx);
     clearInterval(this.statusTimer);
     this.statusTimer = undefined;
-    // An answer still streaming is kept for salvage; a finished one is in the file.
-    if (this.streaming && !this.streamEnded) await this.journal.flushNow();
+    // An answer still streaming, or a tool of it still running, is kept for salvage; a finished one is in the file.
+    if (this.streaming && (!this.streamEnded || this.running.size)) await this.journal.flushNow();
     else await this.journal.end();
     this.streaming = undefined;
     await this.request("session_shutdown", ctx);
@@ -98,6 +117,7 @@ export class Guard {
 
   private settled(): void {
     this.streaming = undefined;
+    this.running.clear();
     this.background("journal", this.journal.end());
   }
 
