@@ -14,6 +14,7 @@
 import { createHash } from "node:crypto";
 import { promises as fs } from "node:fs";
 import path from "node:path";
+import { readHead } from "../fs-safe.js";
 import { writeJsonFile } from "./state-file.js";
 
 export const GUARD_RECORD_KIND = "pi-guard/guard";
@@ -53,14 +54,7 @@ export async function writeGuardRecord(stateDir: string, agentDir: string, host:
 export async function readGuardRecord(stateDir: string, realDir: string): Promise<GuardRecord | undefined> {
   let text: string;
   try {
-    const handle = await fs.open(guardRecordFile(stateDir, realDir), "r");
-    try {
-      const buf = Buffer.alloc(MAX_RECORD_BYTES);
-      const { bytesRead } = await handle.read(buf, 0, buf.length, 0);
-      text = buf.subarray(0, bytesRead).toString("utf8");
-    } finally {
-      await handle.close();
-    }
+    text = await readHead(guardRecordFile(stateDir, realDir), MAX_RECORD_BYTES);
   } catch {
     return undefined;
   }

@@ -13,7 +13,7 @@
  */
 import { watch, type FSWatcher, promises as fs } from "node:fs";
 import path from "node:path";
-import { makeDirs } from "../fs-safe.js";
+import { makeDirs, readHead } from "../fs-safe.js";
 import { writeGuardRecord } from "./guard-record.js";
 
 /** What a request says; hostile input, so only short strings are kept. */
@@ -85,14 +85,10 @@ export class RequestListener {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
       throw err;
     }
-    let text = "";
-    const handle = await fs.open(taken, "r");
+    let text: string;
     try {
-      const buf = Buffer.alloc(MAX_REQUEST_BYTES);
-      const { bytesRead } = await handle.read(buf, 0, buf.length, 0);
-      text = buf.subarray(0, bytesRead).toString("utf8");
+      text = await readHead(taken, MAX_REQUEST_BYTES);
     } finally {
-      await handle.close();
       await fs.rm(taken, { force: true });
     }
     this.onRequest(parseRequest(text));
