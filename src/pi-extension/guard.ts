@@ -1,8 +1,8 @@
 /**
  * The extension's work, one Guard per pi process: ask the watcher for a snapshot when pi has
  * persisted something (turn_end, agent_settled, session_shutdown), keep the answer being streamed
- * (and what its tools print while they run) in the in-flight journal until pi persisted it, and show in pi's footer whether this session is
- * protected. Nothing here waits on the watcher or the repository: a request is a small file the
+ * (and what its tools print while they run) in the in-flight journal until pi persisted it, and
+ * show in pi's footer whether this session is protected. Nothing here waits on the watcher or the repository: a request is a small file the
  * watcher picks up, and the status comes from the watcher's state file.
  */
 import { promises as fs } from "node:fs";
@@ -108,7 +108,8 @@ export class Guard {
     this.remember(ctx);
     clearInterval(this.statusTimer);
     this.statusTimer = undefined;
-    // An answer still streaming, or a tool of it still running, is kept for salvage; a finished one is in the file.
+    // An answer still streaming, or a tool of it still running, is kept for salvage; a finished
+    // one is in the file.
     if (this.streaming && (!this.streamEnded || this.running.size)) await this.journal.flushNow();
     else await this.journal.end();
     this.streaming = undefined;
