@@ -5,11 +5,14 @@
 //    requests make snapshots), pi answering --turns prompts; for each, the time from the bench
 //    reading pi's turn_end event to the commit time of the first snapshot after it (the state file).
 // 2. pi's turn time (prompt sent → agent_settled read) with and without the extension, the watcher
-//    running in both (with the extension it also snapshots during the turns, on the same cores).
+//    doing the same work in both: without the extension the bench itself writes the request file
+//    the extension would, the moment it reads turn_end, so each turn gets one snapshot started at
+//    turn_end either way, and both runs wait for an idle watcher before each prompt. What differs
+//    is the extension's own work inside pi (journal, status, requests).
 // 3. kill -9 mid-stream, --kills times at different points: characters streamed (as pi printed
 //    them) against characters `salvage --from-journals` recovered.
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -106,6 +109,13 @@ const pct = (xs: number[], p: number) => {
   return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
 };
 
+/** The request the extension writes at turn_end (docs/FORMAT.md §15), written by the bench instead. */
+function request(b: Box, pid: number): void {
+  const file = watcherFiles(path.join(b.env.XDG_STATE_HOME, "pi-guard"), b.agentDir).request;
+  writeFileSync(`${file}.tmp-bench`, JSON.stringify({ reason: "turn_end", pid, sessionFile: null, at: new Date().toISOString() }));
+  renameSync(`${file}.tmp-bench`, file);
+}
+
 /** Runs `turns` prompts; returns per-turn [turn time, turn_end → restorable]. */
 async function runTurns(b: Box, extension: boolean, watching: boolean): Promise<{ turnMs: number[]; restorableMs: number[] }> {
   const pi = startPi(b, Array.from({ length: turns }, (_, i) => `Answer ${i}: ${"some text ".repeat(30)}`), { extension });
@@ -115,15 +125,16 @@ async function runTurns(b: Box, extension: boolean, watching: boolean): Promise<
   try {
     for (let i = 0; i < turns; i++) {
       // Quiet first: no snapshot under way, so the next one counted is the turn's.
-      if (watching && extension) await until("an idle watcher", () => (stateOf(b) && !stateOf(b)!.pendingSince ? true : undefined), 30_000, 20);
+      if (watching) await until("an idle watcher", () => (stateOf(b) && !stateOf(b)!.pendingSince ? true : undefined), 30_000, 20);
       const made = stateOf(b)?.snapshots.made ?? 0;
       const t0 = Date.now();
       pi.prompt(`question ${i}`);
       const end = await pi.waitEvent("turn_end", (e) => e.type === "turn_end", from);
+      if (watching && !extension) request(b, pi.child.pid ?? 0);
       const settled = await pi.waitEvent("agent_settled", (e) => e.type === "agent_settled", end.index);
       from = settled.index + 1;
       turnMs.push(settled.at - t0);
-      if (extension && watching) {
+      if (watching) {
         const s = await until("the requested snapshot", () => {
           const st = stateOf(b);
           return st && st.snapshots.made > made && st.lastSnapshot ? st : undefined;
@@ -174,7 +185,7 @@ async function main(): Promise<void> {
   const w = startWatcher(withBox);
   await until("the watcher's first snapshot", () => ((stateOf(withBox)?.snapshots.made ?? 0) >= 1 ? true : undefined));
   const withExt = await runTurns(withBox, true, true);
-  log(`${turns} turns without the extension (watcher running)`);
+  log(`${turns} turns without the extension (watcher running, the bench writing the extension's requests)`);
   const withoutExt = await runTurns(withBox, false, true);
   await w.stop();
   rmSync(withBox.root, { recursive: true, force: true });
@@ -189,6 +200,8 @@ async function main(): Promise<void> {
     // The first turn of a pi process includes its first request's set-up: shown apart.
     ["pi turn time with extension: first; rest p50 / p99 / mean", turnCell(withExt.turnMs)],
     ["pi turn time without extension: first; rest p50 / p99 / mean", turnCell(withoutExt.turnMs)],
+    ["turn_end → restorable without extension (bench's requests) p50 / p99", `${pct(withoutExt.restorableMs, 50)} / ${pct(withoutExt.restorableMs, 99)} ms`],
+    ["snapshots during the turns: with / without extension", `${withExt.restorableMs.length} / ${withoutExt.restorableMs.length}`],
     ...killRuns.map((k, i): [string, string] => [`kill -9 #${i + 1} after ${k.killedAfterMs} ms of streaming`, `${k.recovered} of ${k.streamed} characters recovered (${((100 * k.recovered) / Math.max(1, k.streamed)).toFixed(1)} %)`]),
   ];
   const width = Math.max(...rows.map((r) => r[0].length));

@@ -2,6 +2,18 @@ import { constants, promises as fs } from "node:fs";
 import path from "node:path";
 import { RepoError } from "./repo/errors.js";
 
+/** The first `maxBytes` of a file as UTF-8: a small file of hostile origin read without trusting its size. */
+export async function readHead(file: string, maxBytes: number): Promise<string> {
+  const handle = await fs.open(file, "r");
+  try {
+    const buf = Buffer.alloc(maxBytes);
+    const { bytesRead } = await handle.read(buf, 0, buf.length, 0);
+    return buf.subarray(0, bytesRead).toString("utf8");
+  } finally {
+    await handle.close();
+  }
+}
+
 /**
  * `mkdir -p` that cannot hang. Node's own recursive mkdir loops forever on paths such as
  * /proc/foo/bar (Node 20), so walk up to the nearest existing folder and create downwards.

@@ -422,7 +422,7 @@ Examples:
     .option("-o, --output <file>", "write here (atomically) instead of to stdout; never into the agent dir")
     .option("--force", "with --output: replace a file that is there")
     .option("--branch <entry>", "export the path to this entry instead of pi's leaf")
-    .option("--redact", "mask API keys and tokens (known key shapes and the keys in auth.json, models.json, mcp.json and mcp-auth.json); home dirs become ~")
+    .option("--redact", "mask API keys and tokens (known key shapes and the keys in auth.json, models.json, mcp.json and mcp-auth.json, and in the session's <cwd>/.pi/mcp.json); home dirs become ~")
     .addHelpText(
       "after",
       `

@@ -521,6 +521,28 @@ export const VIEWER_JS = String.raw`
     return nav;
   }
 
+  // The context edits pi 1.x applies on a path, by target: null (omitted) or "replaced". The rule of
+  // src/sessions/view.ts appliedEdits: with a compaction on the path, pi's context is the newest
+  // one, the entries from its firstKeptEntryId up to it (system messages aside) and all after it;
+  // an edit counts only there, the latest per target, on a target there whose kind it can change.
+  function appliedEdits(path) {
+    var c = -1, first = -1, inContext = new Set(), latest = new Map(), byId = new Map(), out = new Map();
+    path.forEach(function (e, i) { byId.set(e.id, e); if (e.type === "compaction") c = i; });
+    for (var i = 0; i < c && first < 0; i++) if (path[i].id === path[c].firstKeptEntryId) first = i;
+    path.forEach(function (e, i) {
+      var m = msg(e);
+      if (c < 0 || i >= c || (first >= 0 && i >= first && !(m && m.role === "system"))) inContext.add(e.id);
+    });
+    path.forEach(function (e) { if (e.type === "context_edit" && typeof e.targetId === "string" && inContext.has(e.id)) latest.set(e.targetId, e); });
+    latest.forEach(function (e, target) {
+      var t = byId.get(target), m = msg(t);
+      if (!t || !inContext.has(target)) return;
+      if (e.replacement === null) out.set(target, null);
+      else if (t.type === "custom_message" || (m && (m.role === "user" || m.role === "assistant" || m.role === "toolResult"))) out.set(target, "replaced");
+    });
+    return out;
+  }
+
   var CHUNK = 120, observer = null, drawing = function () {};
   function drawAll() { drawing(); }
   function renderMessages() {
@@ -529,7 +551,6 @@ export const VIEWER_JS = String.raw`
     edits = new Map();
     path.forEach(function (e) {
       onPath.add(e.id);
-      if (e.type === "context_edit" && e.targetId) edits.set(e.targetId, e.replacement === null ? null : "replaced");
       var m = msg(e);
       if (m && m.role === "toolResult") results.set(m.toolCallId, { isError: m.isError, entry: e });
       if (m && m.role === "assistant") blocks(m.content).forEach(function (b) { if (b.type === "toolCall") called.add(b.id); });
@@ -537,6 +558,7 @@ export const VIEWER_JS = String.raw`
       var u = usage(e);
       if (u && currentTurn) { currentTurn.tokens += u.tokens; currentTurn.cost += u.cost; }
     });
+    edits = appliedEdits(path);
     var main = document.getElementById("messages");
     main.textContent = "";
     var ctx = { results: results, called: called, turns: turns, onPath: onPath };

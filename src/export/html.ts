@@ -93,7 +93,7 @@ export function lightEntry(entry: SessionEntry, range: [number, number]): Record
   const e = entry as unknown as Record<string, unknown>;
   const out: Record<string, unknown> = {};
   // usage (and a usage entry's kind and model): pi counts it in the session's totals.
-  for (const key of ["type", "id", "parentId", "timestamp", "targetId", "label", "name", "provider", "modelId", "thinkingLevel", "customType", "tokensBefore", "usage", "kind", "model"]) {
+  for (const key of ["type", "id", "parentId", "timestamp", "targetId", "label", "name", "provider", "modelId", "thinkingLevel", "customType", "tokensBefore", "firstKeptEntryId", "usage", "kind", "model"]) {
     if (e[key] !== undefined) out[key] = e[key];
   }
   if (e.summary !== undefined) out.summary = cut(e.summary);

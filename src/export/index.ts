@@ -3,6 +3,7 @@
 // exportSessionTo streams (bounded memory for any session size); exportSession renders a session
 // already in memory, and is the reference the streamed output must equal.
 
+import { readLines } from "../pi/parse.js";
 import { RepoError } from "../repo/errors.js";
 import type { LoadedSession } from "../sessions/read.js";
 import { exportInput, type ExportInput } from "./model.js";
@@ -27,7 +28,7 @@ export function parseFormat(value: string | undefined, outputPath?: string): Exp
 export interface ExportOptions {
   format: ExportFormat;
   branch?: string;
-  /** Mask key shapes and the secret values in <agentDir>/auth.json, models.json, mcp.json and mcp-auth.json. */
+  /** Mask key shapes and the secret values in <agentDir>/auth.json, models.json, mcp.json and mcp-auth.json, and the session's <cwd>/.pi/mcp.json. */
   redact?: boolean;
   agentDir: string;
   /** Where the bytes came from, shown in the export. */
@@ -35,7 +36,7 @@ export interface ExportOptions {
 }
 
 export async function exportSession(session: LoadedSession, opts: ExportOptions): Promise<string> {
-  const redactor = opts.redact ? makeRedactor(await agentSecrets(opts.agentDir)) : undefined;
+  const redactor = opts.redact ? makeRedactor(await agentSecrets(opts.agentDir, process.env, session.header.cwd)) : undefined;
   // The model is redacted before rendering, so no format can show an unmasked copy; the rendered
   // text gets a last pass for whatever a renderer added or re-encoded.
   const input = exportInput(session, { branch: opts.branch, source: opts.source, redactor });
@@ -72,7 +73,7 @@ export async function exportSessionTo(
   sink: () => Promise<ExportSink>,
   opts: ExportOptions & { fallbackId: string; onWarning?: (line: string) => void },
 ): Promise<number> {
-  const redactor = opts.redact ? makeRedactor(await agentSecrets(opts.agentDir)) : undefined;
+  const redactor = opts.redact ? makeRedactor(await agentSecrets(opts.agentDir, process.env, await headerCwd(bytes))) : undefined;
   const redact = redactor ? (text: string) => redactor(text) : (text: string) => text;
   // Pass 1 runs before the output is opened: a bad --branch leaves nothing behind.
   const stream = await openSessionStream(bytes, {
@@ -91,6 +92,20 @@ export async function exportSessionTo(
         ? (await import("./html.js")).streamHtml(stream, meta)
         : (await import("./markdown.js")).streamMarkdown(stream, meta);
   return writeAll(sink, redactor ? redactPieces(pieces, redactor) : pieces);
+}
+
+/** The session header's cwd (its project, whose .pi/mcp.json --redact reads), from the first line; undefined when there is none. */
+async function headerCwd(bytes: ByteSource): Promise<string | undefined> {
+  for await (const raw of readLines(bytes.read())) {
+    if (raw.bytes.toString("utf8").trim() === "") continue; // pi skips blank lines before its header too
+    try {
+      const h = JSON.parse(raw.bytes.toString("utf8")) as { type?: unknown; cwd?: unknown };
+      return h?.type === "session" && typeof h.cwd === "string" ? h.cwd : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+  return undefined;
 }
 
 async function* redactPieces(pieces: AsyncIterable<string>, redactor: Redactor): AsyncGenerator<string> {

@@ -4,6 +4,7 @@
 import type { AssistantMessage, SessionEntry, SessionHeader, SessionStats, SystemStep, ToolCallContent, ToolResultMessage } from "../pi/index.js";
 import { sessionStats, SystemReplay } from "../pi/index.js";
 import { blocksOf, contentText, entryText, entryUsage, formatCost, formatTokens, formatUsage, headerMetadata, messageFacts, messageOf, oneLine, replacementText } from "../sessions/describe.js";
+import { appliedEdits } from "../sessions/view.js";
 import { escapeHtml, fence, languageOf, parseSkillBlock, safeMarkdown, type SkillBlock } from "./markdown-text.js";
 import { checkpointDetails, systemSection } from "./markdown-system.js";
 import type { SessionStream } from "./entry-stream.js";
@@ -253,10 +254,18 @@ export async function* streamMarkdown(s: SessionStream, meta: { header: SessionH
   yield head({ header: meta.header, name: s.name, leafId, pathLength: s.branch.length, entryCount: records.length, leafCount: s.leafCount, rootCount, stats: s.stats(s.branch), source: meta.source, redacted: meta.redacted });
 
   // A context edit comes after the entry it edits: its mark is needed first, so the branch's
-  // edits are read ahead (an id and a flag each, not their replacement text).
-  const edits = new Map<string, EditMark>();
+  // edits are read ahead (an id and a flag each, not their replacement text), with the newest
+  // compaction's firstKeptEntryId: pi applies only the edits in its context (appliedEdits).
   const editAt = s.branch.filter((i) => records[i].type === "context_edit");
-  if (editAt.length) for await (const e of s.entriesAt(editAt)) if (typeof e.targetId === "string") edits.set(e.targetId, editMark(e));
+  const edits = new Map<string, EditMark>();
+  if (editAt.length) {
+    const read: { id: string | undefined; targetId?: unknown; replacement?: unknown; mark: EditMark }[] = [];
+    for await (const e of s.entriesAt(editAt)) read.push({ id: e.id, targetId: e.targetId, replacement: e.replacement, mark: editMark(e) });
+    const compactionAt = s.branch.findLast((i) => records[i].type === "compaction");
+    let firstKept: unknown;
+    if (compactionAt !== undefined) for await (const c of s.entriesAt([compactionAt])) firstKept = c.firstKeptEntryId;
+    for (const [target, e] of appliedEdits(s.branch.map((i) => records[i]), firstKept, read)) edits.set(target, e.mark);
+  }
   const system = new SystemReplay();
 
   const entries = s.entriesAt(order)[Symbol.asyncIterator]();

@@ -3,9 +3,10 @@
 // headers, env values and OAuth client secrets in mcp.json and MCP OAuth state (tokens, client
 // secrets, PKCE verifiers) in mcp-auth.json. Any of these can be pasted into a prompt or printed
 // by a tool, in any shape, so their exact values are masked wherever they occur, including values
-// no key-shape pattern would recognise.
+// no key-shape pattern would recognise. pi 1.x also reads a project's `.pi/mcp.json`: a session's
+// export masks the secrets of its own project's file too.
 
-import { promises as fs } from "node:fs";
+import { constants as fsConstants, promises as fs } from "node:fs";
 import path from "node:path";
 import { PI_AGENT_FILES } from "../pi/paths.js";
 import { RepoError } from "../repo/errors.js";
@@ -158,16 +159,29 @@ export const SECRET_FILES: readonly string[] = PI_AGENT_FILES.filter((f) => f.se
 /** Where a file keeps its per-provider (per-server) part: `providers` in models.json, `mcpServers` in mcp.json. */
 const SECTION: Record<string, string> = { "models.json": "providers", "mcp.json": "mcpServers" };
 
+/** A project's own MCP servers, which pi 1.x also reads (in a trusted project): `<cwd>/.pi/mcp.json`. */
+export const PROJECT_MCP_FILE = path.join(".pi", "mcp.json");
+/** Larger than any mcp.json a person writes: a bigger one is refused rather than read whole. */
+const MAX_PROJECT_MCP_BYTES = 4 * 1024 * 1024;
+
 /**
  * The secrets of the agent dir's credential files, longest first (so a key that contains another
  * is masked whole). Providers are the top-level names (auth.json), `providers.<name>`
  * (models.json) or `mcpServers.<name>` (mcp.json); mcp-auth.json is keyed by server and URL.
+ * With `projectDir` (the session header's cwd), also those of its `.pi/mcp.json`, marked as
+ * `project mcp.json <server>`; masked whether or not pi trusts the project (a secret is one either way).
  */
-export async function agentSecrets(agentDir: string, env: NodeJS.ProcessEnv = process.env): Promise<KnownSecret[]> {
+export async function agentSecrets(agentDir: string, env: NodeJS.ProcessEnv = process.env, projectDir?: string): Promise<KnownSecret[]> {
   const out = new Map<string, KnownSecret>();
   for (const file of SECRET_FILES) {
     const text = await readConfig(agentDir, file);
     if (text !== undefined) collectFile(text, file, out, env);
+  }
+  const text = projectDir ? await readProjectMcp(projectDir) : undefined;
+  if (text !== undefined) {
+    const project = new Map<string, KnownSecret>();
+    collectFile(text, "mcp.json", project, env);
+    for (const [v, s] of project) if (!out.has(v)) out.set(v, { value: v, label: `project ${s.label}` });
   }
   return [...out.values()].sort((a, b) => b.value.length - a.value.length);
 }
@@ -177,6 +191,33 @@ export function secretsInText(text: string, file: string, env: NodeJS.ProcessEnv
   const out = new Map<string, KnownSecret>();
   collectFile(text, file, out, env);
   return [...out.values()];
+}
+
+/**
+ * `<projectDir>/.pi/mcp.json`. The cwd comes from the session file (hostile): anything but an
+ * absolute path, and anything there but a regular file, is no project file; one that cannot be
+ * read, or is too large to be one, refuses the export as an unreadable agent dir file does.
+ */
+async function readProjectMcp(projectDir: string): Promise<string | undefined> {
+  if (!path.isAbsolute(projectDir) || projectDir.includes("\0")) return undefined;
+  const file = path.join(projectDir, PROJECT_MCP_FILE);
+  const refuse = (why: string) => new RepoError(`--redact cannot read ${file} to learn the keys to mask: ${why}`, "io");
+  let handle: fs.FileHandle;
+  try {
+    handle = await fs.open(file, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") return undefined;
+    throw refuse(code ?? (err as Error).message);
+  }
+  try {
+    const st = await handle.stat();
+    if (!st.isFile()) return undefined;
+    if (st.size > MAX_PROJECT_MCP_BYTES) throw refuse(`${st.size} bytes, more than an mcp.json holds`);
+    return await handle.readFile("utf8");
+  } finally {
+    await handle.close();
+  }
 }
 
 /** Whether the text of one of SECRET_FILES holds any credential (doctor: is a readable mcp.json a leak?). */

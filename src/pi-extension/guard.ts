@@ -1,17 +1,16 @@
 /**
  * The extension's work, one Guard per pi process: ask the watcher for a snapshot when pi has
  * persisted something (turn_end, agent_settled, session_shutdown), keep the answer being streamed
- * in the in-flight journal until pi persisted it, and show in pi's footer whether this session is
- * protected. Nothing here waits on the watcher or the repository: a request is a small file the
+ * (and what its tools print while they run) in the in-flight journal until pi persisted it, and
+ * show in pi's footer whether this session is protected. Nothing here waits on the watcher or the repository: a request is a small file the
  * watcher picks up, and the status comes from the watcher's state file.
  */
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { makeDirs } from "../fs-safe.js";
-import { readWatcherState } from "../watch/state-file.js";
 import type { WatchLog } from "../watch/log.js";
 import { JournalWriter, type PartialMessage } from "./journal.js";
-import { protection, type GuardPaths, type Protection } from "./protection.js";
+import { locateWatcher, protection, type GuardPaths, type Protection } from "./protection.js";
 
 /** What the guard uses of pi's ExtensionContext (pi 1.x; all optional: older pis lack some). */
 export interface PiContext {
@@ -30,6 +29,8 @@ export class Guard {
   /** The assistant message streaming now, and whether its message_end came. */
   private streaming: PartialMessage | undefined;
   private streamEnded = false;
+  /** The answer's tool calls pi started and has not yet persisted a result of. */
+  private readonly running = new Set<string>();
   private ui: PiContext["ui"];
   private statusTimer: NodeJS.Timeout | undefined;
   private shown: string | undefined;
@@ -57,7 +58,14 @@ export class Guard {
     this.background("status", this.refresh());
   }
 
-  messageStart(message: PartialMessage, ctx: PiContext): void {
+  messageStart(message: PartialMessage & { toolCallId?: unknown }, ctx: PiContext): void {
+    // A tool's result is about to be persisted: its partial output goes. The journal stays while
+    // other tools of the answer still run (pi may run them in parallel).
+    if (message?.role === "toolResult" && this.streaming && this.streamEnded && typeof message.toolCallId === "string") {
+      this.running.delete(message.toolCallId);
+      this.journal.toolDone(message.toolCallId);
+      if (this.running.size) return;
+    }
     // Any message after a finished answer means pi has appended that answer.
     if (this.streaming && this.streamEnded) this.settled();
     if (message?.role !== "assistant") return;
@@ -71,6 +79,16 @@ export class Guard {
 
   messageUpdate(message: PartialMessage): void {
     if (this.streaming && message?.role === "assistant") this.journal.update(message);
+  }
+
+  /** tool_execution_start of a call of the answer being journalled. */
+  toolStart(toolCallId: unknown): void {
+    if (this.streaming && typeof toolCallId === "string") this.running.add(toolCallId);
+  }
+
+  /** tool_execution_update: what the tool printed so far, kept in the journal until its result is persisted. */
+  toolUpdate(toolCallId: unknown, toolName: unknown, partial: unknown): void {
+    if (this.streaming && typeof toolCallId === "string" && this.running.has(toolCallId)) this.journal.toolUpdate(toolCallId, String(toolName ?? ""), partial);
   }
 
   /** message_end runs before pi appends the entry: the journal stays until a later event. */
@@ -90,8 +108,9 @@ export class Guard {
     this.remember(ctx);
     clearInterval(this.statusTimer);
     this.statusTimer = undefined;
-    // An answer still streaming is kept for salvage; a finished one is in the file.
-    if (this.streaming && !this.streamEnded) await this.journal.flushNow();
+    // An answer still streaming, or a tool of it still running, is kept for salvage; a finished
+    // one is in the file.
+    if (this.streaming && (!this.streamEnded || this.running.size)) await this.journal.flushNow();
     else await this.journal.end();
     this.streaming = undefined;
     await this.request("session_shutdown", ctx);
@@ -99,6 +118,7 @@ export class Guard {
 
   private settled(): void {
     this.streaming = undefined;
+    this.running.clear();
     this.background("journal", this.journal.end());
   }
 
@@ -113,19 +133,21 @@ export class Guard {
 
   /** Ask the watcher to snapshot now; with no watcher, say so once and do nothing more. */
   private async request(reason: string, ctx: PiContext): Promise<void> {
-    const file = this.paths.files.request;
-    // One temp name per write: turn_end's and agent_settled's requests may be written at once.
-    const tmp = `${file}.tmp-${process.pid}-${++this.requestSeq}`;
+    let tmp: string | undefined;
     try {
+      const { files, state } = await locateWatcher(this.paths, this.host);
       // The state file is hostile input too: protection() may throw on a strange one.
-      const p = protection(await readWatcherState(this.paths.files.state), this.host, 0, Date.now());
+      const p = protection(state, this.host, 0, Date.now());
       if (p.kind === "no-watcher") return this.noWatcher(p);
+      const file = files.request;
+      // One temp name per write: turn_end's and agent_settled's requests may be written at once.
+      tmp = `${file}.tmp-${process.pid}-${++this.requestSeq}`;
       await makeDirs(path.dirname(file), 0o700);
       await fs.writeFile(tmp, JSON.stringify({ reason, pid: process.pid, sessionFile: ctx.sessionManager?.getSessionFile?.() ?? null, at: new Date().toISOString() }), { mode: 0o600 });
       await fs.rename(tmp, file);
     } catch (err) {
       this.error("request", err);
-      await fs.rm(tmp, { force: true }).catch(() => undefined);
+      if (tmp) await fs.rm(tmp, { force: true }).catch(() => undefined);
     }
   }
 
@@ -140,7 +162,7 @@ export class Guard {
   private async refresh(): Promise<void> {
     if (!this.ui?.setStatus) return;
     try {
-      const p = protection(await readWatcherState(this.paths.files.state), this.host, this.persistedAt, Date.now());
+      const p = protection((await locateWatcher(this.paths, this.host)).state, this.host, this.persistedAt, Date.now());
       if (p.kind === "no-watcher") this.noWatcher(p);
       if (p.text === this.shown) return;
       this.shown = p.text;

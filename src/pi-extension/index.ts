@@ -3,8 +3,8 @@
  * (`pi-guard pi install-extension`, or `pi -e <pi-guard>/dist/pi-extension/index.js`).
  *
  * It never hurts pi: every handler catches everything (errors go to
- * $XDG_STATE_HOME/pi-guard/pi-extension.log), message_update and message_end only note what they
- * saw and return, and no handler waits on the watcher or the repository. Nothing starts in the
+ * $XDG_STATE_HOME/pi-guard/pi-extension.log), message_update, message_end and the tool events only
+ * note what they saw and return, and no handler waits on the watcher or the repository. Nothing starts in the
  * factory itself: pi also loads extensions for commands that run no session.
  */
 import os from "node:os";
@@ -54,6 +54,8 @@ export default function piGuardExtension(pi: PiApi): void {
   pi.on("message_start", (e, ctx) => safe("message_start", (g) => g.messageStart(message(e), ctx)));
   pi.on("message_update", (e) => safe("message_update", (g) => g.messageUpdate(message(e))));
   pi.on("message_end", (e) => safe("message_end", (g) => g.messageEnd(message(e))));
+  pi.on("tool_execution_start", (e) => safe("tool_execution_start", (g) => g.toolStart(e?.toolCallId)));
+  pi.on("tool_execution_update", (e) => safe("tool_execution_update", (g) => g.toolUpdate(e?.toolCallId, e?.toolName, e?.partialResult)));
   pi.on("turn_end", (_e, ctx) => safe("turn_end", (g) => g.persisted("turn_end", ctx)));
   pi.on("agent_settled", (_e, ctx) => safe("agent_settled", (g) => g.persisted("agent_settled", ctx)));
   // pi awaits this one before it exits: the journal of an unfinished answer and the last request

@@ -11,14 +11,33 @@ export const JOURNAL_KIND = "pi-guard/inflight";
 export const JOURNAL_VERSION = 1;
 /** A journal holds at most this much text (the rest of a longer answer is cut and marked). */
 export const MAX_JOURNAL_TEXT = 16 * 1024 * 1024;
-/** A journal file larger than this is not read (hostile or broken). */
-export const MAX_JOURNAL_BYTES = 2 * MAX_JOURNAL_TEXT + 1024 * 1024;
+/** A tool's partial output is cut to its last this many characters; at most MAX_JOURNAL_TOOLS tools are kept. */
+export const MAX_TOOL_TEXT = 256 * 1024;
+export const MAX_JOURNAL_TOOLS = 32;
+/** A journal file larger than this is not read (hostile or broken): the answer, its tools' output (JSON-escaped, at most twice as long), and room. */
+export const MAX_JOURNAL_BYTES = 2 * MAX_JOURNAL_TEXT + 2 * MAX_JOURNAL_TOOLS * MAX_TOOL_TEXT + 1024 * 1024;
 
 /** One block of the partial answer: text, thinking, or a tool call with its arguments so far. */
 export type JournalBlock =
   | { type: "text"; text: string }
   | { type: "thinking"; thinking: string }
   | { type: "toolCall"; id: string; name: string; arguments: unknown };
+
+/**
+ * What a tool printed so far while it ran (pi's tool_execution_update), kept until pi persists
+ * its result. The text is pi's partial result's text blocks; past MAX_TOOL_TEXT only the end is
+ * kept (the latest output, as pi's own bash tool keeps it).
+ */
+export interface JournalTool {
+  toolCallId: string;
+  toolName: string;
+  text: string;
+  /** Characters of the partial result's text before any cut, and whether it was cut. */
+  streamedChars: number;
+  truncated: boolean;
+  /** When the tool last reported output (ISO). */
+  updatedAt: string;
+}
 
 export interface InflightJournal {
   kind: typeof JOURNAL_KIND;
@@ -45,6 +64,11 @@ export interface InflightJournal {
   /** True when MAX_JOURNAL_TEXT cut the answer. */
   truncated: boolean;
   content: JournalBlock[];
+  /**
+   * The answer's tool calls that were running, with what they printed so far (optional: absent
+   * while none has printed). Once pi persisted the answer, this is what a journal still holds.
+   */
+  tools?: JournalTool[];
 }
 
 export const journalDir = (stateDir: string): string => path.join(stateDir, "inflight");
@@ -78,5 +102,14 @@ export function parseJournal(text: string): { journal: InflightJournal } | { err
       content.push({ type: "toolCall", id: block.id, name: block.name, arguments: block.arguments ?? {} });
     } else return { error: "a content block of an unknown kind" };
   }
-  return { journal: { ...(j as InflightJournal), content } };
+  const tools: JournalTool[] = [];
+  if (j.tools !== undefined) {
+    if (!Array.isArray(j.tools) || j.tools.length > MAX_JOURNAL_TOOLS) return { error: "a tools list that is not one" };
+    for (const t of j.tools as unknown[]) {
+      const tool = t as Partial<JournalTool> | null;
+      if (typeof tool?.toolCallId !== "string" || typeof tool.toolName !== "string" || typeof tool.text !== "string" || typeof tool.updatedAt !== "string") return { error: "a tool without its call id, name, text or time" };
+      tools.push({ toolCallId: tool.toolCallId, toolName: tool.toolName, text: tool.text, streamedChars: Number.isSafeInteger(tool.streamedChars) ? tool.streamedChars! : tool.text.length, truncated: tool.truncated === true, updatedAt: tool.updatedAt });
+    }
+  }
+  return { journal: { ...(j as InflightJournal), content, ...(j.tools !== undefined ? { tools } : {}) } };
 }

@@ -3,12 +3,13 @@
  * keeps a reference to pi's partial message and arms a timer: the handler returns at once, and
  * the file is written at most once per flush interval, off pi's path, one write at a time. Memory
  * is pi's own partial message plus one serialised copy while it is written, cut at
- * MAX_JOURNAL_TEXT.
+ * MAX_JOURNAL_TEXT. A tool the answer called keeps its partial output here too while it runs
+ * (tool_execution_update: pi's latest partial result, the same way), until its result is persisted.
  */
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { makeDirs, writeFully } from "../fs-safe.js";
-import { JOURNAL_KIND, JOURNAL_VERSION, MAX_JOURNAL_TEXT, journalFile, type InflightJournal, type JournalBlock } from "./journal-format.js";
+import { JOURNAL_KIND, JOURNAL_VERSION, MAX_JOURNAL_TEXT, MAX_JOURNAL_TOOLS, MAX_TOOL_TEXT, journalFile, type InflightJournal, type JournalBlock, type JournalTool } from "./journal-format.js";
 
 /** The parts of pi's AssistantMessage the journal reads (pi-ai types; everything checked). */
 export interface PartialMessage {
@@ -36,6 +37,8 @@ export class JournalWriter {
   private file: string | undefined;
   /** Set once the message is persisted (or abandoned): no write may recreate the file after. */
   private closed = true;
+  /** The answer's running tools' latest partial results (pi's objects), by tool call id. */
+  private readonly tools = new Map<string, { toolName: string; partial: unknown; at: string }>();
 
   constructor(
     private readonly stateDir: string,
@@ -51,12 +54,29 @@ export class JournalWriter {
     this.startedAt = new Date().toISOString();
     this.file = journalFile(this.stateDir, session.sessionId, process.pid);
     this.closed = false;
+    this.tools.clear();
   }
 
   /** The answer grew: remember it, write it within flushMs. Never waits. */
   update(message: PartialMessage): void {
     if (this.closed) return;
     this.message = message;
+    this.arm();
+  }
+
+  /** A tool of the answer printed more (pi's partial result so far): kept like the answer. Never waits. */
+  toolUpdate(toolCallId: string, toolName: string, partial: unknown): void {
+    if (this.closed || (!this.tools.has(toolCallId) && this.tools.size >= MAX_JOURNAL_TOOLS)) return;
+    this.tools.set(toolCallId, { toolName, partial, at: new Date().toISOString() });
+    this.arm();
+  }
+
+  /** pi is persisting that tool's result: its partial output is no longer needed. */
+  toolDone(toolCallId: string): void {
+    if (this.tools.delete(toolCallId) && !this.closed) this.arm();
+  }
+
+  private arm(): void {
     if (this.timer) return;
     this.timer = setTimeout(() => {
       this.timer = undefined;
@@ -91,6 +111,7 @@ export class JournalWriter {
     clearTimeout(this.timer);
     this.timer = undefined;
     this.message = undefined;
+    this.tools.clear();
     const file = this.file;
     if (!file) return;
     await this.writing;
@@ -147,8 +168,24 @@ export class JournalWriter {
       streamedChars: streamed,
       truncated,
       content,
+      ...(this.tools.size ? { tools: [...this.tools].map(([id, t]) => journalTool(id, t.toolName, t.partial, t.at)) } : {}),
     };
   }
+}
+
+/** A tool's partial result as the journal keeps it: its text blocks, the last MAX_TOOL_TEXT characters. */
+function journalTool(toolCallId: string, toolName: string, partial: unknown, updatedAt: string): JournalTool {
+  const content = (partial as { content?: unknown } | null)?.content;
+  const blocks = Array.isArray(content) ? (content as { type?: unknown; text?: unknown }[]) : [];
+  // Joined while counting: a hostile tool's thousands of blocks never become one huge string.
+  let text = "";
+  let streamedChars = 0;
+  for (const b of blocks) {
+    if (b?.type !== "text" || typeof b.text !== "string") continue;
+    streamedChars += b.text.length;
+    text = (text + b.text).slice(-MAX_TOOL_TEXT);
+  }
+  return { toolCallId, toolName, text, streamedChars, truncated: streamedChars > text.length, updatedAt };
 }
 
 /** Temp file, full write, rename: salvage sees the previous journal or this one. No fsync: it is

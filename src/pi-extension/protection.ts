@@ -7,7 +7,9 @@ import os from "node:os";
 import path from "node:path";
 import { agentDir as piAgentDir } from "../pi/paths.js";
 import { pidAlive } from "../pid.js";
+import { readGuardRecord, realAgentDir } from "../watch/guard-record.js";
 import { STALE_STATE_MS, watcherFiles, type WatcherState } from "../watch/state.js";
+import { readWatcherState } from "../watch/state-file.js";
 
 type Env = Record<string, string | undefined>;
 
@@ -34,6 +36,24 @@ export function guardPaths(env: Env = process.env): GuardPaths {
   const stateDir = path.join(env.XDG_STATE_HOME || path.join(home, ".local", "state"), "pi-guard");
   const agentDir = path.resolve(piAgentDir(env, home));
   return { stateDir, agentDir, files: watcherFiles(stateDir, agentDir), log: path.join(stateDir, "pi-extension.log") };
+}
+
+/**
+ * The watcher guarding this agent dir and its state: the one keyed by the agent dir as pi names
+ * it, else the one whose guard record (src/watch/guard-record.ts) names the same real folder, as
+ * when pi-guard's config or the watcher's PI_CODING_AGENT_DIR names it otherwise. Three small
+ * reads at most; the state files are hostile input (readWatcherState checks them).
+ */
+export async function locateWatcher(paths: GuardPaths, host: string): Promise<{ files: GuardPaths["files"]; state: WatcherState | undefined }> {
+  const own = await readWatcherState(paths.files.state);
+  if (own && own.host === host && pidAlive(own.pid)) return { files: paths.files, state: own };
+  const record = await readGuardRecord(paths.stateDir, await realAgentDir(paths.agentDir));
+  if (record && record.agentDir !== paths.agentDir) {
+    const files = watcherFiles(paths.stateDir, record.agentDir);
+    const state = await readWatcherState(files.state);
+    if (state) return { files, state };
+  }
+  return { files: paths.files, state: own };
 }
 
 export type Protection =

@@ -7,10 +7,14 @@
  * The watcher hears of it through fs.watch on the state dir (inotify: within milliseconds), and
  * looks for the file on every tick too, in case an event was missed. It takes the file by renaming
  * it to a name of its own, so a request written meanwhile is a new file and is not lost.
+ *
+ * When it starts listening it writes a guard record (guard-record.ts): the extension of a pi that
+ * names the agent dir otherwise (a symlink, another PI_CODING_AGENT_DIR) finds this watcher by it.
  */
 import { watch, type FSWatcher, promises as fs } from "node:fs";
 import path from "node:path";
-import { makeDirs } from "../fs-safe.js";
+import { makeDirs, readHead } from "../fs-safe.js";
+import { writeGuardRecord } from "./guard-record.js";
 
 /** What a request says; hostile input, so only short strings are kept. */
 export interface SnapshotRequest {
@@ -30,6 +34,8 @@ export class RequestListener {
     private readonly file: string,
     private readonly onRequest: (r: SnapshotRequest) => void,
     private readonly onError: (message: string) => void,
+    /** The agent dir this watcher guards and its host, for the guard record. */
+    private readonly guard?: { agentDir: string; host: string },
   ) {}
 
   async start(): Promise<void> {
@@ -43,6 +49,13 @@ export class RequestListener {
       this.fsWatch.on("error", (err) => this.onError(`watching ${dir} for snapshot requests failed: ${err.message}; requests are looked for every few seconds`));
     } catch (err) {
       this.onError(`cannot watch ${dir} for snapshot requests: ${(err as Error).message}; requests are looked for every few seconds`);
+    }
+    if (this.guard) {
+      try {
+        await writeGuardRecord(dir, this.guard.agentDir, this.guard.host);
+      } catch (err) {
+        this.onError(`cannot write the guard record in ${dir}: ${(err as Error).message}; a pi that names ${this.guard.agentDir} otherwise will not find this watcher`);
+      }
     }
     this.poll();
   }
@@ -72,14 +85,10 @@ export class RequestListener {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
       throw err;
     }
-    let text = "";
-    const handle = await fs.open(taken, "r");
+    let text: string;
     try {
-      const buf = Buffer.alloc(MAX_REQUEST_BYTES);
-      const { bytesRead } = await handle.read(buf, 0, buf.length, 0);
-      text = buf.subarray(0, bytesRead).toString("utf8");
+      text = await readHead(taken, MAX_REQUEST_BYTES);
     } finally {
-      await handle.close();
       await fs.rm(taken, { force: true });
     }
     this.onRequest(parseRequest(text));

@@ -232,6 +232,7 @@ export class Watcher {
           this.request(`pi extension: ${r.reason}`);
         },
         (message) => this.opts.log.write("warn", "warning", { where: "requests", message }),
+        { agentDir: this.config.agentDir, host: this.state.host },
       );
       await this.requests.start();
     }

@@ -49,7 +49,16 @@ function validate(text) {
   // called on an in-memory manager: no file is opened.
   const sessionManager = pi.SessionManager.inMemory(header.cwd ?? "/", { id: header.id }, parsed);
   const stats = pi.AgentSession.prototype.getSessionStats.call({ sessionManager, sessionFile: undefined, sessionId: header.id, getContextUsage: () => undefined });
-  return { ok: true, header, entries, context, parsedLines: parsed.length, leafId: sessionManager.getLeafId(), stats };
+  // The entries whose context edit pi applies on the leaf's path: pi's projection of an entry
+  // differs from the entry's own messages (omitted: none left). Compactions are left out: pi drops
+  // an older one kept in range without any edit.
+  const contextEdited = {};
+  for (const { sourceEntry, messages } of pi.buildSessionProjection(entries).entries) {
+    if (sourceEntry.type === "compaction") continue;
+    const own = pi.sessionEntryToContextMessages(sourceEntry);
+    if (JSON.stringify(own) !== JSON.stringify(messages)) contextEdited[sourceEntry.id] = messages.length ? "replaced" : "omitted";
+  }
+  return { ok: true, header, entries, context, contextEdited, parsedLines: parsed.length, leafId: sessionManager.getLeafId(), stats };
 }
 
 async function makeSession(o) {

@@ -13,9 +13,9 @@ import { pi1Dir, pi1Node } from "./tools.js";
 
 const piCli = () => path.join(pi1Dir(), "node_modules", ".bin", "pi");
 
-/** `pi mcp add ARGS` in the sandbox; throws with pi's stderr when it fails. */
-export function piMcpAdd(home: string, agentDir: string, args: string[]): void {
-  execFileSync(pi1Node(), [piCli(), "mcp", "add", ...args], { env: pi1Env(home, agentDir), cwd: home, stdio: ["ignore", "pipe", "pipe"], timeout: 60_000 });
+/** `pi mcp add ARGS` in the sandbox, run in `cwd` (where `--local` writes `.pi/mcp.json`); throws with pi's stderr when it fails. */
+export function piMcpAdd(home: string, agentDir: string, args: string[], cwd = home): void {
+  execFileSync(pi1Node(), [piCli(), "mcp", "add", ...args], { env: pi1Env(home, agentDir), cwd, stdio: ["ignore", "pipe", "pipe"], timeout: 60_000 });
 }
 
 /** pi-mcp's McpOAuthState, as pi stores it per server. */

@@ -150,6 +150,8 @@ export interface Pi1Validation {
   entries: Array<{ type: string; id: string; parentId: string | null; [k: string]: unknown }>;
   /** pi's buildSessionContext: the messages pi would send, system messages included. */
   context: { messages: Array<{ role: string; [k: string]: unknown }>; [k: string]: unknown };
+  /** The entries of the leaf's path whose context edit pi applies (its buildSessionProjection), by id. */
+  contextEdited: Record<string, "replaced" | "omitted">;
   /** Lines pi's parser kept, header included. */
   parsedLines: number;
   leafId: string | null;

@@ -95,7 +95,10 @@ describe("item 3: system messages (pi 1.6.0)", () => {
 
 describe("item 4: usage and context_edit entries (pi 1.6.0)", () => {
   it("sessions show prints a usage entry's kind, model, tokens and cost, a context edit's target and replacement, and marks the target", async () => {
-    const out = await show("ledger-july", "--branch", rich.compactionId);
+    // Up to the edit: pi applies it. On the path through the compaction that summarized both the
+    // edit and its target, pi ignores it, and the target is not marked (test/export/context-edit-compaction.test.ts).
+    expect(await show("ledger-july", "--branch", rich.compactionId)).not.toContain(`[edited in context by ${rich.editId}`);
+    const out = await show("ledger-july", "--branch", rich.editId);
     expect(out).toMatch(new RegExp(`· usage cache_warm: pi1-faux/faux-1 · \\d+ tokens \\(↑\\d+ ↓\\d+ R\\d+ W\\d+\\) · \\$[0-9.]+ \\[${rich.usageId}\\]`));
     expect(out).not.toContain('usage: ""');
     expect(out).toContain(`[${rich.editedId}] [label: read-done] [edited in context by ${rich.editId}: content replaced]`);
@@ -114,7 +117,8 @@ describe("item 4: usage and context_edit entries (pi 1.6.0)", () => {
   });
 
   it("the Markdown export shows usage entries and context edits, and marks the edited entries", async () => {
-    const md = await markdown("ledger-july", rich.compactionId);
+    expect(await markdown("ledger-july", rich.compactionId)).not.toContain(`edited in context by ${rich.editId}`);
+    const md = await markdown("ledger-july", rich.editId);
     expect(md).toMatch(new RegExp(`_Usage \\(cache_warm\\): pi1-faux/faux-1 · \\d+ tokens \\(↑\\d+ ↓\\d+ R\\d+ W\\d+\\) · \\$[0-9.]+ · id ${rich.usageId}_`));
     expect(md).toContain(`id ${rich.editedId} · label: read-done · edited in context by ${rich.editId}: content replaced</sub>`);
     expect(md).toContain(`## Context edit\n\n<sub>`);
