@@ -28,6 +28,7 @@ import { addKey, newMasterKey, unlock, type Credentials, type MasterKey } from "
 import { MemoryIndex } from "./memory-index.js";
 import { scanUnindexedPacks } from "./pack-scan.js";
 import { CONFIG_BOUNDS, listSnapshotIds, readRepoConfig } from "./peek.js";
+import { decodeRow, encodeRow, type SnapshotRow } from "./snapshot-rows.js";
 import { decodeListing, encodeListing, LISTING_AAD, listingBatch, listingKey, MAX_LISTINGS } from "./snapshot-listing.js";
 
 export interface RepoConfig {
@@ -442,6 +443,7 @@ export class Repository {
     const id = (await this.putContentAddressed(snapshotKey, this.seal(body, AAD.snapshot))).id;
     await this.cache?.put("snapshots", [[id, body]]);
     await this.cache?.put("briefs", [[id, Buffer.from(JSON.stringify(briefOf(snapshot)))]]);
+    await this.cache?.put("rows", [[id, encodeRow(id, snapshot)]]);
     await this.heads.record([{ id, snapshot }]);
     await this.noteUncovered();
     return id;
@@ -726,6 +728,38 @@ export class Repository {
     }
     await this.setUncovered(uncovered.length - (entries.size - (merge ? covered.size : 0)));
     return { written, deleted };
+  }
+
+  /**
+   * Every readable snapshot as the record `snapshots --json` prints (snapshot-rows.ts), oldest
+   * first, from the cache's rows: no snapshot is parsed. Any snapshot without a trusted row makes
+   * this a full listing, which records the missing rows.
+   */
+  async listSnapshotRows(): Promise<SnapshotRow[]> {
+    this.unreadableSnapshots = [];
+    const [names, cached] = await Promise.all([listSnapshotIds(this.target), this.cache ? this.cache.entries("rows") : new Map<string, Buffer>()]);
+    const live = new Set(names);
+    let out: SnapshotRow[] = [];
+    for (const [id, body] of cached) {
+      if (!live.has(id)) continue;
+      const row = decodeRow(id, body);
+      if (row) out.push(row);
+    }
+    if (out.length < live.size) {
+      const have = new Set(out.map((r) => r.id));
+      const fresh: [string, Buffer][] = [];
+      out = (await this.listSnapshots()).map(({ id, snapshot }) => {
+        const body = encodeRow(id, snapshot);
+        if (!have.has(id) && ID_HEX.test(id)) fresh.push([id, body]);
+        return decodeRow(id, body)!;
+      });
+      await this.cache?.put("rows", fresh);
+    } else out.sort((a, b) => byTime({ id: a.id, snapshot: a }, { id: b.id, snapshot: b }));
+    if (this.cache) {
+      await this.cache.retain("rows", live, { rewriteWhenDead: "any" });
+      await this.cache.release("rows");
+    }
+    return out;
   }
 
   /** One snapshot, read and verified from the repository itself (which also proves it still exists). */
