@@ -1,6 +1,7 @@
 // How metadata costs grow with the number of snapshots (issue 9, item 1).
-//   npm run bench:meta -- [--counts 10,1000,10000,100000] [--runs 3] [--out bench/out] [--work DIR [--keep|--reuse]]
+//   npm run bench:meta -- [--counts 10,1000,10000,100000] [--runs 3] [--out bench/out] [--work DIR [--keep|--reuse]] [--bin PATH]
 // --reuse times again the repositories a --keep run left in --work DIR, without generating them.
+// --bin PATH times another build's CLI (e.g. main's bin/pi-guard.js), for interleaved comparisons.
 // For each count N, a fast generator writes a valid repository of N snapshots through the
 // Repository API (real sealed packs, index files and snapshot objects; only fsync is skipped, as
 // nothing here survives a crash anyway), plus one real snapshot of a small agent dir made by the
@@ -24,7 +25,7 @@ import type { Snapshot } from "../src/repo/format.js";
 import { measure, type Measurement } from "./measure.js";
 
 const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-const BIN = join(PROJECT_ROOT, "bin/pi-guard.js");
+let BIN = join(PROJECT_ROOT, "bin/pi-guard.js");
 const BATCH = 1024;
 const log = (msg: string): void => void process.stderr.write(`[bench:meta] ${msg}\n`);
 
@@ -93,8 +94,9 @@ async function generate(repoDir: string, keyFile: string, count: number, roots: 
         };
         await repo.saveSnapshot(snapshot);
       }
-      // As real writers do after each snapshot: keep index/ small.
+      // As real writers do after each snapshot: keep index/ small, and the snapshot listing current.
       while ((await repo.consolidateIndex()).written);
+      await repo.consolidateListing({ after: "snapshot" });
       if ((first / BATCH) % 10 === 9) log(`  ${first + BATCH} snapshots`);
     }
   } finally {
@@ -104,6 +106,9 @@ async function generate(repoDir: string, keyFile: string, count: number, roots: 
 
 interface Timing {
   coldMs: number;
+  /** Peak RSS of the cold run and the highest of the warm runs (process tree, bench/measure.ts). */
+  coldPeakRssMB: number;
+  warmPeakRssMB: number;
   /** The median of the warm runs. */
   warmMs: number;
   warmRunsMs: number[];
@@ -121,9 +126,14 @@ async function timeCommand(args: string[], env: NodeJS.ProcessEnv, cacheDir: str
   rmSync(cacheDir, { recursive: true, force: true });
   const cold = await once();
   const warm: number[] = [];
-  for (let r = 0; r < runs; r++) warm.push((await once()).ms);
+  let warmPeakRssMB = 0;
+  for (let r = 0; r < runs; r++) {
+    const m = await once();
+    warm.push(m.ms);
+    warmPeakRssMB = Math.max(warmPeakRssMB, m.peakRssMB);
+  }
   warm.sort((a, b) => a - b);
-  return { coldMs: cold.ms, warmMs: warm[Math.floor(warm.length / 2)], warmRunsMs: warm };
+  return { coldMs: cold.ms, coldPeakRssMB: cold.peakRssMB, warmPeakRssMB, warmMs: warm[Math.floor(warm.length / 2)], warmRunsMs: warm };
 }
 
 async function benchCount(workRoot: string, count: number, runs: number, reuse: boolean): Promise<Record<string, unknown>> {
@@ -173,12 +183,14 @@ async function timeAll(work: string, count: number, generated: Generated, runs: 
   const restore = await timeCommand(["restore", when, "--target", restoreDir, "--json"], env, cacheDir, runs, () => rmSync(restoreDir, { recursive: true, force: true }));
   const indexFiles = (await fs.readdir(join(repoDir, "index"))).length;
   const snapshots = (await fs.readdir(join(repoDir, "snapshots"))).length;
-  log(`N=${count}: snapshot ${snapshot.warmMs.toFixed(0)} ms warm / ${snapshot.coldMs.toFixed(0)} cold; snapshots ${list.warmMs.toFixed(0)} / ${list.coldMs.toFixed(0)}; restore ${restore.warmMs.toFixed(0)} / ${restore.coldMs.toFixed(0)}; ${indexFiles} index files`);
+  const rss = (t: Timing) => `${t.warmPeakRssMB.toFixed(0)}/${t.coldPeakRssMB.toFixed(0)} MB`;
+  log(`N=${count}: snapshot ${snapshot.warmMs.toFixed(0)} ms warm / ${snapshot.coldMs.toFixed(0)} cold (${rss(snapshot)}); snapshots ${list.warmMs.toFixed(0)} / ${list.coldMs.toFixed(0)} (${rss(list)}); restore ${restore.warmMs.toFixed(0)} / ${restore.coldMs.toFixed(0)} (${rss(restore)}); ${indexFiles} index files`);
   return { count, snapshots, indexFiles, generateMs: genMs, snapshot, snapshotsList: list, restore };
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { counts: { type: "string" }, runs: { type: "string" }, out: { type: "string" }, keep: { type: "boolean" }, reuse: { type: "boolean" }, work: { type: "string" } } });
+  const { values } = parseArgs({ options: { counts: { type: "string" }, runs: { type: "string" }, out: { type: "string" }, keep: { type: "boolean" }, reuse: { type: "boolean" }, work: { type: "string" }, bin: { type: "string" } } });
+  if (values.bin) BIN = resolve(values.bin);
   const counts = (values.counts ?? "10,1000,10000,100000").split(",").map(Number);
   const runs = Number(values.runs ?? 3);
   const outDir = resolve(values.out ?? join(PROJECT_ROOT, "bench/out"));
@@ -202,7 +214,7 @@ async function main(): Promise<void> {
   process.stdout.write(rows.map((r) => "| " + r.map((cell, c) => pad(cell, widths[c])).join(" | ") + " |").join("\n") + "\n");
   mkdirSync(outDir, { recursive: true });
   const file = join(outDir, `meta-scale-${new Date().toISOString().replace(/[:.]/g, "-")}.json`);
-  writeFileSync(file, JSON.stringify({ machine: { cpus: os.cpus().length, node: process.version, loadAverage: os.loadavg() }, runs, results }, null, 2) + "\n");
+  writeFileSync(file, JSON.stringify({ machine: { cpus: os.cpus().length, node: process.version, loadAverage: os.loadavg() }, bin: BIN, runs, results }, null, 2) + "\n");
   log(`wrote ${file}`);
 }
 

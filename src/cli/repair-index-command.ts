@@ -45,5 +45,6 @@ Examples:
       }
       for (const p of r.deletedPacks) info(ctx.out, `deleted ${p.key}: ${p.error}`);
       if (r.tempFilesDeleted) info(ctx.out, `deleted ${r.tempFilesDeleted} temp file(s) of interrupted writers`);
+      if (r.listing?.damaged.length) info(ctx.out, `replaced ${r.listing.damaged.length} damaged snapshot listing(s): ${short(r.listing.damaged)}`);
     });
 }

@@ -216,24 +216,18 @@ Examples:
         return list;
       };
       if (ctx.out.json) {
+        const { printSnapshotRows } = await import("./snapshot-rows-output.js");
+        if (!opts.tag && !opts.host) {
+          // From the cached rendered records: nothing parsed, nothing pretty-printed again.
+          const rows = readableOrDamage(await repo.listSnapshotRows());
+          for (const bad of repo.unreadableSnapshots) warn(`skipped ${bad.error}; run \`pi-guard check\``);
+          await printSnapshotRows(rows);
+          return;
+        }
+        const { snapshotJson } = await import("../repo/snapshot-rows.js");
         const all = readableOrDamage(await repo.listSnapshots()).filter((r) => wanted(r.snapshot));
         for (const bad of repo.unreadableSnapshots) warn(`skipped ${bad.error}; run \`pi-guard check\``);
-        await printJsonArray(slices(all, 2000), ({ id, snapshot: s }) => ({
-          id,
-          shortId: id.slice(0, 8),
-          time: s.time,
-          localTime: formatLocalTime(new Date(s.time)),
-          host: s.host,
-          user: s.user,
-          tags: s.tags,
-          roots: s.roots,
-          parent: s.parent ?? null,
-          imported: s.imported ?? null,
-          skipped: s.skipped ?? [],
-          changedWhileRead: s.changedWhileRead ?? [],
-          special: s.special ?? [],
-          summary: s.summary,
-        }));
+        await printJsonArray(slices(all, 2000), ({ id, snapshot: s }) => snapshotJson(id, s, formatLocalTime(new Date(s.time))));
         return;
       }
       // The table needs only the briefs: 100,000 snapshots list without parsing each in full.

@@ -181,6 +181,7 @@ export async function checkRepository(repo: Repository, opts: CheckOptions = {})
   try {
     snapshots = await repo.listSnapshots({ fromTarget: true });
     for (const bad of repo.unreadableSnapshots) error(bad.error);
+    await checkListings(repo, snapshots, { error, warn });
     const reader = new BlobReader(repo, pool);
     const unusable = (id: string) => {
       const loc = index.get(id);
@@ -231,6 +232,30 @@ export async function checkRepository(repo: Repository, opts: CheckOptions = {})
     damagedPacks,
     nextSteps,
   };
+}
+
+/**
+ * The snapshot listings (docs/FORMAT.md §7a) are copies: a damaged one is a warning (readers skip
+ * it), but one that verifies and disagrees with a snapshot object would show a new machine
+ * something the repository does not hold, which is an error. `repair index` rebuilds them.
+ */
+async function checkListings(repo: Repository, snapshots: SnapshotRecord[], report: { error: (m: string) => void; warn: (m: string) => void }): Promise<void> {
+  const byId = new Map(snapshots.map((r) => [r.id, r.snapshot]));
+  const listings = await repo.readListings();
+  for (const bad of repo.unreadableListings) report.warn(`${bad.error}; readers skip it, \`pi-guard repair index\` rebuilds the listing`);
+  for (const [listing, entries] of listings) {
+    for (const [id, body] of entries) {
+      const actual = byId.get(id);
+      if (!actual) continue; // forgotten since, or unreadable (reported above)
+      let same = false;
+      try {
+        same = JSON.stringify(JSON.parse(body.toString("utf8"))) === JSON.stringify(actual);
+      } catch {
+        // not JSON: not the same
+      }
+      if (!same) report.error(`snapshot listing ${listing.slice(0, 12)} disagrees with snapshot ${id.slice(0, 8)}; \`pi-guard repair index\` rebuilds the listing`);
+    }
+  }
 }
 
 /**

@@ -14,13 +14,13 @@ import { randomBytes } from "node:crypto";
 import { makeDirs, writeFully } from "../fs-safe.js";
 import { ID_BYTES } from "./format.js";
 
-export type CacheKind = "index" | "snapshots" | "heads" | "briefs";
+export type CacheKind = "index" | "snapshots" | "heads" | "briefs" | "listing" | "rows";
 
 const MAGIC = Buffer.from("PGMC");
 const VERSION = 1;
 const HEADER_BYTES = MAGIC.length + 1 + 4 + 4;
 const MAC_BYTES = 32;
-const KIND_BYTE: Record<CacheKind, number> = { index: 1, snapshots: 2, heads: 3, briefs: 4 };
+const KIND_BYTE: Record<CacheKind, number> = { index: 1, snapshots: 2, heads: 3, briefs: 4, listing: 5, rows: 6 };
 /** Beyond this many batches (one per write), a load rewrites the file as one batch. */
 const MAX_BATCHES = 256;
 

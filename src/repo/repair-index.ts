@@ -18,7 +18,7 @@ export async function removeWriterTempFiles(target: Target, stagingDir: string, 
   // An appender runs on every change: walking object folders that grow with the repository would
   // make each snapshot cost more than the last. Their rare `.tmp-` leftovers wait for prune or check.
   if (scope === "dead") return removed;
-  return removed + ((await target.cleanTemp?.(0, ["data", "index", "snapshots"], "all")) ?? 0);
+  return removed + ((await target.cleanTemp?.(0, ["data", "index", "snapshots", "listing"], "all")) ?? 0);
 }
 
 export interface RepairIndexReport {
@@ -33,6 +33,8 @@ export interface RepairIndexReport {
   /** Objects in data/ that no index names and that do not describe themselves: deleted. */
   deletedPacks: { key: string; error: string }[];
   tempFilesDeleted: number;
+  /** The snapshot listing written, the listing objects it replaced, and those of them that were damaged. */
+  listing?: { written: string | null; deleted: string[]; damaged: string[] };
   /** The index file written, and the ones it replaced (deleted after it was written); without a new
    * index, the files an earlier, interrupted repair had already replaced. */
   newIndex?: string;
@@ -118,6 +120,9 @@ export async function repairIndex(repo: Repository, opts: { lockWaitMs?: number 
     } else report.replaced = listed.filter((id) => superseded.has(id));
     for (const id of report.replaced) await repo.target.delete(indexKey(id));
     await repo.loadIndex(true);
+    // The snapshot listing (docs/FORMAT.md §7a) is rebuilt as one object, damaged ones deleted.
+    const listing = await repo.consolidateListing({ after: "repair" });
+    report.listing = { written: listing.written ?? null, deleted: listing.deleted, damaged: repo.unreadableListings.map((u) => u.id) };
     return report;
   } finally {
     await lock.release();

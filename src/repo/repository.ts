@@ -28,6 +28,8 @@ import { addKey, newMasterKey, unlock, type Credentials, type MasterKey } from "
 import { MemoryIndex } from "./memory-index.js";
 import { scanUnindexedPacks } from "./pack-scan.js";
 import { CONFIG_BOUNDS, listSnapshotIds, readRepoConfig } from "./peek.js";
+import { decodeRow, encodeRow, type SnapshotRow } from "./snapshot-rows.js";
+import { decodeListing, encodeListing, LISTING_AAD, listingBatch, listingKey, MAX_LISTINGS } from "./snapshot-listing.js";
 
 export interface RepoConfig {
   format: "pi-guard";
@@ -92,6 +94,16 @@ function byTime(a: { id: string; snapshot: { time: string } }, b: { id: string; 
 
 export const DEFAULT_PACK_SIZE = 16 * 1024 * 1024;
 
+/** The metadata cache's one record of kind "listing": what `uncoveredCount` reads. */
+const LISTING_STATE = "0".repeat(64);
+
+/** Test hook: PI_GUARD_TEST_LISTING_PAUSE=<phase> stops there, holding the writer's lock, until killed. */
+async function pauseForTest(phase: string): Promise<void> {
+  if (process.env.PI_GUARD_TEST_LISTING_PAUSE !== phase) return;
+  process.stderr.write(`pi-guard: paused at ${phase}\n`);
+  await new Promise(() => setInterval(() => undefined, 1 << 30));
+}
+
 /** Names of content-addressed objects; only these are cached (a foreign name is read, never kept). */
 const ID_HEX = /^[0-9a-f]{64}$/;
 
@@ -109,6 +121,8 @@ export function sha256Hex(data: Uint8Array): string {
 
 export class Repository {
   index = new MemoryIndex();
+  /** Listing objects (docs/FORMAT.md §7a) the last read of listing/ could not use. */
+  unreadableListings: { id: string; error: string }[] = [];
   /** Snapshots the last listSnapshots() could not read. */
   unreadableSnapshots: { id: string; error: string }[] = [];
   /** Index files the last loadIndex() could not read (and no readable index supersedes). */
@@ -429,7 +443,9 @@ export class Repository {
     const id = (await this.putContentAddressed(snapshotKey, this.seal(body, AAD.snapshot))).id;
     await this.cache?.put("snapshots", [[id, body]]);
     await this.cache?.put("briefs", [[id, Buffer.from(JSON.stringify(briefOf(snapshot)))]]);
+    await this.cache?.put("rows", [[id, encodeRow(id, snapshot)]]);
     await this.heads.record([{ id, snapshot }]);
+    await this.noteUncovered();
     return id;
   }
 
@@ -521,9 +537,25 @@ export class Repository {
         unparsable.add(id); // authentic but unparsable: fetch it again
       }
     }
+    // Many not cached (a new machine, a deleted cache): the listing objects hold most of them (§7a).
+    const missing = names.filter((id) => !cached.has(id) || unparsable.has(id));
+    const listed = !opts.fromTarget && missing.length >= listingBatch() ? await this.listedBodies(new Set(missing)) : undefined;
+    let fetchedOneByOne = 0;
     for (const id of names) {
       if (cached.has(id) && !unparsable.has(id)) continue;
+      const fromListing = listed?.get(id);
+      if (fromListing) {
+        try {
+          out.push({ id, snapshot: parseSnapshot(fromListing, id) });
+          fetched.add(id);
+          bodies.set(id, fromListing);
+          continue;
+        } catch {
+          // authentic but unparsable: read the object itself
+        }
+      }
       try {
+        fetchedOneByOne++;
         const fresh = await this.fetchSnapshotBody(id);
         out.push({ id, snapshot: parseSnapshot(fresh, id) });
         if (ID_HEX.test(id)) {
@@ -537,6 +569,7 @@ export class Repository {
       }
     }
     out.sort(byTime);
+    if (listed) await this.setUncovered(fetchedOneByOne);
     if (this.cache) {
       // Oldest first, so that the next listing finds them nearly sorted.
       await this.cache.put("snapshots", out.filter((r) => fetched.has(r.id)).map((r) => [r.id, bodies.get(r.id)!] as [string, Buffer]));
@@ -571,6 +604,161 @@ export class Repository {
     } else out.sort(byTime);
     await this.cache.retain("briefs", live, { rewriteWhenDead: "any" });
     await this.cache.release("briefs");
+    return out;
+  }
+
+  /**
+   * Every listing object that verifies (its name, its authentication, its structure), by id; the
+   * others are skipped and recorded in `unreadableListings` (check reports them,
+   * `repair index` replaces them). One deleted since the listing was superseded: its entries are
+   * in the listing that replaced it, or are read one by one.
+   */
+  async readListings(): Promise<Map<string, Map<string, Buffer>>> {
+    const out = new Map<string, Map<string, Buffer>>();
+    this.unreadableListings = [];
+    for (const id of await listNames(this.target, "listing")) {
+      const what = `snapshot listing ${id.slice(0, 12)}`;
+      try {
+        out.set(id, decodeListing(this.unseal(await this.getVerified(listingKey(id), id, what), what, LISTING_AAD), what));
+      } catch (err) {
+        if (err instanceof ObjectNotFound) continue;
+        if (!(err instanceof RepoError)) throw err;
+        this.unreadableListings.push({ id, error: err.message });
+      }
+    }
+    return out;
+  }
+
+  /** readListings, each one skipped named in a warning. */
+  private async readListingsWarned(): Promise<Map<string, Map<string, Buffer>>> {
+    const out = await this.readListings();
+    for (const bad of this.unreadableListings) this.onWarning(`skipped ${bad.error}; its snapshots are read one by one (\`pi-guard repair index\` rebuilds the listing)`);
+    return out;
+  }
+
+  /** The bodies the listing objects hold of `wanted`. */
+  private async listedBodies(wanted: Set<string>): Promise<Map<string, Buffer>> {
+    const out = new Map<string, Buffer>();
+    for (const entries of (await this.readListingsWarned()).values()) for (const [id, body] of entries) if (wanted.has(id)) out.set(id, body);
+    return out;
+  }
+
+  /** How many listed snapshots no listing covers, as this machine last counted; undefined: not known. */
+  private async uncoveredCount(): Promise<number | undefined> {
+    const body = await this.cache?.get("listing", LISTING_STATE);
+    if (!body) return undefined;
+    try {
+      const n = (JSON.parse(body.toString("utf8")) as { uncovered?: unknown }).uncovered;
+      return typeof n === "number" && Number.isInteger(n) && n >= 0 ? n : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  private async setUncovered(n: number): Promise<void> {
+    await this.cache?.replace("listing", [[LISTING_STATE, Buffer.from(JSON.stringify({ uncovered: n }))]]);
+  }
+
+  /** One more snapshot no listing covers; an unknown count stays unknown (the next consolidation counts). */
+  private async noteUncovered(): Promise<void> {
+    const n = await this.uncoveredCount();
+    if (n !== undefined) await this.setUncovered(n + 1);
+  }
+
+  /**
+   * Keep a cold start cheap (docs/FORMAT.md §7a): once `listingBatch()` listed snapshots are in no
+   * listing object, write one that holds them; when there would be more than MAX_LISTINGS, or
+   * the listings hold more forgotten snapshots than live ones, or `merge` (repair index), write
+   * one that holds every live snapshot and then delete the listings it replaces. Called with the
+   * writer's lock held (snapshot: shared; forget and repair index: exclusive), after the
+   * snapshot or forget is committed. The new object is read back before anything is deleted,
+   * and only listings this process read are deleted.
+   */
+  async consolidateListing(opts: { after: "snapshot" | "forget" | "repair" }): Promise<{ written?: string; deleted: string[] }> {
+    const batch = listingBatch();
+    if (opts.after === "snapshot") {
+      const known = await this.uncoveredCount();
+      if (known !== undefined && known < batch) return { deleted: [] };
+    }
+    const [names, listings] = await Promise.all([listSnapshotIds(this.target), this.readListingsWarned()]);
+    const live = new Set(names);
+    const covered = new Map<string, Buffer>();
+    let dead = 0;
+    for (const entries of listings.values()) {
+      for (const [id, body] of entries) {
+        if (live.has(id)) covered.set(id, body);
+        else dead++;
+      }
+    }
+    const uncovered = names.filter((id) => !covered.has(id) && ID_HEX.test(id));
+    const merge = opts.after === "repair" || listings.size >= MAX_LISTINGS || dead > covered.size;
+    if (!merge && uncovered.length < batch) {
+      await this.setUncovered(uncovered.length);
+      return { deleted: [] };
+    }
+    const entries = new Map<string, Buffer>(merge ? covered : []);
+    const cached = uncovered.length && this.cache ? await this.cache.entries("snapshots") : new Map<string, Buffer>();
+    for (const id of uncovered) {
+      try {
+        const body = cached.get(id) ?? (await this.fetchSnapshotBody(id));
+        parseSnapshot(body, id);
+        entries.set(id, body);
+      } catch (err) {
+        // Gone (forgotten meanwhile) or unreadable (check reports it): read one by one, as now.
+        if (!(err instanceof RepoError) && !(err instanceof ObjectNotFound)) throw err;
+      }
+    }
+    if (this.cache && uncovered.length) await this.cache.release("snapshots");
+    let written: string | undefined;
+    if (entries.size) {
+      const saved = await this.putContentAddressed(listingKey, this.seal(encodeListing(entries), LISTING_AAD));
+      const what = `snapshot listing ${saved.id.slice(0, 12)}`;
+      const back = decodeListing(this.unseal(await this.getVerified(listingKey(saved.id), saved.id, what), what, LISTING_AAD), what);
+      if ([...entries.keys()].some((id) => !back.has(id))) throw new RepoError(`${what} does not read back as written`, "corrupt");
+      written = saved.id;
+    }
+    await pauseForTest("listing-written");
+    const deleted: string[] = [];
+    // The listings read (a merge holds all their live entries), and on repair the unreadable ones too.
+    const replaced = merge ? [...listings.keys(), ...(opts.after === "repair" ? this.unreadableListings.map((u) => u.id) : [])] : [];
+    for (const id of replaced) {
+      if (id === written) continue;
+      await this.target.delete(listingKey(id));
+      deleted.push(id);
+    }
+    await this.setUncovered(uncovered.length - (entries.size - (merge ? covered.size : 0)));
+    return { written, deleted };
+  }
+
+  /**
+   * Every readable snapshot as the record `snapshots --json` prints (snapshot-rows.ts), oldest
+   * first, from the cache's rows: no snapshot is parsed. Any snapshot without a trusted row makes
+   * this a full listing, which records the missing rows.
+   */
+  async listSnapshotRows(): Promise<SnapshotRow[]> {
+    this.unreadableSnapshots = [];
+    const [names, cached] = await Promise.all([listSnapshotIds(this.target), this.cache ? this.cache.entries("rows") : new Map<string, Buffer>()]);
+    const live = new Set(names);
+    let out: SnapshotRow[] = [];
+    for (const [id, body] of cached) {
+      if (!live.has(id)) continue;
+      const row = decodeRow(id, body);
+      if (row) out.push(row);
+    }
+    if (out.length < live.size) {
+      const have = new Set(out.map((r) => r.id));
+      const fresh: [string, Buffer][] = [];
+      out = (await this.listSnapshots()).map(({ id, snapshot }) => {
+        const body = encodeRow(id, snapshot);
+        if (!have.has(id) && ID_HEX.test(id)) fresh.push([id, body]);
+        return decodeRow(id, body)!;
+      });
+      await this.cache?.put("rows", fresh);
+    } else out.sort((a, b) => byTime({ id: a.id, snapshot: a }, { id: b.id, snapshot: b }));
+    if (this.cache) {
+      await this.cache.retain("rows", live, { rewriteWhenDead: "any" });
+      await this.cache.release("rows");
+    }
     return out;
   }
 

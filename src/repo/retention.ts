@@ -314,6 +314,8 @@ export async function forget(repo: Repository, opts: ForgetOptions): Promise<For
         removed++;
       }
       lock.assertHeld();
+      // The forget is done: a listing that failed to shrink only costs the next cold start.
+      if (removed) await repo.consolidateListing({ after: "forget" }).catch((err: unknown) => repo.onWarning(`snapshot listing skipped: ${err instanceof Error ? err.message : String(err)}`));
     }
     return {
       dryRun,

@@ -211,6 +211,49 @@ describe("docs/FORMAT.md", () => {
     rmSync(claude, { recursive: true, force: true });
   });
 
+  it("§7a: a snapshot listing holds, for the snapshots it covers, the decoded bytes of each snapshot object", async () => {
+    const own = makeSandbox("format-listing");
+    try {
+      own.env.PI_GUARD_TEST_LISTING_BATCH = "2";
+      mkdirSync(own.agentDir, { recursive: true });
+      await initRepo(own);
+      for (let i = 0; i < 3; i++) {
+        writeFileSync(path.join(own.agentDir, "settings.json"), JSON.stringify({ round: i }));
+        await snapshot(own);
+      }
+      const secret = Buffer.from(readFileSync(path.join(own.configHome, "pi-guard", "key"), "utf8").trim(), "base64");
+      const keyName = readdirSync(path.join(own.repo, "keys"))[0];
+      const k = JSON.parse(readFileSync(path.join(own.repo, "keys", keyName), "utf8"));
+      const wrap = Buffer.from(hkdfSync("sha256", secret, Buffer.from(k.salt, "base64"), "pi-guard key file v1", 32));
+      const key = Buffer.from(JSON.parse(unseal(wrap, Buffer.from(k.data, "base64"), `pi-guard v2 key ${keyName}`).toString()).encryption, "base64");
+      const snapshotBodies = new Map(
+        readdirSync(path.join(own.repo, "snapshots")).map((name) => [name, decodePayload(unseal(key, readFileSync(path.join(own.repo, "snapshots", name)), "pi-guard v2 snapshot"))]),
+      );
+      const names = readdirSync(path.join(own.repo, "listing"));
+      expect(names).toHaveLength(1); // the first two snapshots; the third waits for the next batch
+      const raw = readFileSync(path.join(own.repo, "listing", names[0]));
+      expect(createHash("sha256").update(raw).digest("hex")).toBe(names[0]);
+      const b = decodePayload(unseal(key, raw, "pi-guard v2 listing"));
+      expect(b.subarray(0, 4).toString()).toBe("PGSL");
+      expect(b[4]).toBe(1);
+      const count = b.readUInt32LE(5);
+      let o = 9;
+      const covered: string[] = [];
+      for (let i = 0; i < count; i++) {
+        const id = b.toString("hex", o, o + 32);
+        const length = b.readUInt32LE(o + 32);
+        o += 36;
+        expect(b.subarray(o, o + length).equals(snapshotBodies.get(id)!)).toBe(true);
+        o += length;
+        covered.push(id);
+      }
+      expect(o).toBe(b.length);
+      expect(covered).toHaveLength(2);
+    } finally {
+      own.cleanup();
+    }
+  });
+
   it("leaves no plaintext of auth.json or the sessions in any repository object", () => {
     const files = listFiles(sb.repo);
     expect(files.length).toBeGreaterThan(4);
