@@ -321,10 +321,11 @@ async function verifyPack(repo: Repository, pack: string, indexed: IndexedBlob[]
   // The header is checked too, so that a pack can still be re-indexed from itself.
   try {
     const headerLen = raw.readUInt32LE(raw.length - 4);
-    const header = decrypt(repo.key.encryption, raw.subarray(raw.length - 4 - headerLen, raw.length - 4), `pack ${short} header`, AAD.packHeader);
-    decodePackHeader(header, `pack ${short} header`);
+    // The messages are listed under the pack already, so the part is named alone.
+    const header = decrypt(repo.key.encryption, raw.subarray(raw.length - 4 - headerLen, raw.length - 4), "header", AAD.packHeader);
+    decodePackHeader(header, "header");
   } catch (err) {
-    messages.push(err instanceof RepoError ? err.message.replace(`pack ${short} header`, "header") : "unreadable header");
+    messages.push(err instanceof RepoError ? err.message : "unreadable header");
   }
   const bad: string[] = [];
   // A frame is sealed as a whole: damage anywhere in it makes all its blobs unreadable.

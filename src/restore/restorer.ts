@@ -1,6 +1,6 @@
 import { descriptorUse, retryOutOfDescriptors, syncDir, writeFully } from "../fs-safe.js";
 import { parseSessionFileName } from "../pi/writer.js";
-import { constants, promises as fs, type Stats } from "node:fs";
+import { constants, promises as fs } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import { randomBytes } from "node:crypto";
 import picomatch from "picomatch";
@@ -12,7 +12,7 @@ import type { Repository, SnapshotRecord } from "../repo/repository.js";
 import { defaultPoolSize, SealPool } from "../repo/seal-pool.js";
 import { readTree } from "../snapshot/tree.js";
 import { SQLITE_SIDE_SUFFIXES } from "../snapshot/sqlite-copy.js";
-import { type FsPath, joinPath, nodeComponents, RefusedPath, resolveDestRoot, showPath, walkDirs, walkToFile } from "./safe-path.js";
+import { type FsPath, joinPath, lstatOrNone, nodeComponents, RefusedPath, resolveDestRoot, showPath, walkDirs, walkToFile } from "./safe-path.js";
 import type { AdoptedRoot } from "./sessions-root.js";
 
 export interface RestoreOptions {
@@ -368,12 +368,6 @@ export function describeFsError(err: unknown, where: string): Error {
   if (code && REASONS[code]) return new RepoError(`cannot write ${where}: ${REASONS[code]}`, "io");
   return err as Error;
 }
-
-const lstatOrNone = (p: FsPath): Promise<Stats | undefined> =>
-  fs.lstat(p).catch((err: NodeJS.ErrnoException) => {
-    if (err.code === "ENOENT") return undefined;
-    throw err;
-  });
 
 /**
  * "unchanged" only when the file on disk has exactly the snapshot's chunks (same bytes) and mode.

@@ -72,7 +72,8 @@ export function showPath(p: FsPath): string {
   return typeof p === "string" ? p : p.toString("utf8");
 }
 
-const lstatOrNone = (p: FsPath): Promise<Stats | undefined> =>
+/** lstat, or undefined when nothing is there. */
+export const lstatOrNone = (p: FsPath): Promise<Stats | undefined> =>
   fs.lstat(p).catch((err: NodeJS.ErrnoException) => {
     if (err.code === "ENOENT") return undefined;
     throw err;
