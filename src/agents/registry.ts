@@ -6,6 +6,8 @@ import { RepoError } from "../repo/errors.js";
 import { claudeAdapter } from "./claude/index.js";
 import { codexAdapter } from "./codex/index.js";
 import { piAdapter } from "./pi/index.js";
+import { opencodeAdapter } from "./opencode/index.js";
+import { geminiAdapter } from "./gemini/index.js";
 import type { AgentAdapter, AgentName } from "./types.js";
 
 const ADAPTERS: AgentAdapter[] = [
@@ -13,6 +15,8 @@ const ADAPTERS: AgentAdapter[] = [
   piAdapter,
   claudeAdapter,
   codexAdapter,
+  geminiAdapter,
+  opencodeAdapter,
 ];
 
 /** Every registered adapter, pi first. */

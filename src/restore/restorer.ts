@@ -11,6 +11,7 @@ import type { TreeNode } from "../repo/format.js";
 import type { Repository, SnapshotRecord } from "../repo/repository.js";
 import { defaultPoolSize, SealPool } from "../repo/seal-pool.js";
 import { readTree } from "../snapshot/tree.js";
+import { SQLITE_SIDE_SUFFIXES } from "../snapshot/sqlite-copy.js";
 import { type FsPath, joinPath, nodeComponents, RefusedPath, resolveDestRoot, showPath, walkDirs, walkToFile } from "./safe-path.js";
 import type { AdoptedRoot } from "./sessions-root.js";
 
@@ -198,7 +199,31 @@ export async function planRestore(repo: Repository, record: SnapshotRecord, opts
       }
     }
   }
+  await dropStaleSqliteSides(plan, kept);
   return plan;
+}
+
+/**
+ * A SQLite db comes back alone: a snapshot stores its consistent copy, a self-contained file
+ * (snapshot/sqlite-copy.ts). The -wal, -shm or -journal of the db it replaces would be replayed
+ * over it, or make it look corrupt, so each one the snapshot does not hold is deleted with it (the
+ * pre-restore snapshot keeps them, as it keeps every file a restore replaces).
+ */
+async function dropStaleSqliteSides(plan: RestorePlan, kept: Map<string, Set<string>>): Promise<void> {
+  const planned = new Set(plan.items.map((i) => `${i.root}\0${i.key}`));
+  for (const item of [...plan.items]) {
+    const name = item.comps.at(-1);
+    if (item.type !== "file" || item.action === "unchanged" || typeof name !== "string") continue;
+    for (const suffix of SQLITE_SIDE_SUFFIXES) {
+      const rel = item.rel + suffix;
+      if (kept.get(item.root)?.has(rel) || planned.has(`${item.root}\0${rel}`)) continue;
+      const comps = [...item.comps.slice(0, -1), name + suffix];
+      const st = await fs.lstat(comps.reduce<FsPath>((p, c) => joinPath(p, c), item.rootDir)).catch(() => undefined);
+      if (!st?.isFile()) continue;
+      plan.items.push({ type: "delete", root: item.root, rootDir: item.rootDir, comps, rel, key: rel, action: "delete" });
+      plan.changes++;
+    }
+  }
 }
 
 /** The tree's nodes; a line that is not JSON is damage, reported as such (exit 3), not a crash. */

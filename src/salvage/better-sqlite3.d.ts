@@ -19,6 +19,8 @@ declare module "better-sqlite3" {
     pragma(source: string, options?: { simple?: boolean }): unknown;
     /** bench/ only (generating data): wraps `fn` in BEGIN/COMMIT. */
     transaction<F extends (...args: never[]) => unknown>(fn: F): F;
+    /** snapshot/sqlite-copy.ts: SQLite's online backup API, a step of pages at a time; the handler returns the next step's page count. */
+    backup(filename: string, options?: { progress?: (p: { totalPages: number; remainingPages: number }) => number | undefined }): Promise<{ totalPages: number; remainingPages: number }>;
     close(): void;
   }
   export default Database;

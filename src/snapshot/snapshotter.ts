@@ -17,6 +17,8 @@ import { nodeKey, readTree, TreeWriter } from "./tree.js";
 import { DEFAULT_FULL_READ_INTERVAL_MS } from "./sources.js";
 import { placeIn, rootPathsOf, ScanPlaces } from "./loss-guard.js";
 import { PROGRAM } from "../version.js";
+import type { CopyKind } from "../agents/types.js";
+import { copySqlite, SqliteBusy, sqliteDbOf } from "./sqlite-copy.js";
 import { hostName } from "../host.js";
 
 export interface SnapshotOptions {
@@ -48,10 +50,16 @@ export interface SnapshotOptions {
    * (`snapshot --full-read`: what to do when `verify` found a difference).
    */
   readAll?: boolean;
+  /**
+   * How the agent writes each file (its adapter's copy rules, agents/types.ts CopyRule): a
+   * `sqlite-wal` file is stored as a consistent copy (sqlite-copy.ts) under its own path, and its
+   * `-wal`/`-shm`/`-journal` are not stored at all. Undefined: every file is read as bytes.
+   */
+  copyKind?: (root: string, path: string) => CopyKind | undefined;
 }
 
-/** How much of the parent a snapshot may trust instead of reading (SnapshotOptions). */
-export type ReadPolicy = Pick<SnapshotOptions, "fullReadIntervalMs" | "readAll">;
+/** How much of the parent a snapshot may trust instead of reading, and how files are copied (SnapshotOptions). */
+export type ReadPolicy = Pick<SnapshotOptions, "fullReadIntervalMs" | "readAll" | "copyKind">;
 
 /** A file of the last whole snapshot (mostly the parent), and whether this snapshot's scan found it again. */
 export interface ParentFile {
@@ -139,7 +147,8 @@ const OPEN_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBL
 
 /** Take a snapshot of `opts.roots` into `repo`, holding an append lock throughout (docs/FORMAT.md §9). */
 export function createSnapshot(repo: Repository, opts: SnapshotOptions): Promise<SnapshotResult> {
-  const settings = { command: "snapshot", lockWaitMs: opts.lockWaitMs, onProgress: opts.onProgress, signal: opts.signal, reading: { fullReadIntervalMs: opts.fullReadIntervalMs, readAll: opts.readAll } };
+  const reading = { fullReadIntervalMs: opts.fullReadIntervalMs, readAll: opts.readAll, copyKind: opts.copyKind };
+  const settings = { command: "snapshot", lockWaitMs: opts.lockWaitMs, onProgress: opts.onProgress, signal: opts.signal, reading };
   return withSnapshotBuilder(repo, settings, async (builder) => {
     const host = opts.host ?? hostName();
     let { parent, baseline } = await findBases(repo, opts.parent, host, opts.roots);
@@ -363,7 +372,11 @@ export class SnapshotBuilder {
     } else {
       // Found, as for the parent: a file that vanishes between the scan and its read was there.
       this.baseline?.scanned.add(entry.root, entry.path);
-      const stored = await this.storeFile(entry);
+      // A SQLite db's side files are in its consistent copy (scanned in path order, the db comes first).
+      const db = sqliteDbOf(entry.path);
+      if (db !== undefined && this.sqliteStored.has(nodeKey(entry.root, db))) return;
+      const sqlite = !entry.pathBytes && this.reading.copyKind?.(entry.root, entry.path) === "sqlite-wal";
+      const stored = sqlite ? await this.storeSqlite(entry) : await this.storeFile(entry);
       if (stored) await this.tree.add(fileNode(base, stored));
     }
   }
@@ -383,6 +396,51 @@ export class SnapshotBuilder {
   async addNode(node: TreeNode): Promise<void> {
     if (node.type === "dir") this.counts.dirs++;
     await this.tree.add(node);
+  }
+
+  /** SQLite dbs stored as consistent copies in this snapshot, by node key. */
+  private readonly sqliteStored = new Set<string>();
+
+  /**
+   * A SQLite db in WAL mode: its consistent copy (sqlite-copy.ts), read whole, under the db's own
+   * path. Never "unchanged" by stat (the db's stat does not move while its WAL grows) and never
+   * appended to (pages change in place); content-defined chunks still dedup the pages that stayed.
+   * The node has no ctimeMs, so no later snapshot takes the live file for this copy.
+   */
+  private async storeSqlite(entry: ScannedEntry): Promise<StoredFile | undefined> {
+    const key = nodeKey(entry.root, entry.path);
+    const prev = this.parentNodes.get(key);
+    if (prev) this.parentFound.add(key);
+    let copy;
+    try {
+      copy = await copySqlite(entry.abs as string, { stagingDir: this.repo.stagingDir });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      if (err instanceof SqliteBusy) {
+        this.skipped.push({ root: entry.root, path: entry.path, error: err.message.replace(/^.*?: /, "") });
+        return undefined;
+      }
+      if (err instanceof RepoError) throw new RepoError(`${entry.root}/${entry.path}: ${err.message.replace(/^.*?: /, "")}`, err.kind);
+      if (isPathError(err)) {
+        this.skip(entry.root, entry.path, err as NodeJS.ErrnoException);
+        return undefined;
+      }
+      throw err;
+    }
+    try {
+      const handle = await fs.open(copy.path, "r");
+      try {
+        this.readDigest = undefined;
+        const bytes = await this.storeWhole(handle, 0, copy.size, []);
+        this.sqliteStored.add(key);
+        this.count(prev ? "changed" : "new", bytes.size, entry.path);
+        return { ino: entry.stat.ino, ...bytes, mtimeMs: entry.stat.mtimeMs, fullReadMs: Date.now() };
+      } finally {
+        await handle.close();
+      }
+    } finally {
+      await copy.dispose();
+    }
   }
 
   private async storeFile(entry: ScannedEntry): Promise<StoredFile | undefined> {
