@@ -22,7 +22,7 @@ import { findJournal, journalOutcome, newJournal, type RestoreJournal, writeJour
 import { targetRootDir, type TreeLayout } from "./restore/layout.js";
 import { applyUndo, checkRoots, checkUndo, undoPreview } from "./restore/undo.js";
 import { createSnapshot, type SnapshotOptions, type SnapshotResult } from "./snapshot/snapshotter.js";
-import { agentSessionsLoss, judgeLoss, sessionFileTest, type LossVerdict } from "./snapshot/loss-guard.js";
+import { judgeLoss, sessionFileTest, type LossVerdict } from "./snapshot/loss-guard.js";
 import { findAgent } from "./agents/registry.js";
 import { copyKindOf } from "./snapshot/copy-kind.js";
 import { SUSPECT_LOSS_TAG } from "./repo/format.js";
@@ -123,10 +123,8 @@ export async function snapshotAgentDir(config: Config, repo: Repository, opts: A
   assertRepoOutsideAgentDir(config);
   const { acceptLoss, ...snapshotOpts } = opts;
   const isSession = sessionFileTest(config);
-  // Each guarded agent's adapter says how its files are copied (a SQLite db consistently) and which are sessions.
-  const guarded = (config.agents ?? []).filter((a) => a.guarded).flatMap((a) => ((adapter) => (adapter ? [{ adapter, loc: a.location }] : []))(findAgent(a.location.agent)));
-  const copyKind = copyKindOf(guarded.flatMap((g) => g.adapter.copyRules(g.loc)));
-  const agentSessions = guarded.filter((g) => g.adapter.name !== "pi").map((g) => (f: { root: string; path: string }) => g.adapter.sessions.isSessionFile(f));
+  // Each guarded agent's adapter says how its files are copied: a SQLite db through its consistent copy.
+  const copyKind = copyKindOf((config.agents ?? []).filter((a) => a.guarded).flatMap((a) => findAgent(a.location.agent)?.copyRules(a.location) ?? []));
   let loss: LossVerdict | undefined;
   const result = await createSnapshot(repo, {
     roots: config.roots,
@@ -136,9 +134,7 @@ export async function snapshotAgentDir(config: Config, repo: Repository, opts: A
     copyKind,
     ...snapshotOpts,
     tagsAtCommit: (scan) => {
-      loss =
-        judgeLoss(scan.parentFiles(), scan.files, config.watch.suspectLoss, isSession, scan.baseline?.id) ??
-        agentSessionsLoss(scan.parentFiles(), scan.files, agentSessions, scan.baseline?.id);
+      loss = judgeLoss(scan.parentFiles(), scan.files, config.watch.suspectLoss, isSession, scan.baseline?.id);
       const tags = snapshotOpts.tagsAtCommit?.(scan) ?? [];
       const tagged = [...(snapshotOpts.tags ?? []), ...tags].includes(SUSPECT_LOSS_TAG);
       return loss && !acceptLoss && !tagged ? [...tags, SUSPECT_LOSS_TAG] : tags;

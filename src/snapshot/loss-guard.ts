@@ -15,6 +15,7 @@
  */
 import os from "node:os";
 import path from "node:path";
+import { findAgent } from "../agents/registry.js";
 import { isInside, META_ROOT_NAME, type Config, type WatchSettings } from "../config/config.js";
 import { sessionsDir } from "../pi/paths.js";
 import { parseSessionFileName } from "../pi/writer.js";
@@ -42,12 +43,22 @@ export function judgeLoss(
   parentFiles: ParentFile[],
   filesNow: number,
   rule: WatchSettings["suspectLoss"],
-  isSessionFile: (f: ParentFile) => boolean,
+  /** Whether a file is a session file, or which agent's (every session file of one agent gone is a loss). */
+  sessionGroup: (f: ParentFile) => string | boolean | undefined,
   against?: string,
 ): LossVerdict | undefined {
   const gone = parentFiles.filter((f) => !f.found);
   if (gone.length === 0) return undefined;
-  const sessions = parentFiles.filter(isSessionFile);
+  const groups = new Map<string, { total: number; gone: number }>();
+  for (const f of parentFiles) {
+    const g = sessionGroup(f);
+    if (!g) continue;
+    const key = g === true ? "" : g;
+    const n = groups.get(key) ?? { total: 0, gone: 0 };
+    n.total++;
+    if (!f.found) n.gone++;
+    groups.set(key, n);
+  }
   const verdict = (reason: LossVerdict["reason"]): LossVerdict => ({
     reason,
     filesBefore: parentFiles.length,
@@ -56,36 +67,30 @@ export function judgeLoss(
     sample: gone.slice(0, 5).map((f) => `${f.root}:${f.path}`),
     ...(against ? { against } : {}),
   });
-  if (sessions.length > 0 && sessions.every((f) => !f.found)) return verdict("sessions");
+  if ([...groups.values()].some((g) => g.total > 0 && g.gone === g.total)) return verdict("sessions");
   if (gone.length >= rule.minFiles && gone.length >= rule.fraction * parentFiles.length) return verdict("files");
   return undefined;
 }
 
 /**
- * judgeLoss's "sessions" rule for each other agent on its own: every session file of one agent
- * gone (its chats wiped, its one database deleted) is the pi incident for that agent, even while
- * the other agents' sessions are all there. `tests` holds one session-file test per agent.
+ * Which agent's session a file of a snapshot is: pi's are those below the sessions dir, wherever
+ * it is now, and every file of a root "sessions" (a last whole snapshot may have one the config
+ * lacks now); another agent's are what its adapter calls session files (Claude Code's transcripts,
+ * Codex's rollouts), in the roots the config gives that agent. Each agent is judged alone, so that
+ * a Claude Code sweep that took every transcript is flagged even while pi's sessions are all there.
  */
-export function agentSessionsLoss(parentFiles: ParentFile[], filesNow: number, tests: readonly ((f: ParentFile) => boolean)[], against?: string): LossVerdict | undefined {
-  for (const test of tests) {
-    const mine = parentFiles.filter(test);
-    if (mine.length === 0 || mine.some((f) => f.found)) continue;
-    const lost = parentFiles.filter((f) => !f.found).length;
-    return { reason: "sessions", filesBefore: parentFiles.length, filesNow, lost, sample: mine.slice(0, 5).map((f) => `${f.root}:${f.path}`), ...(against ? { against } : {}) };
-  }
-  return undefined;
-}
-
-/**
- * Which files of a snapshot are pi's sessions: those below the sessions dir, wherever it is now,
- * and every file of a root "sessions" (a last whole snapshot may have one the config lacks now).
- */
-export function sessionFileTest(config: Pick<Config, "agentDir" | "roots">): (f: ParentFile) => boolean {
+export function sessionFileTest(config: Pick<Config, "agentDir" | "roots"> & Partial<Pick<Config, "rootAgents">>): (f: ParentFile) => string | undefined {
   const dir = sessionsDir({ agentDir: config.agentDir, home: process.env.HOME || os.homedir() }).dir;
   // The deepest root that holds it: a symlinked sessions dir is a root of its own inside the agent root.
   const root = config.roots.filter((r) => isInside(dir, r.path) && r.name !== META_ROOT_NAME).sort((a, b) => b.path.length - a.path.length)[0];
   const prefix = root ? path.relative(root.path, dir).split(path.sep).join("/") : "";
-  return (f) => f.root === "sessions" || (!!root && f.root === root.name && (prefix === "" || f.path.startsWith(`${prefix}/`)));
+  const isPi = (f: ParentFile) => f.root === "sessions" || (!!root && f.root === root.name && (prefix === "" || f.path.startsWith(`${prefix}/`)));
+  const others = new Map(Object.entries(config.rootAgents ?? {}).flatMap(([rootName, agent]) => (agent === "pi" ? [] : [[rootName, findAgent(agent)] as const])));
+  return (f) => {
+    if (isPi(f)) return "pi";
+    const adapter = others.get(f.root);
+    return adapter?.sessions.isSessionFile({ root: f.root, path: f.path }) ? adapter.name : undefined;
+  };
 }
 
 /**

@@ -1,0 +1,54 @@
+// Gemini CLI end to end, with the real Gemini CLI 0.61.0 offline: a real session (with a shell
+// tool call) is snapshotted by the built pi-guard CLI, ~/.gemini is wiped as in the pi incident,
+// the guard flags the next snapshot, `restore latest` brings every file back byte for byte, and
+// Gemini CLI itself resumes the session and answers in it.
+import { readdirSync, rmSync } from "node:fs";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { loadConfig } from "../../src/config/config.js";
+import { geminiDataDir, runGemini, startGeminiModel } from "../helpers/agents/gemini.js";
+import { cli, initRepo, ok, snapshot } from "../helpers/cli.js";
+import { callTool, type FakeModelServer, say } from "../helpers/fake-model/server.js";
+import { fingerprint, makeSandbox, type Sandbox, treeState } from "../helpers/tmp.js";
+
+let sb: Sandbox | undefined;
+let server: FakeModelServer | undefined;
+afterEach(async () => {
+  await server?.close();
+  sb?.cleanup();
+  sb = server = undefined;
+});
+
+describe("Gemini CLI end to end (real Gemini CLI 0.61.0, offline)", () => {
+  it("a wiped ~/.gemini is flagged, restored byte for byte, and Gemini CLI resumes the session", async () => {
+    sb = makeSandbox("gm-e2e");
+    server = await startGeminiModel([callTool("run_shell_command", { command: "echo tool-said-hello", description: "Print a greeting" }), say("The tool printed it.")]);
+    const made = await runGemini(sb, server, "please run echo");
+    const dir = geminiDataDir(sb);
+    const before = fingerprint(treeState(dir));
+    expect(Object.keys(before).some((p) => /^tmp\/[^/]+\/chats\/session-.*\.jsonl$/.test(p))).toBe(true);
+
+    await initRepo(sb);
+    expect(loadConfig({}, sb.env).rootAgents).toMatchObject({ gemini: "gemini" });
+    const first = await snapshot(sb);
+
+    for (const name of readdirSync(dir)) rmSync(path.join(dir, name), { recursive: true, force: true });
+    const after = await cli(sb, ["snapshot", "--json"]);
+    expect(after.code, after.stderr).toBe(1);
+    expect(after.stderr).toMatch(/SUSPECTED LOSS/);
+    expect(after.json<{ tags: string[] }>().tags).toContain("suspect-loss");
+
+    const restored = (await ok(sb, ["restore", "latest", "--json"])).json<{ snapshotId: string; failed: unknown[] }>();
+    expect(restored.snapshotId).toBe(first.snapshotId);
+    expect(restored.failed).toEqual([]);
+    expect(fingerprint(treeState(dir))).toEqual(before);
+
+    server.setScript([say("Back again, same session.")]);
+    const resumed = await runGemini(sb, server, "are you still there?", { resume: made.sessionId });
+    expect(resumed.sessionId).toBe(made.sessionId);
+    expect(resumed.text).toContain("Back again, same session.");
+    const history = JSON.stringify((server.turnRequests.at(-1)!.json as { contents: unknown[] }).contents);
+    expect(history).toContain("please run echo");
+    expect(history).toContain("tool-said-hello");
+  }, 300_000);
+});
