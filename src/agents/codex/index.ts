@@ -8,9 +8,9 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import type BetterSqlite3 from "better-sqlite3";
 import type { DoctorCheck } from "../../doctor.js";
-import { expandTilde } from "../../pi/paths.js";
 import { liveFiles } from "../files.js";
 import { readHead } from "../jsonl.js";
+import { oneDirLocation } from "../locate.js";
 import type { AgentAdapter, AgentLocation, FileReader, FileRef, LocateContext, RestoreCheck, RestoreUnit, SecretFile, SessionMeta } from "../types.js";
 import { sqliteUnits } from "../units.js";
 import { codexMetaFromHead, readCodexRollout } from "./read.js";
@@ -42,18 +42,7 @@ const isDb = (ref: FileRef) => ref.root === CODEX_ROOT && /^[^/]+\.sqlite$/.test
 const isStateFile = (ref: FileRef) => ref.root === CODEX_ROOT && (ref.path === CODEX_STATE_DB || ref.path === `${CODEX_STATE_DB}-wal` || ref.path === `${CODEX_STATE_DB}-shm`);
 
 /** flag > $CODEX_HOME > config (`agents.codex.dir`) > ~/.codex. */
-function locate(ctx: LocateContext): AgentLocation {
-  const { env, home } = ctx;
-  const fromEnv = env[ENV_CODEX_HOME];
-  const [dir, foundBy, via] = ctx.flagDir
-    ? [path.resolve(ctx.flagDir), "flag" as const, "--agent-dir"]
-    : fromEnv
-      ? [path.resolve(home, expandTilde(fromEnv, home)), "env" as const, ENV_CODEX_HOME]
-      : ctx.config?.dir
-        ? [path.resolve(home, expandTilde(ctx.config.dir, home)), "config" as const, ctx.configFile ? `config file ${ctx.configFile}` : "config file"]
-        : [path.join(home, ".codex"), "default" as const, undefined];
-  return { agent: "codex", dir, foundBy, ...(via ? { via } : {}), roots: [{ name: CODEX_ROOT, path: dir, agent: "codex", foundBy, ...(via ? { via } : {}) }] };
-}
+const locate = (ctx: LocateContext): AgentLocation => oneDirLocation(ctx, "codex", { root: CODEX_ROOT, envVar: ENV_CODEX_HOME, defaultDir: (home) => path.join(home, ".codex") });
 
 export interface ThreadRow {
   id: string;
