@@ -380,7 +380,9 @@ async function restoreDestinations(
       else if (dir !== undefined) destinations[root.name] = dir;
       continue;
     }
-    const current = config.roots.find((r) => r.name === root.name);
+    // An agent's root that is no source now is still where that agent looks: a ~/.claude wiped
+    // whole is no longer detected, and the restore is what brings it back.
+    const current = config.roots.find((r) => r.name === root.name) ?? config.agents.flatMap((a) => a.location.roots).find((r) => r.name === root.name);
     const sessions = root.name === "sessions" ? await sessionsRootInPlace(repo, snapshot, config, { filtered: !!(opts.paths?.length || opts.session) }) : undefined;
     if (sessions?.place) {
       destinations[root.name] = sessions.place.destination;

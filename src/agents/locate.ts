@@ -1,20 +1,16 @@
-// The location rule of an agent whose data is one folder with one env override (Claude Code,
-// Codex CLI): a flag > the agent's env variable > the config file's `agents.<name>.dir` > the
-// default under $HOME. The agent's own variable beats the config, as the agent itself sees it.
+// The order every agent's data dir is found in: a flag, the agent's own env variable, the config
+// file's `agents.<name>.dir`, the default under $HOME. Adapters call this, so the order is one rule.
 
 import path from "node:path";
 import { expandTilde } from "../pi/paths.js";
-import type { AgentLocation, AgentName, LocateContext } from "./types.js";
+import type { FoundBy, LocateContext } from "./types.js";
 
-export function oneDirLocation(ctx: LocateContext, agent: AgentName, opts: { root: string; envVar: string; defaultDir: (home: string) => string }): AgentLocation {
+export function dirByPrecedence(ctx: LocateContext, envVar: string, defaultDir: string): { dir: string; foundBy: FoundBy; via?: string } {
   const { env, home } = ctx;
-  const fromEnv = env[opts.envVar];
-  const [dir, foundBy, via] = ctx.flagDir
-    ? [path.resolve(ctx.flagDir), "flag" as const, "--agent-dir"]
-    : fromEnv
-      ? [path.resolve(home, expandTilde(fromEnv, home)), "env" as const, opts.envVar]
-      : ctx.config?.dir
-        ? [path.resolve(home, expandTilde(ctx.config.dir, home)), "config" as const, ctx.configFile ? `config file ${ctx.configFile}` : "config file"]
-        : [opts.defaultDir(home), "default" as const, undefined];
-  return { agent, dir, foundBy, ...(via ? { via } : {}), roots: [{ name: opts.root, path: dir, agent, foundBy, ...(via ? { via } : {}) }] };
+  const fromEnv = env[envVar];
+  if (ctx.flagDir) return { dir: path.resolve(ctx.flagDir), foundBy: "flag", via: "--agent-dir" };
+  // A relative value means what it means to the agent: relative to the working dir.
+  if (fromEnv) return { dir: path.resolve(expandTilde(fromEnv, home)), foundBy: "env", via: envVar };
+  if (ctx.config?.dir) return { dir: path.resolve(home, expandTilde(ctx.config.dir, home)), foundBy: "config", via: ctx.configFile ? `config file ${ctx.configFile}` : "config file" };
+  return { dir: defaultDir, foundBy: "default" };
 }

@@ -3,7 +3,7 @@
 // <uuid>/subagents/ and tool-results/ beside them.
 
 import path from "node:path";
-import { oneDirLocation } from "../locate.js";
+import { dirByPrecedence } from "../locate.js";
 import type { AgentLocation, LocateContext } from "../types.js";
 
 export const ENV_CLAUDE_DIR = "CLAUDE_CONFIG_DIR";
@@ -12,7 +12,14 @@ export const CLAUDE_ROOT = "claude";
 
 /** flag > $CLAUDE_CONFIG_DIR > config (`agents.claude.dir`) > ~/.claude. */
 export function locateClaude(ctx: LocateContext): AgentLocation {
-  return oneDirLocation(ctx, "claude", { root: CLAUDE_ROOT, envVar: ENV_CLAUDE_DIR, defaultDir: (home) => path.join(home, ".claude") });
+  const { dir, foundBy, via } = dirByPrecedence(ctx, ENV_CLAUDE_DIR, path.join(ctx.home, ".claude"));
+  return {
+    agent: "claude",
+    dir,
+    foundBy,
+    ...(via ? { via } : {}),
+    roots: [{ name: CLAUDE_ROOT, path: dir, agent: "claude", foundBy, ...(via ? { via } : {}) }],
+  };
 }
 
 /** A transcript: projects/<project>/<uuid>.jsonl (not a subagent's, which sits one level deeper). */

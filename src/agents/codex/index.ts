@@ -10,7 +10,7 @@ import type BetterSqlite3 from "better-sqlite3";
 import type { DoctorCheck } from "../../doctor.js";
 import { liveFiles } from "../files.js";
 import { readHead } from "../jsonl.js";
-import { oneDirLocation } from "../locate.js";
+import { dirByPrecedence } from "../locate.js";
 import type { AgentAdapter, AgentLocation, FileReader, FileRef, LocateContext, RestoreCheck, RestoreUnit, SecretFile, SessionMeta } from "../types.js";
 import { sqliteUnits } from "../units.js";
 import { codexMetaFromHead, readCodexRollout } from "./read.js";
@@ -42,7 +42,10 @@ const isDb = (ref: FileRef) => ref.root === CODEX_ROOT && /^[^/]+\.sqlite$/.test
 const isStateFile = (ref: FileRef) => ref.root === CODEX_ROOT && (ref.path === CODEX_STATE_DB || ref.path === `${CODEX_STATE_DB}-wal` || ref.path === `${CODEX_STATE_DB}-shm`);
 
 /** flag > $CODEX_HOME > config (`agents.codex.dir`) > ~/.codex. */
-const locate = (ctx: LocateContext): AgentLocation => oneDirLocation(ctx, "codex", { root: CODEX_ROOT, envVar: ENV_CODEX_HOME, defaultDir: (home) => path.join(home, ".codex") });
+function locate(ctx: LocateContext): AgentLocation {
+  const { dir, foundBy, via } = dirByPrecedence(ctx, ENV_CODEX_HOME, path.join(ctx.home, ".codex"));
+  return { agent: "codex", dir, foundBy, ...(via ? { via } : {}), roots: [{ name: CODEX_ROOT, path: dir, agent: "codex", foundBy, ...(via ? { via } : {}) }] };
+}
 
 export interface ThreadRow {
   id: string;

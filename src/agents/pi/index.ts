@@ -3,11 +3,12 @@
 
 import path from "node:path";
 import type { KnownSecret } from "../../export/secrets.js";
-import { agentDir as defaultAgentDir, ENV_AGENT_DIR, expandTilde, PI_AGENT_FILES, readSessionsLink, sessionsDir, sessionsLinkNote } from "../../pi/paths.js";
+import { agentDir as defaultAgentDir, ENV_AGENT_DIR, PI_AGENT_FILES, readSessionsLink, sessionsDir, sessionsLinkNote } from "../../pi/paths.js";
 import { parseSessionFileName } from "../../pi/writer.js";
 import type { SessionHeader } from "../../pi/types.js";
 import { MAX_JSON_FILE_BYTES, type AgentAdapter, type AgentLocation, type AgentRoot, type FileInfo, type FileReader, type FileRef, type LocateContext, type RestoreCheck, type SessionMeta } from "../types.js";
 import { sqliteUnits } from "../units.js";
+import { dirByPrecedence } from "../locate.js";
 
 /** The historic root names: old repositories' snapshots and parent matching key on them. */
 export const PI_AGENT_ROOT = "agent";
@@ -26,14 +27,7 @@ const isInside = (child: string, parent: string): boolean => {
 /** flag > $PI_CODING_AGENT_DIR > config (`agents.pi.dir`, or the older top-level `agentDir`) > ~/.pi/agent. */
 function locate(ctx: LocateContext): AgentLocation {
   const { env, home } = ctx;
-  const configured = ctx.config?.dir ? path.resolve(home, expandTilde(ctx.config.dir, home)) : undefined;
-  const [dir, foundBy, via] = ctx.flagDir
-    ? [path.resolve(ctx.flagDir), "flag" as const, "--agent-dir"]
-    : env[ENV_AGENT_DIR]
-      ? [path.resolve(defaultAgentDir(env, home)), "env" as const, ENV_AGENT_DIR]
-      : configured
-        ? [configured, "config" as const, ctx.configFile ? `config file ${ctx.configFile}` : "config file"]
-        : [path.resolve(defaultAgentDir(env, home)), "default" as const, undefined];
+  const { dir, foundBy, via } = dirByPrecedence(ctx, ENV_AGENT_DIR, path.resolve(defaultAgentDir({}, home)));
   const roots: AgentRoot[] = [{ name: PI_AGENT_ROOT, path: dir, agent: "pi", foundBy, ...(via ? { via } : {}) }];
   const sessions = sessionsDir({ env, home, agentDir: dir });
   const link = isInside(sessions.dir, dir) ? readSessionsLink(sessions.dir, dir) : undefined;
