@@ -11,7 +11,8 @@ import { readCredentialCopies, resolveCredentials } from "./config/credentials.j
 import { openRepository, openTarget } from "./engine.js";
 import { isImport } from "./repo/format.js";
 import { isLocalLocation, parseRepoLocation } from "./targets/location.js";
-import { agentFileChecks, findHazards, protectionCheck } from "./doctor-hazards.js";
+import { agentFileChecks, protectionCheck } from "./doctor-hazards.js";
+import { findAgent } from "./agents/registry.js";
 import { PI_AGENT_FILES } from "./pi/paths.js";
 import type { Repository, SnapshotRecord } from "./repo/repository.js";
 import type { ObjectInfo, Target } from "./targets/target.js";
@@ -30,15 +31,23 @@ export interface DoctorCheck {
 
 const DAY = 24 * 60 * 60 * 1000;
 
-export async function runDoctor(config: Config, now = Date.now()): Promise<DoctorCheck[]> {
+/** `agent`: only that agent's checks beside the repository's (`doctor --agent NAME`); default: every guarded agent's. */
+export async function runDoctor(config: Config, now = Date.now(), agent?: string): Promise<DoctorCheck[]> {
   const checks: DoctorCheck[] = [];
   const add = (name: string, status: CheckStatus, message: string, fix?: string, paths?: string[]) =>
     checks.push({ name, status, message, ...(fix && status !== "ok" ? { fix } : {}), ...(paths ? { paths } : {}) });
+  const withPi = agent === undefined || agent === "pi";
 
-  const agentExists = await fs.stat(config.agentDir).then((s) => s.isDirectory(), () => false);
-  add("agent dir", agentExists ? "ok" : "warn", agentExists ? config.agentDir : `${config.agentDir} does not exist: nothing to back up`, "set PI_CODING_AGENT_DIR (or --agent-dir) to the agent dir pi uses");
-  for (const root of config.roots.filter((r) => r.name === "sessions")) {
-    add("sessions dir", "ok", `${root.path} (${config.sessionsLink ? "a symlink, followed" : "outside the agent dir"}; backed up as root "${root.name}")`);
+  if (withPi) {
+    const agentExists = await fs.stat(config.agentDir).then((s) => s.isDirectory(), () => false);
+    add("agent dir", agentExists ? "ok" : "warn", agentExists ? config.agentDir : `${config.agentDir} does not exist: nothing to back up`, "set PI_CODING_AGENT_DIR (or --agent-dir) to the agent dir pi uses");
+    for (const root of config.roots.filter((r) => r.name === "sessions")) {
+      add("sessions dir", "ok", `${root.path} (${config.sessionsLink ? "a symlink, followed" : "outside the agent dir"}; backed up as root "${root.name}")`);
+    }
+  }
+  for (const choice of config.agents.filter((c) => c.location.agent !== "pi" && (agent === undefined ? c.guarded : c.location.agent === agent))) {
+    const loc = choice.location;
+    add(`${loc.agent} dir`, choice.detected ? "ok" : "warn", choice.detected ? `${loc.dir} (${choice.guarded ? "guarded" : `not guarded: ${choice.why}`})` : `${loc.dir} does not exist: nothing of ${loc.agent} to back up`, `set ${loc.agent}'s own variable, or "agents": {"${loc.agent}": {"dir": "…"}} in the config file`);
   }
 
   const local = isLocalLocation(config.repo);
@@ -65,12 +74,23 @@ export async function runDoctor(config: Config, now = Date.now()): Promise<Docto
   // One look at the repository for the checks below, so that an outage is waited out once.
   const own = parseRepoLocation(config.repo).kind === "restic" ? undefined : await lookAtRepository(config);
   checks.push(...(await credentialCopyCheck(config, own)));
-  checks.push(...(await findHazards(config)));
+  checks.push(...(await agentHazards(config, agent)));
 
   const last = await lastSnapshotCheck(config, cred, add, now, own);
-  checks.push(...(await agentFileChecks(config, last.files)));
+  if (withPi) checks.push(...(await agentFileChecks(config, last.files)));
   checks.push(await protectionCheck(config, last.time, now));
   return checks;
+}
+
+/** What deletes or hides each agent's history (its adapter's hazards): the guarded agents', or the one asked for. */
+async function agentHazards(config: Config, agent: string | undefined): Promise<DoctorCheck[]> {
+  const out: DoctorCheck[] = [];
+  for (const choice of config.agents) {
+    if (agent === undefined ? !choice.guarded : choice.location.agent !== agent) continue;
+    const adapter = findAgent(choice.location.agent);
+    if (adapter) out.push(...(await adapter.hazards(choice.location, { env: process.env, repo: config.repo, keyFile: config.keyFile })));
+  }
+  return out;
 }
 
 /** The last snapshot's time (ms) and which of pi's agent files it holds (see agentFileChecks). */

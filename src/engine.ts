@@ -4,6 +4,7 @@
  * Nothing here prints.
  */
 import { makeDirs } from "./fs-safe.js";
+import { snapshotRootsOf } from "./agents/roots.js";
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import type { Config } from "./config/config.js";
@@ -147,6 +148,8 @@ export { backup, type BackupOptions, type BackupResult } from "./snapshot/backup
 
 export interface SafeRestoreOptions extends Omit<RestoreOptions, "destinations" | "realRoots" | "adopted" | "signal">, TreeLayout {
   lockWaitMs?: number;
+  /** Only this agent's roots (restore --agent NAME; src/agents/roots.ts snapshotRootsOf). */
+  agent?: string;
   /** Restore into this folder instead of in place. */
   targetDir?: string;
   /** Choose among this host's snapshots (see HostChoice). */
@@ -183,7 +186,7 @@ export async function restore(config: Config, repo: Repository, when: string, op
     const chosen = await chooseSnapshotAt(repo, when, { host: opts.host });
     warnings.push(...chosen.warnings);
     const snapshot = chosen.record;
-    const { refused, ...where } = await restoreDestinations(config, repo, snapshot, opts.targetDir, opts);
+    const { refused, ...where } = onlyAgent(await restoreDestinations(config, repo, snapshot, opts.targetDir, opts), snapshot, opts.agent);
     if (opts.targetDir) await ensureWritableDir(path.resolve(opts.targetDir));
     const plan = await planRestore(repo, snapshot, { ...opts, ...where, durable: !opts.targetDir, scope: pathInScope(config.filter) });
     if (opts.session) await checkSessionFound(repo, snapshot, opts.session, plan.sessionIds, refused);
@@ -346,6 +349,18 @@ export async function archiveSnapshot(
  * root "sessions" when the accident took what named it and this restore puts that back
  * (sessions-root.ts).
  */
+/** With `agent` (restore --agent NAME): only that agent's roots of the snapshot are restored, and only their refusals count. */
+function onlyAgent<T extends { destinations: Record<string, string>; refused: RestoreFailure[] }>(where: T, snapshot: SnapshotRecord, agent: string | undefined): T {
+  if (agent === undefined) return where;
+  const own = new Set(snapshotRootsOf(snapshot.snapshot, agent));
+  if (!own.size) throw new RepoError(`snapshot ${snapshot.id.slice(0, 8)} holds nothing of agent ${agent}`, "not-found");
+  return {
+    ...where,
+    destinations: Object.fromEntries(Object.entries(where.destinations).filter(([name]) => own.has(name))),
+    refused: where.refused.filter((r) => r.root !== undefined && own.has(r.root)),
+  };
+}
+
 async function restoreDestinations(
   config: Config,
   repo: Repository,
@@ -365,7 +380,9 @@ async function restoreDestinations(
       else if (dir !== undefined) destinations[root.name] = dir;
       continue;
     }
-    const current = config.roots.find((r) => r.name === root.name);
+    // An agent's root that is no source now is still where that agent looks: a ~/.claude wiped
+    // whole is no longer detected, and the restore is what brings it back.
+    const current = config.roots.find((r) => r.name === root.name) ?? config.agents.flatMap((a) => a.location.roots).find((r) => r.name === root.name);
     const sessions = root.name === "sessions" ? await sessionsRootInPlace(repo, snapshot, config, { filtered: !!(opts.paths?.length || opts.session) }) : undefined;
     if (sessions?.place) {
       destinations[root.name] = sessions.place.destination;

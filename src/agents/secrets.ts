@@ -64,3 +64,19 @@ export async function secretValuesOf(files: FileReader, specs: readonly SecretFi
   }
   return [...out.values()].sort((a, b) => b.value.length - a.value.length);
 }
+
+/**
+ * The secrets of every detected agent on this machine, for `export --redact` of any session: a key
+ * of one agent pasted into another's prompt is masked too. Longest first.
+ */
+export async function detectedAgentSecrets(config: { agents: readonly { location: import("./types.js").AgentLocation; detected: boolean }[] }): Promise<KnownSecret[]> {
+  const { liveFiles } = await import("./files.js");
+  const { findAgent } = await import("./registry.js");
+  const out = new Map<string, KnownSecret>();
+  for (const c of config.agents.filter((a) => a.detected)) {
+    const adapter = findAgent(c.location.agent);
+    if (!adapter) continue;
+    for (const s of await adapter.secretValues(liveFiles(c.location.roots), c.location)) if (!out.has(s.value)) out.set(s.value, s);
+  }
+  return [...out.values()].sort((a, b) => b.value.length - a.value.length);
+}

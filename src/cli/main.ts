@@ -13,6 +13,7 @@ import { registerOpsCommands } from "./service-commands.js";
 import { registerVerifyCommand } from "./verify-command.js";
 import { registerWatchCommands } from "./watch-commands.js";
 import { registerPiCommands } from "./pi-commands.js";
+import { registerAgentsCommand } from "./agents-commands.js";
 import { argsForUnknownCommand, pointUnknownCommandsToHelp } from "./unknown-command.js";
 import { hideSdkNodeVersionWarning } from "./warnings.js";
 import { describeRetry, reportRetriesTo } from "../targets/retry-report.js";
@@ -72,6 +73,7 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 3 damaged repository data or an inco
   registerVerifyCommand(program);
   registerKeyCommands(program);
   registerDoctorCommand(program);
+  registerAgentsCommand(program);
   registerSalvageCommands(program);
   registerSessionsCommands(program);
   registerOpsCommands(program);

@@ -489,6 +489,7 @@ export function registerDoctorCommand(program: Command): void {
   program
     .command("doctor")
     .description("check the setup for ways the backups could be lost with the data")
+    .option("--agent <name>", "only this agent's checks (pi, claude, …) beside the repository's")
     .addHelpText(
       "after",
       `
@@ -496,19 +497,22 @@ Besides the repository and credentials, doctor looks for the hazards behind the 
 pi-guard exists for: a package.json, node_modules or npm prefix in or beside the agent dir, a
 repository or key file inside it, no copy of a credential known to exist off the machine (see
 pi-guard key export), a sessions dir that is a symlink, no watcher running and no snapshot in the
-last hour, and session files with a torn last line, glued entries or no header.
-It only reads. Each warning or error comes with a one-line fix.
+last hour, and session files with a torn last line, glued entries or no header. For every other
+guarded agent (see pi-guard agents) it names what deletes that agent's history, such as Claude
+Code's cleanupPeriodDays, with the fix. It only reads. Each warning or error comes with a one-line fix.
 
 Exit code 1 when a check fails (an error); warnings do not change the exit code.
 
 Examples:
   $ pi-guard doctor
-  $ pi-guard doctor --json | jq '.checks[] | select(.status != "ok")'`,
+  $ pi-guard doctor --json | jq '.checks[] | select(.status != "ok")'
+  $ pi-guard doctor --agent claude`,
     )
-    .action(async (_opts: unknown, cmd: Command) => {
+    .action(async (opts: { agent?: string }, cmd: Command) => {
       const ctx = context(cmd);
       const { runDoctor } = await import("../doctor.js");
-      const checks = await runDoctor(ctx.config);
+      const agent = opts.agent === undefined ? undefined : (await import("../agents/registry.js")).agentByName(opts.agent).name;
+      const checks = await runDoctor(ctx.config, Date.now(), agent);
       if (ctx.out.json) printJson({ ok: !checks.some((c) => c.status === "error"), checks });
       else info(ctx.out, table(checks.flatMap((c) => [[c.status === "ok" ? "ok" : c.status.toUpperCase(), c.name, c.message], ...(c.fix ? [["", "", `fix: ${c.fix}`]] : [])])));
       if (checks.some((c) => c.status === "error")) process.exitCode = EXIT.failure;

@@ -21,6 +21,7 @@ export interface RestoreFlags {
   lock?: boolean;
   undo?: boolean;
   force?: boolean;
+  agent?: string;
 }
 
 /** A path from a snapshot can hold control characters (a terminal escape, say): show them escaped. */
@@ -168,6 +169,7 @@ export function registerRestoreCommands(program: Command): void {
     .option("-t, --target <dir>", "restore into this folder instead of in place")
     .option("-p, --path <glob...>", "only files matching these globs (relative to the agent dir)")
     .option("-s, --session <id>", "only the session with this id (or id prefix)")
+    .option("--agent <name>", "only this agent's data (pi, claude, …: see pi-guard agents)")
     .option("-n, --dry-run", "show what would change (and what it would discard), change nothing")
     .option("--delete", "also delete files that the snapshot does not have (within the restored scope)")
     .option("--host <host>", "choose among this host's snapshots (default: this host's, when several hosts share the repository)")
@@ -217,12 +219,14 @@ Examples:
   $ pi-guard restore --undo 20261130-140512-a1b2c3
   $ pi-guard restore 2026-11-30T09:00 --target /tmp/pi-then
   $ pi-guard restore latest --session 0b9c5c3e
+  $ pi-guard restore "1h ago" --agent claude
   $ pi-guard restore latest --path 'sessions/**' --path auth.json
   $ pi-guard restore latest --repo s3://bucket/pi --key-file ./key --host laptop --target ~/restored`,
     )
     .action(async (when: string, opts: RestoreFlags, cmd: Command) => {
       checkFlags(opts);
       const ctx = context(cmd);
+      if (opts.agent !== undefined) (await import("../agents/registry.js")).agentByName(opts.agent);
       const repo = await ctx.open();
       const { restore, undoRestore } = await import("../engine.js");
       if (opts.undo) {
@@ -234,6 +238,7 @@ Examples:
         targetDir: opts.target,
         paths: opts.path,
         session: opts.session,
+        agent: opts.agent,
         dryRun: opts.dryRun,
         deleteExtra: opts.delete,
         host: opts.host,

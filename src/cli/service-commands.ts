@@ -37,6 +37,7 @@ function registerStatus(program: Command): void {
     .description("is everything backed up? the last snapshot and its age, the watcher, the mirrors, the repository, the next jobs")
     .option("--max-age <duration>", "unhealthy when the last good snapshot, or a mirror, is older than this (e.g. 90s, 15m, 1h, 2d; default: config health.maxAge / health.mirrorMaxLag)")
     .option("--alert", "run the config's alerts.command when health changed since the last alert (for cron without a watcher)")
+    .option("--agent <name>", "also whether this agent (pi, claude, …) is guarded and which good snapshot holds it")
     .addHelpText(
       "after",
       `
@@ -64,6 +65,7 @@ sends the alerts and --alert sends none.
 Examples:
   $ pi-guard status
   $ pi-guard status --max-age 1h --json
+  $ pi-guard status --agent claude
   $ pi-guard status --max-age 15m -q || notify-send "pi-guard: backups are behind"
   */10 * * * * pi-guard status --alert -q`,
     )
@@ -71,14 +73,26 @@ Examples:
       const ctx = context(cmd);
       const { maxAgeMs, alert } = await statusOptions(ctx, opts);
       const { gatherStatus } = await import("../watch/status.js");
+      const agentName = opts.agent === undefined ? undefined : (await import("../agents/registry.js")).agentByName(opts.agent).name;
       const repo = await ctx.open();
-      await printStatus(ctx, await gatherStatus(ctx.config, repo, { maxAgeMs }), alert);
+      const report = await gatherStatus(ctx.config, repo, { maxAgeMs });
+      if (agentName) {
+        const agent = await (await import("../agents/status.js")).agentStatus(ctx.config, repo, agentName);
+        for (const message of agent.problems) {
+          report.problems.push(message);
+          report.problemKinds.push({ kind: "no-snapshot", subject: agentName, message });
+        }
+        report.healthy &&= agent.problems.length === 0;
+        report.agent = agent;
+      }
+      await printStatus(ctx, report, alert);
     });
 }
 
 export interface StatusFlags {
   maxAge?: string;
   alert?: boolean;
+  agent?: string;
 }
 
 /** The status flags checked (usage errors before any repository is opened). */
@@ -102,6 +116,8 @@ export async function printStatus(ctx: Context, r: StatusReport, alert: boolean)
   const snap = (s: { id: string; time: string; ageMs: number }) => `${s.id.slice(0, 8)}  ${both(s.time)}, ${formatAge(s.ageMs)} ago`;
   const ago = (iso: string) => `${both(iso)}, ${formatAge(Date.now() - Date.parse(iso))} ago`;
   rows.push(["last good snapshot", r.lastGoodSnapshot ? snap(r.lastGoodSnapshot) : "none"]);
+  const agent = r.agent;
+  if (agent) rows.push([`agent ${agent.name}`, `${agent.dir}: ${agent.guarded ? "guarded" : "NOT GUARDED"}${agent.lastGoodSnapshot ? `, in ${agent.lastGoodSnapshot.id.slice(0, 8)} (${agent.lastGoodSnapshot.time})` : ", in no good snapshot"}`]);
   if (r.newestSnapshot && r.newestSnapshot.id !== r.lastGoodSnapshot?.id) {
     rows.push(["newest snapshot", `${snap(r.newestSnapshot)}${r.newestSnapshot.suspectLoss ? "  SUSPECTED LOSS" : ""}`]);
   }

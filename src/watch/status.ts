@@ -6,6 +6,7 @@
  * watcher failing, hung or holding unsaved changes too long, a mirror behind or out of reach.
  * Everything read is treated as hostile.
  */
+import type { AgentStatus } from "../agents/status.js";
 import { promises as fs } from "node:fs";
 import os from "node:os";
 import type { Config } from "../config/config.js";
@@ -79,6 +80,8 @@ export type RequestRate = { puts: number; gets: number; lists: number; overMs: n
 
 export interface StatusReport {
   healthy: boolean;
+  /** With `status --agent NAME`: that agent's part (src/agents/status.ts). */
+  agent?: AgentStatus;
   /** Why it is not healthy (each one line). */
   problems: string[];
   /** The same problems with their kinds (src/watch/health.ts), as alerts compare them. */

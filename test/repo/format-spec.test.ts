@@ -3,7 +3,7 @@
 // nothing from src/. If the format and the document drift apart, it fails.
 
 import { createDecipheriv, createHash, createHmac, hkdfSync } from "node:crypto";
-import { readdirSync, readFileSync, writeFileSync, mkdirSync } from "node:fs";
+import { readdirSync, readFileSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -193,6 +193,22 @@ describe("docs/FORMAT.md", () => {
       const kept = node.content.slice(0, node.content.length - tail);
       expect(full.slice(0, kept.length)).toEqual(kept);
     }
+  });
+
+  it("§7 agents: which agent each root belongs to, by root name; pi-guard's own metadata belongs to none", async () => {
+    // A second agent's data dir (Claude Code's, found at ~/.claude) makes a second agent root.
+    const claude = path.join(sb.home, ".claude");
+    mkdirSync(claude, { recursive: true });
+    writeFileSync(path.join(claude, "settings.json"), '{"cleanupPeriodDays":36500}\n');
+    await snapshot(sb);
+    const { snapshots, nodes } = readRepo(sb.repo, path.join(sb.configHome, "pi-guard", "key"));
+    const newest = snapshots.at(-1);
+    expect(newest.roots.map((r: { name: string }) => r.name)).toEqual(["agent", "claude", "pi-guard-meta"]);
+    expect(newest.agents).toEqual({ agent: "pi", claude: "claude" });
+    expect(nodes.find((n) => n.root === "claude" && n.path === "settings.json")).toBeDefined();
+    // The first snapshot, of pi alone, named pi's root too.
+    expect(snapshots[0].agents).toEqual({ agent: "pi" });
+    rmSync(claude, { recursive: true, force: true });
   });
 
   it("leaves no plaintext of auth.json or the sessions in any repository object", () => {
