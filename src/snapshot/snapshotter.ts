@@ -374,8 +374,9 @@ export class SnapshotBuilder {
       this.baseline?.scanned.add(entry.root, entry.path);
       // A SQLite db's side files are in its consistent copy (scanned in path order, the db comes first).
       const db = sqliteDbOf(entry.path);
-      if (db !== undefined && this.sqliteStored.has(nodeKey(entry.root, db))) return;
-      const sqlite = !entry.pathBytes && this.reading.copyKind?.(entry.root, entry.path) === "sqlite-wal";
+      if (db !== undefined && (this.sqliteStored.has(nodeKey(entry.root, db)) || this.sqliteSkipped.has(nodeKey(entry.root, db)))) return;
+      // A side file whose db is not there (or not SQLite) is only bytes: it is never opened as a database.
+      const sqlite = db === undefined && !entry.pathBytes && this.reading.copyKind?.(entry.root, entry.path) === "sqlite-wal";
       const stored = sqlite ? await this.storeSqlite(entry) : await this.storeFile(entry);
       if (stored) await this.tree.add(fileNode(base, stored));
     }
@@ -398,8 +399,9 @@ export class SnapshotBuilder {
     await this.tree.add(node);
   }
 
-  /** SQLite dbs stored as consistent copies in this snapshot, by node key. */
+  /** SQLite dbs stored as consistent copies in this snapshot, and those that could not be (their side files are no use alone), by node key. */
   private readonly sqliteStored = new Set<string>();
+  private readonly sqliteSkipped = new Set<string>();
 
   /**
    * A SQLite db in WAL mode: its consistent copy (sqlite-copy.ts), read whole, under the db's own
@@ -417,6 +419,7 @@ export class SnapshotBuilder {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
       if (err instanceof SqliteBusy) {
+        this.sqliteSkipped.add(key);
         this.skipped.push({ root: entry.root, path: entry.path, error: err.message.replace(/^.*?: /, "") });
         return undefined;
       }

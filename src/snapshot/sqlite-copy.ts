@@ -5,9 +5,11 @@
 //   1. the db, then its -wal (or -journal), are copied into a private folder in pi-guard's staging
 //      dir; the -shm is not: it is only an index of the WAL, which SQLite rebuilds from the WAL;
 //   2. the db's stat (inode, size, mtime, ctime) before the copy and after the WAL's tells whether a
-//      checkpoint wrote the db meanwhile; if one did, the copy is taken again (bounded attempts).
-//      A WAL that grew or restarted meanwhile is harmless: WAL frames carry checksums and salts, so
-//      SQLite's recovery of the copy keeps exactly the transactions committed in what was read;
+//      checkpoint wrote the db meanwhile. That is harmless while the WAL keeps one generation (its
+//      header unchanged: every page the checkpoint wrote is still a frame of the copied WAL); after
+//      a WAL restart the copy is taken again (bounded attempts). A WAL that grew meanwhile is
+//      harmless too: frames carry checksums and salts, so SQLite's recovery of the copy keeps
+//      exactly the transactions committed in what was read;
 //   3. the copy is opened there (SQLite recovers the WAL into it) and written out through SQLite's
 //      online backup API, a step of pages at a time, into one self-contained file with no side files;
 //   4. that file must pass `PRAGMA integrity_check`, or the database is reported corrupt.
@@ -32,7 +34,7 @@ export function sqliteDbOf(file: string): string | undefined {
 }
 
 export const DEFAULT_SQLITE_COPY_TIMEOUT_MS = 60_000;
-const DEFAULT_ATTEMPTS = 5;
+const DEFAULT_ATTEMPTS = 10;
 const STEP_PAGES = 256;
 /** As the snapshotter's RACY_MS: a change within one clock tick of the last may leave the times as they were. */
 const RACY_MS = 20;
@@ -106,6 +108,34 @@ async function copyIfThere(from: string, to: string): Promise<boolean> {
   }
 }
 
+const WAL_HEADER = 32;
+
+/** The WAL's header (magic, page size, checkpoint sequence, salts, checksum) and size, or undefined without a WAL. */
+async function walHeader(file: string): Promise<{ header: Buffer; size: number } | undefined> {
+  const h = await fs.open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => undefined);
+  if (!h) return undefined;
+  try {
+    const header = Buffer.alloc(WAL_HEADER);
+    const { bytesRead } = await h.read(header, 0, WAL_HEADER, 0);
+    return bytesRead === WAL_HEADER ? { header, size: (await h.stat()).size } : undefined;
+  } finally {
+    await h.close();
+  }
+}
+
+/**
+ * Whether a checkpoint that wrote the db during the copy is harmless: the WAL kept one generation
+ * throughout (the same header, salts and checkpoint sequence, before the db was copied, in the
+ * copy, and after it) and did not shrink. Every page the checkpoint wrote is then still a frame in
+ * the copied WAL, which SQLite replays over the copied db; only a WAL restart, which overwrites
+ * those frames, would leave a half-checkpointed db without them.
+ */
+async function sameWal(before: { header: Buffer; size: number } | undefined, copied: string, live: string): Promise<boolean> {
+  if (!before) return false;
+  const [mine, now] = [await walHeader(copied), await walHeader(live)];
+  return !!mine && !!now && mine.header.equals(before.header) && now.header.equals(before.header) && mine.size >= before.size && now.size >= before.size;
+}
+
 /** Removes copy folders left by pi-guard processes that died mid-copy. */
 async function cleanDeadCopies(base: string): Promise<void> {
   for (const name of await fs.readdir(base).catch(() => [] as string[])) {
@@ -134,13 +164,17 @@ export async function copySqlite(dbPath: string, opts: SqliteCopyOptions): Promi
       for (const f of await fs.readdir(dir)) await fs.rm(path.join(dir, f), { force: true });
       const before = await settledStat(dbPath);
       if (!before.isFile()) throw Object.assign(new Error(`${dbPath}: not a regular file`), { code: "ENOENT" });
+      const walBefore = await walHeader(`${dbPath}-wal`);
       if (!(await copyIfThere(dbPath, raw))) throw Object.assign(new Error(`${dbPath}: gone`), { code: "ENOENT" });
       // After the db: frames a checkpoint had not yet written into the db are still in the WAL.
       await copyIfThere(`${dbPath}-wal`, `${raw}-wal`);
       await copyIfThere(`${dbPath}-journal`, `${raw}-journal`);
       const after = await fs.lstat(dbPath).catch(() => undefined);
-      if (after && sameStat(before, after)) return { ...(await backupCopy(dbPath, raw, path.join(dir, "copy.db"), deadline)), attempts: attempt, dispose };
+      if (after && (sameStat(before, after) || (await sameWal(walBefore, `${raw}-wal`, `${dbPath}-wal`)))) {
+        return { ...(await backupCopy(dbPath, raw, path.join(dir, "copy.db"), deadline)), attempts: attempt, dispose };
+      }
       if (attempt >= attempts) throw new SqliteBusy(`${dbPath}: rewritten by a checkpoint during each of ${attempts} copies`);
+      await new Promise((r) => setTimeout(r, 10 * attempt));
     }
   } catch (err) {
     await dispose();
