@@ -1,7 +1,6 @@
 // Where Claude Code keeps its data (DESIGN.md "Other agents", issue 19 item 2): $CLAUDE_CONFIG_DIR,
-// else ~/.claude. Transcripts are projects/<cwd with / turned into ->/<session uuid>.jsonl, with
+// else ~/.claude. Transcripts are projects/<cwd, every non-alphanumeric turned into ->/<session uuid>.jsonl, with
 // <uuid>/subagents/ and tool-results/ beside them.
-// Written by `iface` so that detection has a second real agent; `cc` owns this folder from here on.
 
 import path from "node:path";
 import { dirByPrecedence } from "../locate.js";

@@ -8,9 +8,9 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import type BetterSqlite3 from "better-sqlite3";
 import type { DoctorCheck } from "../../doctor.js";
-import { expandTilde } from "../../pi/paths.js";
 import { liveFiles } from "../files.js";
 import { readHead } from "../jsonl.js";
+import { dirByPrecedence } from "../locate.js";
 import type { AgentAdapter, AgentLocation, FileReader, FileRef, LocateContext, RestoreCheck, RestoreUnit, SecretFile, SessionMeta } from "../types.js";
 import { sqliteUnits } from "../units.js";
 import { codexMetaFromHead, readCodexRollout } from "./read.js";
@@ -43,15 +43,7 @@ const isStateFile = (ref: FileRef) => ref.root === CODEX_ROOT && (ref.path === C
 
 /** flag > $CODEX_HOME > config (`agents.codex.dir`) > ~/.codex. */
 function locate(ctx: LocateContext): AgentLocation {
-  const { env, home } = ctx;
-  const fromEnv = env[ENV_CODEX_HOME];
-  const [dir, foundBy, via] = ctx.flagDir
-    ? [path.resolve(ctx.flagDir), "flag" as const, "--agent-dir"]
-    : fromEnv
-      ? [path.resolve(home, expandTilde(fromEnv, home)), "env" as const, ENV_CODEX_HOME]
-      : ctx.config?.dir
-        ? [path.resolve(home, expandTilde(ctx.config.dir, home)), "config" as const, ctx.configFile ? `config file ${ctx.configFile}` : "config file"]
-        : [path.join(home, ".codex"), "default" as const, undefined];
+  const { dir, foundBy, via } = dirByPrecedence(ctx, ENV_CODEX_HOME, path.join(ctx.home, ".codex"));
   return { agent: "codex", dir, foundBy, ...(via ? { via } : {}), roots: [{ name: CODEX_ROOT, path: dir, agent: "codex", foundBy, ...(via ? { via } : {}) }] };
 }
 

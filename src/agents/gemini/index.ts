@@ -139,6 +139,13 @@ function toEntries(conv: GeminiConversation): SessionEntry[] {
     const id = String(m.id);
     const timestamp = str(m.timestamp) ?? "";
     const time = Date.parse(timestamp) || 0;
+    // The tool results the CLI sends back are a user record of functionResponse parts: the same
+    // results are already toolResult messages (from the call's `result`), so this one is kept as a record.
+    const onlyResponses = Array.isArray(m.content) && m.content.length > 0 && m.content.every((p) => isObj(p) && isObj(p.functionResponse));
+    if (m.type === "user" && onlyResponses) {
+      push({ type: "custom", id, parentId: prev, timestamp, customType: "gemini:function-responses", data: m });
+      continue;
+    }
     if (m.type === "user") {
       push({ type: "message", id, parentId: prev, timestamp, message: { role: "user", content: [{ type: "text", text: partsText(m.content) }], timestamp: time } as AgentMessage, raw: m });
       continue;
