@@ -17,7 +17,15 @@ export interface AgentChoice {
   why: string;
 }
 
-const isDir = (p: string) => statSync(p, { throwIfNoEntry: false })?.isDirectory() ?? false;
+/** Whether a data dir is there. One that cannot be looked at (EACCES) counts as there: the snapshot then names it as skipped rather than pretending it is absent. */
+function isDir(p: string): boolean {
+  try {
+    return statSync(p).isDirectory();
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    return code !== "ENOENT" && code !== "ENOTDIR";
+  }
+}
 
 /**
  * Every registered agent, located, and whether it is guarded:
