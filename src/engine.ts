@@ -24,8 +24,7 @@ import { targetRootDir, type TreeLayout } from "./restore/layout.js";
 import { applyUndo, checkRoots, checkUndo, undoPreview } from "./restore/undo.js";
 import { createSnapshot, type SnapshotOptions, type SnapshotResult } from "./snapshot/snapshotter.js";
 import { judgeLoss, sessionFileTest, type LossVerdict } from "./snapshot/loss-guard.js";
-import { findAgent } from "./agents/registry.js";
-import { copyKindOf } from "./snapshot/copy-kind.js";
+import { guardedCopyKind } from "./snapshot/copy-kind.js";
 import { SUSPECT_LOSS_TAG } from "./repo/format.js";
 import { pathInScope } from "./snapshot/scan.js";
 import {
@@ -124,15 +123,14 @@ export async function snapshotAgentDir(config: Config, repo: Repository, opts: A
   assertRepoOutsideAgentDir(config);
   const { acceptLoss, ...snapshotOpts } = opts;
   const isSession = sessionFileTest(config);
-  // Each guarded agent's adapter says how its files are copied: a SQLite db through its consistent copy.
-  const copyKind = copyKindOf((config.agents ?? []).filter((a) => a.guarded).flatMap((a) => findAgent(a.location.agent)?.copyRules(a.location) ?? []));
   let loss: LossVerdict | undefined;
   const result = await createSnapshot(repo, {
     roots: config.roots,
     rootAgents: config.rootAgents,
     filter: config.filter,
     fullReadIntervalMs: config.snapshot.fullReadIntervalMs,
-    copyKind,
+    // Each guarded agent's adapter says how its files are copied: a SQLite db through its consistent copy.
+    copyKind: guardedCopyKind(config),
     ...snapshotOpts,
     tagsAtCommit: (scan) => {
       loss = judgeLoss(scan.parentFiles(), scan.files, config.watch.suspectLoss, isSession, scan.baseline?.id);

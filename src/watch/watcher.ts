@@ -13,6 +13,7 @@
  *   (full-scan.ts), rebuilding every watch if it finds a change no event reported.
  * - Health (health.ts) is judged on every tick; each change of it runs the alert command (alert.ts).
  */
+import { guardedCopyKind } from "../snapshot/copy-kind.js";
 import { promises as fs, statSync } from "node:fs";
 import path from "node:path";
 import type { FSWatcher } from "chokidar";
@@ -554,6 +555,7 @@ export class Watcher {
         rootAgents: this.config.rootAgents,
         filter: this.config.filter,
         fullReadIntervalMs: this.config.snapshot.fullReadIntervalMs,
+        copyKind: guardedCopyKind(this.config),
         host: this.state.host,
         lockWaitMs,
         signal: this.abandon.signal,

@@ -5,13 +5,10 @@
 import { readdirSync, rmSync } from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { liveFiles, snapshotFiles } from "../../src/agents/files.js";
 import { geminiAdapter } from "../../src/agents/gemini/index.js";
-import type { AgentSession, FileReader } from "../../src/agents/types.js";
 import { loadConfig } from "../../src/config/config.js";
-import { openRepository } from "../../src/engine.js";
-import { SnapshotReader } from "../../src/restore/snapshot-reader.js";
 import { geminiDataDir, runGemini, startGeminiModel } from "../helpers/agents/gemini.js";
+import { expectMapped, readSession } from "../helpers/agents/read-session.js";
 import { cli, initRepo, ok, snapshot } from "../helpers/cli.js";
 import { callTool, type FakeModelServer, say } from "../helpers/fake-model/server.js";
 import { fingerprint, makeSandbox, type Sandbox, treeState } from "../helpers/tmp.js";
@@ -23,38 +20,6 @@ afterEach(async () => {
   sb?.cleanup();
   sb = server = undefined;
 });
-
-/** The session as the adapter reads it into the common model, live or from a snapshot. */
-async function readSession(sb: Sandbox, id: string, snapshotId?: string): Promise<AgentSession> {
-  const loc = geminiAdapter.locate({ env: sb.env, home: sb.home });
-  const read = async (files: FileReader) => {
-    for await (const m of geminiAdapter.sessions.list(files)) if (m.id === id) return geminiAdapter.sessions.read(files, m);
-    throw new Error(`session ${id} is not listed in ${files.where}`);
-  };
-  if (!snapshotId) return read(liveFiles(loc.roots));
-  const repo = await openRepository(loadConfig({}, sb.env));
-  const reader = await SnapshotReader.open(repo);
-  try {
-    const record = (await reader.snapshots()).find((r) => r.id === snapshotId)!;
-    return await read(await snapshotFiles(reader, { id: snapshotId, tree: record.snapshot.tree }));
-  } finally {
-    await reader.close();
-  }
-}
-
-/** What the common model must hold of the session: the prompt, the tool call with its result, the answer, usage. */
-function expectMapped(s: AgentSession, toolName: string): void {
-  const messages = s.entries.filter((e) => e.type === "message").map((e) => (e as { message: { role: string; content?: unknown; usage?: { input: number; output: number }; toolCallId?: string } }).message);
-  const text = JSON.stringify(messages);
-  expect(messages.some((m) => m.role === "user" && JSON.stringify(m.content).includes("please run echo"))).toBe(true);
-  const call = messages.flatMap((m) => (m.role === "assistant" && Array.isArray(m.content) ? (m.content as { type: string; name?: string; id?: string }[]) : [])).find((b) => b.type === "toolCall" && b.name === toolName);
-  expect(call, `a ${toolName} tool call`).toBeDefined();
-  const result = messages.find((m) => m.role === "toolResult" && m.toolCallId === call!.id);
-  expect(JSON.stringify(result)).toContain("tool-said-hello");
-  expect(text).toContain("The tool printed it.");
-  expect(messages.some((m) => m.role === "assistant" && (m.usage?.input ?? 0) + (m.usage?.output ?? 0) > 0)).toBe(true);
-  expect(s.leafId).not.toBeNull();
-}
 
 describe("Gemini CLI end to end (real Gemini CLI 0.61.0, offline)", () => {
   it("a wiped ~/.gemini is flagged, restored byte for byte, and Gemini CLI resumes the session", async () => {
@@ -69,10 +34,10 @@ describe("Gemini CLI end to end (real Gemini CLI 0.61.0, offline)", () => {
     expect(loadConfig({}, sb.env).rootAgents).toMatchObject({ gemini: "gemini" });
     const first = await snapshot(sb);
     // The reader maps the real session into the common model, the same from the snapshot as live.
-    const live = await readSession(sb, made.sessionId);
+    const live = await readSession(geminiAdapter, sb, made.sessionId);
     expect(live.header.id).toBe(made.sessionId);
     expectMapped(live, "run_shell_command");
-    const stored = await readSession(sb, made.sessionId, first.snapshotId);
+    const stored = await readSession(geminiAdapter, sb, made.sessionId, first.snapshotId);
     expect(stored.entries).toEqual(live.entries);
     expect(stored.header).toEqual(live.header);
 

@@ -7,17 +7,15 @@ import Database from "better-sqlite3";
 import { existsSync, readdirSync, rmSync } from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { liveFiles, snapshotFiles } from "../../src/agents/files.js";
 import { opencodeAdapter } from "../../src/agents/opencode/index.js";
-import type { AgentSession, FileReader } from "../../src/agents/types.js";
 import { loadConfig } from "../../src/config/config.js";
-import { SnapshotReader } from "../../src/restore/snapshot-reader.js";
 import { openRepository } from "../../src/engine.js";
 import { BlobReader } from "../../src/repo/blob-reader.js";
 import { SealPool } from "../../src/repo/seal-pool.js";
 import { copySqlite } from "../../src/snapshot/sqlite-copy.js";
 import { readTree } from "../../src/snapshot/tree.js";
 import { opencodeCli, opencodeDataDir, opencodeDb, runOpencode, startOpencodeModel } from "../helpers/agents/opencode.js";
+import { expectMapped, readSession } from "../helpers/agents/read-session.js";
 import { cli, initRepo, ok, snapshot } from "../helpers/cli.js";
 import { callTool, type FakeModelServer, say } from "../helpers/fake-model/server.js";
 import { makeSandbox, type Sandbox } from "../helpers/tmp.js";
@@ -60,38 +58,6 @@ const wipe = (dir: string) => {
   for (const name of readdirSync(dir)) rmSync(path.join(dir, name), { recursive: true, force: true });
 };
 
-/** The session as the adapter reads it into the common model, live or from a snapshot. */
-async function readSession(sb: Sandbox, id: string, snapshotId?: string): Promise<AgentSession> {
-  const loc = opencodeAdapter.locate({ env: sb.env, home: sb.home });
-  const read = async (files: FileReader) => {
-    for await (const m of opencodeAdapter.sessions.list(files)) if (m.id === id) return opencodeAdapter.sessions.read(files, m);
-    throw new Error(`session ${id} is not listed in ${files.where}`);
-  };
-  if (!snapshotId) return read(liveFiles(loc.roots));
-  const repo = await openRepository(loadConfig({}, sb.env));
-  const reader = await SnapshotReader.open(repo);
-  try {
-    const record = (await reader.snapshots()).find((r) => r.id === snapshotId)!;
-    return await read(await snapshotFiles(reader, { id: snapshotId, tree: record.snapshot.tree }));
-  } finally {
-    await reader.close();
-  }
-}
-
-/** What the common model must hold of the session: the prompt, the tool call with its result, the answer, usage. */
-function expectMapped(s: AgentSession, toolName: string): void {
-  const messages = s.entries.filter((e) => e.type === "message").map((e) => (e as { message: { role: string; content?: unknown; usage?: { input: number; output: number }; toolCallId?: string } }).message);
-  const text = JSON.stringify(messages);
-  expect(messages.some((m) => m.role === "user" && JSON.stringify(m.content).includes("please run echo"))).toBe(true);
-  const call = messages.flatMap((m) => (m.role === "assistant" && Array.isArray(m.content) ? (m.content as { type: string; name?: string; id?: string }[]) : [])).find((b) => b.type === "toolCall" && b.name === toolName);
-  expect(call, `a ${toolName} tool call`).toBeDefined();
-  const result = messages.find((m) => m.role === "toolResult" && m.toolCallId === call!.id);
-  expect(JSON.stringify(result)).toContain("tool-said-hello");
-  expect(text).toContain("The tool printed it.");
-  expect(messages.some((m) => m.role === "assistant" && (m.usage?.input ?? 0) + (m.usage?.output ?? 0) > 0)).toBe(true);
-  expect(s.leafId).not.toBeNull();
-}
-
 describe("opencode end to end (real opencode 1.18.33, offline)", () => {
   it("a wiped opencode data dir is flagged, restored with the same rows and no stale side files, and opencode continues the session", async () => {
     sb = makeSandbox("oc-e2e");
@@ -105,10 +71,10 @@ describe("opencode end to end (real opencode 1.18.33, offline)", () => {
     expect(loadConfig({}, sb.env).rootAgents).toMatchObject({ opencode: "opencode" });
     const first = await snapshot(sb);
     // The reader maps the real session into the common model, the same from the snapshot as live.
-    const live = await readSession(sb, made.sessionId);
+    const live = await readSession(opencodeAdapter, sb, made.sessionId);
     expect(live.header.id).toBe(made.sessionId);
     expectMapped(live, "bash");
-    const stored = await readSession(sb, made.sessionId, first.snapshotId);
+    const stored = await readSession(opencodeAdapter, sb, made.sessionId, first.snapshotId);
     expect(stored.entries).toEqual(live.entries);
     expect(stored.header).toEqual(live.header);
     // Neither side file of the live db is in the snapshot: its consistent copy is, under the db's name.
