@@ -423,6 +423,13 @@ export class SnapshotBuilder {
         this.skipped.push({ root: entry.root, path: entry.path, error: err.message.replace(/^.*?: /, "") });
         return undefined;
       }
+      // A db SQLite cannot read (damaged, or not SQLite at all) is still the user's data: it is
+      // kept byte for byte, with its side files, and said so. Failing the snapshot would leave
+      // every other file unguarded because of one bad file.
+      if (err instanceof RepoError && err.kind === "corrupt") {
+        this.repo.onWarning(`${entry.root}/${entry.path}: ${err.message.replace(/^.*?: /, "")}; stored as it is, byte for byte, with its side files`);
+        return this.storeFile(entry);
+      }
       if (err instanceof RepoError) throw new RepoError(`${entry.root}/${entry.path}: ${err.message.replace(/^.*?: /, "")}`, err.kind);
       if (isPathError(err)) {
         this.skip(entry.root, entry.path, err as NodeJS.ErrnoException);

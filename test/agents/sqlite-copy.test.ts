@@ -12,7 +12,7 @@ import { RepoError } from "../../src/repo/errors.js";
 import { restoreSnapshot } from "../../src/restore/restorer.js";
 import { copySqlite } from "../../src/snapshot/sqlite-copy.js";
 import { openEngine } from "../snapshot/engine.js";
-import { initRepo, PROJECT_ROOT } from "../helpers/cli.js";
+import { cli, initRepo, ok, PROJECT_ROOT } from "../helpers/cli.js";
 import { makeSandbox, type Sandbox } from "../helpers/tmp.js";
 
 let sb: Sandbox | undefined;
@@ -58,14 +58,17 @@ const fs = require("node:fs");
 const [file, countFile] = process.argv.slice(1);
 const db = new Database(file);
 db.pragma("journal_mode = WAL");
-db.pragma("wal_autocheckpoint = 20");
 db.exec("CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY, body TEXT NOT NULL)");
 const ins = db.prepare("INSERT INTO t (id, body) VALUES (?, ?)");
 let n = db.prepare("SELECT count(*) AS n FROM t").get().n;
+// An agent's pace: a transaction of a few rows, then a breath (a tight loop of one-row commits
+// restarts the WAL faster than any raw copy can be taken: docs/FORMAT.md §10, "SQLite databases").
+const nap = new Int32Array(new SharedArrayBuffer(4));
+const batch = db.transaction((k) => { for (let i = 0; i < k; i++) { n++; ins.run(n, "row " + n + " " + "y".repeat(300 + (n % 700))); } });
 for (;;) {
-  n++;
-  ins.run(n, "row " + n + " " + "y".repeat(300 + (n % 700)));
-  if (n % 50 === 0) fs.writeFileSync(countFile, String(n));
+  batch(50);
+  fs.writeFileSync(countFile, String(n));
+  Atomics.wait(nap, 0, 0, 2);
 }
 `;
 
@@ -121,6 +124,29 @@ describe("consistent SQLite copy", () => {
     // Nothing left behind in staging.
     expect(readdirSync(path.join(sb.root, "staging", "sqlite"))).toEqual([]);
   });
+
+  it("keeps a db SQLite cannot read byte for byte, with its side files, and says so: one bad file never fails the snapshot", async () => {
+    sb = makeSandbox("sqlite-unreadable");
+    await initRepo(sb);
+    // pi's copy rules mark pi-hermes-memory/sessions.db as SQLite; this one is not a database at all.
+    const dir = path.join(sb.agentDir, "pi-hermes-memory");
+    mkdirSync(dir, { recursive: true });
+    const junk = Buffer.from("these are not the pages of a SQLite database\n".repeat(200));
+    writeFileSync(path.join(dir, "sessions.db"), junk);
+    writeFileSync(path.join(dir, "sessions.db-wal"), "a stray wal\n");
+    writeFileSync(path.join(sb.agentDir, "auth.json"), '{"k":"v"}\n');
+    const r = await cli(sb, ["snapshot", "--json"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/pi-hermes-memory\/sessions\.db: not a sound SQLite database .*; stored as it is, byte for byte/);
+    expect(JSON.parse(r.stdout).skipped ?? []).toEqual([]);
+    const target = sb.dir("then");
+    await ok(sb, ["restore", "latest", "--target", target]);
+    const back = readdirSync(target, { recursive: true }).map(String);
+    const db = back.find((f) => f.endsWith("pi-hermes-memory/sessions.db"));
+    expect(db, back.join(", ")).toBeDefined();
+    expect(readFileSync(path.join(target, db!)).equals(junk)).toBe(true);
+    expect(readFileSync(path.join(target, `${db!}-wal`), "utf8")).toBe("a stray wal\n");
+  }, 120_000);
 
   it("snapshots a db while a real writer process commits rows: the stored db is sound, holds a prefix of the committed rows, and comes back with no stale -wal/-shm", async () => {
     sb = makeSandbox("sqlite-busy");
