@@ -4,15 +4,18 @@
 // the others: their runners in test/helpers/agents/). Real parts throughout: the built CLI, real
 // files in a sandbox, the repository read back through the library.
 
-import { appendFileSync, existsSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
+import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { liveFiles, snapshotFiles } from "../../src/agents/files.js";
-import type { AgentAdapter, AgentLocation, AgentSession, FileRef } from "../../src/agents/types.js";
+import type { AgentAdapter, AgentLocation, AgentSession, FileRef, RestoreUnit } from "../../src/agents/types.js";
 import { loadConfig } from "../../src/config/config.js";
 import { openRepository } from "../../src/engine.js";
 import type { ToolCallContent } from "../../src/pi/types.js";
 import { SnapshotReader } from "../../src/restore/snapshot-reader.js";
+import { copyKindOf } from "../../src/snapshot/copy-kind.js";
 import { cli, initRepo, ok, snapshot, type SnapshotJson } from "../helpers/cli.js";
 import { fingerprint, treeState, type Sandbox } from "../helpers/tmp.js";
 
@@ -35,6 +38,8 @@ export interface AgentFixture {
   sb: Sandbox;
   /** The variable that moves the agent's data (PI_CODING_AGENT_DIR, CLAUDE_CONFIG_DIR…). */
   envOverride: string;
+  /** The data dir the agent uses when its variable holds `value` (default: `value` itself; opencode's XDG_DATA_HOME gives `<value>/opencode`). */
+  envDir?(value: string): string;
   /** Where the agent keeps its data under a HOME without overrides. */
   defaultDir(home: string): string;
   /** A real session, made by the agent's own code, with one tool call, and the secret planted. */
@@ -43,7 +48,10 @@ export interface AgentFixture {
   plantHazard(): Promise<string>;
   /** The accident: the agent's data wiped as in the pi incident (default: everything in its data dir). */
   wipe?(loc: AgentLocation): void;
-  /** A file whose restore unit has companions, and the files that unit must hold (a SQLite db and its side files). */
+  /**
+   * A file whose restore unit has companions, and the files that unit must hold. A SQLite db is
+   * stored as one consistent copy (docs/FORMAT.md §10), so its unit is the db alone.
+   */
   unitProbe?: { select: FileRef; expect: FileRef[] };
   /** Called once the suite is done (close a database the fixture holds open). */
   close?(): Promise<void>;
@@ -70,6 +78,53 @@ export const AGENT_CONFORMANCE_CASES = [
 
 const messageEntries = (s: AgentSession) => s.entries.filter((e) => e.type === "message");
 
+const SIDE_FILE = /-(wal|shm|journal)$/;
+
+/** A SQLite db's content: `PRAGMA integrity_check`, and each table's rows (sorted, as JSON), never its bytes. */
+export interface DbContent {
+  integrity: string;
+  tables: Record<string, string[]>;
+}
+
+/** The content of a db held in `db` (and `wal`), read from a private copy: the original and its folder stay as they are. */
+export function sqliteContent(db: Buffer, wal?: Buffer): DbContent {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "conformance-db-"));
+  try {
+    const file = path.join(dir, "copy.db");
+    writeFileSync(file, db);
+    if (wal) writeFileSync(`${file}-wal`, wal);
+    const conn = new Database(file);
+    try {
+      const integrity = String(conn.pragma("integrity_check", { simple: true }));
+      const names = (conn.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all() as { name: string }[]).map((r) => r.name);
+      const rows = (name: string) => (conn.prepare(`SELECT * FROM "${name.replace(/"/g, '""')}"`).all() as Record<string, unknown>[]).map((r) => JSON.stringify(Object.values(r))).sort();
+      return { integrity, tables: Object.fromEntries(names.map((n) => [n, rows(n)])) };
+    } finally {
+      conn.close();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** A live db's content, from its bytes and its -wal's (while nothing writes it). */
+export const liveSqliteContent = (file: string): DbContent => sqliteContent(readFileSync(file), existsSync(`${file}-wal`) ? readFileSync(`${file}-wal`) : undefined);
+
+/**
+ * The suite's check of restore units, on its own so that a test can show it catching a broken
+ * adapter: every selected file in exactly one unit, a db's unit holds no side file the snapshot
+ * lacks (a db is stored as one consistent copy, without -wal/-shm), and the probe's unit is whole.
+ */
+export function expectUnitsWhole(units: readonly RestoreUnit[], selected: readonly FileRef[], available: readonly FileRef[], probe?: AgentFixture["unitProbe"]): void {
+  const same = (a: FileRef) => (b: FileRef) => a.root === b.root && a.path === b.path;
+  for (const f of selected) expect(units.filter((u) => u.files.some(same(f))), `${f.root}:${f.path} in one unit`).toHaveLength(1);
+  for (const f of units.flatMap((u) => u.files)) if (SIDE_FILE.test(f.path)) expect(available.some(same(f)), `${f.root}:${f.path} is in the snapshot`).toBe(true);
+  if (probe) {
+    const unit = units.find((u) => u.files.some(same(probe.select)));
+    expect(unit?.files.map((f) => f.path).sort()).toEqual(probe.expect.map((f) => f.path).sort());
+  }
+}
+
 export function agentConformance(opts: AgentConformanceOptions): void {
   const { adapter } = opts;
   const timeout = opts.timeoutMs ?? 120_000;
@@ -94,6 +149,20 @@ export function agentConformance(opts: AgentConformanceOptions): void {
       } finally {
         await reader.close();
       }
+    };
+    /** A SQLite db as the adapter's copy rules say (stored as a consistent copy), not one of its side files. */
+    const isDb = (ref: FileRef) => !SIDE_FILE.test(ref.path) && copyKindOf(adapter.copyRules(loc))(ref.root, ref.path) === "sqlite-wal";
+    const absolute = (ref: FileRef) => path.join(loc.roots.find((r) => r.name === ref.root)!.path, ...ref.path.split("/"));
+    /** A root's state: its plain files by bytes, its dbs by content, and which db side files are there. */
+    const rootState = (root: { name: string; path: string }) => {
+      const tree = treeState(root.path);
+      const dbs = [...tree.keys()].filter((rel) => isDb({ root: root.name, path: rel }));
+      const ofDb = (rel: string) => dbs.some((d) => rel === d || (rel.startsWith(d) && SIDE_FILE.test(rel.slice(d.length))));
+      return {
+        plain: fingerprint(tree, (rel) => !ofDb(rel)),
+        dbs: Object.fromEntries(dbs.map((d) => [d, liveSqliteContent(path.join(root.path, ...d.split("/")))])),
+        sides: [...tree.keys()].filter((rel) => ofDb(rel) && !dbs.includes(rel)),
+      };
     };
     const findMeta = async (files: ReturnType<typeof liveFiles>) => {
       for await (const m of adapter.sessions.list(files)) if (m.id === made.id) return m;
@@ -120,11 +189,12 @@ export function agentConformance(opts: AgentConformanceOptions): void {
       expect(plain.foundBy).toBe("default");
       const moved = path.join(sb.root, "moved-by-env");
       const byEnv = adapter.locate({ env: { ...bare, [fx.envOverride]: moved }, home: sb.home });
-      expect(byEnv).toMatchObject({ dir: moved, foundBy: "env", via: fx.envOverride });
+      const movedDir = fx.envDir ? fx.envDir(moved) : moved;
+      expect(byEnv).toMatchObject({ dir: movedDir, foundBy: "env", via: fx.envOverride });
       const configured = path.join(sb.root, "moved-by-config");
       expect(adapter.locate({ env: bare, home: sb.home, config: { dir: configured } })).toMatchObject({ dir: configured, foundBy: "config" });
       // The agent's own variable wins over the config, as the agent itself sees it.
-      expect(adapter.locate({ env: { ...bare, [fx.envOverride]: moved }, home: sb.home, config: { dir: configured } }).dir).toBe(moved);
+      expect(adapter.locate({ env: { ...bare, [fx.envOverride]: moved }, home: sb.home, config: { dir: configured } }).dir).toBe(movedDir);
     });
 
     it(rootsCase, async () => {
@@ -197,7 +267,8 @@ export function agentConformance(opts: AgentConformanceOptions): void {
     it(copyCase, async () => {
       const live = liveFiles(loc.roots);
       const ref = (await findMeta(live)).files[0];
-      const file = path.join(loc.roots.find((r) => r.name === ref.root)!.path, ...ref.path.split("/"));
+      const file = absolute(ref);
+      if (isDb(ref)) return sqliteCopy(ref, file);
       const lines = readFileSync(file, "utf8").trimEnd().split("\n");
       const line = lines[lines.length - 1];
       // The writer appends whole copies of the last line, each in two writes, so that a snapshot
@@ -228,6 +299,55 @@ export function agentConformance(opts: AgentConformanceOptions): void {
       expect(grew, "the snapshots saw the appends").toBeGreaterThan(0);
     });
 
+    /**
+     * The copy case for a db: a second connection commits numbered rows while three snapshots run.
+     * Each snapshot's copy must pass integrity_check and hold rows 1..k with no gap (a committed
+     * state), k between the commits before and after that snapshot, and the agent's own tables as
+     * they were.
+     */
+    async function sqliteCopy(ref: FileRef, file: string): Promise<void> {
+      const before = liveSqliteContent(file);
+      const db = new Database(file);
+      db.pragma("busy_timeout = 5000");
+      db.exec("CREATE TABLE IF NOT EXISTS conformance_writer (n INTEGER PRIMARY KEY)");
+      const insert = db.prepare("INSERT INTO conformance_writer (n) VALUES (?)");
+      let n = 0;
+      insert.run(++n);
+      let stop = false;
+      const writer = (async () => {
+        while (!stop) {
+          insert.run(n + 1);
+          n++;
+          await new Promise((r) => setTimeout(r, 2));
+        }
+      })();
+      const runs: { id: string; lo: number; hi: number }[] = [];
+      try {
+        for (let i = 0; i < 3; i++) {
+          const lo = n;
+          const id = (await snapshot(sb)).snapshotId;
+          runs.push({ id, lo, hi: n });
+        }
+      } finally {
+        stop = true;
+        await writer;
+        db.close();
+      }
+      let most = 0;
+      for (const { id, lo, hi } of runs) {
+        const copy = sqliteContent(await inSnapshot(id, (files) => files.read(ref, 1 << 30)));
+        expect(copy.integrity, `snapshot ${id}'s copy of ${ref.path}`).toBe("ok");
+        const rows = (copy.tables.conformance_writer ?? []).map((r) => (JSON.parse(r) as number[])[0]).sort((a, b) => a - b);
+        expect(rows, `snapshot ${id} holds a committed state`).toEqual(rows.map((_, i) => i + 1));
+        expect(rows.length).toBeGreaterThanOrEqual(lo);
+        expect(rows.length).toBeLessThanOrEqual(hi);
+        const { conformance_writer: _w, ...agentTables } = copy.tables;
+        expect(agentTables, `the agent's tables in snapshot ${id}`).toEqual(before.tables);
+        most = Math.max(most, rows.length);
+      }
+      expect(most, "the snapshots saw the commits").toBeGreaterThan(1);
+    }
+
     it(hazardsCase, async () => {
       const name = await fx.plantHazard();
       const config = loadConfig({}, sb.env);
@@ -242,7 +362,7 @@ export function agentConformance(opts: AgentConformanceOptions): void {
     });
 
     it(wipeCase, async () => {
-      const before = loc.roots.map((r) => fingerprint(treeState(r.path)));
+      const before = loc.roots.map(rootState);
       const whole = await snapshot(sb);
       if (fx.wipe) fx.wipe(loc);
       else for (const name of readdirSync(loc.dir)) rmSync(path.join(loc.dir, name), { recursive: true, force: true });
@@ -255,7 +375,15 @@ export function agentConformance(opts: AgentConformanceOptions): void {
       const restored = (await ok(sb, ["restore", "latest", "--agent", adapter.name, "--json"])).json<{ snapshotId: string; failed: unknown[] }>();
       expect(restored.snapshotId).toBe(whole.snapshotId);
       expect(restored.failed).toEqual([]);
-      expect(loc.roots.map((r) => fingerprint(treeState(r.path)))).toEqual(before);
+      // Plain files come back byte for byte; a db with the same content, whole, and without stale
+      // side files (it was stored as one consistent copy, its WAL folded in).
+      const after_ = loc.roots.map(rootState);
+      for (const [i, r] of after_.entries()) {
+        expect(r.plain, loc.roots[i].path).toEqual(before[i].plain);
+        for (const c of Object.values(r.dbs)) expect(c.integrity).toBe("ok");
+        expect(r.dbs).toEqual(before[i].dbs);
+        expect(r.sides, "no side files after the restore").toEqual([]);
+      }
     });
 
     it(unitsCase, async () => {
@@ -269,16 +397,19 @@ export function agentConformance(opts: AgentConformanceOptions): void {
       const sessionFiles = (await findMeta(live)).files;
       const selected = fx.unitProbe ? [...sessionFiles, fx.unitProbe.select] : sessionFiles;
       const units = adapter.restoreUnits(selected, available);
-      // Every selected file is in exactly one unit.
-      for (const f of selected) expect(units.filter((u) => u.files.some((x) => x.root === f.root && x.path === f.path))).toHaveLength(1);
-      if (fx.unitProbe) {
-        const unit = units.find((u) => u.files.some((x) => x.path === fx.unitProbe!.select.path))!;
-        expect(unit.files.map((f) => f.path).sort()).toEqual(fx.unitProbe.expect.map((f) => f.path).sort());
+      expectUnitsWhole(units, selected, available, fx.unitProbe);
+      // Each unit's files (those the snapshot holds) are back as the snapshot holds them: plain
+      // files byte for byte, a db by content, with none of its side files left beside it.
+      const wanted = units.flatMap((u) => u.files).filter((f) => available.some((a) => a.root === f.root && a.path === f.path));
+      const stored = await inSnapshot(latest.id, async (files) => Promise.all(wanted.map((f) => files.read(f, 1 << 30))));
+      for (const [i, f] of wanted.entries()) {
+        if (!isDb(f)) {
+          expect((await live.read(f, 1 << 30)).equals(stored[i]), `${f.root}:${f.path}`).toBe(true);
+          continue;
+        }
+        expect(liveSqliteContent(absolute(f)), `${f.root}:${f.path}`).toEqual(sqliteContent(stored[i]));
+        for (const side of ["-wal", "-shm", "-journal"]) expect(existsSync(absolute(f) + side), `${f.path}${side} after the restore`).toBe(false);
       }
-      // Each unit's files are back, byte for byte as the snapshot holds them.
-      const wanted = units.flatMap((u) => u.files);
-      const bytes = await inSnapshot(latest.id, async (files) => Promise.all(wanted.map((f) => files.read(f, 1 << 30))));
-      for (const [i, f] of wanted.entries()) expect((await live.read(f, 1 << 30)).equals(bytes[i]), `${f.root}:${f.path}`).toBe(true);
       const checks = await adapter.checkRestored(live, units);
       expect(checks.filter((c) => !c.ok)).toEqual([]);
     });

@@ -49,7 +49,8 @@ agentConformance({
       },
       unitProbe: {
         select: { root: "agent", path: dbPath },
-        expect: ["", "-wal", "-shm"].map((s) => ({ root: "agent", path: dbPath + s })),
+        // Stored as one consistent copy (docs/FORMAT.md §10): the db comes back alone.
+        expect: [{ root: "agent", path: dbPath }],
       },
       async close() {
         db?.close();
