@@ -45,6 +45,13 @@ beforeAll(async () => {
 afterAll(() => sb?.cleanup());
 
 describe("the README's library example", () => {
+  it("is the block of docs/LIBRARY.md, word for word", () => {
+    const readme = readFileSync(path.join(PROJECT_ROOT, "README.md"), "utf8");
+    const m = /```js\n([\s\S]*?)```/.exec(readme);
+    expect(m, "README.md has a ```js block").not.toBeNull();
+    expect(m![1]).toBe(example());
+  });
+
   it("runs as written, importing pi-guard by its package name", { timeout: 120_000 }, async () => {
     writeFileSync(path.join(app, "example.mjs"), example());
     const tmp = sb.dir("tmp");
