@@ -2,7 +2,7 @@
 // how much there is, how many sessions, and whether pi-guard guards it. Only reads.
 
 import type { Config } from "../config/config.js";
-import { compileFilter } from "../snapshot/scan.js";
+import { pathInScope } from "../snapshot/scan.js";
 import { liveFiles } from "./files.js";
 import { findAgent } from "./registry.js";
 import type { AgentName, FoundBy } from "./types.js";
@@ -26,12 +26,7 @@ export interface AgentReport {
 
 /** A report per registered agent, in the registry's order; `only` keeps one. */
 export async function describeAgents(config: Pick<Config, "agents" | "filter">, only?: AgentName): Promise<AgentReport[]> {
-  const accept = compileFilter(config.filter);
-  const inScope = (p: string) => {
-    const parts = p.split("/");
-    for (let i = 1; i < parts.length; i++) if (!accept(parts.slice(0, i).join("/"), true)) return false;
-    return accept(p, false);
-  };
+  const inScope = pathInScope(config.filter);
   const out: AgentReport[] = [];
   for (const choice of config.agents) {
     const loc = choice.location;

@@ -85,8 +85,16 @@ async function knownAgent(name: string | undefined): Promise<void> {
   if (name !== undefined) (await import("../agents/registry.js")).agentByName(name);
 }
 
-/** The agent a catalog record belongs to: "pi" until records carry their agent. */
-const agentOf = (r: SessionRecord): string => (r as SessionRecord & { agent?: string }).agent ?? "pi";
+/** A FindQuery as the catalog's filter (the agent included). */
+const sessionFilter = (q: FindQuery): SessionFilter => ({
+  tag: q.tag,
+  project: q.project,
+  deleted: q.deleted,
+  host: q.host,
+  agent: q.agent,
+  since: toDate(q.since, "since"),
+  until: toDate(q.until, "until"),
+});
 
 /** One session, live or only in a snapshot, as a catalog found it. */
 export class Session {
@@ -99,7 +107,7 @@ export class Session {
     readonly record: SessionRecord,
   ) {
     this.id = record.id;
-    this.agent = agentOf(record);
+    this.agent = record.agent;
   }
 
   get name(): string | undefined {
@@ -217,10 +225,7 @@ export class PiGuard {
     const { filterSessions } = await import("../sessions/query.js");
     await knownAgent(query.agent);
     const catalog = await this.catalog(!!query.liveOnly);
-    const filter: SessionFilter = { tag: query.tag, project: query.project, deleted: query.deleted, host: query.host, since: toDate(query.since, "since"), until: toDate(query.until, "until") };
-    return filterSessions(catalog.sessions, filter)
-      .filter((r) => query.agent === undefined || agentOf(r) === query.agent)
-      .map((r) => new Session(this, catalog, r));
+    return filterSessions(catalog.sessions, sessionFilter(query)).map((r) => new Session(this, catalog, r));
   }
 
   /** One session by its id or a unique prefix of it. */
@@ -236,11 +241,8 @@ export class PiGuard {
     await assertSearchable(text);
     await knownAgent(opts.agent);
     const catalog = await this.catalog(!!opts.liveOnly);
-    const filter: SessionFilter = { tag: opts.tag, project: opts.project, deleted: opts.deleted, host: opts.host, since: toDate(opts.since, "since"), until: toDate(opts.until, "until") };
-    const report = await searchCatalog(this.config, catalog, text, { filter, limit: opts.limit, snapshots: !opts.liveOnly });
-    return report.results
-      .filter((r) => opts.agent === undefined || agentOf(r.session) === opts.agent)
-      .map((r) => ({ session: new Session(this, catalog, r.session), score: r.score, hits: r.hits }));
+    const report = await searchCatalog(this.config, catalog, text, { filter: sessionFilter(opts), limit: opts.limit, snapshots: !opts.liveOnly });
+    return report.results.map((r) => ({ session: new Session(this, catalog, r.session), score: r.score, hits: r.hits }));
   }
 
   /** Release the catalogs and the repository lock they hold; the sessions they gave stop reading. */

@@ -13,6 +13,8 @@
 import path from "node:path";
 import { expandTilde, readSettings } from "../../pi/paths.js";
 import type { AgentMessage, SessionEntry, Usage } from "../../pi/types.js";
+import { num, str } from "../jsonl.js";
+import { dirByPrecedence } from "../locate.js";
 import { secretValuesOf } from "../secrets.js";
 import { type AgentAdapter, type AgentLocation, type FileReader, type FileRef, type LocateContext, type RestoreCheck, type SecretFile, type SessionMeta } from "../types.js";
 import { sqliteUnits } from "../units.js";
@@ -25,16 +27,8 @@ const MAX_CHAT_BYTES = 512 << 20;
 
 /** flag > $GEMINI_CLI_HOME/.gemini > config (`agents.gemini.dir`) > ~/.gemini. */
 export function locateGemini(ctx: LocateContext): AgentLocation {
-  const { env, home } = ctx;
-  const fromEnv = env[ENV_GEMINI_HOME];
-  // The agent's own variable wins over the config, as Gemini CLI itself sees it.
-  const [dir, foundBy, via] = ctx.flagDir
-    ? [path.resolve(ctx.flagDir), "flag" as const, "--agent-dir"]
-    : fromEnv
-      ? [path.join(path.resolve(home, expandTilde(fromEnv, home)), ".gemini"), "env" as const, ENV_GEMINI_HOME]
-      : ctx.config?.dir
-        ? [path.resolve(home, expandTilde(ctx.config.dir, home)), "config" as const, ctx.configFile ? `config file ${ctx.configFile}` : "config file"]
-        : [path.join(home, ".gemini"), "default" as const, undefined];
+  const { home } = ctx;
+  const { dir, foundBy, via } = dirByPrecedence(ctx, ENV_GEMINI_HOME, path.join(home, ".gemini"), (v) => path.join(path.resolve(home, expandTilde(v, home)), ".gemini"));
   return { agent: "gemini", dir, foundBy, ...(via ? { via } : {}), roots: [{ name: GEMINI_ROOT, path: dir, agent: "gemini", foundBy, ...(via ? { via } : {}) }] };
 }
 
@@ -50,8 +44,6 @@ export const isGeminiChat = (p: string): boolean => /^tmp\/[^/]+\/chats\/session
 const isChatRef = (ref: FileRef) => ref.root === GEMINI_ROOT && isGeminiChat(ref.path);
 
 type Rec = Record<string, unknown>;
-const str = (v: unknown): string | undefined => (typeof v === "string" ? v : undefined);
-const num = (v: unknown): number => (typeof v === "number" && Number.isFinite(v) ? v : 0);
 const isObj = (v: unknown): v is Rec => !!v && typeof v === "object" && !Array.isArray(v);
 
 export interface GeminiConversation {

@@ -11,8 +11,9 @@
 import Database from "better-sqlite3";
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { expandTilde } from "../../pi/paths.js";
 import type { AgentMessage, SessionEntry, Usage } from "../../pi/types.js";
+import { num, str } from "../jsonl.js";
+import { dirByPrecedence } from "../locate.js";
 import { secretValuesOf } from "../secrets.js";
 import type { AgentAdapter, AgentLocation, AgentRoot, FileReader, FileRef, LocateContext, RestoreCheck, SecretFile, SessionMeta } from "../types.js";
 import { sqliteUnits } from "../units.js";
@@ -34,15 +35,8 @@ const isDbName = (p: string) => /^opencode(-[A-Za-z0-9._-]+)?\.db$/.test(path.po
 /** flag > $XDG_DATA_HOME/opencode > config (`agents.opencode.dir`) > ~/.local/share/opencode; OPENCODE_DB adds the db's folder when it is elsewhere. */
 export function locateOpencode(ctx: LocateContext): AgentLocation {
   const { env, home } = ctx;
-  const xdg = env.XDG_DATA_HOME && path.isAbsolute(env.XDG_DATA_HOME) ? env.XDG_DATA_HOME : undefined;
-  // The agent's own variable wins over the config, as opencode itself sees it.
-  const [dir, foundBy, via] = ctx.flagDir
-    ? [path.resolve(ctx.flagDir), "flag" as const, "--agent-dir"]
-    : xdg
-      ? [path.join(xdg, "opencode"), "env" as const, "XDG_DATA_HOME"]
-      : ctx.config?.dir
-        ? [path.resolve(home, expandTilde(ctx.config.dir, home)), "config" as const, ctx.configFile ? `config file ${ctx.configFile}` : "config file"]
-        : [path.join(home, ".local", "share", "opencode"), "default" as const, undefined];
+  // A relative XDG_DATA_HOME is ignored, as the XDG spec (and opencode) ignore it.
+  const { dir, foundBy, via } = dirByPrecedence(ctx, "XDG_DATA_HOME", path.join(home, ".local", "share", "opencode"), (v) => (path.isAbsolute(v) ? path.join(v, "opencode") : undefined));
   const roots: AgentRoot[] = [{ name: OPENCODE_ROOT, path: dir, agent: "opencode", foundBy, ...(via ? { via } : {}) }];
   const notes: string[] = [];
   const db = env[ENV_OPENCODE_DB];
@@ -86,8 +80,6 @@ async function withDb<T>(files: FileReader, db: FileRef, use: (conn: Database, r
 }
 
 const iso = (ms: unknown): string => (typeof ms === "number" && Number.isFinite(ms) ? new Date(ms).toISOString() : "");
-const num = (v: unknown): number => (typeof v === "number" && Number.isFinite(v) ? v : 0);
-const str = (v: unknown): string | undefined => (typeof v === "string" ? v : undefined);
 
 function parseRow(text: unknown, warnings: string[], what: string): Record<string, unknown> | undefined {
   if (typeof text !== "string" || text.length > MAX_ROW_JSON) {
