@@ -71,7 +71,8 @@ async function cliPart(workDir: string, agentDir: string, pool: TextPool, files:
   const keyFile = join(workDir, "pi-guard.key");
   const windowPassed = join(workDir, "window-passed.json");
   writeFileSync(windowPassed, JSON.stringify({ snapshot: { fullReadIntervalMs: 0 } }));
-  const base = { PI_GUARD_REPO: repo, PI_CODING_AGENT_DIR: agentDir, XDG_CONFIG_HOME: join(workDir, "xdg-config"), XDG_DATA_HOME: join(workDir, "xdg-data"), PI_GUARD_KEY_FILE: keyFile };
+  // HOME of its own: no agent the machine has joins the snapshot (pi-guard guards every detected agent).
+  const base = { HOME: join(workDir, "home"), PI_GUARD_REPO: repo, PI_CODING_AGENT_DIR: agentDir, XDG_CONFIG_HOME: join(workDir, "xdg-config"), XDG_DATA_HOME: join(workDir, "xdg-data"), PI_GUARD_KEY_FILE: keyFile };
   const resticEnv = cleanEnv({ RESTIC_REPOSITORY: join(workDir, "restic-repo"), RESTIC_PASSWORD: "bench-password", RESTIC_CACHE_DIR: join(workDir, "restic-cache") });
   const results: StepResult[] = [];
   const piGuard = async (step: string, config?: string): Promise<void> => {

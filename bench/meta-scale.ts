@@ -145,7 +145,8 @@ async function benchCount(workRoot: string, count: number, runs: number, reuse: 
   const xdgData = join(work, "xdg-data");
   mkdirSync(agent, { recursive: true });
   const files = makeAgentDir(agent);
-  const base = { PI_GUARD_REPO: repoDir, PI_CODING_AGENT_DIR: agent, XDG_CONFIG_HOME: join(work, "xdg-config"), XDG_DATA_HOME: xdgData, XDG_STATE_HOME: join(work, "xdg-state") };
+  // HOME of its own: no agent the machine has joins the snapshot (pi-guard guards every detected agent).
+  const base = { HOME: join(work, "home"), PI_GUARD_REPO: repoDir, PI_CODING_AGENT_DIR: agent, XDG_CONFIG_HOME: join(work, "xdg-config"), XDG_DATA_HOME: xdgData, XDG_STATE_HOME: join(work, "xdg-state") };
   const init = await measure(BIN, ["init", "--key-file-only", "--json"], { env: cleanEnv(base) });
   if (init.exitCode !== 0) throw new Error(`init failed: ${init.stderr}`);
   const keyFile = (JSON.parse(init.stdout) as { keyFile: string }).keyFile;

@@ -111,7 +111,9 @@ export function piGuardTool(workDir: string, agentDir: string, projectRoot: stri
   // The repository is made with a password, like restic's; then a key file is added, and the steps
   // run the way pi-guard runs unattended (snapshot --init, watch): with the key file.
   const keyFile = join(workDir, `pi-guard${tag}.key`);
-  const base = { PI_GUARD_REPO: remote?.repository ?? repoDir, PI_CODING_AGENT_DIR: agentDir, XDG_CONFIG_HOME: xdgConfig, XDG_DATA_HOME: xdgData, ...remote?.env };
+  // HOME is a folder of the run's own: pi-guard guards every agent it detects under HOME (a real
+  // ~/.claude would join the snapshot and the restore), and the bench compares the agent dir alone.
+  const base = { HOME: join(workDir, `home${tag}`), PI_GUARD_REPO: remote?.repository ?? repoDir, PI_CODING_AGENT_DIR: agentDir, XDG_CONFIG_HOME: xdgConfig, XDG_DATA_HOME: xdgData, ...remote?.env };
   const passwordEnv = cleanEnv({ ...base, PI_GUARD_PASSWORD: "bench-password" });
   const keyFileEnv = cleanEnv({ ...base, PI_GUARD_KEY_FILE: keyFile });
   const run = async (args: string[], check?: (j: Record<string, unknown> | null) => string | null, env = keyFileEnv): Promise<Step> => {
