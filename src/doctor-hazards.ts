@@ -12,10 +12,10 @@ import path from "node:path";
 import type { Config } from "./config/config.js";
 import { isInside } from "./config/config.js";
 import type { DoctorCheck } from "./doctor.js";
-import { streamSessionItems } from "./pi/parse.js";
-import { PI_AGENT_FILES } from "./pi/paths.js";
+import { streamSessionItems } from "./agents/pi/parse.js";
+import { PI_AGENT_FILES } from "./agents/pi/paths.js";
 import { holdsSecrets } from "./export/secrets.js";
-import type { ParseIssueKind } from "./pi/lines.js";
+import type { ParseIssueKind } from "./agents/pi/lines.js";
 import { watcherStatus } from "./watch/status.js";
 
 type Env = Record<string, string | undefined>;

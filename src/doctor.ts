@@ -13,7 +13,7 @@ import { isImport } from "./repo/format.js";
 import { isLocalLocation, parseRepoLocation } from "./targets/location.js";
 import { agentFileChecks, protectionCheck } from "./doctor-hazards.js";
 import { findAgent } from "./agents/registry.js";
-import { PI_AGENT_FILES } from "./pi/paths.js";
+import { PI_AGENT_FILES } from "./agents/pi/paths.js";
 import type { Repository, SnapshotRecord } from "./repo/repository.js";
 import type { ObjectInfo, Target } from "./targets/target.js";
 

@@ -39,7 +39,7 @@ import {
 } from "./restore/restorer.js";
 import { SnapshotReader } from "./restore/snapshot-reader.js";
 import { type AdoptedRoot, sessionsRootInPlace } from "./restore/sessions-root.js";
-import { parseSessionFileName } from "./pi/writer.js";
+import { parseSessionFileName } from "./agents/pi/writer.js";
 import { datedInFuture, PRE_RESTORE_TAG, type ResolvedTime, type Selection, selectSnapshotAt, snapshotsOfHost } from "./restore/select.js";
 import { hostName } from "./host.js";
 

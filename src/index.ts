@@ -17,7 +17,7 @@ export type { SearchHit } from "./sessions/search-query.js";
 export type { SessionRecord } from "./sessions/catalog.js";
 export type { SessionView } from "./sessions/view.js";
 export type { LoadedSession } from "./sessions/read.js";
-export type { SessionEntry, SessionHeader } from "./pi/types.js";
+export type { SessionEntry, SessionHeader } from "./model/session.js";
 export type { ExportFormat } from "./export/index.js";
 export type { Config } from "./config/config.js";
 export type {

@@ -2,7 +2,7 @@
 // file's `agents.<name>.dir`, the default under $HOME. Adapters call this, so the order is one rule.
 
 import path from "node:path";
-import { expandTilde } from "../pi/paths.js";
+import { expandTilde } from "./pi/paths.js";
 import type { FoundBy, LocateContext } from "./types.js";
 
 /**

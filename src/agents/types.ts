@@ -12,7 +12,7 @@
 
 import type { DoctorCheck } from "../doctor.js";
 import type { KnownSecret } from "../export/secrets.js";
-import type { SessionEntry, SessionHeader } from "../pi/types.js";
+import type { SessionEntry, SessionHeader } from "../model/session.js";
 import type { SourceRoot } from "../snapshot/sources.js";
 
 export type Env = Record<string, string | undefined>;
@@ -163,7 +163,7 @@ export interface CopyRule {
 // Sessions: the common session model
 
 /**
- * The common session model is pi's entry model (src/pi/types.ts): a header, then entries whose
+ * The common session model is pi's entry model (src/model/session.ts): a header, then entries whose
  * messages hold text, thinking, toolCall and toolResult blocks with usage and cost, linked by
  * `id`/`parentId` (branches where the agent has them, a chain where it has not). Each adapter maps
  * its native records into it:

@@ -148,7 +148,7 @@ Examples:
         return;
       }
       const s = result.summary;
-      const { sessionsLinkNote } = await import("../pi/paths.js");
+      const { sessionsLinkNote } = await import("../agents/pi/paths.js");
       const notes = !restic && !opts.fromTar && ctx.config.sessionsLink ? [sessionsLinkNote(ctx.config.sessionsLink)] : [];
       if (!ctx.out.json) for (const n of notes) info(ctx.out, `note: ${n}`);
       const { findingsExit, snapshotFindings } = await import("../engine/verdict.js");

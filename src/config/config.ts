@@ -5,7 +5,7 @@ import { createRequire } from "node:module";
 import type { z as Zod } from "zod";
 import { RepoError } from "../repo/errors.js";
 import { normalizeRepoLocation, parseRepoLocation } from "../targets/location.js";
-import { readSessionsLink, type SessionsLink, sessionsDir as piSessionsDir } from "../pi/paths.js";
+import { readSessionsLink, type SessionsLink, sessionsDir as piSessionsDir } from "../agents/pi/paths.js";
 import { DEFAULT_EXCLUDES, DEFAULT_FULL_READ_INTERVAL_MS, type SourceFilter, type SourceRoot } from "../snapshot/sources.js";
 import { scheduleProblems } from "../watch/schedule.js";
 import { DEFAULT_RETRY_MAX_MS } from "../targets/retry-report.js";

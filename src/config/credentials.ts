@@ -1,5 +1,5 @@
 import { makeDirs, writeFully } from "../fs-safe.js";
-import { writeFileAtomic } from "../pi/writer.js";
+import { writeFileAtomic } from "../agents/pi/writer.js";
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { randomBytes } from "node:crypto";

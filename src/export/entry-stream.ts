@@ -14,11 +14,11 @@
 
 import { isUtf8 } from "node:buffer";
 import { promises as fs } from "node:fs";
-import { nestingWarnings, SessionLineDecoder } from "../pi/lines.js";
-import { readLines, sessionVersion, type RawLine } from "../pi/parse.js";
-import type { AssistantMessage, RawSessionEntry, SessionEntry, SessionHeader } from "../pi/types.js";
-import { CURRENT_SESSION_VERSION } from "../pi/types.js";
-import { statFacts, statsFromFacts, type SessionStats, type StatFacts } from "../pi/stats.js";
+import { nestingWarnings, SessionLineDecoder } from "../agents/pi/lines.js";
+import { readLines, sessionVersion, type RawLine } from "../agents/pi/parse.js";
+import type { AssistantMessage, RawSessionEntry, SessionEntry, SessionHeader } from "../model/session.js";
+import { CURRENT_SESSION_VERSION } from "../model/session.js";
+import { statFacts, statsFromFacts, type SessionStats, type StatFacts } from "../model/stats.js";
 import { RepoError } from "../repo/errors.js";
 import { resolveEntryId } from "../sessions/view.js";
 import { headerSeed, placeholderHeader, stableIdGenerator } from "../sessions/read.js";

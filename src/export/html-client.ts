@@ -91,7 +91,7 @@ export const VIEWER_JS = String.raw`
   function textOf(content) { return blocks(content).filter(function (b) { return b.type === "text"; }).map(function (b) { return b.text; }).join("\n\n"); }
   function num(v) { return typeof v === "number" && isFinite(v) ? v : 0; }
   // Usage an entry adds to the session's totals, by pi's definition (countedUsage in
-  // src/pi/stats.ts): an assistant message's, a tool result's, a usage entry's of any kind, a
+  // src/model/stats.ts): an assistant message's, a tool result's, a usage entry's of any kind, a
   // compaction's or branch summary's.
   function usageOf(e) {
     var m = msg(e);

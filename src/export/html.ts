@@ -17,7 +17,7 @@ import { createHash } from "node:crypto";
 import os from "node:os";
 import v8 from "node:v8";
 import vm from "node:vm";
-import type { SessionEntry, SessionHeader } from "../pi/index.js";
+import type { SessionEntry, SessionHeader } from "../model/session.js";
 import type { SessionStream } from "./entry-stream.js";
 import { highlightToolOutput, languageOfPath, renderEntryMarkdown, scriptJson, textOf } from "./html-markdown.js";
 import { escapeHtml, parseSkillBlock } from "./markdown-text.js";

@@ -3,7 +3,7 @@
 // exportSessionTo streams (bounded memory for any session size); exportSession renders a session
 // already in memory, and is the reference the streamed output must equal.
 
-import { readLines } from "../pi/parse.js";
+import { readLines } from "../agents/pi/parse.js";
 import { RepoError } from "../repo/errors.js";
 import type { LoadedSession } from "../sessions/read.js";
 import { exportInput, type ExportInput } from "./model.js";

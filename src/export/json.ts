@@ -2,7 +2,8 @@
 // file order (the whole tree, pi's v3 form), so the file can be turned back into a session;
 // `path` is the root-to-leaf list of ids for the chosen branch.
 
-import { sessionStats, type SessionEntry, type SessionHeader, type SessionStats } from "../pi/index.js";
+import { sessionStats, type SessionStats } from "../model/stats.js";
+import { type SessionEntry, type SessionHeader } from "../model/session.js";
 import type { SessionStream } from "./entry-stream.js";
 import type { ExportInput } from "./model.js";
 

@@ -1,8 +1,9 @@
 // Markdown for pi 1.x's system prompt entries: the prompt with its sections and the tool list
 // with parameters, each later "system update" as what it changed, and a compaction's checkpoint.
 
-import type { SystemState, SystemStep, ToolDeclaration } from "../pi/index.js";
-import { describeSystemChange, toolParameters } from "../pi/index.js";
+import type { SystemState, SystemStep } from "../agents/pi/system-prompt.js";
+import type { ToolDeclaration } from "../model/session.js";
+import { describeSystemChange, toolParameters } from "../agents/pi/system-prompt.js";
 import { escapeHtml, fence, safeMarkdown } from "./markdown-text.js";
 
 const code = (text: string) => `<code>${escapeHtml(text)}</code>`;

@@ -1,8 +1,11 @@
 // Markdown export that reads well on GitHub: roles as headings, thinking and tool calls folded
 // into <details>, tool output fenced (with the file's language for read/write/edit).
 
-import type { AssistantMessage, SessionEntry, SessionHeader, SessionStats, SystemStep, ToolCallContent, ToolResultMessage } from "../pi/index.js";
-import { sessionStats, SystemReplay } from "../pi/index.js";
+import type { AssistantMessage, SessionEntry, SessionHeader, ToolCallContent, ToolResultMessage } from "../model/session.js";
+import type { SessionStats } from "../model/stats.js";
+import type { SystemStep } from "../agents/pi/system-prompt.js";
+import { sessionStats } from "../model/stats.js";
+import { SystemReplay } from "../agents/pi/system-prompt.js";
 import { blocksOf, contentText, entryText, entryUsage, formatCost, formatTokens, formatUsage, headerMetadata, messageFacts, messageOf, oneLine, replacementText } from "../sessions/describe.js";
 import { appliedEdits } from "../sessions/view.js";
 import { escapeHtml, fence, languageOf, parseSkillBlock, safeMarkdown, type SkillBlock } from "./markdown-text.js";

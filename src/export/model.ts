@@ -1,6 +1,6 @@
 // What every exporter receives: the session, the chosen branch and where it came from.
 
-import type { SessionEntry, SessionHeader } from "../pi/index.js";
+import type { SessionEntry, SessionHeader } from "../model/session.js";
 import { sessionView, type SessionView } from "../sessions/view.js";
 import type { LoadedSession } from "../sessions/read.js";
 import { redactDeep, type Redactor } from "./redact.js";
@@ -8,7 +8,7 @@ import { redactDeep, type Redactor } from "./redact.js";
 export interface ExportInput {
   /**
    * The branch and the tree; for pi 1.x also `system` (each system prompt entry on the branch,
-   * resolved against the prompt before it: src/pi/system-prompt.ts), `leadingSystem` and `edits`
+   * resolved against the prompt before it: src/agents/pi/system-prompt.ts), `leadingSystem` and `edits`
    * (the context edit in force for each edited entry). A streamed renderer gets the steps from
    * SystemReplay fed in branch order, and reads the branch's context_edit entries ahead
    * (streamMarkdown does both).

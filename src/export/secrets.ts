@@ -8,7 +8,7 @@
 
 import { constants as fsConstants, promises as fs } from "node:fs";
 import path from "node:path";
-import { PI_AGENT_FILES } from "../pi/paths.js";
+import { PI_AGENT_FILES } from "../agents/pi/paths.js";
 import { RepoError } from "../repo/errors.js";
 
 export interface KnownSecret {

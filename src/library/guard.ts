@@ -11,7 +11,7 @@ import type { SessionFilter } from "../sessions/query.js";
 import type { LoadedSession } from "../sessions/read.js";
 import type { SearchHit } from "../sessions/search-query.js";
 import type { SessionView } from "../sessions/view.js";
-import type { SessionEntry } from "../pi/types.js";
+import type { SessionEntry } from "../model/session.js";
 import type { OpenedEngine } from "../engine/open.js";
 import type { EngineBackupOptions, EngineBackupResult, EngineRestoreOptions, EngineRestoreResult, EngineSnapshot } from "../engine/types.js";
 import type { SnapshotFinding } from "../engine/verdict.js";

@@ -9,7 +9,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, promises as fs } from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { readSettings } from "../pi/paths.js";
+import { readSettings } from "../agents/pi/paths.js";
 import { makeDirs, writeFully } from "../fs-safe.js";
 import { RepoError } from "../repo/errors.js";
 

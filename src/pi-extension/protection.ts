@@ -5,7 +5,7 @@
  */
 import os from "node:os";
 import path from "node:path";
-import { agentDir as piAgentDir } from "../pi/paths.js";
+import { agentDir as piAgentDir } from "../agents/pi/paths.js";
 import { pidAlive } from "../pid.js";
 import { readGuardRecord, realAgentDir } from "../watch/guard-record.js";
 import { STALE_STATE_MS, watcherFiles, type WatcherState } from "../watch/state.js";

@@ -13,7 +13,7 @@ import path from "node:path";
 import picomatch from "picomatch";
 import type { Config } from "../config/config.js";
 import { makeDirs, syncDir, writeFully } from "../fs-safe.js";
-import { parseSessionFileName } from "../pi/writer.js";
+import { parseSessionFileName } from "../agents/pi/writer.js";
 import { RepoError } from "../repo/errors.js";
 import { describeFsError, type FileAction, type RestoreFailure, type RestoreReport, sessionMatcher } from "../restore/restorer.js";
 import { targetRootDir, type TreeLayout } from "../restore/layout.js";

@@ -7,7 +7,7 @@ import path from "node:path";
 import { RepoError } from "../repo/errors.js";
 import type { Config } from "../config/config.js";
 import { compareStrings } from "../compare.js";
-import { parseSessionFileName } from "../pi/writer.js";
+import { parseSessionFileName } from "../agents/pi/writer.js";
 import type { SessionRecord, SnapshotRef, SnapshotVersion } from "../sessions/catalog.js";
 import { listLiveFiles, liveSessionDirs } from "../sessions/live.js";
 import { summarizeSession, type SessionSummary } from "../sessions/summary.js";

@@ -3,13 +3,13 @@
 // gone from the agent dir (the pre-restore snapshot still holds them). pi's session files are
 // append-mostly, so the live file usually extends the restored one: what it loses is what follows
 // the bytes the two share. Those entries are counted with pi-guard's own read-only parser
-// (src/pi/), never pi's loader. Deleted sessions (--delete) lose all of their entries, and a restore
+// (src/agents/pi/, src/model/), never pi's loader. Deleted sessions (--delete) lose all of their entries, and a restore
 // of pi-guard's own metadata root rolls back its session tags.
 import { constants, promises as fs } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import { META_ROOT_NAME } from "../config/config.js";
-import { streamSessionItems } from "../pi/parse.js";
-import { parseSessionFileName } from "../pi/writer.js";
+import { streamSessionItems } from "../agents/pi/parse.js";
+import { parseSessionFileName } from "../agents/pi/writer.js";
 import { BlobReader } from "../repo/blob-reader.js";
 import type { TreeNode } from "../repo/format.js";
 import type { Repository } from "../repo/repository.js";

@@ -1,5 +1,5 @@
 import { descriptorUse, retryOutOfDescriptors, syncDir, writeFully } from "../fs-safe.js";
-import { parseSessionFileName } from "../pi/writer.js";
+import { parseSessionFileName } from "../agents/pi/writer.js";
 import { constants, promises as fs } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import { randomBytes } from "node:crypto";

@@ -21,7 +21,7 @@ import { promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { type Config, isInside } from "../config/config.js";
-import { expandTilde, sessionsDir } from "../pi/paths.js";
+import { expandTilde, sessionsDir } from "../agents/pi/paths.js";
 import type { TreeNode } from "../repo/format.js";
 import type { Repository, SnapshotRecord } from "../repo/repository.js";
 import { agentRootPath } from "../repo/parent-heads.js";

@@ -3,7 +3,7 @@
 // messages without usage or model, made-up times). Counted from the entries as written, so a fact
 // another source filled in during the merge is not reported missing.
 
-import type { SessionEntry } from "../pi/index.js";
+import type { SessionEntry } from "../model/session.js";
 import { isNameOnlyCall, isUnrecordedResult } from "./not-recorded.js";
 import { PROVENANCE_TYPE } from "./types.js";
 

@@ -1,7 +1,8 @@
 // The last step before writing: a provenance entry, and checks that the result is a tree pi can
 // load (unique ids, parents that exist), so we never write a file pi would choke on.
 
-import { serializeSession, type CustomEntry, type SessionEntry } from "../pi/index.js";
+import { serializeSession } from "../agents/pi/writer.js";
+import { type CustomEntry, type SessionEntry } from "../model/session.js";
 import { RepoError } from "../repo/errors.js";
 import { VERSION } from "../version.js";
 import { EntryIds } from "./ids.js";

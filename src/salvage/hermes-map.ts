@@ -2,7 +2,7 @@
 // pi-hermes-memory has text only (tool names, no calls or results, long text cut), hermes-agent
 // has OpenAI-style calls and results but no usage or provider. What is missing is counted.
 
-import { parseBounded } from "../pi/nesting.js";
+import { parseBounded } from "../model/nesting.js";
 import { deepGap } from "./input.js";
 import { nameOnlyCall, unrecordedResult, zeroUsage } from "./not-recorded.js";
 

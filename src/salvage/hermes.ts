@@ -2,7 +2,7 @@
 // Rows are streamed with iterate(), one session (or parent chain) at a time.
 
 import { resolve } from "node:path";
-import type { SessionEntry, SessionHeader } from "../pi/index.js";
+import type { SessionEntry, SessionHeader } from "../model/session.js";
 import { RepoError } from "../repo/errors.js";
 import { openHermes, sqliteError, type OpenedHermes } from "./hermes-db.js";
 import { agentRow, emptyStats, type MapStats, memoryRow, statCounts, statGaps, toMs } from "./hermes-map.js";

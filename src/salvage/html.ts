@@ -3,7 +3,8 @@
 // (export-html/index.js). Decoding it gives back every entry exactly as pi held it.
 
 import { promises as fs } from "node:fs";
-import { parseBounded, type SessionEntry, type SessionHeader } from "../pi/index.js";
+import { parseBounded } from "../model/nesting.js";
+import { type SessionEntry, type SessionHeader } from "../model/session.js";
 import { RepoError } from "../repo/errors.js";
 import { deepGap, statInput } from "./input.js";
 import type { SourceResult } from "./types.js";

@@ -2,7 +2,7 @@
 // one-line errors, and never opens anything for writing.
 
 import { promises as fs, type Stats } from "node:fs";
-import { MAX_NESTING } from "../pi/nesting.js";
+import { MAX_NESTING } from "../model/nesting.js";
 import { RepoError } from "../repo/errors.js";
 
 export async function statInput(file: string): Promise<Stats> {

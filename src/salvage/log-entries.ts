@@ -3,7 +3,7 @@
 // changes, so `pi --session FILE` continues with the model the conversation used.
 
 import { createHash } from "node:crypto";
-import type { SessionEntry, SessionHeader } from "../pi/index.js";
+import type { SessionEntry, SessionHeader } from "../model/session.js";
 import { EntryIds } from "./ids.js";
 import { Q, type LogSession } from "./log-session.js";
 import { messageText } from "./message-key.js";

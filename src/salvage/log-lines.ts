@@ -2,7 +2,7 @@
 // web UIs and their servers wrap them: a timestamp or "[pi-web]" prefix, an SSE "data: " prefix,
 // a {type:"rpc_event",event} envelope. Everything else on a line is ignored.
 
-import { parseBounded } from "../pi/nesting.js";
+import { parseBounded } from "../model/nesting.js";
 
 export type LineResult =
   /** `cut`: containers nested too deep to walk, kept as their raw JSON text (pi/nesting.ts). */

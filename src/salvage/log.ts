@@ -3,7 +3,8 @@
 // a session header or a get_state response with another id starts the next one.
 
 import { isUtf8 } from "node:buffer";
-import { readLines, type SessionHeader } from "../pi/index.js";
+import { readLines } from "../agents/pi/parse.js";
+import { type SessionHeader } from "../model/session.js";
 import { RepoError } from "../repo/errors.js";
 import { deepGap, statInput } from "./input.js";
 import { buildLogEntries, inventedSessionId } from "./log-entries.js";

@@ -2,7 +2,7 @@
 // message-key.ts), the richest copy kept, ordered as the sources agree and by time where they
 // do not, parents re-linked so the result is still a tree pi can load.
 
-import type { SessionEntry } from "../pi/index.js";
+import type { SessionEntry } from "../model/session.js";
 import { entryKey, entryTime, richness, SAME_MESSAGE_WINDOW_MS } from "./message-key.js";
 import type { SalvagedSession } from "./types.js";
 import { isNameOnlyCall, isUnrecordedResult } from "./not-recorded.js";

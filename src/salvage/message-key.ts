@@ -2,7 +2,7 @@
 // the better one. Sources disagree on detail (a hermes row keeps only the first 100 KB of text
 // and tool names, a log keeps everything), so keys use only what every source keeps.
 
-import type { SessionEntry } from "../pi/index.js";
+import type { SessionEntry } from "../model/session.js";
 import { isNameOnlyCall, isUnrecordedResult } from "./not-recorded.js";
 
 type Block = { type?: string; text?: string; thinking?: string; name?: string; id?: string };

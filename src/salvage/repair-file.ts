@@ -4,7 +4,8 @@
 
 import { constants, promises as fs, statSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
-import { repairSessionText, writeFileAtomic, type RepairReport } from "../pi/index.js";
+import { repairSessionText, type RepairReport } from "../agents/pi/repair.js";
+import { writeFileAtomic } from "../agents/pi/writer.js";
 import { RepoError } from "../repo/errors.js";
 import { readInput } from "./input.js";
 

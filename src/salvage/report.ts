@@ -1,6 +1,6 @@
 // The fidelity report: what came back, from where, and what each source could not give.
 
-import type { SessionEntry } from "../pi/index.js";
+import type { SessionEntry } from "../model/session.js";
 import { type Counts, formatCounts, sessionFacts } from "./facts.js";
 import type { IdentitySource, SalvagedSession, SessionIdentity, SourceResult } from "./types.js";
 

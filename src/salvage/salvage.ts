@@ -14,7 +14,7 @@ import { messageKeys, SessionSpill } from "./spill.js";
 import type { SalvagedSession, SalvageSource, SourceResult } from "./types.js";
 import { RepoError } from "../repo/errors.js";
 import { UUID_RE } from "./log-identity.js";
-import type { SessionHeader } from "../pi/index.js";
+import type { SessionHeader } from "../model/session.js";
 
 export interface SalvageOptions {
   html?: string[];

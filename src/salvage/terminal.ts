@@ -4,7 +4,7 @@
 // chain with invented ids and times, and the fidelity report says what was guessed.
 
 import { promises as fs } from "node:fs";
-import type { SessionEntry, SessionHeader } from "../pi/index.js";
+import type { SessionEntry, SessionHeader } from "../model/session.js";
 import { RepoError } from "../repo/errors.js";
 import { EntryIds } from "./ids.js";
 import { statInput } from "./input.js";

@@ -1,7 +1,7 @@
 // What every salvage source produces: best-effort pi sessions plus an honest account of what the
 // source could not provide. Sources never write; output.ts does, after everything was read.
 
-import type { SessionEntry, SessionHeader } from "../pi/index.js";
+import type { SessionEntry, SessionHeader } from "../model/session.js";
 
 export type SourceKind = "html" | "log" | "hermes" | "terminal" | "open-files" | "journal";
 

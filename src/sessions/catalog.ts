@@ -8,7 +8,7 @@ import { createHash } from "node:crypto";
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import type { Config } from "../config/config.js";
-import { parseSessionFileName } from "../pi/writer.js";
+import { parseSessionFileName } from "../agents/pi/writer.js";
 import { allSnapshotsDamaged } from "../repo/snapshot-damage.js";
 import type { SnapshotReader } from "../restore/snapshot-reader.js";
 import { JsonMapCache } from "./cache.js";

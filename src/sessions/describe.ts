@@ -1,8 +1,8 @@
 // Plain-text views of entries, shared by `sessions show` and the exporters.
 
-import type { AssistantMessage, ContentBlock, SessionEntry, SessionHeader, ToolResultMessage } from "../pi/index.js";
-import { countedUsage } from "../pi/stats.js";
-import { applySystemMessage, describeSystemChange, emptySystemState, systemMessageOf, systemText } from "../pi/system-prompt.js";
+import type { AssistantMessage, ContentBlock, SessionEntry, SessionHeader, ToolResultMessage } from "../model/session.js";
+import { countedUsage } from "../model/stats.js";
+import { applySystemMessage, describeSystemChange, emptySystemState, systemMessageOf, systemText } from "../agents/pi/system-prompt.js";
 
 type Msg = { role?: unknown; content?: unknown; [k: string]: unknown };
 

@@ -5,7 +5,7 @@ import type { Dirent } from "node:fs";
 import { readdirSync, statSync } from "node:fs";
 import path from "node:path";
 import type { Config } from "../config/config.js";
-import { sessionsDir } from "../pi/paths.js";
+import { sessionsDir } from "../agents/pi/paths.js";
 import { compareStrings } from "../compare.js";
 
 export interface LiveFile {

@@ -3,7 +3,9 @@
 
 import path from "node:path";
 import type { Config } from "../config/config.js";
-import { serializeSession, sessionFileName, sessionFilePath, sessionsDir, writeFileAtomic, type SessionHeader } from "../pi/index.js";
+import { serializeSession, sessionFileName, sessionFilePath, writeFileAtomic } from "../agents/pi/writer.js";
+import { sessionsDir } from "../agents/pi/paths.js";
+import { type SessionHeader } from "../model/session.js";
 import { RepoError } from "../repo/errors.js";
 import type { MergedSession } from "./merge.js";
 

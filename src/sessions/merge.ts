@@ -11,7 +11,7 @@
 // with nothing in common are interleaved by time as one straight chain.
 
 import { randomUUID } from "node:crypto";
-import type { SessionEntry, SessionHeader } from "../pi/index.js";
+import type { SessionEntry, SessionHeader } from "../model/session.js";
 import { sessionView } from "./view.js";
 import type { LoadedSession } from "./read.js";
 import { roleOf } from "./describe.js";

@@ -3,7 +3,8 @@
 // `--branch` ids printed by `sessions show` stay valid on the next run and in exports.
 
 import { createHash } from "node:crypto";
-import { nestingWarnings, readSessionText, type ReadSessionResult, type SessionEntry, type SessionHeader } from "../pi/index.js";
+import { nestingWarnings, readSessionText, type ReadSessionResult } from "../agents/pi/parse.js";
+import { type SessionEntry, type SessionHeader } from "../model/session.js";
 
 export interface LoadedSession {
   header: SessionHeader;

@@ -1,8 +1,9 @@
 // `sessions show` output: the branch tree outline, then the conversation along one path.
 // Plain text (no colour codes), so it pipes cleanly and honours NO_COLOR by construction.
 
-import type { AssistantMessage, SessionEntry, SystemState, SystemStep, ToolCallContent, ToolDeclaration } from "../pi/index.js";
-import { describeSystemChange, toolSignature } from "../pi/index.js";
+import type { AssistantMessage, SessionEntry, ToolCallContent, ToolDeclaration } from "../model/session.js";
+import type { SystemState, SystemStep } from "../agents/pi/system-prompt.js";
+import { describeSystemChange, toolSignature } from "../agents/pi/system-prompt.js";
 import { blocksOf, contentText, entryKind, entryPreview, entryText, entryUsage, formatCost, formatTokens, formatUsage, headerMetadata, messageFacts, messageOf, oneLine, replacementText, systemPreview } from "./describe.js";
 import type { SessionView } from "./view.js";
 

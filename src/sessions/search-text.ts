@@ -1,8 +1,8 @@
 // What the search index stores per entry: everything a user may remember about it (their words,
 // the answer, its thinking, the tool calls and what the tools printed), as one plain string.
 
-import type { SessionEntry } from "../pi/index.js";
-import { systemMessageOf } from "../pi/system-prompt.js";
+import type { SessionEntry } from "../model/session.js";
+import { systemMessageOf } from "../agents/pi/system-prompt.js";
 import { blocksOf, entryKind, entryText, messageOf, systemPromptText } from "./describe.js";
 
 /**

@@ -2,10 +2,12 @@
 // cached (catalog-cache.ts), so `sessions list` does not re-read unchanged sessions.
 
 import { createHash } from "node:crypto";
-import { migrateToV3InMemory, sessionName, sessionStats, streamSessionItems } from "../pi/index.js";
-import { countedUsage, type CountedUsage, type TokenCounts } from "../pi/stats.js";
-import type { RawSessionEntry, SessionEntry, SessionHeader } from "../pi/index.js";
-import { parseSessionFileName } from "../pi/writer.js";
+import { migrateToV3InMemory, streamSessionItems } from "../agents/pi/parse.js";
+import { sessionName } from "../model/tree.js";
+import { sessionStats } from "../model/stats.js";
+import { countedUsage, type CountedUsage, type TokenCounts } from "../model/stats.js";
+import type { RawSessionEntry, SessionEntry, SessionHeader } from "../model/session.js";
+import { parseSessionFileName } from "../agents/pi/writer.js";
 import { messageOf } from "./describe.js";
 import { stableIdGenerator } from "./read.js";
 

@@ -1,7 +1,9 @@
 // One session seen along one branch: the path from the root to the chosen leaf, plus the
 // shape of the whole tree (branch points, leaves, labels, compactions) for navigation.
 
-import { branchPoints, buildTree, compactions, labels, leadingSystemIds, leaves, pathTo, sessionName, systemSteps, type ContextEditEntry, type SessionEntry, type SessionHeader, type SessionTree, type SystemStep } from "../pi/index.js";
+import { branchPoints, buildTree, compactions, labels, leaves, pathTo, sessionName, type SessionTree } from "../model/tree.js";
+import { leadingSystemIds, systemSteps, type SystemStep } from "../agents/pi/system-prompt.js";
+import { type ContextEditEntry, type SessionEntry, type SessionHeader } from "../model/session.js";
 import { RepoError } from "../repo/errors.js";
 import type { LoadedSession } from "./read.js";
 

@@ -17,8 +17,8 @@ import os from "node:os";
 import path from "node:path";
 import { findAgent } from "../agents/registry.js";
 import { isInside, META_ROOT_NAME, type Config, type WatchSettings } from "../config/config.js";
-import { sessionsDir } from "../pi/paths.js";
-import { parseSessionFileName } from "../pi/writer.js";
+import { sessionsDir } from "../agents/pi/paths.js";
+import { parseSessionFileName } from "../agents/pi/writer.js";
 import type { ParentFile } from "./snapshotter.js";
 import type { SourceRoot } from "./sources.js";
 

@@ -9,7 +9,7 @@ import { claudeAdapter } from "../../src/agents/claude/index.js";
 import { liveFiles } from "../../src/agents/files.js";
 import { findAgent } from "../../src/agents/registry.js";
 import type { AgentSession, SessionMeta } from "../../src/agents/types.js";
-import type { AssistantMessage, ToolResultMessage } from "../../src/pi/types.js";
+import type { AssistantMessage, ToolResultMessage } from "../../src/model/session.js";
 import { claudeConfigDir, runClaude, startClaudeModel } from "../helpers/agents/claude.js";
 import { callTool, type FakeModelServer, say } from "../helpers/fake-model/server.js";
 import { makeSandbox, type Sandbox } from "../helpers/tmp.js";

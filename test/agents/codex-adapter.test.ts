@@ -9,7 +9,7 @@ import { codexAdapter } from "../../src/agents/codex/index.js";
 import { liveFiles } from "../../src/agents/files.js";
 import { findAgent } from "../../src/agents/registry.js";
 import type { SessionMeta } from "../../src/agents/types.js";
-import type { AssistantMessage, ToolResultMessage } from "../../src/pi/types.js";
+import type { AssistantMessage, ToolResultMessage } from "../../src/model/session.js";
 import { codexHome, runCodex, startCodexModel } from "../helpers/agents/codex.js";
 import { callTool, type FakeModelServer, say } from "../helpers/fake-model/server.js";
 import { makeSandbox, type Sandbox } from "../helpers/tmp.js";

@@ -13,7 +13,7 @@ import { liveFiles, snapshotFiles } from "../../src/agents/files.js";
 import type { AgentAdapter, AgentLocation, AgentSession, FileRef, RestoreUnit } from "../../src/agents/types.js";
 import { loadConfig } from "../../src/config/config.js";
 import { openRepository } from "../../src/engine.js";
-import type { ToolCallContent } from "../../src/pi/types.js";
+import type { ToolCallContent } from "../../src/model/session.js";
 import { SnapshotReader } from "../../src/restore/snapshot-reader.js";
 import { copyKindOf } from "../../src/snapshot/copy-kind.js";
 import { cli, initRepo, ok, snapshot, type SnapshotJson } from "../helpers/cli.js";

@@ -9,7 +9,7 @@ import { liveFiles } from "../../src/agents/files.js";
 import { opencodeAdapter } from "../../src/agents/opencode/index.js";
 import { findAgent } from "../../src/agents/registry.js";
 import type { SessionMeta } from "../../src/agents/types.js";
-import type { AssistantMessage, ToolResultMessage } from "../../src/pi/types.js";
+import type { AssistantMessage, ToolResultMessage } from "../../src/model/session.js";
 import { opencodeDataDir, runOpencode, startOpencodeModel } from "../helpers/agents/opencode.js";
 import { callTool, type FakeModelServer, say } from "../helpers/fake-model/server.js";
 import { makeSandbox, type Sandbox } from "../helpers/tmp.js";

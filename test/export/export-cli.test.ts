@@ -7,7 +7,9 @@ import { marked, type Token, type Tokens } from "marked";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectOneLineError } from "../helpers/cli.js";
 import { validateWithPi } from "../helpers/pi-validate.js";
-import { parseSessionText, serializeSession, type SessionEntry } from "../../src/pi/index.js";
+import { parseSessionText } from "../../src/agents/pi/parse.js";
+import { serializeSession } from "../../src/agents/pi/writer.js";
+import { type SessionEntry } from "../../src/model/session.js";
 import { run, runOk } from "../sessions/cli.js";
 import { makeWorld, SECRET, type World } from "../sessions/world.js";
 

@@ -5,7 +5,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { validateWithPi } from "../helpers/pi-validate.js";
-import { parseSessionText } from "../../src/pi/index.js";
+import { parseSessionText } from "../../src/agents/pi/parse.js";
 import { runOk } from "../sessions/cli.js";
 import { makeWorld, type World } from "../sessions/world.js";
 

@@ -7,8 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bufferSource } from "../../src/export/entry-stream.js";
 import { exportSession, exportSessionTo } from "../../src/export/index.js";
 import type { ExportSink } from "../../src/export/output.js";
-import { readSessionText } from "../../src/pi/parse.js";
-import { leaves, buildTree } from "../../src/pi/tree.js";
+import { readSessionText } from "../../src/agents/pi/parse.js";
+import { leaves, buildTree } from "../../src/model/tree.js";
 import { loadSessionBytes } from "../../src/sessions/read.js";
 import { makePi1World, type Pi1World } from "../sessions/pi1-world.js";
 

@@ -21,7 +21,7 @@ import {
 } from "@mariozechner/pi-coding-agent";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { sessionDirName } from "../../src/pi/writer.js";
+import { sessionDirName } from "../../src/agents/pi/writer.js";
 
 export { fauxAssistantMessage, fauxText, fauxThinking, fauxToolCall } from "@mariozechner/pi-ai";
 

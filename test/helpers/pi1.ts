@@ -9,7 +9,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
-import { sessionDirName } from "../../src/pi/writer.js";
+import { sessionDirName } from "../../src/agents/pi/writer.js";
 import { pi1Dir, pi1Node } from "./tools.js";
 
 const run = promisify(execFile);

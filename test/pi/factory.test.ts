@@ -2,10 +2,10 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSy
 import { homedir, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { parseSessionFile, parseSessionText, readSessionText } from "../../src/pi/parse.js";
-import { sessionStats } from "../../src/pi/stats.js";
-import { branchPoints, buildTree, labels, sessionName } from "../../src/pi/tree.js";
-import { sessionDirName } from "../../src/pi/writer.js";
+import { parseSessionFile, parseSessionText, readSessionText } from "../../src/agents/pi/parse.js";
+import { sessionStats } from "../../src/model/stats.js";
+import { branchPoints, buildTree, labels, sessionName } from "../../src/model/tree.js";
+import { sessionDirName } from "../../src/agents/pi/writer.js";
 import { bigText, fauxText, fauxThinking, fauxToolCall, forkPiSession, makePiSession, type PiSessionResult } from "../helpers/pi-factory.js";
 import { validateWithPi } from "../helpers/pi-validate.js";
 

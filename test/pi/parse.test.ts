@@ -3,8 +3,8 @@ import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { Readable } from "node:stream";
 import { beforeAll, describe, expect, it } from "vitest";
-import { migrateToV3InMemory, parseSessionFile, parseSessionText, readSessionText, splitGlued } from "../../src/pi/parse.js";
-import type { RawSessionEntry } from "../../src/pi/types.js";
+import { migrateToV3InMemory, parseSessionFile, parseSessionText, readSessionText, splitGlued } from "../../src/agents/pi/parse.js";
+import type { RawSessionEntry } from "../../src/model/session.js";
 import { copyFixtures, fixturePaths, sha256File } from "./fixtures.js";
 
 type Loose = Record<string, unknown>;

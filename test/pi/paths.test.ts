@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { agentDir, expandTilde, readSettings, sessionsDir } from "../../src/pi/paths.js";
+import { agentDir, expandTilde, readSettings, sessionsDir } from "../../src/agents/pi/paths.js";
 
 const home = "/home/someone";
 

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { readSessionText } from "../../src/pi/parse.js";
-import { sessionStats } from "../../src/pi/stats.js";
+import { readSessionText } from "../../src/agents/pi/parse.js";
+import { sessionStats } from "../../src/model/stats.js";
 import { copyFixtures } from "./fixtures.js";
 
 describe("sessionStats", () => {

@@ -1,13 +1,13 @@
-// pi 1.x's system messages replayed the way pi replays them (src/pi/system-prompt.ts): checked
+// pi 1.x's system messages replayed the way pi replays them (src/agents/pi/system-prompt.ts): checked
 // against pi 1.6.0 itself, whose compaction writes the prompt it has replayed at that point as the
 // checkpoint (`systemMessage`), and against hostile values pi never writes.
 
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readSessionText } from "../../src/pi/parse.js";
-import { applySystemMessage, describeSystemChange, leadingSystemIds, systemMessageOf, systemSteps, type SystemState } from "../../src/pi/system-prompt.js";
-import { buildTree, pathTo } from "../../src/pi/tree.js";
-import type { SessionEntry, SystemMessage } from "../../src/pi/types.js";
+import { readSessionText } from "../../src/agents/pi/parse.js";
+import { applySystemMessage, describeSystemChange, leadingSystemIds, systemMessageOf, systemSteps, type SystemState } from "../../src/agents/pi/system-prompt.js";
+import { buildTree, pathTo } from "../../src/model/tree.js";
+import type { SessionEntry, SystemMessage } from "../../src/model/session.js";
 import { makePi1RichSession, type Pi1SessionResult } from "../helpers/pi1.js";
 import { makeSandbox, type Sandbox } from "../helpers/tmp.js";
 

@@ -1,9 +1,9 @@
 import { buildSessionContext, type SessionEntry as PiSessionEntry } from "@mariozechner/pi-coding-agent";
 import { readFileSync } from "node:fs";
 import { beforeAll, describe, expect, it } from "vitest";
-import { readSessionText } from "../../src/pi/parse.js";
-import { branchPoints, buildTree, compactions, labels, leafEntry, leaves, pathTo, sessionName } from "../../src/pi/tree.js";
-import type { SessionEntry } from "../../src/pi/types.js";
+import { readSessionText } from "../../src/agents/pi/parse.js";
+import { branchPoints, buildTree, compactions, labels, leafEntry, leaves, pathTo, sessionName } from "../../src/model/tree.js";
+import type { SessionEntry } from "../../src/model/session.js";
 import { copyFixtures } from "./fixtures.js";
 
 describe("session tree on the branched fixture", () => {

@@ -2,9 +2,9 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } fro
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { parseSessionText } from "../../src/pi/parse.js";
-import type { SessionEntry, SessionHeader } from "../../src/pi/types.js";
-import { parseSessionFileName, serializeSession, sessionDirName, sessionFileName, sessionFilePath, writeFileAtomic } from "../../src/pi/writer.js";
+import { parseSessionText } from "../../src/agents/pi/parse.js";
+import type { SessionEntry, SessionHeader } from "../../src/model/session.js";
+import { parseSessionFileName, serializeSession, sessionDirName, sessionFileName, sessionFilePath, writeFileAtomic } from "../../src/agents/pi/writer.js";
 import { makePiSession } from "../helpers/pi-factory.js";
 import { copyFixtures } from "./fixtures.js";
 

@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { parseSessionText } from "../../src/pi/index.js";
+import { parseSessionText } from "../../src/agents/pi/parse.js";
 import { fauxText, makePiSession, type PiSessionResult } from "../helpers/pi-factory.js";
 import { validateWithPi } from "../helpers/pi-validate.js";
 import { appendHostileEntry, deepObject } from "../sessions/hostile.js";

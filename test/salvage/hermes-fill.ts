@@ -3,7 +3,7 @@
 import Database from "better-sqlite3";
 import { readFileSync } from "node:fs";
 import { HERMES_SCHEMA } from "../../bench/salvage-data.js";
-import { parseSessionText } from "../../src/pi/index.js";
+import { parseSessionText } from "../../src/agents/pi/parse.js";
 
 type Msg = { role: string; content: unknown; timestamp: number; toolCallId?: string; toolName?: string };
 /** What pi-hermes-memory indexes: pi's entry id and write time with the message. */

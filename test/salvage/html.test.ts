@@ -3,7 +3,7 @@ import { copyFileSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } f
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { sessionDirName } from "../../src/pi/index.js";
+import { sessionDirName } from "../../src/agents/pi/writer.js";
 import { fauxText, fauxToolCall, makePiSession } from "../helpers/pi-factory.js";
 import { validateWithPi } from "../helpers/pi-validate.js";
 import { runCli, tempEnv } from "./cli.js";

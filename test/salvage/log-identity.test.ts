@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { sessionDirName } from "../../src/pi/index.js";
+import { sessionDirName } from "../../src/agents/pi/writer.js";
 import { salvage } from "../../src/salvage/salvage.js";
 import { excerpt, plainLineIdentity } from "../../src/salvage/log-identity.js";
 import { expectOneLineError } from "../helpers/cli.js";

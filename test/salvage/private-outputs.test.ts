@@ -6,7 +6,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync
 import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { sessionDirName } from "../../src/pi/index.js";
+import { sessionDirName } from "../../src/agents/pi/writer.js";
 import { fauxText, fauxToolCall, makePiSession, type PiSessionResult } from "../helpers/pi-factory.js";
 import { listFiles } from "../helpers/tmp.js";
 import { runCli, tempEnv } from "./cli.js";

@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFile
 import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { parseSessionText } from "../../src/pi/index.js";
+import { parseSessionText } from "../../src/agents/pi/parse.js";
 import { fauxText, fauxToolCall, makePiSession } from "../helpers/pi-factory.js";
 import { validateWithPi } from "../helpers/pi-validate.js";
 import { runCli, tempEnv } from "./cli.js";

@@ -7,7 +7,7 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readSessionText } from "../../src/pi/parse.js";
+import { readSessionText } from "../../src/agents/pi/parse.js";
 import { runOk } from "./cli.js";
 import { makePi1World, type Pi1World } from "./pi1-world.js";
 

@@ -4,7 +4,9 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { migrateToV3InMemory, parseSessionText, sessionName, sessionStats } from "../../src/pi/index.js";
+import { migrateToV3InMemory, parseSessionText } from "../../src/agents/pi/parse.js";
+import { sessionName } from "../../src/model/tree.js";
+import { sessionStats } from "../../src/model/stats.js";
 import { stableIdGenerator } from "../../src/sessions/read.js";
 import { summarizeSession, usageBreakdown } from "../../src/sessions/summary.js";
 import { FIXTURES_DIR } from "../helpers/tmp.js";

@@ -6,7 +6,7 @@
 import { statSync } from "node:fs";
 import path from "node:path";
 import type { DoctorCheck } from "../../doctor.js";
-import { readSettings } from "../../pi/paths.js";
+import { readSettings } from "../pi/paths.js";
 import { readHead } from "../jsonl.js";
 import type { AgentAdapter, FileRef, RestoreCheck, RestoreUnit, SecretFile, SessionMeta } from "../types.js";
 import { CLAUDE_ROOT, isClaudeTranscript, locateClaude } from "./locate.js";

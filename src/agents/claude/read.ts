@@ -10,7 +10,7 @@
 // rewind or an edited prompt). Lines without a uuid are chained where they sit, and the next
 // uuid line is hung below them, so that bookkeeping lines never read as branches.
 
-import type { AssistantMessage, ImageContent, SessionEntry, TextContent, ToolResultMessage, Usage, UserMessage } from "../../pi/types.js";
+import type { AssistantMessage, ImageContent, SessionEntry, TextContent, ToolResultMessage, Usage, UserMessage } from "../../model/session.js";
 import { isoToMs, num, parseJsonLines, str, titleOf } from "../jsonl.js";
 import type { AgentSession, SessionMeta } from "../types.js";
 

@@ -14,7 +14,7 @@
 //   the assistant message of that response, once.
 // - Every other envelope becomes a `codex:<type>` (or `codex:event_msg:<payload type>`) custom entry.
 
-import type { AssistantMessage, SessionEntry, TextContent, ToolResultMessage, Usage, UserMessage } from "../../pi/types.js";
+import type { AssistantMessage, SessionEntry, TextContent, ToolResultMessage, Usage, UserMessage } from "../../model/session.js";
 import { isoToMs, num, parseJsonLines, str, titleOf } from "../jsonl.js";
 import type { AgentSession, SessionMeta } from "../types.js";
 

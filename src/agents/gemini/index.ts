@@ -11,8 +11,8 @@
 // - `{"$rewindTo": id}`: drops that message and every one after it.
 
 import path from "node:path";
-import { expandTilde, readSettings } from "../../pi/paths.js";
-import type { AgentMessage, SessionEntry, Usage } from "../../pi/types.js";
+import { expandTilde, readSettings } from "../pi/paths.js";
+import type { AgentMessage, SessionEntry, Usage } from "../../model/session.js";
 import { num, str } from "../jsonl.js";
 import { dirByPrecedence } from "../locate.js";
 import { secretValuesOf } from "../secrets.js";

@@ -11,7 +11,7 @@
 import Database from "better-sqlite3";
 import { existsSync } from "node:fs";
 import path from "node:path";
-import type { AgentMessage, SessionEntry, Usage } from "../../pi/types.js";
+import type { AgentMessage, SessionEntry, Usage } from "../../model/session.js";
 import { num, str } from "../jsonl.js";
 import { dirByPrecedence } from "../locate.js";
 import { secretValuesOf } from "../secrets.js";

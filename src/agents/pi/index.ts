@@ -1,11 +1,11 @@
-// pi behind the AgentAdapter interface. A layer over the pi modules that already exist (src/pi/*,
-// doctor-hazards.ts, export/secrets.ts), not a rewrite: their behaviour, and their tests, are pi's.
+// pi behind the AgentAdapter interface: its file format (lines, parse, repair, writer, paths and
+// system-prompt here), over the common session model (src/model/), which is pi's entry model.
 
 import path from "node:path";
 import type { KnownSecret } from "../../export/secrets.js";
-import { agentDir as defaultAgentDir, ENV_AGENT_DIR, PI_AGENT_FILES, readSessionsLink, sessionsDir, sessionsLinkNote } from "../../pi/paths.js";
-import { parseSessionFileName } from "../../pi/writer.js";
-import type { SessionHeader } from "../../pi/types.js";
+import { agentDir as defaultAgentDir, ENV_AGENT_DIR, PI_AGENT_FILES, readSessionsLink, sessionsDir, sessionsLinkNote } from "./paths.js";
+import { parseSessionFileName } from "./writer.js";
+import type { SessionHeader } from "../../model/session.js";
 import { MAX_JSON_FILE_BYTES, type AgentAdapter, type AgentLocation, type AgentRoot, type FileInfo, type FileReader, type FileRef, type LocateContext, type RestoreCheck, type SessionMeta } from "../types.js";
 import { sqliteUnits } from "../units.js";
 import { dirByPrecedence } from "../locate.js";
@@ -119,7 +119,7 @@ export const piAdapter: AgentAdapter = {
       for await (const f of sessionFiles(files)) yield metaOf(files, f);
     },
     async read(files, meta) {
-      const { readSessionText } = await import("../../pi/parse.js");
+      const { readSessionText } = await import("./parse.js");
       const ref = meta.files[0];
       const read = readSessionText(await files.read(ref, MAX_SESSION_BYTES));
       const header: SessionHeader = read.header ?? { type: "session", version: 3, id: meta.id, timestamp: meta.started ?? "", cwd: meta.cwd ?? "" };

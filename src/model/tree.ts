@@ -2,7 +2,7 @@
 // entry in the file. Walks here are cycle-safe because damaged or hand-edited files can loop,
 // where pi's own walk would spin forever.
 
-import type { CompactionEntry, LabelEntry, SessionEntry, SessionInfoEntry } from "./types.js";
+import type { CompactionEntry, LabelEntry, SessionEntry, SessionInfoEntry } from "./session.js";
 
 export interface SessionTree {
   byId: Map<string, SessionEntry>;

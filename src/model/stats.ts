@@ -2,7 +2,7 @@
 // file, because abandoned branches still cost tokens and money. Tokens and cost follow pi's own
 // definition of a session's totals (countedUsage below).
 
-import type { AssistantMessage, SessionEntry } from "./types.js";
+import type { AssistantMessage, SessionEntry } from "./session.js";
 
 export interface SessionStats {
   entries: number;

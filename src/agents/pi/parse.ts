@@ -6,8 +6,8 @@ import { isUtf8 } from "node:buffer";
 import { randomUUID } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { SessionLineDecoder, type ParseIssue, type SessionItem } from "./lines.js";
-import type { RawSessionEntry, SessionEntry, SessionHeader } from "./types.js";
-import { CURRENT_SESSION_VERSION } from "./types.js";
+import type { RawSessionEntry, SessionEntry, SessionHeader } from "../../model/session.js";
+import { CURRENT_SESSION_VERSION } from "../../model/session.js";
 
 export type { ParseIssue, ParseIssueKind, SessionItem } from "./lines.js";
 export { nestingWarnings, splitGlued } from "./lines.js";

@@ -6,7 +6,7 @@
 import { randomUUID } from "node:crypto";
 import { sessionItems, sessionVersion } from "./parse.js";
 import type { ParseIssue } from "./lines.js";
-import type { RawSessionEntry, SessionHeader } from "./types.js";
+import type { RawSessionEntry, SessionHeader } from "../../model/session.js";
 import { parseSessionFileName } from "./writer.js";
 
 export interface RepairOptions {

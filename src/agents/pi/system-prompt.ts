@@ -15,8 +15,8 @@
 //   carries system state is the branch's "system prompt"; any later one is a "system update".
 // Every field is checked: a hostile file cannot make this throw, only be shown as what it holds.
 
-import type { SessionEntry, SystemMessage, ToolDeclaration } from "./types.js";
-import type { SessionTree } from "./tree.js";
+import type { SessionEntry, SystemMessage, ToolDeclaration } from "../../model/session.js";
+import type { SessionTree } from "../../model/tree.js";
 
 /** The prompt and tools in force at one point of a branch. */
 export interface SystemState {

@@ -2,9 +2,9 @@
 // Everything here is pure: it turns one physical line into header/entry/issue items and never
 // throws, because session files reach us torn, glued, truncated or overwritten with junk.
 
-import { nestingNote, parseBounded } from "./nesting.js";
-import type { RawSessionEntry, SessionHeader } from "./types.js";
-import { KNOWN_ENTRY_TYPES } from "./types.js";
+import { nestingNote, parseBounded } from "../../model/nesting.js";
+import type { RawSessionEntry, SessionHeader } from "../../model/session.js";
+import { KNOWN_ENTRY_TYPES } from "../../model/session.js";
 
 export type ParseIssueKind =
   | "empty-file"

@@ -2,11 +2,11 @@
 // JSON.stringify and ends each with "\n" (SessionManager._rewriteFile / _persist), so files we
 // write are byte-identical to what pi would have written for the same objects.
 
-import { makeDirs, syncDir } from "../fs-safe.js";
+import { makeDirs, syncDir } from "../../fs-safe.js";
 import { randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
 import { basename, dirname, join } from "node:path";
-import type { SessionEntry, SessionHeader } from "./types.js";
+import type { SessionEntry, SessionHeader } from "../../model/session.js";
 
 /** The whole file, header first; one JSON.stringify per line and a trailing "\n". */
 export function serializeSession(header: SessionHeader, entries: readonly SessionEntry[]): string {

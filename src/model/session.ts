@@ -1,4 +1,5 @@
-// The pi session model, as pi 0.73.1 and pi 1.x write it (docs/session-format.md and
+// The common session model every agent's reader maps into (docs/AGENTS.md). It is pi's entry
+// model, as pi 0.73.1 and pi 1.x write it (docs/session-format.md and
 // docs/message-types.md in pi-coding-agent; 1.x additions checked against 1.6.0).
 // Types are deliberately open (`[key: string]: unknown`): pi-guard must carry every field it
 // does not know byte-for-byte, because a newer pi may add fields we have never seen.
