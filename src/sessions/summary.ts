@@ -4,8 +4,7 @@
 import { createHash } from "node:crypto";
 import { migrateToV3InMemory, streamSessionItems } from "../agents/pi/parse.js";
 import { sessionName } from "../model/tree.js";
-import { sessionStats } from "../model/stats.js";
-import { countedUsage, type CountedUsage, type TokenCounts } from "../model/stats.js";
+import { countedUsage, sessionStats, type CountedUsage, type TokenCounts } from "../model/stats.js";
 import type { RawSessionEntry, SessionEntry, SessionHeader } from "../model/session.js";
 import { parseSessionFileName } from "../agents/pi/writer.js";
 import { messageOf } from "./describe.js";
