@@ -66,7 +66,8 @@ export type Protection =
 /**
  * The footer line. `persistedAt`: when pi last persisted a turn in this process (0: none yet).
  * A snapshot holds that turn when it began after it; the state file records when a snapshot
- * ended and how long it took, so its start is taken as the earliest it could have been.
+ * began (older watchers: when it was committed and how long it took, so its start is taken as the
+ * earliest it could have been).
  */
 export function protection(state: WatcherState | undefined, host: string, persistedAt: number, now: number): Protection {
   const stopped = (why: string): Protection => ({ kind: "no-watcher", text: `pi-guard: NOT PROTECTED: ${why}` });
@@ -81,7 +82,10 @@ export function protection(state: WatcherState | undefined, host: string, persis
   if (problems.length) return { kind: "unhealthy", text: `pi-guard: NOT PROTECTED: ${oneLine(problems[0]?.message, 80)}` };
   const last = state.lastSnapshot;
   const endedAt = typeof last?.time === "string" ? Date.parse(last.time) : NaN;
-  const began = endedAt - (Number.isFinite(last?.durationMs) ? last!.durationMs : 0);
+  // The snapshot's time is its commit, not its end: time - durationMs would put the start too early
+  // by the work after the commit, and a turn persisted in that gap would stay "saving…".
+  const recorded = typeof last?.began === "string" ? Date.parse(last.began) : NaN;
+  const began = Number.isFinite(recorded) ? recorded : endedAt - (Number.isFinite(last?.durationMs) ? last!.durationMs : 0);
   if (persistedAt && !(began >= persistedAt)) {
     return now - persistedAt > UNSAVED_AFTER_MS
       ? { kind: "unhealthy", text: `pi-guard: NOT PROTECTED: last turn not saved after ${ago(now - persistedAt)}` }

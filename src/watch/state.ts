@@ -18,7 +18,11 @@ export interface WatcherState {
   cpu: { userMs: number; systemMs: number };
   rssBytes: number;
   snapshots: { made: number; failed: number };
-  lastSnapshot?: { id: string; time: string; durationMs: number; files: number };
+  /**
+   * `time` is the snapshot's own (its commit); `began` when the watcher started taking it: a change
+   * made after `began` may not be in it (absent in files of older versions: time - durationMs).
+   */
+  lastSnapshot?: { id: string; time: string; began?: string; durationMs: number; files: number };
   lastError?: { time: string; message: string };
   /** Set while the newest snapshot is a suspected loss and the files have not come back. */
   suspectLoss?: { since: string; snapshot: string; filesBefore: number; filesNow: number };

@@ -584,7 +584,7 @@ export class Watcher {
       delete this.state.failingSince;
       delete this.state.failures;
       this.state.snapshots.made++;
-      this.state.lastSnapshot = { id: result.id, time: result.snapshot.time, durationMs: ms, files: s.files };
+      this.state.lastSnapshot = { id: result.id, time: result.snapshot.time, began: new Date(started).toISOString(), durationMs: ms, files: s.files };
       this.opts.log.write("info", "snapshot", { id: result.id, ms, files: s.files, bytesNew: s.bytesNew, bytesStored: s.bytesStored, tags: result.snapshot.tags, parent: result.snapshot.parent ?? null });
       this.opts.onReport?.({ kind: "snapshot", id: result.id, ms, files: s.files, bytesNew: s.bytesNew, suspect: verdict });
       this.shipper.noteSnapshot(result.snapshot.time);

@@ -59,7 +59,8 @@ describe("the extension and a watcher whose config names the agent dir otherwise
     await p.waitEvent("agent_settled", (e) => e.type === "agent_settled");
     await waitFor("the requested snapshot", () => readJson(files.state).snapshots.made > made, 20_000);
     expect(readLines(files.log).find((l) => l.event === "requested")).toMatchObject({ pid: p.child.pid });
-    await waitFor("a 'saved' status after the turn", () => p.statuses().slice(1).find((s) => /^pi-guard: saved \d+ s ago$/.test(s)), 20_000);
+    const seen = () => `a 'saved' status after the turn; statuses: ${JSON.stringify(p.statuses())}; state: ${JSON.stringify(readJson(files.state)?.lastSnapshot)} ${JSON.stringify(readJson(files.state)?.snapshots)}; watcher log: ${existsSync(files.log) ? readFileSync(files.log, "utf8").slice(-6000) : "none"}; now ${new Date().toISOString()}`;
+    await waitFor(seen, () => p.statuses().slice(1).find((s) => /^pi-guard: saved \d+ s ago$/.test(s)), 20_000);
     expect(p.notifications().filter((n) => n.includes("NOT PROTECTED"))).toEqual([]);
 
     // A pi on an agent dir no watcher guards is still told so.

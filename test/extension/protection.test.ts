@@ -52,6 +52,17 @@ describe("the extension's protection status", () => {
     expect(protection(old, host, now - 130_000, now).text).toBe("pi-guard: NOT PROTECTED: last turn not saved after 2 min");
   });
 
+  it("a watcher that records when a snapshot began is believed over time - durationMs", () => {
+    const turnAt = now - 3000;
+    // `time` is the commit and durationMs counts the work after it too: time - durationMs is not the start, `began` is.
+    const begunBefore = state({ lastSnapshot: { id: "x", time: iso(2000), began: iso(3100), durationMs: 600, files: 3 } });
+    expect(protection(begunBefore, host, turnAt, now).text).toBe("pi-guard: saving…");
+    const begunAfter = state({ lastSnapshot: { id: "x", time: iso(2000), began: iso(2500), durationMs: 1500, files: 3 } });
+    expect(protection(begunAfter, host, turnAt, now)).toMatchObject({ kind: "saved", text: "pi-guard: saved 2 s ago" });
+    const garbage = state({ lastSnapshot: { id: "x", time: iso(2000), began: "soon", durationMs: 500, files: 3 } } as unknown as Partial<WatcherState>);
+    expect(protection(garbage, host, turnAt, now).kind).toBe("saved");
+  });
+
   it("hostile fields give a line, never a throw", () => {
     const weird = [
       { host: 42 },

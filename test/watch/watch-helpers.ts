@@ -69,13 +69,16 @@ export function readLog(sb: Sandbox): LogEvent[] {
     });
 }
 
-/** Poll until `check` returns a value (not undefined/false), or fail after `timeoutMs` saying what was awaited. */
-export async function waitFor<T>(what: string, check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 15_000, everyMs = 20): Promise<T> {
+/**
+ * Poll until `check` returns a value (not undefined/false), or fail after `timeoutMs` saying what
+ * was awaited; `what` may be a function, called only then, to say what was seen instead.
+ */
+export async function waitFor<T>(what: string | (() => string), check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 15_000, everyMs = 20): Promise<T> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     const v = await check();
     if (v !== undefined && v !== false) return v;
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${typeof what === "function" ? what() : what}`);
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }
