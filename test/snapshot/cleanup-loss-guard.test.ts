@@ -9,6 +9,7 @@ import { retentionDays } from "../../src/agents/gemini/index.js";
 import { AGENT_CLEANUP_TAG, type Snapshot } from "../../src/repo/format.js";
 import type { SnapshotRecord } from "../../src/repo/repository.js";
 import { applyPolicy } from "../../src/repo/retention.js";
+import { shipSelection } from "../../src/repo/replicate.js";
 import { judgeCleanup, judgeSnapshot } from "../../src/snapshot/loss-guard.js";
 import type { ParentFile } from "../../src/snapshot/snapshotter.js";
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -140,5 +141,17 @@ describe("forget keeps what a cleanup removed", () => {
   it("a hostile cleanup record is ignored", () => {
     const bad = [snap("b", 2), snap("c", 3, { cleanup: { against: 7, agents: "x" } as unknown as Snapshot["cleanup"] }), snap("e", 5)];
     expect(applyPolicy(bad, { keepLast: 1 }, new Date(2026, 11, 1)).keep.map((k) => k.record.id.slice(0, 1))).toEqual(["e"]);
+  });
+});
+
+describe("mirrors get what a cleanup removed", () => {
+  it("the ship policy sends the snapshot a cleanup record names, though it is neither newest nor tagged", () => {
+    const rec = (id: string, minute: number, extra: Partial<Snapshot> = {}): SnapshotRecord => ({
+      id: id.padEnd(64, "0"),
+      snapshot: { version: 1, time: `2026-11-30T10:${String(minute).padStart(2, "0")}:00Z`, host: "h", user: "u", tags: [], roots: [], tree: [], program: "t", summary: {} as Snapshot["summary"], ...extra },
+    });
+    const cleanup = { against: "b".padEnd(64, "0"), agents: [{ agent: "claude", days: 30, files: 1, sessions: 1, sample: [] }] };
+    const all = [rec("a", 1), rec("b", 2), rec("c", 3, { tags: [AGENT_CLEANUP_TAG], cleanup }), rec("d", 4), rec("e", 5)];
+    expect(shipSelection(all).map((r) => r.id.slice(0, 1))).toEqual(["b", "c", "e"]);
   });
 });
