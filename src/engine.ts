@@ -23,9 +23,9 @@ import { findJournal, journalOutcome, newJournal, type RestoreJournal, writeJour
 import { targetRootDir, type TreeLayout } from "./restore/layout.js";
 import { applyUndo, checkRoots, checkUndo, undoPreview } from "./restore/undo.js";
 import { createSnapshot, type SnapshotOptions, type SnapshotResult } from "./snapshot/snapshotter.js";
-import { judgeLoss, sessionFileTest, type LossVerdict } from "./snapshot/loss-guard.js";
+import { judgeSnapshot, type GuardVerdict, type LossVerdict } from "./snapshot/loss-guard.js";
 import { guardedCopyKind } from "./snapshot/copy-kind.js";
-import { SUSPECT_LOSS_TAG } from "./repo/format.js";
+import { AGENT_CLEANUP_TAG, SUSPECT_LOSS_TAG, type CleanupRecord } from "./repo/format.js";
 import { pathInScope } from "./snapshot/scan.js";
 import {
   applyRestore,
@@ -110,6 +110,8 @@ export interface AgentSnapshotOptions extends Partial<SnapshotOptions> {
 export interface AgentSnapshotResult extends SnapshotResult {
   /** The snapshot lost most files of the last whole one: tagged suspect-loss, unless acceptLoss. */
   loss?: LossVerdict;
+  /** An agent removed its old files itself since the last whole snapshot: tagged agent-cleanup (loss-guard.ts judgeCleanup). */
+  cleanup?: CleanupRecord;
 }
 
 /**
@@ -122,8 +124,7 @@ export interface AgentSnapshotResult extends SnapshotResult {
 export async function snapshotAgentDir(config: Config, repo: Repository, opts: AgentSnapshotOptions = {}): Promise<AgentSnapshotResult> {
   assertRepoOutsideAgentDir(config);
   const { acceptLoss, ...snapshotOpts } = opts;
-  const isSession = sessionFileTest(config);
-  let loss: LossVerdict | undefined;
+  let verdict: GuardVerdict = {};
   const result = await createSnapshot(repo, {
     roots: config.roots,
     rootAgents: config.rootAgents,
@@ -133,13 +134,16 @@ export async function snapshotAgentDir(config: Config, repo: Repository, opts: A
     copyKind: guardedCopyKind(config),
     ...snapshotOpts,
     tagsAtCommit: (scan) => {
-      loss = judgeLoss(scan.parentFiles(), scan.files, config.watch.suspectLoss, isSession, scan.baseline?.id);
+      verdict = judgeSnapshot(scan.parentFiles(), scan.files, config, scan.baseline?.id);
       const tags = snapshotOpts.tagsAtCommit?.(scan) ?? [];
-      const tagged = [...(snapshotOpts.tags ?? []), ...tags].includes(SUSPECT_LOSS_TAG);
-      return loss && !acceptLoss && !tagged ? [...tags, SUSPECT_LOSS_TAG] : tags;
+      const given = [...(snapshotOpts.tags ?? []), ...tags];
+      const loss = verdict.loss && !acceptLoss && !given.includes(SUSPECT_LOSS_TAG) ? [SUSPECT_LOSS_TAG] : [];
+      const cleanup = verdict.cleanup && !given.includes(AGENT_CLEANUP_TAG) ? [AGENT_CLEANUP_TAG] : [];
+      return [...tags, ...loss, ...cleanup];
     },
+    cleanupAtCommit: () => verdict.cleanup,
   });
-  return { ...result, loss };
+  return { ...result, loss: verdict.loss, ...(verdict.cleanup ? { cleanup: verdict.cleanup } : {}) };
 }
 
 export { backup, type BackupOptions, type BackupResult } from "./snapshot/backup.js";

@@ -238,6 +238,18 @@ export interface RestoreCheck {
 // ---------------------------------------------------------------------------------------------
 // Hazards
 
+/**
+ * A cleanup the agent runs itself that deletes files by age (Claude Code's cleanupPeriodDays sweep,
+ * Gemini CLI's general.sessionRetention): the loss guard (snapshot/loss-guard.ts) tells such a
+ * burst of old files from a loss by `days`.
+ */
+export interface AgeCleanup {
+  /** Files whose mtime is older than this many days are what the agent deletes. */
+  days: number;
+  /** For a person: the setting and its value, "cleanupPeriodDays 30 (not set: the default)". */
+  setting: string;
+}
+
 /** What a hazard check may need beside the location: where pi-guard's own repository and key are (a repository inside an agent's dir dies with it). */
 export interface HazardContext {
   env: Env;
@@ -276,6 +288,12 @@ export interface AgentAdapter {
    * with the agent: "claude: cleanupPeriodDays"), each warning with a one-line `fix`. Read-only.
    */
   hazards(loc: AgentLocation, ctx: HazardContext): Promise<DoctorCheck[]>;
+  /**
+   * The age-based cleanup this agent runs on this machine, read from its settings (small files
+   * only); undefined when it runs none or the adapter cannot tell (the loss guard then uses
+   * DEFAULT_CLEANUP_DAYS). Read-only.
+   */
+  ageCleanup?(loc: AgentLocation): AgeCleanup | undefined;
 
   /**
    * Group `selected` files (what a restore is asked for) into units, adding from `available` (the

@@ -110,6 +110,12 @@ export async function printStatus(ctx: Context, r: StatusReport, alert: boolean)
   if (r.newestSnapshot && r.newestSnapshot.id !== r.lastGoodSnapshot?.id) {
     rows.push(["newest snapshot", `${snap(r.newestSnapshot)}${r.newestSnapshot.suspectLoss ? "  SUSPECTED LOSS" : ""}`]);
   }
+  for (const c of r.cleanups ?? []) {
+    for (const a of c.agents) {
+      const sample = a.sample.slice(0, 5).join(", ");
+      rows.push([`${a.agent} cleanup`, `${both(c.time)}: removed ${a.sessions} session file(s) older than ${a.days} days (${sample}${a.sessions > 5 ? ", ..." : ""}); kept in snapshot ${c.against.slice(0, 8)}`]);
+    }
+  }
   const w = r.watcher;
   if (w.state === "running") {
     const cpu = w.cpu?.percent === null || w.cpu === undefined ? "CPU too early to tell" : `CPU ${w.cpu.percent} % (last ${formatAge(w.cpu.overMs)})`;

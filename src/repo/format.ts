@@ -258,6 +258,8 @@ export interface Snapshot {
   changedWhileRead?: ChangedWhileRead[];
   /** FIFOs, sockets and device nodes found in the sources: they hold no bytes to back up. */
   special?: SpecialPath[];
+  /** Files an agent's own age-based cleanup removed since `against` (tag "agent-cleanup", docs/FORMAT.md §7). */
+  cleanup?: CleanupRecord;
   program: string;
   summary: SnapshotSummary;
 }
@@ -283,6 +285,32 @@ export interface SpecialPath {
   path: string;
   kind: SpecialKind;
 }
+
+/**
+ * What an agent's own age-based cleanup (Claude Code's cleanupPeriodDays sweep, Gemini CLI's
+ * sessionRetention) removed, judged against `against`, the last whole snapshot, which holds them:
+ * `forget` by policy keeps that snapshot, and this one, whatever the policy.
+ */
+export interface CleanupRecord {
+  against: string;
+  agents: AgentCleanup[];
+}
+
+export interface AgentCleanup {
+  agent: string;
+  /** Every removed file was older than this many days when the snapshot was taken. */
+  days: number;
+  /** The agent's setting that says so, when its adapter knows it. */
+  setting?: string;
+  /** Files of the agent removed, and how many of them are session files. */
+  files: number;
+  sessions: number;
+  /** At most CLEANUP_SAMPLE of the removed session files, "root:path". */
+  sample: string[];
+}
+
+/** Set on a snapshot with a `cleanup` record: an agent removed its old files itself (not a suspected loss). */
+export const AGENT_CLEANUP_TAG = "agent-cleanup";
 
 /** Tags pi-guard sets itself. */
 export const IMPORT_TAG = "import";

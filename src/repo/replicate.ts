@@ -187,7 +187,11 @@ export interface CopyReport {
 /** The snapshot's source data is unusable: only this snapshot fails, the copy goes on. */
 class SourceDamage extends Error {}
 
-/** The ship policy (docs/FORMAT.md §14): per host the newest snapshot and the newest that can be a parent, plus every tagged one. */
+/**
+ * The ship policy (docs/FORMAT.md §14): per host the newest snapshot and the newest that can be a
+ * parent, plus every tagged one, and the snapshot a tagged one's agent cleanup names as `against`
+ * (it holds what the agent removed; forget keeps it, so a mirror must have it too).
+ */
 export function shipSelection(all: SnapshotRecord[]): SnapshotRecord[] {
   const keep = new Set<string>();
   const newest = new Map<string, SnapshotRecord>();
@@ -195,7 +199,11 @@ export function shipSelection(all: SnapshotRecord[]): SnapshotRecord[] {
   for (const r of all) {
     newest.set(r.snapshot.host, r);
     if (canBeParent(r.snapshot)) newestParent.set(r.snapshot.host, r);
-    if (Array.isArray(r.snapshot.tags) && r.snapshot.tags.length) keep.add(r.id);
+    if (Array.isArray(r.snapshot.tags) && r.snapshot.tags.length) {
+      keep.add(r.id);
+      const against = (r.snapshot.cleanup as { against?: unknown } | undefined)?.against;
+      if (typeof against === "string") keep.add(against);
+    }
   }
   for (const r of [...newest.values(), ...newestParent.values()]) keep.add(r.id);
   return all.filter((r) => keep.has(r.id));

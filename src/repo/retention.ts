@@ -121,6 +121,36 @@ function groupsOf(members: Member[]): Member[][] {
 }
 
 /**
+ * What an agent's own age-based cleanup removed stays restorable whatever the policy, even with
+ * includeSpecial: the snapshot its record names as `against` (the last one that holds those files)
+ * is kept, and so is the snapshot with the record, without which the next forget would not know.
+ * Forgetting either by id is still the user's to do.
+ */
+function keepCleanups(snapshots: SnapshotRecord[], add: (r: SnapshotRecord, why: string) => void): void {
+  const byId = new Map(snapshots.map((r) => [r.id, r]));
+  for (const record of snapshots) {
+    const c = cleanupOf(record.snapshot);
+    if (!c) continue;
+    const holder = byId.get(c.against);
+    const agents = c.agents.join(", ");
+    add(record, `records ${agents}'s cleanup of ${c.sessions} session file(s)${holder ? `, kept in ${c.against.slice(0, 8)}` : ""}`);
+    if (holder) add(holder, `holds ${c.sessions} session file(s) ${agents}'s cleanup removed (snapshot ${record.id.slice(0, 8)})`);
+  }
+}
+
+/** A snapshot's cleanup record, checked field by field (a snapshot object is untrusted). */
+function cleanupOf(s: Snapshot): { against: string; agents: string[]; sessions: number } | undefined {
+  const c: unknown = s.cleanup;
+  if (typeof c !== "object" || c === null) return undefined;
+  const { against, agents } = c as { against?: unknown; agents?: unknown };
+  if (typeof against !== "string" || !Array.isArray(agents)) return undefined;
+  const valid = agents.filter((a): a is { agent: string; sessions: number } => typeof a?.agent === "string" && Number.isSafeInteger(a?.sessions));
+  // eslint-disable-next-line no-control-regex
+  const names = valid.map((a) => a.agent.replace(/[\u0000-\u001f\u007f]/g, "?").slice(0, 32));
+  return { against, agents: [...new Set(names)], sessions: valid.reduce((n, a) => n + a.sessions, 0) };
+}
+
+/**
  * Decide, for every snapshot, keep (with the reasons) or remove. Special snapshots take no part in
  * the counting unless `includeSpecial`: a suspect-loss snapshot must not use up the hour whose real
  * data it would then push out. A snapshot whose time is unreadable or after `now` is kept and does
@@ -162,6 +192,7 @@ export function applyPolicy(snapshots: SnapshotRecord[], policy: RetentionPolicy
       }
     }
   }
+  keepCleanups(snapshots, add);
   const result: PolicyResult = { keep: [], remove: [] };
   for (const record of snapshots) {
     const why = reasons.get(record)!;

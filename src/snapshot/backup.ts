@@ -19,7 +19,7 @@ import { promises as fs } from "node:fs";
 import { META_ROOT_NAME, type Config } from "../config/config.js";
 import { hostName } from "../host.js";
 import { RepoError } from "../repo/errors.js";
-import { IMPORT_TAG, INCOMPLETE_TAG, SUSPECT_LOSS_TAG } from "../repo/format.js";
+import { AGENT_CLEANUP_TAG, IMPORT_TAG, INCOMPLETE_TAG, SUSPECT_LOSS_TAG } from "../repo/format.js";
 import type { Repository } from "../repo/repository.js";
 import type { MirrorShipment } from "../repo/ship.js";
 import { PRE_RESTORE_TAG } from "../restore/select.js";
@@ -58,7 +58,7 @@ export interface BackupResult {
 
 /** Refuse tags pi-guard sets itself; `also` names an engine's own bookkeeping tags. */
 export function assertOwnTags(tags: string[] | undefined, opts: { importing?: boolean; also?: (tag: string) => boolean } = {}): void {
-  const reserved = [PRE_RESTORE_TAG, INCOMPLETE_TAG, SUSPECT_LOSS_TAG, ...(opts.importing ? [] : [IMPORT_TAG])];
+  const reserved = [PRE_RESTORE_TAG, INCOMPLETE_TAG, SUSPECT_LOSS_TAG, AGENT_CLEANUP_TAG, ...(opts.importing ? [] : [IMPORT_TAG])];
   const borrowed = (tags ?? []).find((t) => reserved.includes(t) || opts.also?.(t));
   if (borrowed !== undefined) throw new RepoError(`--tag ${borrowed} is reserved for the tags that pi-guard sets itself`, "usage");
 }

@@ -19,6 +19,8 @@ import { findAgent } from "../agents/registry.js";
 import { isInside, META_ROOT_NAME, type Config, type WatchSettings } from "../config/config.js";
 import { sessionsDir } from "../agents/pi/paths.js";
 import { parseSessionFileName } from "../agents/pi/writer.js";
+import { AGENT_CLEANUP_TAG, type AgentCleanup, type CleanupRecord } from "../repo/format.js";
+import type { AgeCleanup } from "../agents/types.js";
 import type { ParentFile } from "./snapshotter.js";
 import type { SourceRoot } from "./sources.js";
 
@@ -70,6 +72,120 @@ export function judgeLoss(
   if ([...groups.values()].some((g) => g.total > 0 && g.gone === g.total)) return verdict("sessions");
   if (gone.length >= rule.minFiles && gone.length >= rule.fraction * parentFiles.length) return verdict("files");
   return undefined;
+}
+
+/** Days an agent's files may age before a burst of them vanishing reads as its own cleanup, when its adapter does not say (AgentAdapter.ageCleanup). */
+export const DEFAULT_CLEANUP_DAYS = 30;
+/** Removed session files a cleanup record names; the count says how many there were. */
+export const CLEANUP_SAMPLE = 20;
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+export interface CleanupJudge {
+  /** Which agent a file belongs to (undefined: none, never a cleanup). */
+  agentOf: (f: ParentFile) => string | undefined;
+  /** Which agent's session file it is (sessionFileTest). */
+  sessionOf: (f: ParentFile) => string | boolean | undefined;
+  /** The agent's age-based cleanup, when its adapter knows it. */
+  cleanupOf: (agent: string) => AgeCleanup | undefined;
+  /** When the snapshot is taken, ms. */
+  now: number;
+}
+
+/**
+ * An agent's own age-based cleanup (Claude Code's cleanupPeriodDays sweep, Gemini CLI's
+ * sessionRetention): it deletes old files in a burst as the agent starts, which the "most files at
+ * once" rule would call a loss, and which is not one. Per agent, the files of the last whole
+ * snapshot that are gone are that agent's cleanup when every one of them was recorded with an
+ * mtime older than the agent's days, at least one is a session file, and a session file of that
+ * agent is still there (a wipe takes the new ones too). Anything else gone stays for judgeLoss.
+ * Returns the cleanups found and the files they account for.
+ */
+export function judgeCleanup(parentFiles: readonly ParentFile[], judge: CleanupJudge): { agents: AgentCleanup[]; swept: Set<ParentFile> } | undefined {
+  const gone = new Map<string, ParentFile[]>();
+  const sessionsLeft = new Set<string>();
+  for (const f of parentFiles) {
+    const agent = judge.agentOf(f);
+    if (agent === undefined) continue;
+    if (f.found) {
+      if (judge.sessionOf(f) === agent) sessionsLeft.add(agent);
+      continue;
+    }
+    const list = gone.get(agent);
+    if (list) list.push(f);
+    else gone.set(agent, [f]);
+  }
+  const agents: AgentCleanup[] = [];
+  const swept = new Set<ParentFile>();
+  for (const [agent, files] of gone) {
+    if (!sessionsLeft.has(agent)) continue;
+    const rule = judge.cleanupOf(agent);
+    const days = rule?.days ?? DEFAULT_CLEANUP_DAYS;
+    const cutoff = judge.now - days * DAY_MS;
+    if (!files.every((f) => f.mtimeMs !== undefined && f.mtimeMs < cutoff)) continue;
+    const sessions = files.filter((f) => judge.sessionOf(f) === agent);
+    if (sessions.length === 0) continue;
+    for (const f of files) swept.add(f);
+    agents.push({ agent, days, ...(rule ? { setting: rule.setting } : {}), files: files.length, sessions: sessions.length, sample: sessions.slice(0, CLEANUP_SAMPLE).map((f) => `${f.root}:${f.path}`) });
+  }
+  return agents.length ? { agents, swept } : undefined;
+}
+
+export interface GuardVerdict {
+  /** Most files, or every session file of an agent, vanished: tagged suspect-loss unless accepted. */
+  loss?: LossVerdict;
+  /** An agent removed its old files itself: recorded (tag agent-cleanup), not a loss. */
+  cleanup?: CleanupRecord;
+}
+
+/**
+ * The guard's whole verdict on a snapshot about to be committed, for the pi-guard engine's
+ * snapshot paths (the command, the scheduled job, the watcher): an agent's age-based cleanup is
+ * recognised first, and what it removed is not counted as lost; the rest is judged by judgeLoss.
+ * `against` is the last whole snapshot the files were judged against (no record without it).
+ */
+export function judgeSnapshot(
+  parentFiles: ParentFile[],
+  filesNow: number,
+  config: Pick<Config, "agentDir" | "roots" | "watch"> & Partial<Pick<Config, "rootAgents" | "agents">>,
+  against: string | undefined,
+  now = Date.now(),
+): GuardVerdict {
+  const sessionOf = sessionFileTest(config);
+  const anyGone = parentFiles.some((f) => !f.found);
+  const sweep = anyGone && against ? judgeCleanup(parentFiles, { agentOf: agentOfRoot(config), sessionOf, cleanupOf: (agent) => ageCleanupOf(config, agent), now }) : undefined;
+  const judged = sweep ? parentFiles.map((f) => (sweep.swept.has(f) ? { ...f, found: true } : f)) : parentFiles;
+  const loss = judgeLoss(judged, filesNow, config.watch.suspectLoss, sessionOf, against);
+  return { ...(loss ? { loss } : {}), ...(sweep && against ? { cleanup: { against, agents: sweep.agents } } : {}) };
+}
+
+/** Which agent a file is of, by its root: the config's rootAgents, and root "sessions" is pi's (as in sessionFileTest). */
+function agentOfRoot(config: Partial<Pick<Config, "rootAgents">>): (f: ParentFile) => string | undefined {
+  return (f) => config.rootAgents?.[f.root] ?? (f.root === "sessions" ? "pi" : undefined);
+}
+
+/** The agent's age-based cleanup as its adapter reads it from the agent's settings. */
+function ageCleanupOf(config: Partial<Pick<Config, "agents">>, agent: string): AgeCleanup | undefined {
+  const loc = config.agents?.find((a) => a.location.agent === agent)?.location;
+  const adapter = loc ? findAgent(agent) : undefined;
+  try {
+    return loc && adapter?.ageCleanup ? adapter.ageCleanup(loc) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The line a snapshot that recorded an agent's cleanup ends with: who removed what, and where it
+ * stays. Paths come from a snapshot: no control character reaches a terminal or a log line.
+ */
+export function describeCleanup(c: CleanupRecord, snapshotId: string): string {
+  // eslint-disable-next-line no-control-regex
+  const clean = (s: string) => s.replace(/[\u0000-\u001f\u007f]/g, "?");
+  const parts = c.agents.map((a) => {
+    const sample = a.sample.slice(0, 3).map(clean).join(", ");
+    return `${clean(a.agent)} removed ${a.sessions} session file(s) (${a.files} file(s)) older than ${a.days} days${a.setting ? ` (${clean(a.setting)})` : ""}, e.g. ${sample}${a.sessions > 3 ? ", ..." : ""}`;
+  });
+  return `agent cleanup: ${parts.join("; ")}. Snapshot ${snapshotId.slice(0, 8)} is tagged ${AGENT_CLEANUP_TAG}; what was removed stays restorable from snapshot ${c.against.slice(0, 8)}, which forget keeps whatever the policy`;
 }
 
 /**

@@ -3,7 +3,7 @@ import { constants, promises as fs, type Stats } from "node:fs";
 import os from "node:os";
 import { BlobReader } from "../repo/blob-reader.js";
 import { BlobWriter } from "../repo/blob-writer.js";
-import { BlobType, type ChangedWhileRead, INCOMPLETE_TAG, type SkippedPath, type Snapshot, type SnapshotSummary, type SpecialPath, type TreeNode } from "../repo/format.js";
+import { BlobType, type ChangedWhileRead, type CleanupRecord, INCOMPLETE_TAG, type SkippedPath, type Snapshot, type SnapshotSummary, type SpecialPath, type TreeNode } from "../repo/format.js";
 import { acquireLock } from "../repo/lock.js";
 import { RepoError } from "../repo/errors.js";
 import { removeWriterTempFiles } from "../repo/repair-index.js";
@@ -40,6 +40,8 @@ export interface SnapshotOptions {
    * marked found or not by this scan.
    */
   tagsAtCommit?: (scan: { files: number; parent?: SnapshotRecord; baseline?: SnapshotRecord; parentFiles: () => ParentFile[] }) => string[];
+  /** Called after tagsAtCommit: an agent's age-based cleanup the guard recognised, recorded in the snapshot (`cleanup`). */
+  cleanupAtCommit?: () => CleanupRecord | undefined;
   /**
    * A grown file whose last full read is older than this is read in full instead of from its tail
    * (config `snapshot.fullReadIntervalMs`; default one hour; 0 reads every grown file in full).
@@ -66,6 +68,8 @@ export interface ParentFile {
   root: string;
   path: string;
   found: boolean;
+  /** Its mtime as that snapshot recorded it (the age-based cleanup verdict reads it); absent when unknown. */
+  mtimeMs?: number;
 }
 
 export interface SnapshotProgress {
@@ -176,7 +180,8 @@ export function createSnapshot(repo: Repository, opts: SnapshotOptions): Promise
     const skip = (root: string, rel: string, err: NodeJS.ErrnoException) => builder.skip(root, rel, err);
     for await (const entry of scanSources(opts.roots, opts.filter, skip)) await builder.addEntry(entry);
     const extra = opts.tagsAtCommit?.({ files: builder.files, parent, baseline, parentFiles: () => builder.parentFiles() }) ?? [];
-    return builder.commit({ host, roots: opts.roots, rootAgents: opts.rootAgents, tags: [...(opts.tags ?? []), ...extra], parent: parent?.id });
+    const cleanup = opts.cleanupAtCommit?.();
+    return builder.commit({ host, roots: opts.roots, rootAgents: opts.rootAgents, tags: [...(opts.tags ?? []), ...extra], parent: parent?.id, cleanup });
   });
 }
 
@@ -246,6 +251,9 @@ export async function findBases(repo: Repository, parentId: string | undefined, 
   return { parent, baseline };
 }
 
+/** A tree node's recorded mtime, when it is a finite number (a tree is untrusted). */
+const mtimeOf = (n: { mtimeMs?: unknown }): { mtimeMs?: number } => (typeof n.mtimeMs === "number" && Number.isFinite(n.mtimeMs) ? { mtimeMs: n.mtimeMs } : {});
+
 /**
  * A file's node with the fields that change on an append (the end of `content`, `tail`, `size`,
  * `mtimeMs`, `ctimeMs`) last and together, so that an append changes one stretch of the tree
@@ -314,21 +322,21 @@ export class SnapshotBuilder {
   private readonly parentFound = new Set<string>();
 
   /** The last whole snapshot when it is not the parent (its roots differ): its files, and where this scan found files. */
-  private baseline?: { files: { root: string; path: string; place?: string }[]; scanned: ScanPlaces };
+  private baseline?: { files: { root: string; path: string; place?: string; mtimeMs?: number }[]; scanned: ScanPlaces };
 
   /** The files the loss guard judges: the baseline's when one was loaded, else the parent's. */
   parentFiles(): ParentFile[] {
     const b = this.baseline;
-    if (b) return b.files.map((f) => ({ root: f.root, path: f.path, found: b.scanned.has(f.place, f.path) }));
-    return [...this.parentNodes].map(([key, n]) => ({ root: n.root, path: n.path, found: this.parentFound.has(key) }));
+    if (b) return b.files.map((f) => ({ root: f.root, path: f.path, found: b.scanned.has(f.place, f.path), ...mtimeOf(f) }));
+    return [...this.parentNodes].map(([key, n]) => ({ root: n.root, path: n.path, found: this.parentFound.has(key), ...mtimeOf(n) }));
   }
 
   /** Judge this scan against `baseline` (of other roots than `roots`, this snapshot's) instead of the parent. */
   async loadBaseline(baseline: SnapshotRecord, roots: readonly SourceRoot[]): Promise<void> {
     const rootPaths = rootPathsOf(baseline.snapshot.roots);
-    const files: { root: string; path: string; place?: string }[] = [];
+    const files: { root: string; path: string; place?: string; mtimeMs?: number }[] = [];
     for await (const node of readTree(new BlobReader(this.repo, new SealPool(0)), baseline.snapshot.tree)) {
-      if (node.type === "file" && typeof node.root === "string" && typeof node.path === "string") files.push({ root: node.root, path: node.path, place: placeIn(rootPaths, node.root, node.path) });
+      if (node.type === "file" && typeof node.root === "string" && typeof node.path === "string") files.push({ root: node.root, path: node.path, place: placeIn(rootPaths, node.root, node.path), ...mtimeOf(node) });
     }
     this.baseline = { files, scanned: new ScanPlaces(roots) };
   }
@@ -698,7 +706,7 @@ export class SnapshotBuilder {
   }
 
   /** Write the tree, the index, then the snapshot object: only the last makes the snapshot visible. */
-  async commit(meta: { host: string; roots: SourceRoot[]; rootAgents?: Record<string, string>; tags: string[]; parent?: string; time?: string; imported?: string }): Promise<SnapshotResult> {
+  async commit(meta: { host: string; roots: SourceRoot[]; rootAgents?: Record<string, string>; tags: string[]; parent?: string; time?: string; imported?: string; cleanup?: CleanupRecord }): Promise<SnapshotResult> {
     const tree = await this.tree.finish();
     // Deduplication would point this file list at the parent's damaged bytes: refuse rather than
     // save a snapshot that cannot be read back.
@@ -734,6 +742,7 @@ export class SnapshotBuilder {
       skipped: this.skipped.length ? this.skipped : undefined,
       changedWhileRead: this.changedWhileRead.length ? this.changedWhileRead : undefined,
       special: this.special.length ? this.special : undefined,
+      ...(meta.cleanup ? { cleanup: meta.cleanup } : {}),
       program: PROGRAM,
       summary,
     };

@@ -10,7 +10,7 @@ import type { AgentStatus } from "../agents/status.js";
 import { promises as fs } from "node:fs";
 import os from "node:os";
 import type { Config } from "../config/config.js";
-import { isImport, SUSPECT_LOSS_TAG } from "../repo/format.js";
+import { isImport, SUSPECT_LOSS_TAG, type AgentCleanup } from "../repo/format.js";
 import type { Repository, SnapshotRecord } from "../repo/repository.js";
 import { listingDamage } from "../repo/snapshot-damage.js";
 import { PRE_RESTORE_TAG } from "../restore/select.js";
@@ -107,7 +107,25 @@ export interface StatusReport {
   /** Each configured mirror: from the running watcher's state, or listed by status itself. */
   mirrors: (MirrorLag & { source: "watcher" | "listing" })[];
   schedules: { job: string; cron: string; next: string; lastRun: JobRun | null }[];
+  /**
+   * What the agents' own age-based cleanups removed (snapshots tagged agent-cleanup) in the last
+   * CLEANUP_SHOWN_DAYS, newest first, at most CLEANUP_SHOWN: not problems, but the user is told.
+   * Absent from a restic repository's report.
+   */
+  cleanups?: CleanupBrief[];
 }
+
+/** An agent cleanup recorded by a snapshot, for status. */
+export interface CleanupBrief {
+  snapshot: string;
+  time: string;
+  /** The snapshot that holds what was removed (forget keeps it). */
+  against: string;
+  agents: AgentCleanup[];
+}
+
+export const CLEANUP_SHOWN_DAYS = 30;
+export const CLEANUP_SHOWN = 5;
 
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 const isNum = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v) && v >= 0;
@@ -267,6 +285,27 @@ export function snapshotFindings(own: ListedSnapshot[], anySnapshots: boolean, n
   return { lastGoodSnapshot: lastGood ? brief(lastGood) : null, newestSnapshot: newest ? { ...brief(newest), suspectLoss: newestIsLoss } : null, problems };
 }
 
+/**
+ * The agent cleanups recorded in `snapshots` (oldest first) since CLEANUP_SHOWN_DAYS before `now`,
+ * newest first, their fields checked and cleaned (a snapshot object is untrusted).
+ */
+export function recentCleanups(snapshots: SnapshotRecord[], now: Date): CleanupBrief[] {
+  const since = now.getTime() - CLEANUP_SHOWN_DAYS * 24 * 60 * 60 * 1000;
+  const out: CleanupBrief[] = [];
+  for (let i = snapshots.length - 1; i >= 0 && out.length < CLEANUP_SHOWN; i--) {
+    const { id, snapshot: s } = snapshots[i];
+    const c: unknown = s.cleanup;
+    if (!isObj(c) || typeof c.against !== "string" || !Array.isArray(c.agents) || !isTime(s.time) || Date.parse(s.time) < since) continue;
+    const agents = c.agents.filter(isObj).flatMap((a): AgentCleanup[] =>
+      typeof a.agent === "string" && isNum(a.days) && isCount(a.files) && isCount(a.sessions) && Array.isArray(a.sample)
+        ? [{ agent: oneLine(a.agent, 32), days: a.days, ...(typeof a.setting === "string" ? { setting: oneLine(a.setting) } : {}), files: a.files, sessions: a.sessions, sample: a.sample.filter((x): x is string => typeof x === "string").slice(0, 20).map((x) => oneLine(x, 1024)) }]
+        : [],
+    );
+    if (agents.length) out.push({ snapshot: id, time: s.time, against: oneLine(c.against, 64), agents });
+  }
+  return out;
+}
+
 /** The next scheduled jobs and their last runs; a problem for each whose last run failed. */
 export async function scheduleFindings(config: Config, now: Date): Promise<{ schedules: StatusReport["schedules"]; notes: string[]; problems: Problem[] }> {
   const notes: string[] = [];
@@ -401,5 +440,6 @@ export async function gatherStatus(config: Config, repo: Repository, opts: { max
     watcher,
     mirrors,
     schedules: jobs.schedules,
+    cleanups: recentCleanups(snapshots, now),
   };
 }

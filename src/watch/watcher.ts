@@ -18,7 +18,7 @@ import { promises as fs, statSync } from "node:fs";
 import path from "node:path";
 import type { FSWatcher } from "chokidar";
 import { isInside, type Config } from "../config/config.js";
-import { CONFIG_KEY, SUSPECT_LOSS_TAG, isImport } from "../repo/format.js";
+import { AGENT_CLEANUP_TAG, CONFIG_KEY, SUSPECT_LOSS_TAG, isImport, type CleanupRecord } from "../repo/format.js";
 import { RepoError } from "../repo/errors.js";
 import type { Repository } from "../repo/repository.js";
 import { compileFilter } from "../snapshot/scan.js";
@@ -26,7 +26,7 @@ import { watchPath } from "../snapshot/sources.js";
 import { createSnapshot } from "../snapshot/snapshotter.js";
 import { PRE_RESTORE_TAG } from "../restore/select.js";
 import type { WatchLog } from "./log.js";
-import { ACCEPT_LOSS_COMMAND, judgeLoss, sessionFileTest, type LossVerdict } from "../snapshot/loss-guard.js";
+import { ACCEPT_LOSS_COMMAND, describeCleanup, judgeSnapshot, type LossVerdict } from "../snapshot/loss-guard.js";
 import type { WatcherState } from "./state.js";
 import { writeWatcherState } from "./state-file.js";
 import { hostName } from "../host.js";
@@ -70,7 +70,7 @@ export interface WatcherOptions {
 }
 
 export type WatchReport =
-  | { kind: "snapshot"; id: string; ms: number; files: number; bytesNew: number; suspect?: LossVerdict }
+  | { kind: "snapshot"; id: string; ms: number; files: number; bytesNew: number; suspect?: LossVerdict; cleanup?: CleanupRecord }
   | { kind: "error"; message: string; retryInMs: number }
   | { kind: "recovered"; id: string }
   | { kind: "accepted"; id: string }
@@ -542,7 +542,7 @@ export class Watcher {
     this.lastSnapshotAt = Date.now();
     if (count > 0) this.opts.log.write("info", "change", { changes: count, sample });
     let verdict: LossVerdict | undefined;
-    const isSession = sessionFileTest(this.config);
+    let cleanup: CleanupRecord | undefined;
     const started = Date.now();
     try {
       // A long-running process outlives mounts: an unmounted or moved repository must not be
@@ -561,7 +561,7 @@ export class Watcher {
         signal: this.abandon.signal,
         tagsAtCommit: ({ files, baseline, parentFiles }) => {
           const parent = parentFiles();
-          verdict = judgeLoss(parent, files, this.config.watch.suspectLoss, isSession, baseline?.id);
+          ({ loss: verdict, cleanup } = judgeSnapshot(parent, files, this.config, baseline?.id));
           // A deletion still under way, below the threshold so far: committing now would make the
           // half-deleted state the last whole one, and the rest of the loss would be judged
           // against it. Put the snapshot off until the deletion is quiet (at most SETTLE_MAX_MS).
@@ -572,8 +572,9 @@ export class Watcher {
               throw new DeletionUnsettled();
             }
           }
-          return verdict ? [SUSPECT_LOSS_TAG] : [];
+          return [...(verdict ? [SUSPECT_LOSS_TAG] : []), ...(cleanup ? [AGENT_CLEANUP_TAG] : [])];
         },
+        cleanupAtCommit: () => cleanup,
       });
       this.settlingSince = 0;
       const ms = Date.now() - started;
@@ -586,8 +587,9 @@ export class Watcher {
       this.state.snapshots.made++;
       this.state.lastSnapshot = { id: result.id, time: result.snapshot.time, began: new Date(started).toISOString(), durationMs: ms, files: s.files };
       this.opts.log.write("info", "snapshot", { id: result.id, ms, files: s.files, bytesNew: s.bytesNew, bytesStored: s.bytesStored, tags: result.snapshot.tags, parent: result.snapshot.parent ?? null });
-      this.opts.onReport?.({ kind: "snapshot", id: result.id, ms, files: s.files, bytesNew: s.bytesNew, suspect: verdict });
+      this.opts.onReport?.({ kind: "snapshot", id: result.id, ms, files: s.files, bytesNew: s.bytesNew, suspect: verdict, ...(cleanup ? { cleanup } : {}) });
       this.shipper.noteSnapshot(result.snapshot.time);
+      if (cleanup) this.logCleanup(result.id, cleanup);
       if (verdict) this.markSuspect(result.id, verdict);
       else {
         this.lastGood = { id: result.id, timeMs: Date.parse(result.snapshot.time) };
@@ -628,6 +630,16 @@ export class Watcher {
     this.inFlightSince = 0;
     this.judgeHealth();
     await this.writeState();
+  }
+
+  /** An agent's own age-based cleanup: not a loss, but the log names what it removed and where it stays. */
+  private logCleanup(id: string, c: CleanupRecord): void {
+    this.opts.log.write("warn", "agent-cleanup", {
+      snapshot: id,
+      against: c.against,
+      agents: c.agents,
+      message: describeCleanup(c, id),
+    });
   }
 
   private markSuspect(id: string, v: LossVerdict): void {

@@ -8,7 +8,7 @@ import path from "node:path";
 import type { DoctorCheck } from "../../doctor.js";
 import { readSettings } from "../pi/paths.js";
 import { readHead } from "../jsonl.js";
-import type { AgentAdapter, FileRef, RestoreCheck, RestoreUnit, SecretFile, SessionMeta } from "../types.js";
+import type { AgeCleanup, AgentAdapter, FileRef, RestoreCheck, RestoreUnit, SecretFile, SessionMeta } from "../types.js";
 import { CLAUDE_ROOT, isClaudeTranscript, locateClaude } from "./locate.js";
 import { claudeMetaFromHead, readClaudeTranscript } from "./read.js";
 
@@ -59,6 +59,14 @@ function cleanupHazard(dir: string): DoctorCheck[] {
   return checks;
 }
 
+/** The sweep's age from settings.json: cleanupPeriodDays when it is a positive number, else the default. */
+export function claudeCleanup(dir: string): AgeCleanup {
+  const read = readSettings(path.join(dir, "settings.json"));
+  const days = read.settings?.cleanupPeriodDays;
+  if (typeof days === "number" && Number.isFinite(days) && days > 0) return { days, setting: `cleanupPeriodDays ${days} (${read.path})` };
+  return { days: DEFAULT_CLEANUP_DAYS, setting: `cleanupPeriodDays ${DEFAULT_CLEANUP_DAYS} (${typeof days === "number" ? `${days} in ${read.path}: read as the default` : "not set: the default"})` };
+}
+
 export const claudeAdapter: AgentAdapter = {
   name: "claude",
   title: "Claude Code",
@@ -88,6 +96,7 @@ export const claudeAdapter: AgentAdapter = {
     isSessionFile: (ref: FileRef) => ref.root === CLAUDE_ROOT && isClaudeTranscript(ref.path),
   },
   hazards: async (loc) => cleanupHazard(loc.dir),
+  ageCleanup: (loc) => claudeCleanup(loc.dir),
   // A transcript comes back with its own folder (subagents' transcripts, large tool results it points to).
   restoreUnits(selected, available) {
     const units: RestoreUnit[] = [];

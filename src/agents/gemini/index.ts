@@ -237,11 +237,16 @@ export const geminiAdapter: AgentAdapter = {
     },
     isSessionFile: isChatRef,
   },
+  ageCleanup(loc) {
+    const { file, retention } = retentionSetting(loc.dir);
+    if (retention.enabled === false) return undefined;
+    const given = str(retention.maxAge);
+    const days = given === undefined ? undefined : retentionDays(given);
+    if (days === undefined) return { days: DEFAULT_RETENTION_DAYS, setting: `general.sessionRetention.maxAge ${DEFAULT_RETENTION_DAYS}d (${given === undefined ? "not set: the default" : `"${given}" in ${file}: read as the default`})` };
+    return { days, setting: `general.sessionRetention.maxAge ${given} (${file})` };
+  },
   async hazards(loc) {
-    const file = path.join(loc.dir, "settings.json");
-    const read = readSettings(file);
-    const general = isObj(read.settings?.general) ? read.settings.general : {};
-    const retention = isObj(general.sessionRetention) ? general.sessionRetention : {};
+    const { file, retention } = retentionSetting(loc.dir);
     const name = "gemini: general.sessionRetention";
     if (retention.enabled === false) return [{ name, status: "ok", message: `general.sessionRetention.enabled is false in ${file}: Gemini CLI deletes no chats by age` }];
     const age = str(retention.maxAge) ?? "30d";
@@ -266,6 +271,24 @@ export const geminiAdapter: AgentAdapter = {
     return out;
   },
 };
+
+/** settings.json's general.sessionRetention ({} when absent or unreadable). */
+function retentionSetting(dir: string): { file: string; retention: Rec } {
+  const file = path.join(dir, "settings.json");
+  const general = readSettings(file).settings?.general;
+  const retention = isObj(general) ? general.sessionRetention : undefined;
+  return { file, retention: isObj(retention) ? retention : {} };
+}
+
+/** Days Gemini CLI keeps chats when general.sessionRetention.maxAge is not set. */
+const DEFAULT_RETENTION_DAYS = 30;
+
+/** Gemini CLI's retention period ("30d", "24h", "2w", "1m" = 30 days) in days; undefined when it is not one. */
+export function retentionDays(text: string): number | undefined {
+  const m = /^(\d{1,6})([hdwm])$/.exec(text.trim());
+  if (!m || Number(m[1]) <= 0) return undefined;
+  return Number(m[1]) * { h: 1 / 24, d: 1, w: 7, m: 30 }[m[2] as "h" | "d" | "w" | "m"];
+}
 
 /** The project dir a chat belongs to: tmp/<project>/.project_root holds it. */
 async function projectRootOf(files: FileReader, chat: FileRef): Promise<string | undefined> {
