@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import type { RetentionPolicy } from "../config/config.js";
 import { RepoError } from "../repo/errors.js";
-import { emptiedGroupText, type EmptiedGroup, type ForgetReport } from "../repo/retention.js";
+import { emptiedGroupText, parseUnusedShare as unusedShare, type EmptiedGroup, type ForgetReport } from "../repo/retention.js";
 import type { PruneReport } from "../repo/prune.js";
 import { context, type Context } from "./context.js";
 import { EXIT, formatBytes, info, printJson, table, warn } from "./output.js";
@@ -30,15 +30,6 @@ function count(flag: string, value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   if (!/^\d{1,9}$/.test(value)) throw new RepoError(`--${flag} needs a whole number, not "${value}"`, "usage");
   return Number(value);
-}
-
-/** "10%", "10" or "0.5%": the share of the kept packs' bytes prune may leave unused. */
-function unusedShare(value: string | undefined): number {
-  if (value === undefined) return 0.1;
-  const m = /^(\d{1,3}(?:\.\d+)?)%?$/.exec(value.trim());
-  const pct = m ? Number(m[1]) : NaN;
-  if (!(pct >= 0 && pct <= 100)) throw new RepoError(`--max-unused needs a percentage from 0% to 100%, not "${value}"`, "usage");
-  return pct / 100;
 }
 
 export function policyFrom(flags: ForgetFlags, ctx: Context): RetentionPolicy | undefined {
