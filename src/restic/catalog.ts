@@ -63,6 +63,7 @@ export function resticCatalogSnapshots(s: ResticSession, opts: { onUnreadable?: 
   return {
     // restic repository strings name the repository; the catalog's caches are keyed by it.
     id: `restic-${createHash("sha256").update(s.repository).digest("hex").slice(0, 16)}`,
+    label: "restic snapshot",
     // No repository yet: live sessions only, as on a native location.
     snapshotIds: async () =>
       (await list().catch((err: unknown) => {

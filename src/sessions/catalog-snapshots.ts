@@ -11,6 +11,8 @@ import type { RepositorySource } from "./source.js";
 export interface CatalogSnapshots {
   /** Names the catalog's cache files for this repository. */
   readonly id: string;
+  /** How a source in these snapshots is named: "snapshot <id>", "restic snapshot <id>". */
+  readonly label: string;
   /** The snapshot names now (native: object names, nothing decrypted). */
   snapshotIds(): Promise<string[]>;
   /** Every session file's history across the snapshots `ids` names. */
@@ -33,6 +35,7 @@ export function nativeSnapshots(cacheDir: string, repo: RepositorySource): Catal
   const files = new SnapshotFiles(cacheDir, repo, open);
   return {
     id: repo.id,
+    label: "snapshot",
     snapshotIds: () => repo.snapshotIds(),
     history: (ids) => files.history(ids),
     save: (history) => files.save(history),

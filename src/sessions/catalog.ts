@@ -297,11 +297,12 @@ export class SessionCatalog {
     return commonModelJsonl(await adapter.sessions.read(reader, src.meta));
   }
 
-  /** Where the bytes of a session come from: "live <path>" or "snapshot <id> <path>". */
+  /** Where the bytes of a session come from: "live <path>" or "snapshot <id> <path>" ("restic snapshot" on restic). */
   describeSource(id: string): string {
     const src = this.source(id);
-    if ("agent" in src) return src.agent.snapshotId === null ? `live ${src.agent.agent} ${src.agent.originalPath}` : `snapshot ${src.agent.snapshotId.slice(0, 8)} ${src.agent.agent} ${src.agent.originalPath}`;
-    return "live" in src ? `live ${src.live.path}` : `snapshot ${src.snapshot.snapshotId.slice(0, 8)} ${src.snapshot.originalPath}`;
+    const label = this.files?.label ?? "snapshot";
+    if ("agent" in src) return src.agent.snapshotId === null ? `live ${src.agent.agent} ${src.agent.originalPath}` : `${label} ${src.agent.snapshotId.slice(0, 8)} ${src.agent.agent} ${src.agent.originalPath}`;
+    return "live" in src ? `live ${src.live.path}` : `${label} ${src.snapshot.snapshotId.slice(0, 8)} ${src.snapshot.originalPath}`;
   }
 
   /**
