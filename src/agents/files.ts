@@ -108,29 +108,36 @@ export async function snapshotFiles(reader: SnapshotReader, snapshot: { id: stri
     roots.add(n.root);
     if (n.type === "file") nodes.set(`${n.root}\0${n.path}`, n);
   }
-  const sorted = [...nodes.values()];
+  const infos = [...nodes.values()].map((n): FileInfo => ({ root: n.root, path: n.path, size: n.size ?? 0, mtimeMs: n.mtimeMs }));
+  return listedFiles(`snapshot ${snapshot.id}`, [...roots], infos, (ref) => reader.stream(nodes.get(`${ref.root}\0${ref.path}`)!));
+}
+
+/**
+ * A FileReader over a listing made once (a snapshot's files, whatever the engine): `files` in
+ * the listing's order, each read through `read`, which is asked only for a listed file.
+ */
+export function listedFiles(where: string, roots: readonly string[], files: readonly FileInfo[], read: (ref: FileRef) => AsyncIterable<Buffer>): FileReader {
+  const nodes = new Map(files.map((f) => [`${f.root}\0${f.path}`, f]));
   const node = (ref: FileRef) => nodes.get(`${ref.root}\0${ref.path}`);
-  const asInfo = (n: TreeNode): FileInfo => ({ root: n.root, path: n.path, size: n.size ?? 0, mtimeMs: n.mtimeMs });
   const stream = (ref: FileRef): AsyncIterable<Buffer> => {
-    const n = node(ref);
-    if (!n) throw new Error(`${ref.root}:${ref.path} is not in snapshot ${snapshot.id}`);
-    return reader.stream(n);
+    if (!node(ref)) throw new Error(`${ref.root}:${ref.path} is not in ${where}`);
+    return read(ref);
   };
   return {
-    where: `snapshot ${snapshot.id}`,
+    where,
     roots: [...roots],
     async *list(root, prefix = "") {
       const p = prefix.replace(/\/+$/, "");
-      for (const n of sorted) if (n.root === root && (p === "" || n.path === p || n.path.startsWith(`${p}/`))) yield asInfo(n);
+      for (const n of files) if (n.root === root && (p === "" || n.path === p || n.path.startsWith(`${p}/`))) yield { ...n };
     },
     stat: async (ref) => {
       const n = node(ref);
-      return n ? asInfo(n) : undefined;
+      return n ? { ...n } : undefined;
     },
     stream,
     read: (ref, maxBytes) => {
       const n = node(ref);
-      if (n && (n.size ?? 0) > maxBytes) return Promise.reject(tooBig(ref, n.size ?? 0, maxBytes));
+      if (n && n.size > maxBytes) return Promise.reject(tooBig(ref, n.size, maxBytes));
       return collect(stream(ref), ref, maxBytes);
     },
     materialize: (refs) =>

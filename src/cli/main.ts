@@ -6,7 +6,6 @@ import { registerDoctorCommand, registerKeyCommands, registerRepoCommands } from
 import { registerPruneCommands } from "./prune-commands.js";
 import { registerCopyCommands } from "./copy-commands.js";
 import { registerRestoreCommands } from "./restore-commands.js";
-import { routeResticRepositories } from "./restic-commands.js";
 import { registerSalvageCommands } from "./salvage-commands.js";
 import { registerSessionsCommands } from "./sessions-commands.js";
 import { registerOpsCommands } from "./service-commands.js";
@@ -81,7 +80,6 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 3 damaged repository data or an inco
   registerWatchCommands(program);
   registerCopyCommands(program);
   registerPiCommands(program);
-  routeResticRepositories(program);
   pointUnknownCommandsToHelp(program);
   return program;
 }

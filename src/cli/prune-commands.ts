@@ -1,7 +1,8 @@
 import type { Command } from "commander";
 import type { RetentionPolicy } from "../config/config.js";
 import { RepoError } from "../repo/errors.js";
-import { emptiedGroupText, type EmptiedGroup, type ForgetReport } from "../repo/retention.js";
+import { emptiedGroupText, parseUnusedShare as unusedShare, type EmptiedGroup } from "../repo/retention.js";
+import type { EngineForgetResult } from "../engine/types.js";
 import type { PruneReport } from "../repo/prune.js";
 import { context, type Context } from "./context.js";
 import { EXIT, formatBytes, info, printJson, table, warn } from "./output.js";
@@ -30,15 +31,6 @@ function count(flag: string, value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   if (!/^\d{1,9}$/.test(value)) throw new RepoError(`--${flag} needs a whole number, not "${value}"`, "usage");
   return Number(value);
-}
-
-/** "10%", "10" or "0.5%": the share of the kept packs' bytes prune may leave unused. */
-function unusedShare(value: string | undefined): number {
-  if (value === undefined) return 0.1;
-  const m = /^(\d{1,3}(?:\.\d+)?)%?$/.exec(value.trim());
-  const pct = m ? Number(m[1]) : NaN;
-  if (!(pct >= 0 && pct <= 100)) throw new RepoError(`--max-unused needs a percentage from 0% to 100%, not "${value}"`, "usage");
-  return pct / 100;
 }
 
 export function policyFrom(flags: ForgetFlags, ctx: Context): RetentionPolicy | undefined {
@@ -87,7 +79,8 @@ function freed(r: PruneReport): string {
   return `${formatBytes(Math.max(0, r.bytes.before - r.bytes.after))} freed (${formatBytes(r.bytes.before)} → ${formatBytes(r.bytes.after)})`;
 }
 
-function printForget(ctx: Context, r: ForgetReport, pruned?: PruneReport): void {
+/** `pruned`: what the prune after it did, in words; `howToFree`: what frees the data when none ran. */
+function printForget(ctx: Context, r: Omit<EngineForgetResult, "prune">, pruned: string | undefined, howToFree: string): void {
   if (r.keep.length) {
     info(ctx.out, `keep ${r.keep.length} snapshot(s):`);
     info(ctx.out, table(r.keep.map((k) => ["  " + short(k.id), when(k.time), k.host, k.reasons.join(", ")])));
@@ -100,7 +93,7 @@ function printForget(ctx: Context, r: ForgetReport, pruned?: PruneReport): void 
   if (r.refused) return;
   if (r.remove.length === 0) info(ctx.out, `nothing to forget: the policy keeps all ${r.keep.length} snapshot(s)`);
   else if (r.dryRun) info(ctx.out, `dry run: would forget ${r.remove.length} and keep ${r.keep.length} snapshot(s); nothing was changed`);
-  else info(ctx.out, `forgot ${r.removed} snapshot(s), kept ${r.keep.length}; ${pruned ? `pruned: ${freed(pruned)}` : "`pi-guard prune` frees their data"}`);
+  else info(ctx.out, `forgot ${r.removed} snapshot(s), kept ${r.keep.length}; ${pruned ?? howToFree}`);
 }
 
 function printPrune(ctx: Context, r: PruneReport): void {
@@ -194,28 +187,29 @@ Examples:
     .action(async (ids: string[], flags: ForgetFlags, cmd: Command) => {
       const ctx = context(cmd);
       const policy = policyFrom(flags, ctx);
-      if (!policy && ids.length === 0) throw new RepoError("nothing to forget by: give --keep-* options, --policy, or snapshot ids (forgetting every snapshot is never allowed)", "usage");
-      if (policy && ids.length) throw new RepoError("give snapshot ids or a policy, not both", "usage");
-      if (flags.dryRun && flags.prune) throw new RepoError("--prune after a --dry-run would prune nothing that the forget removed; run them without --dry-run, or `pi-guard prune --dry-run`", "usage");
-      unusedShare(flags.maxUnused); // a bad value is a usage error before anything is forgotten
-      const repo = await ctx.open();
-      const { forget } = await import("../repo/retention.js");
-      const report = await forget(repo, {
-        policy,
-        ids: ids.length ? ids : undefined,
-        dryRun: flags.dryRun,
-        host: flags.host,
-        includeSpecial: flags.includeSpecial,
-        allowRemoveAll: flags.unsafeAllowRemoveAll,
-        lockWaitMs: ctx.lockWaitMs,
-      });
-      // A refused forget changed nothing: a prune after it would only be work nobody asked for.
-      const pruned = flags.prune && !report.refused ? await runPrune(ctx, repo, { maxUnused: flags.maxUnused, allowDamaged: flags.allowDamaged }) : undefined;
-      if (ctx.out.json) {
-        printJson(pruned ? { ...report, prune: pruned } : report);
+      const maxUnusedFraction = unusedShare(flags.maxUnused); // a bad value is a usage error before anything is forgotten
+      const engine = await ctx.engine();
+      const progress = new Progress(!!flags.prune && !ctx.out.json && !ctx.out.quiet);
+      let report: EngineForgetResult;
+      try {
+        report = await engine.forget({
+          policy,
+          ids: ids.length ? ids : undefined,
+          dryRun: flags.dryRun,
+          host: flags.host,
+          includeSpecial: flags.includeSpecial,
+          allowRemoveAll: flags.unsafeAllowRemoveAll,
+          lockWaitMs: ctx.lockWaitMs,
+          prune: flags.prune ? { maxUnusedFraction, allowDamaged: flags.allowDamaged, onProgress: (p) => progress.update(`${p.phase} ${p.done}/${p.total}`) } : undefined,
+        });
+      } finally {
+        progress.done();
       }
+      const { prune, ...forgot } = report;
+      const pruned = prune?.engine === "native" ? prune.report : undefined;
+      if (ctx.out.json) printJson({ ...forgot, pruned: !!prune, ...(pruned ? { prune: pruned } : {}) });
       else {
-        printForget(ctx, report, pruned);
+        printForget(ctx, forgot, prune && (pruned ? `pruned: ${freed(pruned)}` : `${engine.kind} prune freed their data`), engine.kind === "restic" ? "`pi-guard forget --prune` (or restic prune) frees their data" : "`pi-guard prune` frees their data");
         if (pruned) printPrune(ctx, pruned);
       }
       reportEmptiedGroups(ctx, { ...report, byIds: ids.length > 0 });

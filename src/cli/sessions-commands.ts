@@ -26,10 +26,10 @@ async function checkAgentFlag(name: string | undefined): Promise<string | undefi
   return agentByName(name).name;
 }
 
-/** The catalog over live files and (unless --live) every snapshot (library/catalog.ts). */
+/** The catalog over live files and (unless --live) every snapshot, from the engine the config selects (library/catalog.ts). */
 async function withCatalog<T>(ctx: Context, liveOnly: boolean, fn: (c: SessionCatalog) => Promise<T>): Promise<T> {
   const lib = await import("../library/catalog.js");
-  return lib.withCatalog(ctx.config, () => ctx.open(), { liveOnly, lockWaitMs: ctx.lockWaitMs }, fn);
+  return lib.withEngineCatalog(await ctx.engine(), { liveOnly, lockWaitMs: ctx.lockWaitMs }, fn);
 }
 
 /** Snapshots the catalog could not read: a warning, or damage (exit 3) when it could read none. */
@@ -94,11 +94,11 @@ async function gatherStats(ctx: Context, opts: StatsFlags, range?: (zone: ZoneDa
 }
 
 /**
- * `sessions list`'s output; shared with the restic engine's listing. Ids are shown by their
+ * `sessions list`'s output. Ids are shown by their
  * shortest prefix that no other id of `all` (every session, not only those listed) starts with,
  * so each one shown can be typed back (src/sessions/short-id.ts).
  */
-export async function printSessionList(ctx: Context, list: SessionRecord[], all: readonly { id: string }[] = list): Promise<void> {
+async function printSessionList(ctx: Context, list: SessionRecord[], all: readonly { id: string }[] = list): Promise<void> {
   const { shortIds } = await import("../sessions/short-id.js");
   const short = shortIds(list.map((s) => s.id), all.map((s) => s.id));
   if (ctx.out.json) {
@@ -120,8 +120,8 @@ export async function printSessionList(ctx: Context, list: SessionRecord[], all:
   info(ctx.out, table(fitListRows(rows, terminalWidth(), [4, 9, 8, 7])));
 }
 
-/** `sessions show`'s output; shared with the restic engine. */
-export function printSessionView(ctx: Context, record: SessionRecord, view: SessionView, source: string, opts: { full?: boolean }, render: typeof RenderSession): void {
+/** `sessions show`'s output. */
+function printSessionView(ctx: Context, record: SessionRecord, view: SessionView, source: string, opts: { full?: boolean }, render: typeof RenderSession): void {
   if (ctx.out.json) {
     printJson({
       session: listRow(record),
@@ -445,9 +445,8 @@ Examples:
     .action(async (id: string, opts: ExportFlags, cmd: Command) => {
       const ctx = context(cmd);
       const format = await checkExportFlags(ctx, opts);
-      const { resolveSession } = await import("../sessions/index.js");
-      await withCatalog(ctx, false, async (catalog) => {
-        const record = resolveSession(catalog.sessions, id);
+      const { withSession } = await import("../library/catalog.js");
+      await withSession(await ctx.engine(), id, { lockWaitMs: ctx.lockWaitMs }, async (catalog, record) => {
         await exportAndReport(ctx, opts, format, record.id, catalog.describeSource(record.id), await catalog.byteSource(record.id));
       });
     });
@@ -495,8 +494,8 @@ export interface ExportFlags {
   redact?: boolean;
 }
 
-/** The format and the output, checked before any work so that a mistake fails fast and alone; shared with the restic engine. */
-export async function checkExportFlags(ctx: Context, opts: ExportFlags): Promise<ExportFormat> {
+/** The format and the output, checked before any work so that a mistake fails fast and alone. */
+async function checkExportFlags(ctx: Context, opts: ExportFlags): Promise<ExportFormat> {
   const { checkExportTarget, parseFormat } = await import("../export/index.js");
   const format = parseFormat(opts.format, opts.output);
   if (opts.force && !opts.output) throw new RepoError("--force goes with --output only", "usage");
@@ -504,8 +503,8 @@ export async function checkExportFlags(ctx: Context, opts: ExportFlags): Promise
   return format;
 }
 
-/** `export`'s writing and output, from bytes the caller found (closed here); shared with the restic engine. */
-export async function exportAndReport(
+/** `export`'s writing and output, from bytes the caller found (closed here). */
+async function exportAndReport(
   ctx: Context,
   opts: ExportFlags,
   format: ExportFormat,

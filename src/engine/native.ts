@@ -5,6 +5,7 @@
  */
 import type { Config } from "../config/config.js";
 import type { Repository } from "../repo/repository.js";
+import { RepoError } from "../repo/errors.js";
 import type { Engine, EngineBackupResult, EngineSnapshot } from "./types.js";
 
 const listed = (r: { id: string; snapshot: { time: string; host: string; user: string; tags: string[]; roots: { name: string; path: string }[]; agents?: Record<string, string> } }): EngineSnapshot => ({
@@ -77,8 +78,19 @@ export function nativeEngine(config: Config, open: () => Promise<Repository>): E
       return { ...r, engine: "native", snapshot: { id: r.snapshot.id, snapshot: { time: r.snapshot.snapshot.time, host: r.snapshot.snapshot.host } } };
     },
     async forget(opts) {
-      const { forget } = await import("../repo/retention.js");
-      return forget(await repo(), opts);
+      const { prune: pruneOpts, ...rest } = opts;
+      if (pruneOpts && opts.dryRun) throw new RepoError("--prune after a --dry-run would prune nothing that the forget removed; run them without --dry-run, or `pi-guard prune --dry-run`", "usage");
+      const [{ forget }, r] = await Promise.all([import("../repo/retention.js"), repo()]);
+      const report = await forget(r, rest);
+      // A refused forget changed nothing: a prune after it would only be work nobody asked for.
+      if (!pruneOpts || report.refused) return report;
+      const { prune } = await import("../repo/prune.js");
+      const pruned = await prune(r, { maxUnusedFraction: pruneOpts.maxUnusedFraction, allowDamaged: pruneOpts.allowDamaged, lockWaitMs: opts.lockWaitMs, onProgress: pruneOpts.onProgress });
+      return { ...report, prune: { engine: "native" as const, report: pruned } };
+    },
+    async sessions(opts = {}) {
+      const { openCatalog } = await import("../library/catalog.js");
+      return openCatalog(config, repo, opts);
     },
     async check(opts = {}) {
       const { runCheck } = await import("../repo/check-run.js");

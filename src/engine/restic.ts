@@ -9,7 +9,7 @@ import type { ResticSession } from "../restic/run.js";
 import type { ResticSnapshotRecord } from "../restic/snapshots.js";
 import type { Engine, EngineSnapshot } from "./types.js";
 
-const listed = (r: ResticSnapshotRecord): EngineSnapshot => ({ id: r.id, time: r.time, host: r.host, user: r.user, tags: r.tags, roots: r.roots.map((x) => ({ name: x.name, path: x.path })) });
+const listed = (r: ResticSnapshotRecord): EngineSnapshot => ({ id: r.id, time: r.time, host: r.host, user: r.user, tags: r.tags, roots: r.roots.map((x) => ({ name: x.name, path: x.path })), ...(r.agents ? { agents: { ...r.agents } } : {}) });
 
 /** `session(true)` is for a new repository, whose prompted password is asked twice. */
 export function resticEngine(config: Config, session: (isNew?: boolean) => Promise<ResticSession>): Engine {
@@ -66,9 +66,22 @@ export function resticEngine(config: Config, session: (isNew?: boolean) => Promi
       return { ...r, engine: "restic", snapshot: { id: r.snapshot.id, snapshot: { time: r.snapshot.time, host: r.snapshot.host } } };
     },
     async forget(opts) {
+      if (opts.ids?.length) throw new RepoError("on a restic repository pi-guard forgets by policy only; forget single snapshots with `restic forget <id>`", "usage");
+      if (!opts.policy) throw new RepoError("nothing to forget by: give --keep-* options or --policy (forgetting every snapshot is never allowed)", "usage");
+      if (opts.prune?.allowDamaged) throw new RepoError("--allow-damaged is not available on a restic repository (restic prune refuses a damaged repository; see restic repair)", "usage");
+      if (opts.prune && opts.dryRun) throw new RepoError("--prune after a --dry-run would prune nothing; run them without --dry-run", "usage");
+      const { validatePolicy } = await import("../repo/retention.js");
+      validatePolicy(opts.policy);
       const { resticForget } = await import("../restic/repository.js");
-      const r = await resticForget(await s(), opts.policy, { dryRun: opts.dryRun, host: opts.host, includeSpecial: opts.includeSpecial, allowRemoveAll: opts.allowRemoveAll, now: opts.now });
-      return { ...r, unreadable: [] };
+      const maxUnused = opts.prune?.maxUnusedFraction === undefined ? undefined : `${Math.round(opts.prune.maxUnusedFraction * 10000) / 100}%`;
+      const { pruned, ...r } = await resticForget(await s(), opts.policy, { dryRun: opts.dryRun, prune: !!opts.prune, maxUnused, host: opts.host, includeSpecial: opts.includeSpecial, allowRemoveAll: opts.allowRemoveAll, now: opts.now });
+      return { ...r, unreadable: [], ...(pruned ? { prune: { engine: "restic" as const } } : {}) };
+    },
+    async sessions(opts = {}) {
+      const [{ SessionCatalog }, { resticCatalogSnapshots }] = await Promise.all([import("../sessions/catalog.js"), import("../restic/catalog.js")]);
+      // restic locks the repository itself for each command it runs: nothing is held here.
+      const catalog = await SessionCatalog.build({ config, repo: null, ...(opts.liveOnly ? {} : { snapshots: resticCatalogSnapshots(await s()) }) });
+      return { catalog, finish: () => catalog.close() };
     },
     async check(opts = {}) {
       const { resticCheck } = await import("../restic/repository.js");

@@ -10,11 +10,13 @@
 import type { RetentionPolicy } from "../config/config.js";
 import type { MirrorShipment } from "../repo/ship.js";
 import type { EmptiedGroup } from "../repo/retention.js";
+import type { PruneReport } from "../repo/prune.js";
 import type { SafeRestoreResult } from "../engine.js";
 import type { ResolvedTime } from "../restore/select.js";
 import type { BackupOptions } from "../snapshot/backup.js";
 import type { LossVerdict } from "../snapshot/loss-guard.js";
 import type { StatusReport } from "../watch/status.js";
+import type { OpenedCatalog } from "../library/catalog.js";
 
 export type EngineKind = "native" | "restic";
 
@@ -26,7 +28,7 @@ export interface EngineSnapshot {
   user: string;
   tags: string[];
   roots: { name: string; path: string }[];
-  /** Which agent each root belongs to, by root name, where the snapshot records it (native). */
+  /** Which agent each root belongs to, by root name, where the snapshot records it (native: its manifest; restic: its pi-guard-agent tags). */
   agents?: Record<string, string>;
 }
 
@@ -89,7 +91,12 @@ export type EngineRestoreResult = Omit<SafeRestoreResult, "snapshot"> & {
 };
 
 export interface EngineForgetOptions {
-  policy: RetentionPolicy;
+  /** Forget what this policy does not keep; or give `ids`, not both. */
+  policy?: RetentionPolicy;
+  /** These snapshots (ids or unique prefixes; native only: restic forgets by policy here). */
+  ids?: string[];
+  /** Then free the forgotten snapshots' data (native: pi-guard prune; restic: restic prune); never after a dry run or a refused forget. */
+  prune?: EnginePruneOptions;
   dryRun?: boolean;
   host?: string;
   includeSpecial?: boolean;
@@ -97,6 +104,14 @@ export interface EngineForgetOptions {
   allowRemoveAll?: boolean;
   lockWaitMs?: number;
   now?: Date;
+}
+
+export interface EnginePruneOptions {
+  /** The share of the kept packs' bytes that may stay unused (0.1: 10%). */
+  maxUnusedFraction?: number;
+  /** Native only: prune on past damage (restic prune refuses a damaged repository). */
+  allowDamaged?: boolean;
+  onProgress?: (p: { phase: string; done: number; total: number }) => void;
 }
 
 export interface EngineForgetResult {
@@ -109,6 +124,14 @@ export interface EngineForgetResult {
   emptiedGroups: EmptiedGroup[];
   /** It would have emptied a group: nothing was forgotten (the last-snapshot guard). */
   refused: boolean;
+  /** With prune, when it ran: the native prune report (native) or restic prune's success (restic). */
+  prune?: { engine: "native"; report: PruneReport } | { engine: "restic" };
+}
+
+export interface EngineSessionsOptions {
+  /** Live files only: no repository is opened. */
+  liveOnly?: boolean;
+  lockWaitMs?: number;
 }
 
 export interface EngineCheckResult {
@@ -136,6 +159,12 @@ export interface Engine {
   /** Forget by a retention policy; never the last snapshot of a group unless allowRemoveAll. */
   forget(opts: EngineForgetOptions): Promise<EngineForgetResult>;
   check(opts?: { readData?: boolean; lockWaitMs?: number }): Promise<EngineCheckResult>;
+  /**
+   * The session catalog over the live files and every snapshot, every agent's sessions read by
+   * its adapter (sessions/catalog.ts): the same records, sources and bytes whichever engine holds
+   * the snapshots. `finish` closes it (and releases what the engine holds while it is read).
+   */
+  sessions(opts?: EngineSessionsOptions): Promise<OpenedCatalog>;
   /** The health facts `pi-guard status` prints; with `agent`, that agent's snapshots judged too. */
   status(opts?: { maxAgeMs?: number; now?: Date; agent?: string }): Promise<StatusReport>;
 }

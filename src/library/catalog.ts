@@ -7,7 +7,9 @@
 import type { Config } from "../config/config.js";
 import type { Lock } from "../repo/lock.js";
 import type { Repository } from "../repo/repository.js";
-import type { SessionCatalog } from "../sessions/catalog.js";
+import type { SessionCatalog, SessionRecord } from "../sessions/catalog.js";
+import type { Engine, EngineSessionsOptions } from "../engine/types.js";
+import { isRepoError } from "../repo/errors.js";
 
 export interface OpenedCatalog {
   catalog: SessionCatalog;
@@ -46,13 +48,44 @@ export async function openCatalog(config: Config, open: () => Promise<Repository
 
 /** Run `fn` on an open catalog, finished whatever happens. */
 export async function withCatalog<T>(config: Config, open: () => Promise<Repository>, opts: { liveOnly?: boolean; lockWaitMs?: number }, fn: (c: SessionCatalog) => Promise<T>): Promise<T> {
-  const { catalog, finish } = await openCatalog(config, open, opts);
+  return finishing(await openCatalog(config, open, opts), fn);
+}
+
+/** Run `fn` on the session catalog of an engine (native or restic), finished whatever happens. */
+export async function withEngineCatalog<T>(engine: Pick<Engine, "sessions">, opts: EngineSessionsOptions, fn: (c: SessionCatalog) => Promise<T>): Promise<T> {
+  return finishing(await engine.sessions(opts), fn);
+}
+
+/**
+ * Run `fn` on the catalog that holds session `id` (an id or a unique prefix) and its record. A
+ * live session is found among the live files without opening the repository (on restic: without
+ * restic or a password); only an id no live session matches is looked up in the snapshots.
+ */
+export async function withSession<T>(engine: Pick<Engine, "sessions">, id: string, opts: EngineSessionsOptions, fn: (c: SessionCatalog, record: SessionRecord) => Promise<T>): Promise<T> {
+  const { resolveSession } = await import("../sessions/query.js");
+  const live = await engine.sessions({ ...opts, liveOnly: true });
+  let record: SessionRecord | undefined;
+  try {
+    record = resolveSession(live.catalog.sessions, id);
+  } catch (err) {
+    await live.finish(false);
+    // None matches among the live files: look in the snapshots. An ambiguous id is still an error.
+    if (!(isRepoError(err) && err.kind === "not-found")) throw err;
+  }
+  if (record) {
+    const found = record;
+    return finishing(live, (c) => fn(c, found));
+  }
+  return withEngineCatalog(engine, opts, (c) => fn(c, resolveSession(c.sessions, id)));
+}
+
+async function finishing<T>(opened: OpenedCatalog, fn: (c: SessionCatalog) => Promise<T>): Promise<T> {
   let ok = false;
   try {
-    const result = await fn(catalog);
+    const result = await fn(opened.catalog);
     ok = true;
     return result;
   } finally {
-    await finish(ok);
+    await opened.finish(ok);
   }
 }

@@ -364,3 +364,12 @@ export async function forget(repo: Repository, opts: ForgetOptions): Promise<For
     await lock.release();
   }
 }
+
+/** "10%", "10" or "0.5%": the share of the kept packs' bytes prune may leave unused (default 10%). */
+export function parseUnusedShare(value: string | undefined): number {
+  if (value === undefined) return 0.1;
+  const m = /^(\d{1,3}(?:\.\d+)?)%?$/.exec(value.trim());
+  const pct = m ? Number(m[1]) : NaN;
+  if (!(pct >= 0 && pct <= 100)) throw new RepoError(`--max-unused needs a percentage from 0% to 100%, not "${value}"`, "usage");
+  return pct / 100;
+}

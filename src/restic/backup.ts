@@ -13,7 +13,7 @@ import { judgeLoss, ScanPlaces, sessionFileTest, type LossVerdict } from "../sna
 import { scanSources } from "../snapshot/scan.js";
 import type { SourceRoot } from "../snapshot/sources.js";
 import { runRestic, type ResticSession, unexpectedOutput } from "./run.js";
-import { listResticNodes, listResticSnapshots, nodeRoot, PI_GUARD_TAG, type ResticNode, type ResticSnapshotRecord, ROOT_TAG_PREFIX, rootTag } from "./snapshots.js";
+import { agentTag, isOwnTag, listResticNodes, listResticSnapshots, nodeRoot, PI_GUARD_TAG, type ResticNode, type ResticSnapshotRecord, rootTag } from "./snapshots.js";
 
 export interface ResticBackupOptions {
   tags?: string[];
@@ -50,7 +50,7 @@ export async function resticSnapshot(
   open: () => Promise<ResticSession>,
   opts: ResticSnapshotOptions = {},
 ): Promise<{ result: ResticBackupResult | null; created: boolean; mirrors: MirrorShipment[] }> {
-  assertOwnTags(opts.tags, { also: (t) => t === PI_GUARD_TAG || t.startsWith(ROOT_TAG_PREFIX) });
+  assertOwnTags(opts.tags, { also: isOwnTag });
   const missing = !(await agentDirPresent(config));
   if (missing && !opts.allowEmpty) await checkMissingAgentDir(config, opts, async () => undefined);
   // Opened only now: a missing agent dir is said as such, not as a missing password.
@@ -182,7 +182,8 @@ export async function resticBackup(config: Config, s: ResticSession, opts: Resti
   const excludes = excludeArgs(roots, config.filter);
   const { loss, parent } = await judgeResticLoss(config, s, roots, opts.signal);
   const guard = loss && !opts.acceptLoss && !opts.tags?.includes(SUSPECT_LOSS_TAG) ? [SUSPECT_LOSS_TAG] : [];
-  const tags = [PI_GUARD_TAG, ...roots.map(rootTag), ...(opts.tags ?? []), ...guard];
+  const agents = roots.flatMap((r) => (config.rootAgents[r.name] ? [agentTag(r.name, config.rootAgents[r.name])] : []));
+  const tags = [PI_GUARD_TAG, ...roots.map(rootTag), ...agents, ...(opts.tags ?? []), ...guard];
   const args = ["backup", "--json", "--host", hostName(), ...tags.flatMap((t) => ["--tag", t]), ...excludes, "--", ...roots.map((r) => r.path)];
   let summary: Record<string, unknown> | undefined;
   let bad: string | undefined;

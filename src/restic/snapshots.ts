@@ -18,6 +18,20 @@ export function rootTag(root: SourceRoot): string {
   return `${ROOT_TAG_PREFIX}${root.name}:${Buffer.from(root.path).toString("base64url")}`;
 }
 
+/**
+ * One tag per root that belongs to an agent: `pi-guard-agent:<root name>:<agent name>`, what a
+ * native snapshot's `agents` records. A snapshot without them (made before) knows only pi's roots,
+ * `agent` and `sessions`, as a native snapshot without `agents` does.
+ */
+export const AGENT_TAG_PREFIX = "pi-guard-agent:";
+
+export function agentTag(root: string, agent: string): string {
+  return `${AGENT_TAG_PREFIX}${root}:${agent}`;
+}
+
+/** pi-guard's bookkeeping tags, never the user's. */
+export const isOwnTag = (t: string): boolean => t === PI_GUARD_TAG || t.startsWith(ROOT_TAG_PREFIX) || t.startsWith(AGENT_TAG_PREFIX);
+
 export interface ResticSnapshotRecord {
   id: string;
   time: string;
@@ -26,6 +40,8 @@ export interface ResticSnapshotRecord {
   /** The user-visible tags: pi-guard's own bookkeeping tags left out. */
   tags: string[];
   roots: SourceRoot[];
+  /** Which agent each root belongs to, by root name, where the snapshot's tags record it. */
+  agents?: Record<string, string>;
   paths: string[];
 }
 
@@ -52,14 +68,23 @@ export function readSnapshot(raw: unknown): ResticSnapshotRecord | undefined {
     if (!ROOT_NAME.test(name ?? "") || !rootPath.startsWith("/") || rootPath.split("/").includes("..") || !paths.includes(rootPath)) continue;
     if (!roots.some((r) => r.name === name)) roots.push({ name, path: rootPath });
   }
+  let agents: Record<string, string> | undefined;
+  for (const t of tags as string[]) {
+    if (!t.startsWith(AGENT_TAG_PREFIX)) continue;
+    const [root, agent, ...rest] = t.slice(AGENT_TAG_PREFIX.length).split(":");
+    // Only for a root the snapshot has, named safely: anything else is ignored.
+    if (rest.length || !ROOT_NAME.test(agent ?? "") || !roots.some((r) => r.name === root)) continue;
+    (agents ??= {})[root] ??= agent;
+  }
   return {
     id: o.id,
     // restic writes local times with an offset and nanoseconds; pi-guard compares UTC instants.
     time: new Date(Date.parse(o.time)).toISOString(),
     host: typeof o.hostname === "string" ? o.hostname : "",
     user: typeof o.username === "string" ? o.username : "",
-    tags: (tags as string[]).filter((t) => t !== PI_GUARD_TAG && !t.startsWith(ROOT_TAG_PREFIX)),
+    tags: (tags as string[]).filter((t) => !isOwnTag(t)),
     roots,
+    ...(agents ? { agents } : {}),
     paths: paths as string[],
   };
 }

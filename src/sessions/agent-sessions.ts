@@ -10,7 +10,6 @@ import path from "node:path";
 import type { AgentChoice } from "../agents/roots.js";
 import type { AgentAdapter, AgentSession, FileReader, SessionMeta } from "../agents/types.js";
 import { compareStrings } from "../compare.js";
-import type { SnapshotReader } from "../restore/snapshot-reader.js";
 import { PI_AGENT } from "./agent-name.js";
 import type { SessionRecord, SnapshotRef, SnapshotVersion } from "./catalog.js";
 import type { JsonMapCache } from "./cache.js";
@@ -98,7 +97,8 @@ export async function scanAgentSessions(opts: {
   tags: Record<string, string[]>;
   cache: JsonMapCache<SessionSummary>;
   history?: SnapshotHistory;
-  reader?: () => Promise<SnapshotReader>;
+  /** One snapshot's files, however the engine reads them (native: its tree; restic: ls and dump). */
+  filesAt?: (snap: SnapshotMeta) => Promise<FileReader>;
 }): Promise<AgentScan> {
   const records: SessionRecord[] = [];
   const sources: Record<string, AgentSource> = {};
@@ -133,16 +133,15 @@ export async function scanAgentSessions(opts: {
     }
   }
 
-  if (!opts.history || !opts.reader) return { records, sources };
+  if (!opts.history || !opts.filesAt) return { records, sources };
   const history = opts.history;
   const byName = await adapters();
-  const { snapshotFiles } = await import("../agents/files.js");
   // Newest first: a session is taken from the newest snapshot that held it.
   const ends = [...new Set([...histories.values()].map((h: FileHistory) => newestRun(h)[1]))].sort((a, b) => b - a);
   for (const i of ends) {
     const snap: SnapshotMeta = history.snapshots[i];
     const agentsHere = [...new Set([...histories.values()].filter((h) => newestRun(h)[1] === i).map((h) => h.agent!))].sort(compareStrings);
-    const files = await snapshotFiles(await opts.reader(), snap);
+    const files = await opts.filesAt(snap);
     for (const name of agentsHere) {
       const agent = byName.get(name);
       if (!agent) continue;

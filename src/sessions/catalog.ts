@@ -10,12 +10,12 @@ import path from "node:path";
 import type { Config } from "../config/config.js";
 import { parseSessionFileName } from "../agents/pi/writer.js";
 import { allSnapshotsDamaged } from "../repo/snapshot-damage.js";
-import type { SnapshotReader } from "../restore/snapshot-reader.js";
 import { JsonMapCache } from "./cache.js";
 import { CatalogView, type CatalogData, type SnapshotSource } from "./catalog-view.js";
 import { isAgentSource, type AgentSource } from "./agent-sessions.js";
 import { listLiveFiles, liveSessionDirs, type LiveFile } from "./live.js";
-import { newestRun, originalPath, SnapshotFiles, treeNodeOf, type FileHistory, type SnapshotHistory, type SnapshotMeta } from "./snapshot-files.js";
+import { newestRun, originalPath, type FileHistory, type SnapshotHistory, type SnapshotMeta } from "./snapshot-files.js";
+import { nativeSnapshots, type CatalogSnapshots } from "./catalog-snapshots.js";
 import type { RepositorySource } from "./source.js";
 import type { SessionSummary } from "./summary.js";
 import { PI_AGENT } from "./agent-name.js";
@@ -62,6 +62,8 @@ export interface CatalogOptions {
   config: Config;
   /** null: live files only (no repository yet, or --live). */
   repo: RepositorySource | null;
+  /** Instead of `repo`: the snapshots of another engine's repository (restic: src/restic/catalog.ts). */
+  snapshots?: CatalogSnapshots;
   env?: Record<string, string | undefined>;
   host?: string;
 }
@@ -69,17 +71,13 @@ export interface CatalogOptions {
 const fileNameId = (p: string): string | undefined => parseSessionFileName(path.basename(p))?.id;
 
 export class SessionCatalog {
-  private reader?: Promise<SnapshotReader>;
-  private files?: SnapshotFiles;
+  private files?: CatalogSnapshots;
   private snapshotIds: string[] = [];
   private readonly liveFiles = new Map<string, LiveFile>();
   private history?: Promise<SnapshotHistory>;
   private view = CatalogView.fromData({ fingerprint: "", sessions: [], sources: {}, snapshots: [], unreadable: [] });
 
-  private constructor(
-    private readonly repo: RepositorySource | null,
-    private readonly config: Config,
-  ) {}
+  private constructor(private readonly config: Config) {}
 
   /** Every session, most recently active first. */
   get sessions(): SessionRecord[] {
@@ -127,16 +125,9 @@ export class SessionCatalog {
   }
 
   static async build(opts: CatalogOptions): Promise<SessionCatalog> {
-    const catalog = new SessionCatalog(opts.repo, opts.config);
+    const catalog = new SessionCatalog(opts.config);
     await catalog.load(opts);
     return catalog;
-  }
-
-  private snapshotReader(): Promise<SnapshotReader> {
-    if (!this.repo) throw new Error("no repository");
-    const repo = this.repo;
-    this.reader ??= Promise.all([repo.open(), import("../restore/snapshot-reader.js")]).then(([r, m]) => m.SnapshotReader.open(r));
-    return this.reader;
   }
 
   /**
@@ -148,16 +139,17 @@ export class SessionCatalog {
     const host = opts.host ?? hostName();
     const liveFiles = listLiveFiles(liveSessionDirs(opts.config, opts.env));
     for (const f of liveFiles) this.liveFiles.set(f.path, f);
-    this.snapshotIds = this.repo ? (await this.repo.snapshotIds()).sort(compareStrings) : [];
+    if (opts.snapshots) this.files = opts.snapshots;
+    else if (opts.repo) this.files = nativeSnapshots(path.join(catalogDir, opts.repo.id), opts.repo);
+    this.snapshotIds = this.files ? (await this.files.snapshotIds()).sort(compareStrings) : [];
     const tags = await readTags(opts.config.dataDir).catch(() => ({}) as Record<string, string[]>);
-    const hash = createHash("sha256").update(`${host}\0${this.repo?.id ?? "-"}\0${JSON.stringify(tags)}\0${this.snapshotIds.join(",")}`);
+    const hash = createHash("sha256").update(`${host}\0${this.files?.id ?? "-"}\0${JSON.stringify(tags)}\0${this.snapshotIds.join(",")}`);
     for (const f of liveFiles) hash.update(`\0${liveKey(f)}`);
     // The other agents' sessions, through their readers: a listing, no session is read here.
     if (opts.config.agents?.some((a) => a.detected && a.location.agent !== PI_AGENT)) hash.update(`\0${await (await import("./agent-sessions.js")).liveAgentFingerprint(opts.config.agents)}`);
     const fingerprint = hash.digest("hex");
 
-    if (this.repo) this.files = new SnapshotFiles(path.join(catalogDir, this.repo.id), this.repo, () => this.snapshotReader());
-    const viewFile = path.join(catalogDir, `view-${this.repo?.id ?? "live"}.json`);
+    const viewFile = path.join(catalogDir, `view-${this.files?.id ?? "live"}.json`);
     const cached = CatalogView.read(viewFile);
     // A view that could not read some snapshots is not reused: they may have been healed since.
     if (cached?.fingerprint === fingerprint && !cached.unreadable.length) {
@@ -190,7 +182,7 @@ export class SessionCatalog {
     type Group = { versions: SnapshotVersion[]; hosts: Set<string>; newest: FileHistory; history: SnapshotHistory };
     const inSnapshots = new Map<string, Group>();
     let summaries: JsonMapCache<SessionSummary> | undefined;
-    const summaryCache = async () => (summaries ??= await JsonMapCache.load<SessionSummary>(path.join(catalogDir, this.repo!.id, "summaries.json")));
+    const summaryCache = async () => (summaries ??= await JsonMapCache.load<SessionSummary>(path.join(catalogDir, this.files!.id, "summaries.json")));
     let snapshots: SnapshotMeta[] = [];
     if (this.files) {
       const history = await this.snapshotHistory();
@@ -252,7 +244,7 @@ export class SessionCatalog {
       host,
       tags,
       cache: agentCache,
-      ...(this.files ? { history: await this.snapshotHistory(), reader: () => this.snapshotReader() } : {}),
+      ...(this.files ? { history: await this.snapshotHistory(), filesAt: (snap: SnapshotMeta) => this.files!.files(snap) } : {}),
     });
     await agentCache.save(true);
     for (const r of others.records) if (!live.has(r.id) && !inSnapshots.has(r.id)) sessions.push(r);
@@ -266,9 +258,7 @@ export class SessionCatalog {
     const hit = cache.get(key);
     if (hit) return hit;
     const { summarizeSession } = await import("./summary.js");
-    const f = await this.files!.newestCopy(history, h);
-    const reader = await this.snapshotReader();
-    const summary = await summarizeSession(reader.stream(treeNodeOf(f)), fileNameId(f.path) ?? `${history.snapshots[last].id.slice(0, 8)}:${f.path}`);
+    const summary = await summarizeSession(await this.files!.stream(history, h), fileNameId(h.path) ?? `${history.snapshots[last].id.slice(0, 8)}:${h.path}`);
     cache.set(key, summary);
     return summary;
   }
@@ -302,16 +292,17 @@ export class SessionCatalog {
     } else {
       const snap = this.view.snapshots.find((m) => m.id === src.snapshotId);
       if (!snap) throw new Error(`snapshot ${src.snapshotId.slice(0, 8)} is no longer in the catalog`);
-      reader = await files.snapshotFiles(await this.snapshotReader(), snap);
+      reader = await this.files!.files(snap);
     }
     return commonModelJsonl(await adapter.sessions.read(reader, src.meta));
   }
 
-  /** Where the bytes of a session come from: "live <path>" or "snapshot <id> <path>". */
+  /** Where the bytes of a session come from: "live <path>" or "snapshot <id> <path>" ("restic snapshot" on restic). */
   describeSource(id: string): string {
     const src = this.source(id);
-    if ("agent" in src) return src.agent.snapshotId === null ? `live ${src.agent.agent} ${src.agent.originalPath}` : `snapshot ${src.agent.snapshotId.slice(0, 8)} ${src.agent.agent} ${src.agent.originalPath}`;
-    return "live" in src ? `live ${src.live.path}` : `snapshot ${src.snapshot.snapshotId.slice(0, 8)} ${src.snapshot.originalPath}`;
+    const label = this.files?.label ?? "snapshot";
+    if ("agent" in src) return src.agent.snapshotId === null ? `live ${src.agent.agent} ${src.agent.originalPath}` : `${label} ${src.agent.snapshotId.slice(0, 8)} ${src.agent.agent} ${src.agent.originalPath}`;
+    return "live" in src ? `live ${src.live.path}` : `${label} ${src.snapshot.snapshotId.slice(0, 8)} ${src.snapshot.originalPath}`;
   }
 
   /**
@@ -334,8 +325,7 @@ export class SessionCatalog {
     const history = await this.snapshotHistory();
     const h = history.files.find((f) => f.root === root && f.path === file);
     if (!h) throw new Error(`the catalog's history no longer lists ${root}:${file}`);
-    const copy = await this.files!.newestCopy(history, h);
-    return (await this.snapshotReader()).read(treeNodeOf(copy));
+    return this.files!.read(history, h);
   }
 
   /**
@@ -353,13 +343,17 @@ export class SessionCatalog {
     const history = await this.snapshotHistory();
     const h = history.files.find((f) => f.root === root && f.path === file);
     if (!h) throw new Error(`the catalog's history no longer lists ${root}:${file}`);
-    const node = treeNodeOf(await this.files!.newestCopy(history, h));
-    const reader = await this.snapshotReader();
-    return { read: () => reader.stream(node), close: async () => {} };
+    const files = this.files!;
+    return {
+      read: async function* () {
+        yield* await files.stream(history, h);
+      },
+      close: async () => {},
+    };
   }
 
   async close(): Promise<void> {
-    if (this.reader) await (await this.reader).close();
+    await this.files?.close();
   }
 }
 

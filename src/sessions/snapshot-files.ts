@@ -75,7 +75,7 @@ type ContentMap = Record<string, Omit<FileCopy, "root" | "path" | "agent">>;
  * the agent's reader claims the file (isSessionFile); pi's for .jsonl under the agent dir's
  * sessions/ (any depth) or in any other root but pi-guard's own metadata; else nobody's.
  */
-function sessionFileAgent(node: TreeNode, rootAgent: ReadonlyMap<string, string>, claims: (agent: string, node: TreeNode) => boolean): string | undefined {
+export function sessionFileAgent(node: Pick<TreeNode, "type" | "root" | "path">, rootAgent: ReadonlyMap<string, string>, claims: (agent: string, node: { root: string; path: string }) => boolean): string | undefined {
   if (node.type !== "file" || node.root === META_ROOT_NAME) return undefined;
   const agent = rootAgent.get(node.root);
   if (agent !== undefined && agent !== PI_AGENT) return claims(agent, node) ? agent : undefined;
@@ -256,7 +256,7 @@ export class SnapshotFiles {
     const out: FileCopy[] = [];
     const [{ snapshotRootAgents }, { findAgent }] = await Promise.all([import("../agents/roots.js"), import("../agents/registry.js")]);
     const rootAgent = snapshotRootAgents(meta);
-    const claims = (agent: string, node: TreeNode) => findAgent(agent)?.sessions.isSessionFile({ root: node.root, path: node.path }) ?? false;
+    const claims = (agent: string, node: { root: string; path: string }) => findAgent(agent)?.sessions.isSessionFile({ root: node.root, path: node.path }) ?? false;
     for await (const node of (await this.reader()).files(meta.tree)) {
       const agent = sessionFileAgent(node, rootAgent, claims);
       if (agent) out.push({ root: node.root, path: node.path, size: node.size ?? 0, mtimeMs: node.mtimeMs, content: node.content ?? [], ...(agent !== PI_AGENT ? { agent } : {}) });

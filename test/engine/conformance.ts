@@ -2,7 +2,8 @@
 // for storage: each case drives the engine through the interface only, on a real pi session in a
 // sandbox, and checks what the engine interface promises: the snapshot policy (reserved tags, a
 // missing agent dir, the loss guard), choosing by time, a byte-identical restore, forget's
-// last-snapshot guard, check and status. native.test.ts and restic.test.ts run it (restic: the
+// last-snapshot guard, check and status, the session catalog of every agent (a real Claude Code
+// session beside pi's), and forget with prune. native.test.ts and restic.test.ts run it (restic: the
 // Debian package's binary).
 import { readFileSync, renameSync, rmSync } from "node:fs";
 import path from "node:path";
@@ -10,6 +11,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig, type Config } from "../../src/config/config.js";
 import { openEngine } from "../../src/engine/open.js";
 import type { Engine, EngineKind } from "../../src/engine/types.js";
+import type { SessionRecord } from "../../src/sessions/catalog.js";
+import { claudeConfigDir, runClaude, startClaudeModel } from "../helpers/agents/claude.js";
+import { callTool, say } from "../helpers/fake-model/server.js";
 import { fauxText, makePiSession } from "../helpers/pi-factory.js";
 import { makeSandbox, type Sandbox, writePiConfigFiles } from "../helpers/tmp.js";
 
@@ -22,6 +26,8 @@ export const CONFORMANCE_CASES = [
   "a snapshot that loses every session is tagged suspect-loss; latest skips it",
   "forget keeps by policy and refuses to empty a group",
   "check finds no errors; status names the last good snapshot",
+  "sessions: every agent's sessions, live and only in snapshots, read by its adapter into the same model",
+  "forget with prune frees what it forgot; the latest snapshot still restores; prune after a dry run is refused",
 ] as const;
 
 const PASSWORD = "conformance password";
@@ -45,6 +51,9 @@ export function engineConformance(kind: EngineKind, repo: (sb: Sandbox) => strin
     let sessionFile: string;
     let first: { id: string; time: string };
     let second: { id: string; time: string };
+    /** The engine whose config guards Claude Code too, and its first snapshot (case 8). */
+    let both: Engine;
+    let withClaude: { id: string; time: string };
     const fresh = (over: Record<string, string> = {}) => openEngine(loadConfig({}, { ...sb.env, PI_GUARD_REPO: repo(sb), PI_GUARD_PASSWORD: PASSWORD, ...over }));
 
     beforeAll(async () => {
@@ -179,6 +188,81 @@ export function engineConformance(kind: EngineKind, repo: (sb: Sandbox) => strin
       expect(st.lastGoodSnapshot?.id).toBe(second.id);
       expect(st.newestSnapshot?.suspectLoss).toBe(true);
       expect(config.repo).toBe(engine.location);
+    });
+
+    it(CONFORMANCE_CASES[8], { timeout: 240_000 }, async () => {
+      const server = await startClaudeModel([callTool("Bash", { command: "echo conformance-tool-ran", description: "echo" }), say("The echo printed conformance-tool-ran.")]);
+      const run = await runClaude(sb, server, "run the echo please").finally(() => server.close());
+      // A config made now detects Claude Code and guards it beside pi.
+      both = await fresh({ CLAUDE_CONFIG_DIR: claudeConfigDir(sb) });
+      const summaryOf = ({ agent, id, name, project, turns, userMessages, assistantMessages, toolCalls, tokens, cost, started, lastActivity }: SessionRecord) => ({ agent, id, name, project, turns, userMessages, assistantMessages, toolCalls, tokens, cost, started, lastActivity });
+      const live = await both.sessions({ liveOnly: true });
+      let liveClaude: { record: SessionRecord; bytes: Buffer };
+      try {
+        const record = live.catalog.sessions.find((x) => x.agent === "claude")!;
+        expect(record?.id).toBe(run.sessionId);
+        expect(live.catalog.sessions.map((x) => x.agent).sort()).toEqual(["claude", "pi"]);
+        liveClaude = { record, bytes: await live.catalog.readBytes(record.id) };
+      } finally {
+        await live.finish(true);
+      }
+      const taken = (await both.backup()).snapshot!;
+      withClaude = { id: taken.id, time: taken.time };
+      expect(taken.tags).toEqual([]);
+      expect((await both.listSnapshots()).find((x) => x.id === taken.id)?.agents).toMatchObject({ agent: "pi", claude: "claude" });
+      // Both sessions vanish from disk: only the snapshots hold them now.
+      const piAway = path.join(sb.root, "pi-session-away");
+      const claudeAway = path.join(sb.root, "claude-transcript-away");
+      renameSync(sessionFile, piAway);
+      renameSync(run.transcript, claudeAway);
+      const opened = await both.sessions();
+      try {
+        const c = opened.catalog;
+        const pi = c.sessions.find((x) => x.agent === "pi")!;
+        expect(pi).toMatchObject({ deleted: true, live: null, lastSnapshot: { snapshotId: taken.id } });
+        expect(pi.versions.length).toBeGreaterThanOrEqual(1);
+        expect(await c.readBytes(pi.id)).toEqual(readFileSync(piAway));
+        expect(c.describeSource(pi.id)).toMatch(new RegExp(`^snapshot ${taken.id.slice(0, 8)} `));
+        const claude = c.sessions.find((x) => x.agent === "claude")!;
+        expect(claude).toMatchObject({ id: run.sessionId, deleted: true, live: null, snapshotCount: 1, lastSnapshot: { snapshotId: taken.id } });
+        // The same model from the snapshot as from the live files: the adapter read both.
+        expect(summaryOf(claude)).toEqual(summaryOf(liveClaude!.record));
+        const bytes = await c.readBytes(claude.id);
+        expect(bytes).toEqual(liveClaude!.bytes);
+        expect(bytes.toString("utf8")).toContain("conformance-tool-ran");
+        const streamed: Buffer[] = [];
+        const src = await c.byteSource(claude.id);
+        for await (const chunk of src.read()) streamed.push(Buffer.from(chunk));
+        await src.close();
+        expect(Buffer.concat(streamed)).toEqual(bytes);
+        expect(c.snapshots.map((m) => m.id)).toContain(taken.id);
+      } finally {
+        await opened.finish(true);
+        renameSync(piAway, sessionFile);
+        renameSync(claudeAway, run.transcript);
+      }
+    });
+
+    it(CONFORMANCE_CASES[9], { timeout: 120_000 }, async () => {
+      const refused = await rejects(engine.forget({ policy: { keepLast: 1 }, dryRun: true, prune: {} }));
+      expect(refused.kind).toBe("usage");
+      await pause();
+      // Taken with Claude Code guarded too: the same roots as case 8's snapshot, which it replaces.
+      const third = (await both.backup()).snapshot!;
+      expect(third.loss).toBeUndefined();
+      const before = (await engine.listSnapshots()).map((x) => x.id);
+      const r = await engine.forget({ policy: { keepLast: 1 }, prune: { maxUnusedFraction: 0 } });
+      expect(r.refused).toBe(false);
+      expect(r.remove.map((x) => x.id), JSON.stringify(r.keep)).toEqual([withClaude.id]);
+      expect(r.removed).toBe(1);
+      expect(r.prune?.engine).toBe(kind);
+      const after = (await engine.listSnapshots()).map((x) => x.id);
+      expect(after).toEqual(before.filter((id) => id !== withClaude.id));
+      expect((await engine.check({ readData: true })).ok).toBe(true);
+      const target = sb.dir("restored-after-prune");
+      const restored = await engine.restore(third.id, { targetDir: target });
+      expect(restored.report.failed).toEqual([]);
+      expect(readFileSync(path.join(target, path.relative(sb.agentDir, sessionFile)))).toEqual(readFileSync(sessionFile));
     });
   });
 }
