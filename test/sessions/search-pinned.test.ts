@@ -7,12 +7,13 @@
 // NEAR: the user's words never reach FTS5 as syntax (ftsQuery), so "a NEAR b" is three words;
 // that is pinned too.
 
-import { existsSync, readFileSync, utimesSync, writeFileSync, appendFileSync } from "node:fs";
+import { appendFileSync, existsSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config/config.js";
 import { SessionCatalog } from "../../src/sessions/catalog.js";
-import { SearchIndex } from "../../src/sessions/search-index.js";
+import Database from "better-sqlite3";
+import { SearchIndex, searchIndexFile } from "../../src/sessions/search-index.js";
 import { runQuery, type QueryOptions } from "../../src/sessions/search-query.js";
 import { copyFixtures, makeSandbox, writeFileExact, type Sandbox } from "../helpers/tmp.js";
 
@@ -79,13 +80,13 @@ beforeAll(() => {
 });
 afterAll(() => sb?.cleanup());
 
-async function withIndex<T>(fn: (index: SearchIndex, catalog: SessionCatalog) => T): Promise<T> {
+async function withIndex<T>(fn: (index: SearchIndex, catalog: SessionCatalog) => Promise<T>): Promise<T> {
   const config = loadConfig({}, sb.env);
   const catalog = await SessionCatalog.build({ config, repo: null, env: sb.env });
   const index = await SearchIndex.open(config.dataDir);
   try {
     await index.sync(catalog, true);
-    return fn(index, catalog);
+    return await fn(index, catalog);
   } finally {
     index.close();
     await catalog.close();
@@ -124,15 +125,16 @@ const CASES: Case[] = [
   { query: "nosuchwordanywhere" },
 ];
 
-function runCase(index: SearchIndex, catalog: SessionCatalog, c: Case) {
+async function runCase(index: SearchIndex, catalog: SessionCatalog, c: Case) {
   const opts: QueryOptions = {
     allowed: (id) => catalog.has(id) && (!c.even || Number(id.at(-1)) % 2 === 0),
     record: (id) => catalog.record(id),
     limit: c.limit ?? 20,
     hitsPerSession: c.hitsPerSession ?? 3,
     rankCap: c.rankCap ?? 0,
+    source: catalog,
   };
-  const r = runQuery(index, c.query, opts);
+  const r = await runQuery(index, c.query, opts);
   return {
     query: c.query,
     capped: r.capped ?? null,
@@ -147,11 +149,19 @@ function runCase(index: SearchIndex, catalog: SessionCatalog, c: Case) {
 
 describe("search results on a fixed corpus", () => {
   it("are the pinned ones for every kind of query, before and after a session grew", async () => {
-    const before = await withIndex((index, catalog) => CASES.map((c) => runCase(index, catalog, c)));
+    const before = await withIndex(async (index, catalog) => {
+      const out = [];
+      for (const c of CASES) out.push(await runCase(index, catalog, c));
+      return out;
+    });
     // The grown session is indexed again from its new lines only (a new segment).
     const t = Date.UTC(2026, 5, 1);
     appendFileSync(grownFile, JSON.stringify({ type: "message", id: "grown001", parentId: grownLast, timestamp: new Date(t).toISOString(), message: { role: "user", content: [{ type: "text", text: "An appended leviathan walrus question." }], timestamp: t } }) + "\n");
-    const after = await withIndex((index, catalog) => CASES.map((c) => runCase(index, catalog, c)));
+    const after = await withIndex(async (index, catalog) => {
+      const out = [];
+      for (const c of CASES) out.push(await runCase(index, catalog, c));
+      return out;
+    });
     const got = { before, after };
     if (process.env.PIN_RECORD === "1" || !existsSync(PINNED)) {
       if (process.env.PIN_RECORD !== "1") throw new Error(`${PINNED} is missing: record it with PIN_RECORD=1`);
@@ -167,5 +177,53 @@ describe("search results on a fixed corpus", () => {
     for (const key of ["before", "after"] as const) {
       for (let i = 0; i < CASES.length; i++) expect(got[key][i], `${key}: ${CASES[i].query}`).toEqual(pinned[key][i]);
     }
+  });
+});
+
+describe("the index keeps words, not text", () => {
+  it("stores no copy of the text, and finds a hit's text again only as it was indexed", async () => {
+    await withIndex(async (index, catalog) => {
+      const sql = String(index.db.prepare("SELECT sql FROM sqlite_master WHERE name = 'fts'").get()!.sql);
+      expect(sql).toMatch(/content=''/);
+      expect(index.db.prepare("SELECT name FROM sqlite_master WHERE name = 'fts_content'").get()).toBeUndefined();
+      expect(index.db.prepare("SELECT count(*) AS n FROM pragma_table_info('entries') WHERE name = 'text'").get()!.n).toBe(0);
+
+      const r = await runQuery(index, "kraken", { allowed: (id) => id === sessionId(3), record: (id) => catalog.record(id), limit: 1, hitsPerSession: 1, rankCap: 0, source: catalog });
+      const rid = Number(index.db.prepare("SELECT id FROM entries WHERE entry_id = ?").get(r.results[0].hits[0].entryId)!.id);
+      const bytes = await catalog.readBytes(sessionId(3));
+      const text = (await index.entryTexts(catalog, [rid])).get(rid)!;
+      expect(text).toMatch(/kraken/i);
+      // The same line moved (a rewrite the index has not seen): the segment is parsed again and the entry found by id.
+      const header = bytes.indexOf(0x0a) + 1;
+      const moved = Buffer.concat([bytes.subarray(0, header), Buffer.from("\n\n"), bytes.subarray(header)]);
+      expect((await index.entryTexts({ readBytes: async () => moved }, [rid])).get(rid)).toBe(text);
+      // Its line now holds another entry, or the session is gone: no text, so no snippet, rather than a wrong one.
+      const other = Buffer.from(bytes.toString("utf8").replace(r.results[0].hits[0].entryId, "deadbeef"));
+      expect((await index.entryTexts({ readBytes: async () => other }, [rid])).has(rid)).toBe(false);
+      expect((await index.entryTexts({ readBytes: () => Promise.reject(new Error("ENOENT")) }, [rid])).size).toBe(0);
+    });
+  });
+
+  it("drops an index of the old layout (schema 6, a copy of the text) and gives its pages back", async () => {
+    const file = searchIndexFile(loadConfig({}, sb.env).dataDir);
+    for (const f of [file, `${file}-wal`, `${file}-shm`]) rmSync(f, { force: true });
+    const old = new Database(file);
+    old.exec("CREATE TABLE info (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO info VALUES ('schema', '6');");
+    old.exec("CREATE TABLE entries (id INTEGER PRIMARY KEY, entry_id TEXT NOT NULL, kind TEXT NOT NULL, ts TEXT NOT NULL, text TEXT NOT NULL);");
+    const insert = old.prepare("INSERT INTO entries (entry_id, kind, ts, text) VALUES ('x', 'user', '', ?)");
+    for (let i = 0; i < 200; i++) insert.run("walrus ".repeat(2000));
+    old.close();
+    const oldSize = statSync(file).size;
+    expect(oldSize).toBeGreaterThan(2_000_000);
+    const reopened = await SearchIndex.open(loadConfig({}, sb.env).dataDir);
+    reopened.db.pragma("wal_checkpoint(TRUNCATE)");
+    reopened.close();
+    expect(statSync(file).size).toBeLessThan(100_000); // VACUUM gave the old text's pages back
+    const results = await withIndex(async (index, catalog) => {
+      expect(index.db.prepare("SELECT value FROM info WHERE key = 'schema'").get()!.value).toBe("7");
+      return runCase(index, catalog, { query: "walrus" });
+    });
+    expect(results).toEqual((JSON.parse(readFileSync(PINNED, "utf8")) as { after: unknown[] }).after[0]);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
   });
 });
