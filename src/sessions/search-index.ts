@@ -47,12 +47,15 @@ const TOKENIZE = "tokenize='porter unicode61 remove_diacritics 2'";
 // segments.from_bytes: where in the file the segment's lines begin (0: the whole file).
 // entries.line_at / line_len: the byte range of the entry's line in the file, or -1 when the
 // session was migrated from an older format (its entries are found by parsing the segment again).
+// texts: the text of the entries of sessions found only in snapshots (deleted from disk), so that
+// their snippets need no repository key and no decryption; every other text is read again.
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS info (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS docs (session_id TEXT PRIMARY KEY, agent TEXT NOT NULL, version_key TEXT NOT NULL, indexed_bytes INTEGER NOT NULL, edge_hash TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS segments (sid INTEGER PRIMARY KEY, session_id TEXT NOT NULL, from_bytes INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS segments_session ON segments(session_id);
 CREATE TABLE IF NOT EXISTS entries (id INTEGER PRIMARY KEY, entry_id TEXT NOT NULL, kind TEXT NOT NULL, ts TEXT NOT NULL, line_at INTEGER NOT NULL, line_len INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS texts (id INTEGER PRIMARY KEY, text TEXT NOT NULL);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(text, content='', contentless_delete=1, ${TOKENIZE});
 `;
 
@@ -94,6 +97,8 @@ interface PendingSession {
   from: number;
   /** The version key this one extends, for an append. */
   appendTo: string | undefined;
+  /** Store the entries' text too (the session is only in snapshots). */
+  keepText: boolean;
 }
 
 /** Reads a session's newest bytes: the catalog. */
@@ -268,7 +273,7 @@ export class SearchIndex {
         if (warnings.length) report.warnings.push(...sessionWarnings(s.id, warnings, appendFrom ? bytes.subarray(0, appendFrom) : undefined));
         // Appends continue only from a version that ended with a whole line.
         const indexedBytes = bytes[bytes.length - 1] === 0x0a ? bytes.length : 0;
-        pending.push({ id: s.id, agent: s.agent, doc: { key, bytes: indexedBytes, edge: edgeHash(bytes, indexedBytes) }, entries, from: appendFrom, appendTo: appendFrom ? doc!.key : undefined });
+        pending.push({ id: s.id, agent: s.agent, doc: { key, bytes: indexedBytes, edge: edgeHash(bytes, indexedBytes) }, entries, from: appendFrom, appendTo: appendFrom ? doc!.key : undefined, keepText: key.startsWith("snapshot:") });
         pendingBytes += bytes.length - appendFrom;
         if (pendingBytes >= BATCH_BYTES) flush();
       }
@@ -304,6 +309,7 @@ export class SearchIndex {
       const segment = this.stmt("INSERT INTO segments (sid, session_id, from_bytes) VALUES (?, ?, ?)");
       const entry = this.stmt("INSERT INTO entries (id, entry_id, kind, ts, line_at, line_len) VALUES (?, ?, ?, ?, ?, ?)");
       const words = this.stmt("INSERT INTO fts (rowid, text) VALUES (?, ?)");
+      const kept = this.stmt("INSERT INTO texts (id, text) VALUES (?, ?)");
       for (const p of batch) {
         const now = current.get(p.id)?.version_key;
         const ok = now !== p.doc.key && (p.appendTo === undefined || now === p.appendTo);
@@ -318,6 +324,7 @@ export class SearchIndex {
         p.entries.forEach((e, i) => {
           entry.run(sid * ENTRY_SLOTS + i, e.entryId, e.kind, e.timestamp, e.lineAt, e.lineLen);
           words.run(sid * ENTRY_SLOTS + i, e.text);
+          if (p.keepText) kept.run(sid * ENTRY_SLOTS + i, e.text);
         });
       }
     });
@@ -337,6 +344,7 @@ export class SearchIndex {
       const range = [sid * ENTRY_SLOTS, (sid + 1) * ENTRY_SLOTS];
       this.stmt("DELETE FROM fts WHERE rowid >= ? AND rowid < ?").run(...range);
       this.stmt("DELETE FROM entries WHERE id >= ? AND id < ?").run(...range);
+      this.stmt("DELETE FROM texts WHERE id >= ? AND id < ?").run(...range);
       segments.delete(sid);
     }
     this.stmt("DELETE FROM segments WHERE session_id = ?").run(sessionId);
@@ -345,13 +353,16 @@ export class SearchIndex {
   }
 
   /**
-   * The indexed text of the entries `rids`, read again from the sessions (the index keeps only
-   * words): each entry's line is cut from the file and parsed alone, else (a migrated session,
+   * The indexed text of the entries `rids`: kept in the index for sessions found only in
+   * snapshots, else read again from the sessions (the index keeps only words): each entry's line is cut from the file and parsed alone, else (a migrated session,
    * or a line that no longer holds that entry) its segment is parsed again. An entry whose text
    * cannot be found as it was indexed (its session changed or vanished since) is left out.
    */
   async entryTexts(source: SessionBytes, rids: number[]): Promise<Map<number, string>> {
     const out = new Map<number, string>();
+    if (!rids.length) return out;
+    for (const r of this.stmt("SELECT id, text FROM texts WHERE id IN (SELECT value FROM json_each(?))").all(JSON.stringify(rids))) out.set(Number(r.id), String(r.text));
+    rids = rids.filter((rid) => !out.has(rid));
     if (!rids.length) return out;
     const rows = this.db
       .prepare("SELECT e.id, e.entry_id, e.line_at, e.line_len, s.session_id, s.from_bytes FROM entries e JOIN segments s ON s.sid = (e.id >> " + ENTRY_BITS + ") WHERE e.id IN (SELECT value FROM json_each(?))")
