@@ -104,7 +104,12 @@ interface PendingSession {
 /** Reads a session's newest bytes: the catalog. */
 export interface SessionBytes {
   readBytes(id: string): Promise<Uint8Array>;
+  /** Just these [start, length) ranges of those bytes, when that is cheaper; else undefined. */
+  readRanges?(id: string, ranges: [number, number][]): Promise<Uint8Array[] | undefined>;
 }
+
+/** Bytes read to find a session's first line (its header) when only some lines are read. */
+const HEADER_PEEK = 64 * 1024;
 
 function edgeHash(bytes: Uint8Array, length: number): string {
   return createHash("sha256")
@@ -371,23 +376,33 @@ export class SearchIndex {
     for (const r of rows) bySession.set(r.session_id, [...(bySession.get(r.session_id) ?? []), r]);
     const [{ loadSessionBytes }, { indexedEntry }] = await Promise.all([import("./read.js"), import("./search-text.js")]);
     for (const [id, list] of bySession) {
-      const bytes = await source.readBytes(id).catch(() => undefined);
-      if (!bytes) continue;
-      const header = bytes.subarray(0, bytes.indexOf(0x0a) + 1);
+      let whole: Uint8Array | undefined;
+      const wholeBytes = async () => (whole ??= await source.readBytes(id).catch(() => undefined));
+      // The header and each entry's line: only those bytes of a live file are read.
+      const direct = list.filter((r) => r.line_at > 0);
+      const ranges: [number, number][] = [[0, HEADER_PEEK], ...direct.map((r): [number, number] => [r.line_at, r.line_len])];
+      let parts = direct.length && source.readRanges ? await source.readRanges(id, ranges).catch(() => undefined) : undefined;
+      if (!parts || parts[0].indexOf(0x0a) === -1) {
+        const bytes = await wholeBytes();
+        parts = bytes ? ranges.map(([at, len], i) => bytes.subarray(at, i ? at + len : bytes.indexOf(0x0a) + 1)) : undefined;
+      }
+      const header = parts ? parts[0].subarray(0, parts[0].indexOf(0x0a) + 1) : undefined;
       const reparse = new Map<number, typeof rows>();
       for (const r of list) {
         let text: string | undefined;
-        if (r.line_at >= header.length && r.line_at + r.line_len <= bytes.length) {
-          const one = loadSessionBytes(Buffer.concat([header, bytes.subarray(r.line_at, r.line_at + r.line_len)]), id);
+        const line = header?.length ? parts![direct.indexOf(r) + 1] : undefined;
+        if (line && r.line_at >= header!.length && line.length === r.line_len) {
+          const one = loadSessionBytes(Buffer.concat([header!, line]), id);
           const e = one.fromVersion === 3 && one.entries.length === 1 && one.entries[0].id === r.entry_id ? indexedEntry(one.entries[0]) : undefined;
           text = e?.text;
         }
         if (text !== undefined) out.set(r.id, text);
         else reparse.set(r.from_bytes, [...(reparse.get(r.from_bytes) ?? []), r]);
       }
-      for (const [from, wanted] of reparse) {
-        if (from > bytes.length) continue;
-        const { entries } = await segmentEntries(bytes, from, id);
+      const bytes = reparse.size ? await wholeBytes() : undefined;
+      for (const [from, wanted] of bytes ? reparse : []) {
+        if (from > bytes!.length) continue;
+        const { entries } = await segmentEntries(bytes!, from, id);
         for (const r of wanted) {
           const e = entries[r.id % ENTRY_SLOTS];
           if (e && e.entryId === r.entry_id) out.set(r.id, e.text);
