@@ -47,7 +47,7 @@ export async function searchCatalog(config: Pick<Config, "dataDir">, catalog: Se
     const only = filtered ? new Map(filterSessions(catalog.sessions, filter).map((s) => [s.id, s])) : undefined;
     const allowed = only ? (id: string) => only.has(id) : (id: string) => catalog.has(id);
     const record = only ? (id: string) => only.get(id) : (id: string) => catalog.record(id);
-    const { results, capped } = runQuery(index, text, { allowed, record, limit: opts.limit ?? 20, hitsPerSession: opts.hitsPerSession ?? 3, rankCap: opts.all ? 0 : DEFAULT_RANK_CAP });
+    const { results, capped } = await runQuery(index, text, { allowed, record, source: catalog, limit: opts.limit ?? 20, hitsPerSession: opts.hitsPerSession ?? 3, rankCap: opts.all ? 0 : DEFAULT_RANK_CAP });
     return { index: sync, results, ...(capped && { capped }), queryMs: Math.round((performance.now() - started) * 10) / 10 };
   });
 }

@@ -329,6 +329,27 @@ export class SessionCatalog {
   }
 
   /**
+   * Ranges [start, length) of the bytes readBytes would return, from a live file only (read
+   * there and nowhere else; shorter at its end); undefined for other sessions.
+   */
+  async readRanges(id: string, ranges: [number, number][]): Promise<Buffer[] | undefined> {
+    const src = this.source(id);
+    if (!("live" in src)) return undefined;
+    const handle = await fs.open(src.live.path, "r");
+    try {
+      const out: Buffer[] = [];
+      for (const [start, length] of ranges) {
+        const buf = Buffer.alloc(length);
+        const { bytesRead } = await handle.read(buf, 0, length, start);
+        out.push(buf.subarray(0, bytesRead));
+      }
+      return out;
+    } finally {
+      await handle.close();
+    }
+  }
+
+  /**
    * The bytes readBytes would return, read on demand and as often as asked (a streaming export
    * reads twice): a live file through one handle up to its size now, or a snapshot copy's blobs.
    */

@@ -9,6 +9,8 @@ import { type SessionEntry, type SessionHeader } from "../model/session.js";
 export interface LoadedSession {
   header: SessionHeader;
   entries: SessionEntry[];
+  /** 1-based line number each raw entry came from (parallel to `entries` when nothing was migrated). */
+  entryLines: number[];
   fromVersion: number;
   /** Lines the tolerant parser skipped or repaired (never fatal). */
   issues: number;
@@ -59,6 +61,7 @@ export function loadSessionBytes(bytes: Uint8Array, fallbackId: string): LoadedS
   return {
     header: result.header ?? placeholderHeader(fallbackId, result),
     entries: result.entries,
+    entryLines: result.entryLines,
     fromVersion: result.fromVersion,
     issues: result.issues.length,
     warnings: nestingWarnings(result.issues),

@@ -1,8 +1,12 @@
 // The full-text index behind `sessions search`: SQLite FTS5 (better-sqlite3) in
 // <dataDir>/search/index.sqlite. It holds text derived from the catalog's newest version of each
 // session, so it is never the only copy of anything: delete it and the next search rebuilds it.
+// The FTS5 table is contentless (content=''): it keeps the words and their positions (so terms,
+// prefixes, phrases and BM25 work as with a stored copy) but not the text, which is already on
+// disk in the live files and the repository. Snippets are built from the text of the few hits
+// shown, read again from there (entryTexts): an entry records where its line lies in the file.
 // Each session is recorded with the catalog's version key; only sessions whose key changed are
-// read and indexed again, each in its own transaction, so an interrupted run keeps what it did.
+// read and indexed again, in batched transactions, so an interrupted run keeps what it did.
 // A session that only grew (pi appends) has just its new lines indexed, as a new segment.
 
 import type BetterSqlite3 from "better-sqlite3";
@@ -18,9 +22,10 @@ import type { IndexedEntry } from "./search-text.js";
 // Loaded as CommonJS: importing it from ESM would first scan its source for named exports.
 const Database = createRequire(import.meta.url)("better-sqlite3") as typeof BetterSqlite3;
 type Database = BetterSqlite3;
+type Statement = ReturnType<Database["prepare"]>;
 
 /** Bump when the schema or the indexed text changes: an older index is dropped and rebuilt. */
-const SCHEMA_VERSION = "6";
+const SCHEMA_VERSION = "7";
 
 /**
  * Entries are indexed in segments: all of a session's entries when it is (re)indexed, or just the
@@ -34,15 +39,24 @@ export const ENTRY_SLOTS = 2 ** ENTRY_BITS;
 /** Bytes at each end of the indexed part of a file that must be unchanged for an append. */
 const EDGE_BYTES = 4096;
 
+/** Sessions read are indexed in one transaction once they hold this many bytes (and at the end). */
+const BATCH_BYTES = 4 * 1024 * 1024;
+
+const TOKENIZE = "tokenize='porter unicode61 remove_diacritics 2'";
+
+// segments.from_bytes: where in the file the segment's lines begin (0: the whole file).
+// entries.line_at / line_len: the byte range of the entry's line in the file, or -1 when the
+// session was migrated from an older format (its entries are found by parsing the segment again).
+// texts: the text of the entries of sessions found only in snapshots (deleted from disk), so that
+// their snippets need no repository key and no decryption; every other text is read again.
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS info (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS docs (session_id TEXT PRIMARY KEY, agent TEXT NOT NULL, version_key TEXT NOT NULL, indexed_bytes INTEGER NOT NULL, edge_hash TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS segments (sid INTEGER PRIMARY KEY, session_id TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS segments (sid INTEGER PRIMARY KEY, session_id TEXT NOT NULL, from_bytes INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS segments_session ON segments(session_id);
-CREATE TABLE IF NOT EXISTS entries (id INTEGER PRIMARY KEY, entry_id TEXT NOT NULL, kind TEXT NOT NULL, ts TEXT NOT NULL, text TEXT NOT NULL);
-CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(text, content='entries', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2');
-CREATE TRIGGER IF NOT EXISTS entries_ai AFTER INSERT ON entries BEGIN INSERT INTO fts(rowid, text) VALUES (new.id, new.text); END;
-CREATE TRIGGER IF NOT EXISTS entries_ad AFTER DELETE ON entries BEGIN INSERT INTO fts(fts, rowid, text) VALUES ('delete', old.id, old.text); END;
+CREATE TABLE IF NOT EXISTS entries (id INTEGER PRIMARY KEY, entry_id TEXT NOT NULL, kind TEXT NOT NULL, ts TEXT NOT NULL, line_at INTEGER NOT NULL, line_len INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS texts (id INTEGER PRIMARY KEY, text TEXT NOT NULL);
+CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(text, content='', contentless_delete=1, ${TOKENIZE});
 `;
 
 export interface SyncReport {
@@ -67,6 +81,36 @@ interface DocState {
   edge: string;
 }
 
+/** An entry as indexed: what is shown of it, its text, and where its line is in the file. */
+interface StoredEntry extends IndexedEntry {
+  lineAt: number;
+  lineLen: number;
+}
+
+/** A session read and parsed, waiting for its batch's transaction. */
+interface PendingSession {
+  id: string;
+  agent: string;
+  doc: DocState;
+  entries: StoredEntry[];
+  /** Where the new segment's lines begin in the file (0: all of it). */
+  from: number;
+  /** The version key this one extends, for an append. */
+  appendTo: string | undefined;
+  /** Store the entries' text too (the session is only in snapshots). */
+  keepText: boolean;
+}
+
+/** Reads a session's newest bytes: the catalog. */
+export interface SessionBytes {
+  readBytes(id: string): Promise<Uint8Array>;
+  /** Just these [start, length) ranges of those bytes, when that is cheaper; else undefined. */
+  readRanges?(id: string, ranges: [number, number][]): Promise<Uint8Array[] | undefined>;
+}
+
+/** Bytes read to find a session's first line (its header) when only some lines are read. */
+const HEADER_PEEK = 64 * 1024;
+
 function edgeHash(bytes: Uint8Array, length: number): string {
   return createHash("sha256")
     .update(bytes.subarray(0, Math.min(EDGE_BYTES, length)))
@@ -85,6 +129,43 @@ function sessionWarnings(id: string, warnings: string[], before: Uint8Array | un
   return warnings.map((w) => `session ${id}: ${moved(w)}`);
 }
 
+/** The text a segment is parsed from: the whole file, or its first line and the lines from `from`. */
+function segmentText(bytes: Uint8Array, from: number): Uint8Array {
+  return from ? Buffer.concat([bytes.subarray(0, bytes.indexOf(0x0a) + 1), bytes.subarray(from)]) : bytes;
+}
+
+/**
+ * Parse a segment and keep the entries the index holds, in rowid order. With `lines`, each entry
+ * also gets the byte range of its line in the file, when lines and entries correspond one to one
+ * (a version 3 file: nothing migrated); otherwise -1.
+ */
+async function segmentEntries(bytes: Uint8Array, from: number, id: string): Promise<{ entries: StoredEntry[]; warnings: string[] }> {
+  const [{ loadSessionBytes }, { indexedEntry }] = await Promise.all([import("./read.js"), import("./search-text.js")]);
+  const text = segmentText(bytes, from);
+  const loaded = loadSessionBytes(text, id);
+  const direct = loaded.fromVersion === 3 && loaded.entryLines.length === loaded.entries.length;
+  // Line starts in `text`, found once; a line in `text` past the first lies at shift + its start in the file.
+  const starts: number[] = [0];
+  if (direct) for (let i = text.indexOf(0x0a); i !== -1 && i + 1 < text.length; i = text.indexOf(0x0a, i + 1)) starts.push(i + 1);
+  const shift = from ? from - (bytes.indexOf(0x0a) + 1) : 0;
+  const entries: StoredEntry[] = [];
+  loaded.entries.forEach((e, i) => {
+    const ix = indexedEntry(e);
+    if (!ix) return;
+    let lineAt = -1;
+    let lineLen = -1;
+    const line = loaded.entryLines[i];
+    if (direct && line >= 2 && line <= starts.length) {
+      const start = starts[line - 1];
+      const end = text.indexOf(0x0a, start);
+      lineAt = start + shift;
+      lineLen = (end === -1 ? text.length : end) - start;
+    }
+    entries.push({ ...ix, lineAt, lineLen });
+  });
+  return { entries: entries.slice(0, ENTRY_SLOTS), warnings: loaded.warnings };
+}
+
 export function searchIndexFile(dataDir: string): string {
   return path.join(dataDir, "search", "index.sqlite");
 }
@@ -92,6 +173,7 @@ export function searchIndexFile(dataDir: string): string {
 export class SearchIndex {
   private docs?: Map<string, DocState>;
   private segments?: Map<number, string>;
+  private readonly statements = new Map<string, Statement>();
 
   private constructor(readonly db: Database) {}
 
@@ -111,10 +193,13 @@ export class SearchIndex {
       db.pragma("journal_mode = WAL");
       db.pragma("busy_timeout = 10000");
       db.pragma("synchronous = NORMAL");
+      db.pragma("temp_store = MEMORY"); // the snippet table (entryTexts) never touches the disk
       const version = tableExists(db, "info") ? db.prepare("SELECT value FROM info WHERE key = 'schema'").get()?.value : undefined;
       if (version !== SCHEMA_VERSION) {
-        // Derived data only: an index of another shape is dropped, not migrated.
+        // Derived data only: an index of another shape (an older schema) is dropped and rebuilt,
+        // and VACUUM gives its pages back (a schema 6 index held a copy of all the text).
         db.exec("DROP TABLE IF EXISTS fts; DROP TABLE IF EXISTS entries; DROP TABLE IF EXISTS segments; DROP TABLE IF EXISTS docs; DROP TABLE IF EXISTS info;");
+        if (version !== undefined) db.exec("VACUUM");
         db.exec(SCHEMA);
         db.prepare("INSERT INTO info (key, value) VALUES ('schema', ?)").run(SCHEMA_VERSION);
       }
@@ -123,6 +208,13 @@ export class SearchIndex {
       db.close();
       throw err;
     }
+  }
+
+  /** A statement prepared once per connection. */
+  private stmt(sql: string): Statement {
+    let s = this.statements.get(sql);
+    if (!s) this.statements.set(sql, (s = this.db.prepare(sql)));
+    return s;
   }
 
   /** Session id by segment sid, for every indexed session. */
@@ -156,6 +248,19 @@ export class SearchIndex {
     if (synced !== stamp) {
       const docs = this.docState;
       let unread = 0;
+      let pending: PendingSession[] = [];
+      let pendingBytes = 0;
+      const flush = () => {
+        this.indexBatch(pending).forEach((stored, i) => {
+          if (!stored) unread++; // another search indexed this session meanwhile; the next run compares again
+          else {
+            report.indexed++;
+            if (pending[i].appendTo !== undefined) report.appended++;
+          }
+        });
+        pending = [];
+        pendingBytes = 0;
+      };
       // Oldest activity first, so sids (and rowids) grow with recency: a query's rank cap keeps the newest.
       for (const s of [...catalog.sessions].reverse()) {
         const key = catalog.versionKey(s.id);
@@ -169,27 +274,20 @@ export class SearchIndex {
         // pi only appends to a version 3 file: when the indexed part is unchanged, read the rest.
         const appendFrom = doc && doc.bytes > 0 && s.version === 3 && bytes.length > doc.bytes && edgeHash(bytes, doc.bytes) === doc.edge ? doc.bytes : 0;
         // The parser loads only when a session changed: a warm search never needs it.
-        const [{ loadSessionBytes }, { indexedEntry }] = await Promise.all([import("./read.js"), import("./search-text.js")]);
-        const text = appendFrom ? Buffer.concat([bytes.subarray(0, bytes.indexOf(0x0a) + 1), bytes.subarray(appendFrom)]) : bytes;
-        const loaded = loadSessionBytes(text, s.id);
-        const entries = loaded.entries.map(indexedEntry).filter((e) => e !== undefined);
-        if (loaded.warnings.length) report.warnings.push(...sessionWarnings(s.id, loaded.warnings, appendFrom ? bytes.subarray(0, appendFrom) : undefined));
+        const { entries, warnings } = await segmentEntries(bytes, appendFrom, s.id);
+        if (warnings.length) report.warnings.push(...sessionWarnings(s.id, warnings, appendFrom ? bytes.subarray(0, appendFrom) : undefined));
         // Appends continue only from a version that ended with a whole line.
         const indexedBytes = bytes[bytes.length - 1] === 0x0a ? bytes.length : 0;
-        if (!this.index(s.id, s.agent, { key, bytes: indexedBytes, edge: edgeHash(bytes, indexedBytes) }, entries, appendFrom ? doc!.key : undefined)) {
-          unread++; // another search indexed this session meanwhile; the next run compares again
-          continue;
-        }
-        report.indexed++;
-        if (appendFrom) report.appended++;
+        pending.push({ id: s.id, agent: s.agent, doc: { key, bytes: indexedBytes, edge: edgeHash(bytes, indexedBytes) }, entries, from: appendFrom, appendTo: appendFrom ? doc!.key : undefined, keepText: key.startsWith("snapshot:") });
+        pendingBytes += bytes.length - appendFrom;
+        if (pendingBytes >= BATCH_BYTES) flush();
       }
+      if (pending.length) flush();
       if (prune) {
         const present = new Set(catalog.sessions.map((s) => s.id));
-        for (const id of [...docs.keys()]) {
-          if (present.has(id)) continue;
-          this.inTransaction(() => this.drop(id));
-          report.removed++;
-        }
+        const gone = [...docs.keys()].filter((id) => !present.has(id));
+        if (gone.length) this.inTransaction(() => gone.forEach((id) => this.drop(id)));
+        report.removed += gone.length;
       }
       if (!unread) this.db.prepare("INSERT INTO info (key, value) VALUES ('synced', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value").run(stamp);
     }
@@ -198,46 +296,143 @@ export class SearchIndex {
   }
 
   /**
-   * Store a session's entries as a new segment (the largest sid), in one transaction: all of them
-   * (its older segments are dropped first), or, when `appendTo` names the version they extend,
-   * only the lines it gained. Returns false, changing nothing, when another process changed the
-   * session's row since this one read it (writers are serialised, so the check is exact).
+   * Store each session's entries as a new segment (the largest sid), all in one transaction: all
+   * of them (its older segments are dropped first), or, when `appendTo` names the version they
+   * extend, only the lines it gained. A session is skipped, changing nothing, when another process
+   * changed its row since this one read it (writers are serialised, so the check is exact).
+   * Returns, per session, whether it was stored.
    */
-  private index(sessionId: string, agent: string, doc: DocState, entries: IndexedEntry[], appendTo: string | undefined): boolean {
+  private indexBatch(batch: PendingSession[]): boolean[] {
     const [docs, segments] = [this.docState, this.sessionsBySid];
-    let done = false;
+    let stored: boolean[] = [];
+    let added: [number, string][] = [];
     this.inTransaction(() => {
-      const current = this.db.prepare("SELECT version_key FROM docs WHERE session_id = ?").get(sessionId)?.version_key;
-      if (current === doc.key || (appendTo !== undefined && current !== appendTo)) return;
-      if (appendTo === undefined) this.drop(sessionId);
-      this.db
-        .prepare("INSERT INTO docs (session_id, agent, version_key, indexed_bytes, edge_hash) VALUES (?, ?, ?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET agent = excluded.agent, version_key = excluded.version_key, indexed_bytes = excluded.indexed_bytes, edge_hash = excluded.edge_hash")
-        .run(sessionId, agent, doc.key, doc.bytes, doc.edge);
-      done = true;
-      if (!entries.length) return;
-      const sid = Number(this.db.prepare("SELECT coalesce(max(sid), 0) + 1 AS sid FROM segments").get()!.sid);
-      this.db.prepare("INSERT INTO segments (sid, session_id) VALUES (?, ?)").run(sid, sessionId);
-      segments.set(sid, sessionId);
-      const insert = this.db.prepare("INSERT INTO entries (id, entry_id, kind, ts, text) VALUES (?, ?, ?, ?, ?)");
-      // A segment of more entries than ENTRY_SLOTS (far beyond any session seen) is cut there.
-      entries.slice(0, ENTRY_SLOTS).forEach((e, i) => insert.run(sid * ENTRY_SLOTS + i, e.entryId, e.kind, e.timestamp, e.text));
+      [stored, added] = [[], []];
+      let sid = Number(this.stmt("SELECT coalesce(max(sid), 0) AS sid FROM segments").get()!.sid);
+      const current = this.stmt("SELECT version_key FROM docs WHERE session_id = ?");
+      const upsert = this.stmt("INSERT INTO docs (session_id, agent, version_key, indexed_bytes, edge_hash) VALUES (?, ?, ?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET agent = excluded.agent, version_key = excluded.version_key, indexed_bytes = excluded.indexed_bytes, edge_hash = excluded.edge_hash");
+      const segment = this.stmt("INSERT INTO segments (sid, session_id, from_bytes) VALUES (?, ?, ?)");
+      const entry = this.stmt("INSERT INTO entries (id, entry_id, kind, ts, line_at, line_len) VALUES (?, ?, ?, ?, ?, ?)");
+      const words = this.stmt("INSERT INTO fts (rowid, text) VALUES (?, ?)");
+      const kept = this.stmt("INSERT INTO texts (id, text) VALUES (?, ?)");
+      for (const p of batch) {
+        const now = current.get(p.id)?.version_key;
+        const ok = now !== p.doc.key && (p.appendTo === undefined || now === p.appendTo);
+        stored.push(ok);
+        if (!ok) continue;
+        if (p.appendTo === undefined) this.drop(p.id);
+        upsert.run(p.id, p.agent, p.doc.key, p.doc.bytes, p.doc.edge);
+        if (!p.entries.length) continue;
+        sid++;
+        segment.run(sid, p.id, p.from);
+        added.push([sid, p.id]);
+        p.entries.forEach((e, i) => {
+          entry.run(sid * ENTRY_SLOTS + i, e.entryId, e.kind, e.timestamp, e.lineAt, e.lineLen);
+          words.run(sid * ENTRY_SLOTS + i, e.text);
+          if (p.keepText) kept.run(sid * ENTRY_SLOTS + i, e.text);
+        });
+      }
     });
-    if (done) docs.set(sessionId, doc);
-    else this.docs = this.segments = undefined; // read again: the other process added segments
-    return done;
+    // Committed: the in-memory maps follow, or are read again when another process added segments.
+    if (stored.includes(false)) this.docs = this.segments = undefined;
+    else {
+      for (const [sid, id] of added) segments.set(sid, id);
+      batch.forEach((p) => docs.set(p.id, p.doc));
+    }
+    return stored;
   }
 
-  /** Remove a session: its entries, its segments and its doc row (inside a transaction). */
+  /** Remove a session: its words, its entries, its segments and its doc row (inside a transaction). */
   private drop(sessionId: string): void {
     const [docs, segments] = [this.docState, this.sessionsBySid];
-    for (const r of this.db.prepare("SELECT sid FROM segments WHERE session_id = ?").all(sessionId)) {
-      const sid = Number(r.sid);
-      this.db.prepare("DELETE FROM entries WHERE id >= ? AND id < ?").run(sid * ENTRY_SLOTS, (sid + 1) * ENTRY_SLOTS);
+    for (const { sid } of this.stmt("SELECT sid FROM segments WHERE session_id = ?").all(sessionId) as { sid: number }[]) {
+      const range = [sid * ENTRY_SLOTS, (sid + 1) * ENTRY_SLOTS];
+      this.stmt("DELETE FROM fts WHERE rowid >= ? AND rowid < ?").run(...range);
+      this.stmt("DELETE FROM entries WHERE id >= ? AND id < ?").run(...range);
+      this.stmt("DELETE FROM texts WHERE id >= ? AND id < ?").run(...range);
       segments.delete(sid);
     }
-    this.db.prepare("DELETE FROM segments WHERE session_id = ?").run(sessionId);
-    this.db.prepare("DELETE FROM docs WHERE session_id = ?").run(sessionId);
+    this.stmt("DELETE FROM segments WHERE session_id = ?").run(sessionId);
+    this.stmt("DELETE FROM docs WHERE session_id = ?").run(sessionId);
     docs.delete(sessionId);
+  }
+
+  /**
+   * The indexed text of the entries `rids`: kept in the index for sessions found only in
+   * snapshots, else read again from the sessions (the index keeps only words): each entry's line is cut from the file and parsed alone, else (a migrated session,
+   * or a line that no longer holds that entry) its segment is parsed again. An entry whose text
+   * cannot be found as it was indexed (its session changed or vanished since) is left out.
+   */
+  async entryTexts(source: SessionBytes, rids: number[]): Promise<Map<number, string>> {
+    const out = new Map<number, string>();
+    if (!rids.length) return out;
+    for (const r of this.stmt("SELECT id, text FROM texts WHERE id IN (SELECT value FROM json_each(?))").all(JSON.stringify(rids))) out.set(Number(r.id), String(r.text));
+    rids = rids.filter((rid) => !out.has(rid));
+    if (!rids.length) return out;
+    const rows = this.db
+      .prepare("SELECT e.id, e.entry_id, e.line_at, e.line_len, s.session_id, s.from_bytes FROM entries e JOIN segments s ON s.sid = (e.id >> " + ENTRY_BITS + ") WHERE e.id IN (SELECT value FROM json_each(?))")
+      .all(JSON.stringify(rids)) as { id: number; entry_id: string; line_at: number; line_len: number; session_id: string; from_bytes: number }[];
+    const bySession = new Map<string, typeof rows>();
+    for (const r of rows) bySession.set(r.session_id, [...(bySession.get(r.session_id) ?? []), r]);
+    const [{ loadSessionBytes }, { indexedEntry }] = await Promise.all([import("./read.js"), import("./search-text.js")]);
+    for (const [id, list] of bySession) {
+      let whole: Uint8Array | undefined;
+      const wholeBytes = async () => (whole ??= await source.readBytes(id).catch(() => undefined));
+      // The header and each entry's line: only those bytes of a live file are read.
+      const direct = list.filter((r) => r.line_at > 0);
+      const ranges: [number, number][] = [[0, HEADER_PEEK], ...direct.map((r): [number, number] => [r.line_at, r.line_len])];
+      let parts = direct.length && source.readRanges ? await source.readRanges(id, ranges).catch(() => undefined) : undefined;
+      if (!parts || parts[0].indexOf(0x0a) === -1) {
+        const bytes = await wholeBytes();
+        parts = bytes ? ranges.map(([at, len], i) => bytes.subarray(at, i ? at + len : bytes.indexOf(0x0a) + 1)) : undefined;
+      }
+      const header = parts ? parts[0].subarray(0, parts[0].indexOf(0x0a) + 1) : undefined;
+      const reparse = new Map<number, typeof rows>();
+      for (const r of list) {
+        let text: string | undefined;
+        const line = header?.length ? parts![direct.indexOf(r) + 1] : undefined;
+        if (line && r.line_at >= header!.length && line.length === r.line_len) {
+          const one = loadSessionBytes(Buffer.concat([header!, line]), id);
+          const e = one.fromVersion === 3 && one.entries.length === 1 && one.entries[0].id === r.entry_id ? indexedEntry(one.entries[0]) : undefined;
+          text = e?.text;
+        }
+        if (text !== undefined) out.set(r.id, text);
+        else reparse.set(r.from_bytes, [...(reparse.get(r.from_bytes) ?? []), r]);
+      }
+      const bytes = reparse.size ? await wholeBytes() : undefined;
+      for (const [from, wanted] of bytes ? reparse : []) {
+        if (from > bytes!.length) continue;
+        const { entries } = await segmentEntries(bytes!, from, id);
+        for (const r of wanted) {
+          const e = entries[r.id % ENTRY_SLOTS];
+          if (e && e.entryId === r.entry_id) out.set(r.id, e.text);
+        }
+      }
+    }
+    return out;
+  }
+
+  /**
+   * FTS5's snippet() for each of `texts` (rowid to text) against the query `match`, from a
+   * temporary in-memory FTS5 table of the same tokenizer: snippet() weighs only the row's own
+   * words, so the snippets are those of an index that stored the text.
+   */
+  snippets(match: string, texts: Map<number, string>): Map<number, string> {
+    const out = new Map<number, string>();
+    if (!texts.size) return out;
+    this.db.exec(`CREATE VIRTUAL TABLE IF NOT EXISTS temp.snip USING fts5(text, ${TOKENIZE})`);
+    const insert = this.stmt("INSERT INTO temp.snip (rowid, text) VALUES (?, ?)");
+    this.db.transaction(() => {
+      for (const [rid, text] of texts) insert.run(rid, text);
+    })();
+    try {
+      for (const r of this.db.prepare("SELECT rowid AS rid, snippet(snip, 0, char(2), char(3), '…', 16) AS snip FROM temp.snip WHERE snip MATCH ?").all(match)) {
+        out.set(Number(r.rid), String(r.snip ?? ""));
+      }
+    } finally {
+      this.stmt("DELETE FROM temp.snip").run();
+    }
+    return out;
   }
 
   private inTransaction(fn: () => void): void {

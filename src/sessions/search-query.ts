@@ -4,7 +4,7 @@
 
 import { RepoError } from "../repo/errors.js";
 import type { SessionRecord } from "./catalog.js";
-import { ENTRY_BITS, ENTRY_SLOTS, type SearchIndex } from "./search-index.js";
+import { ENTRY_BITS, ENTRY_SLOTS, type SearchIndex, type SessionBytes } from "./search-index.js";
 
 /** Marks around matched words in snippets (JSON and NO_COLOR output). */
 export const MARK_OPEN = "«";
@@ -52,6 +52,8 @@ export interface QueryOptions {
   hitsPerSession: number;
   /** Rank at most this many matching entries, the newest; 0: rank every match. */
   rankCap: number;
+  /** Where the text of the hits shown is read again for their snippets (the index keeps only words). */
+  source: SessionBytes;
 }
 
 export interface QueryReport {
@@ -76,9 +78,9 @@ export const DEFAULT_RANK_CAP = 10_000;
  * 1. with a cap, find the rowid above which the newest `cap` matches lie (a doclist walk, no scoring);
  * 2. rank the matching entries by BM25, rowids and scores only: a rowid names its session
  *    (search-index.ts), so grouping needs no join;
- * 3. read the details and build snippets for the hits shown, one statement each.
+ * 3. read the details of the hits shown, and their text from the sessions, to build snippets.
  */
-export function runQuery(index: SearchIndex, text: string, opts: QueryOptions): QueryReport {
+export async function runQuery(index: SearchIndex, text: string, opts: QueryOptions): Promise<QueryReport> {
   const match = ftsQuery(text);
   const bySid = index.sessionsBySid;
   const rowLimit = Math.max(opts.limit, 1) * ROWS_PER_RESULT;
@@ -128,12 +130,10 @@ export function runQuery(index: SearchIndex, text: string, opts: QueryOptions): 
     for (const e of index.db.prepare("SELECT id, entry_id, kind, ts FROM entries WHERE id IN (SELECT value FROM json_each(?))").all(rids)) {
       Object.assign(shown.get(Number(e.id))!, { entryId: String(e.entry_id), kind: String(e.kind), timestamp: String(e.ts) });
     }
-    const snippets = index.db
-      .prepare("SELECT rowid AS rid, snippet(fts, 0, char(2), char(3), '…', 16) AS snip FROM fts WHERE fts MATCH ? AND rowid IN (SELECT value FROM json_each(?))")
-      .all(match, rids);
-    for (const s of snippets) {
-      const hit = shown.get(Number(s.rid));
-      if (hit) hit.snippet = String(s.snip ?? "").replace(/\s+/g, " ").replaceAll("\u0002", MARK_OPEN).replaceAll("\u0003", MARK_CLOSE);
+    const snippets = index.snippets(match, await index.entryTexts(opts.source, [...shown.keys()]));
+    for (const [rid, snip] of snippets) {
+      const hit = shown.get(rid);
+      if (hit) hit.snippet = snip.replace(/\s+/g, " ").replaceAll("\u0002", MARK_OPEN).replaceAll("\u0003", MARK_CLOSE);
     }
   }
   return { results: [...results.values()], capped };

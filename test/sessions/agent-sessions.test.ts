@@ -122,7 +122,7 @@ describe("sessions of Claude Code, Codex, Gemini CLI and opencode", () => {
     expect((await runOk(sb, ["--json", "sessions", "search", "heron", "--agent", "codex"])).json<{ results: unknown[] }>().results).toEqual([]);
     const index = new Database(indexFile, { readonly: true });
     try {
-      expect(index.prepare("SELECT value FROM info WHERE key = 'schema'").get()).toEqual({ value: "6" });
+      expect(index.prepare("SELECT value FROM info WHERE key = 'schema'").get()).toEqual({ value: "7" });
       const agents = Object.fromEntries((index.prepare("SELECT session_id, agent FROM docs").all() as { session_id: string; agent: string }[]).map((r) => [r.session_id, r.agent]));
       expect(agents).toEqual(Object.fromEntries(AGENTS.map((a) => [made[a].id, a])));
     } finally {

@@ -44,18 +44,19 @@ const opts = (catalog: SessionCatalog, rankCap: number, only?: string): QueryOpt
   limit: 10,
   hitsPerSession: 3,
   rankCap,
+  source: catalog,
 });
-const ids = (r: ReturnType<typeof runQuery>) => r.results.map((x) => x.session.id).sort();
+const ids = (r: Awaited<ReturnType<typeof runQuery>>) => r.results.map((x) => x.session.id).sort();
 
 describe("search ranking over a capped set of matches", () => {
   it("ranks every match without a cap, and only the newest ones under a cap", async () => {
-    await withIndex((index, catalog) => {
-      const all = runQuery(index, "walrus", opts(catalog, 0));
+    await withIndex(async (index, catalog) => {
+      const all = await runQuery(index, "walrus", opts(catalog, 0));
       expect(ids(all)).toEqual(made.map((m) => m.sessionId).sort());
       expect(all.capped).toBeUndefined();
-      expect(runQuery(index, "walrus", opts(catalog, 6)).capped).toBeUndefined(); // exactly at the cap
+      expect((await runQuery(index, "walrus", opts(catalog, 6))).capped).toBeUndefined(); // exactly at the cap
 
-      const newest = runQuery(index, "walrus", opts(catalog, 2));
+      const newest = await runQuery(index, "walrus", opts(catalog, 2));
       expect(newest.capped).toEqual({ ranked: 2 });
       expect(ids(newest)).toEqual([made[2].sessionId]);
       expect(newest.results[0].hits.map((h) => h.snippet).join(" ")).toContain("«walrus»");
@@ -68,15 +69,15 @@ describe("search ranking over a capped set of matches", () => {
   });
 
   it("applies filters before the cap, and moves a re-indexed session to the top", async () => {
-    await withIndex((index, catalog) => {
-      const oldest = runQuery(index, "walrus", opts(catalog, 2, made[0].sessionId));
+    await withIndex(async (index, catalog) => {
+      const oldest = await runQuery(index, "walrus", opts(catalog, 2, made[0].sessionId));
       expect(ids(oldest)).toEqual([made[0].sessionId]); // the newest two of *its* matches
     });
     // A new user message appended to the oldest session, as pi appends it: its new segment is the newest.
     appendUserMessage(made[0].file, "One more walrus");
-    await withIndex((index, catalog, sync) => {
+    await withIndex(async (index, catalog, sync) => {
       expect(sync).toMatchObject({ indexed: 1, appended: 1 });
-      expect(ids(runQuery(index, "walrus", opts(catalog, 1)))).toEqual([made[0].sessionId]);
+      expect(ids(await runQuery(index, "walrus", opts(catalog, 1)))).toEqual([made[0].sessionId]);
     });
   });
 
@@ -84,16 +85,16 @@ describe("search ranking over a capped set of matches", () => {
     appendUserMessage(made[1].file, "Is the kraken real?");
     appendUserMessage(made[1].file, "And does the walrus fear the kraken?");
     // Sorted: equal scores may come in either order (ties follow rowids, which differ).
-    const scores = (r: ReturnType<typeof runQuery>) => r.results.map((x) => `${x.score.toFixed(9)} ${x.session.id} ${x.matches} ${x.hits.map((h) => h.entryId).sort().join(",")}`).sort();
-    const grown = await withIndex((index, catalog, sync) => {
+    const scores = (r: Awaited<ReturnType<typeof runQuery>>) => r.results.map((x) => `${x.score.toFixed(9)} ${x.session.id} ${x.matches} ${x.hits.map((h) => h.entryId).sort().join(",")}`).sort();
+    const grown = await withIndex(async (index, catalog, sync) => {
       expect(sync).toMatchObject({ indexed: 1, appended: 1 });
-      return ["walrus", "kraken"].map((q) => scores(runQuery(index, q, opts(catalog, 0))));
+      return Promise.all(["walrus", "kraken"].map(async (q) => scores(await runQuery(index, q, opts(catalog, 0)))));
     });
     expect(grown[1]).toHaveLength(1);
     rmSync(searchIndexFile(loadConfig({}, sb.env).dataDir));
-    const rebuilt = await withIndex((index, catalog, sync) => {
+    const rebuilt = await withIndex(async (index, catalog, sync) => {
       expect(sync).toMatchObject({ indexed: 3, appended: 0 });
-      return ["walrus", "kraken"].map((q) => scores(runQuery(index, q, opts(catalog, 0))));
+      return Promise.all(["walrus", "kraken"].map(async (q) => scores(await runQuery(index, q, opts(catalog, 0)))));
     });
     expect(grown).toEqual(rebuilt);
 
@@ -101,9 +102,9 @@ describe("search ranking over a capped set of matches", () => {
     const text = readFileSync(made[2].file, "utf8");
     writeFileSync(made[2].file, text.replace(/"cwd":"([^"]*)third/, '"cwd":"$1THIRD'));
     appendUserMessage(made[2].file, "walrus again");
-    await withIndex((index, catalog, sync) => {
+    await withIndex(async (index, catalog, sync) => {
       expect(sync).toMatchObject({ indexed: 1, appended: 0 });
-      expect(ids(runQuery(index, "walrus", opts(catalog, 0)))).toEqual(made.map((m) => m.sessionId).sort());
+      expect(ids(await runQuery(index, "walrus", opts(catalog, 0)))).toEqual(made.map((m) => m.sessionId).sort());
     });
   });
 });

@@ -44,6 +44,7 @@ describe("sessions search", () => {
     const gone = await search("pelican*");
     expect(gone.results.map((r) => r.session.id)).toEqual([w.gone.sessionId]);
     expect(gone.results[0].session.deleted).toBe(true);
+    expect(gone.results[0].hits[0].snippet).toMatch(/«pelican/i); // kept in the index: no repository read
     expect(gone.index.indexed).toBe(0); // warm: nothing changed
 
     const v1 = await search('"user-message-selector"');
