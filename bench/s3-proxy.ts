@@ -79,7 +79,7 @@ export function decodeAwsChunked(body: Buffer): Buffer {
  * Counts are kept per "repository": the first path segment after the bucket (`/bucket/restic/…`
  * → `restic`), so each tool's requests are told apart with both in one bucket.
  */
-export async function startCountingProxy(upstreamPort: number): Promise<CountingProxy> {
+export async function startCountingProxy(upstreamPort: number, opts: { onRequest?: (line: string) => void } = {}): Promise<CountingProxy> {
   const counts = new Map<string, Counts>();
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://x");
@@ -91,6 +91,7 @@ export async function startCountingProxy(upstreamPort: number): Promise<Counting
     c.total++;
     const kind = kindOf(req, url, key);
     c.byKind[kind] = (c.byKind[kind] ?? 0) + 1;
+    opts.onRequest?.(`${kind} ${url.pathname}${url.search}`);
     const chunks: Buffer[] = [];
     req.on("data", (d: Buffer) => chunks.push(d));
     req.on("end", () => {

@@ -1,9 +1,10 @@
 // pi-guard vs restic against the same local S3 server (s3rver on 127.0.0.1), in one run, plus both
 // tools' full restore from a local disk repository of the same tree.
 //   npm run bench:s3 -- [--size 1GiB] [--seed 1] [--out bench/out] [--keep] [--no-local] [--pi-guard-root DIR]
+//     [--request-log FILE]  (appends each request the proxy sees: time, kind, path)
 import { spawn, type ChildProcess } from "node:child_process";
 import { cpus } from "node:os";
-import { mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
+import { appendFileSync, mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -96,7 +97,7 @@ async function restoreAndVerify(run: Run, name: string, workDir: string, proxy: 
   rmSync(target, { recursive: true, force: true });
 }
 
-async function bench(opts: { sizeBytes: number; seed: string; outDir: string; workDir: string; piGuardRoot: string; local: boolean }): Promise<void> {
+async function bench(opts: { sizeBytes: number; seed: string; outDir: string; workDir: string; piGuardRoot: string; local: boolean; requestLog?: string }): Promise<void> {
   const agentDir = join(opts.workDir, "agent");
   log(`generating ${formatBytes(opts.sizeBytes)} agent dir in ${agentDir}`);
   const pool = loadTextPool(DEFAULT_POOL_ROOT);
@@ -107,7 +108,8 @@ async function bench(opts: { sizeBytes: number; seed: string; outDir: string; wo
   const s3Dir = join(opts.workDir, "s3");
   mkdirSync(s3Dir);
   const server = await startS3rver(s3Dir);
-  const proxy = await startCountingProxy(server.port);
+  const requestLog = opts.requestLog;
+  const proxy = await startCountingProxy(server.port, requestLog ? { onRequest: (line) => appendFileSync(requestLog, `${new Date().toISOString()} ${line}\n`) } : {});
   log(`s3rver on 127.0.0.1:${server.port}, counting proxy on ${proxy.endpoint}`);
   const aws = { AWS_ACCESS_KEY_ID: S3RVER_KEY, AWS_SECRET_ACCESS_KEY: S3RVER_KEY, AWS_REGION: "us-east-1", AWS_DEFAULT_REGION: "us-east-1" };
   const mk = (tool: BackupTool, countKey: string): Run => ({ tool, countKey, failed: null, steps: {}, cells: {} });
@@ -189,6 +191,7 @@ async function main(): Promise<void> {
       keep: { type: "boolean", default: false },
       "no-local": { type: "boolean", default: false },
       "pi-guard-root": { type: "string", default: PROJECT_ROOT },
+      "request-log": { type: "string" },
     },
   });
   await withWorkDir("pi-guard-bench-s3-", values.keep, log, (workDir) =>
@@ -199,6 +202,7 @@ async function main(): Promise<void> {
       workDir,
       piGuardRoot: resolve(values["pi-guard-root"]),
       local: !values["no-local"],
+      requestLog: values["request-log"] && resolve(values["request-log"]),
     }),
   );
 }

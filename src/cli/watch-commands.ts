@@ -66,7 +66,7 @@ Examples:
       try {
         const { CountingTarget } = await import("../targets/counting.js");
         let counting: InstanceType<typeof CountingTarget> | undefined;
-        const repo = await ctx.open({ wrapStorage: (t, { multipartPartSize }) => (counting = new CountingTarget(t, multipartPartSize)) });
+        const repo = await ctx.open({ wrapStorage: (t, { multipart }) => (counting = new CountingTarget(t, multipart)) });
         const human = (line: string) => {
           if (!ctx.out.quiet) warn(line);
         };

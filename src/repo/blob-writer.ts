@@ -1,5 +1,6 @@
 import { type BlobRef, type BlobType, packKey, type PackEntry } from "./format.js";
 import type { Repository } from "./repository.js";
+import { packUploadLimit, PackUploads } from "./pack-uploads.js";
 import type { SealPool } from "./seal-pool.js";
 import { StagedPack } from "./staged-pack.js";
 
@@ -12,7 +13,7 @@ const MAX_INFLIGHT_BYTES = 6 * 1024 * 1024;
  * Turns new chunks into packs. Chunks already in the repository (or added earlier in this run) are
  * skipped; new ones are grouped into frames, sealed on the pool and appended to a pack file being
  * built in the repository's local staging folder, which is fsynced and handed to the target whole once big
- * enough. Nothing becomes visible to readers until `finish` writes the index for the packs, and a
+ * enough; up to packUploadLimit packs are stored at once while the next is built. Nothing becomes visible to readers until `finish` writes the index for the packs, and a
  * snapshot references them only after that.
  */
 export class BlobWriter {
@@ -29,6 +30,7 @@ export class BlobWriter {
   private inflightBytes = 0;
   private failure: Error | undefined;
   private indexAttempted = false;
+  private readonly uploads: PackUploads;
   bytesNew = 0;
   bytesStored = 0;
   blobsNew = 0;
@@ -36,7 +38,9 @@ export class BlobWriter {
   constructor(
     private readonly repo: Repository,
     private readonly pool: SealPool,
-  ) {}
+  ) {
+    this.uploads = new PackUploads(packUploadLimit(repo.target));
+  }
 
   has(id: string): boolean {
     return this.added.has(id) || this.repo.index.has(id);
@@ -113,14 +117,27 @@ export class BlobWriter {
     }
   }
 
-  /** Pack layout: sealed frames, then the sealed header, then the header's length (u32 LE). */
+  /**
+   * Pack layout: sealed frames, then the sealed header, then the header's length (u32 LE). The
+   * pack is stored in the background; this returns once another upload may start.
+   */
   private async closePack(type: BlobType): Promise<void> {
     const pack = this.open.get(type);
     if (!pack) return;
     this.open.delete(type);
-    const stored = await pack.store();
-    this.written.push(stored);
-    this.bytesStored += stored.size;
+    let started = false;
+    try {
+      await this.uploads.start(async () => {
+        started = true;
+        const stored = await pack.store();
+        this.written.push(stored);
+        this.bytesStored += stored.size;
+      });
+    } catch (err) {
+      // An earlier upload failed, so this one never began: its staging file goes too.
+      if (!started) await pack.discard();
+      throw err;
+    }
   }
 
   /** Wait for all sealing, close the last pack and write one index file for everything written. */
@@ -129,6 +146,7 @@ export class BlobWriter {
     await this.appendChain;
     this.throwIfFailed();
     for (const type of [...this.open.keys()]) await this.closePack(type);
+    await this.uploads.drain();
     if (this.written.length === 0) return { packs: 0 };
     this.indexAttempted = true;
     const { id: indexId, size } = await this.repo.saveIndex({ supersedes: [], packs: this.written });
@@ -150,6 +168,8 @@ export class BlobWriter {
       await pack.discard();
     }
     this.open.clear();
+    // Packs still on their way: once settled, each is stored (and deleted below) or never was.
+    await this.uploads.settle();
     if (this.indexAttempted) return;
     for (const pack of this.written.splice(0)) await this.repo.target.delete(packKey(pack.id)).catch(() => undefined);
   }

@@ -11,6 +11,12 @@ export interface RequestCounts {
   lists: number;
 }
 
+/** A put of a stream above `threshold` bytes is a multipart upload in parts of `partSize`. */
+export interface MultipartSplit {
+  partSize: number;
+  threshold: number;
+}
+
 /** S3's ListObjectsV2 page size. */
 const LIST_PAGE = 1000;
 
@@ -18,14 +24,15 @@ const LIST_PAGE = 1000;
  * Counts the requests that reach the storage, so the watcher can report PUTs per day. It wraps
  * the bare storage target (inside the retry and limit wrappers), so a retried request counts each
  * time it is sent. One call of the Target interface is one request, except a put of a stream
- * above `multipartPartSize` (an S3 multipart upload: one request per part, plus two) and a listing (one
+ * above the multipart threshold (an S3 multipart upload: one request per part, plus two) and a listing (one
  * per page). Checks the S3 target makes on its own (the HEAD of a put that must not overwrite, the
  * size check after a multipart upload) are not seen here.
  */
 export class CountingTarget extends TargetWrapper {
   constructor(
     inner: Target,
-    private readonly multipartPartSize?: number,
+    /** How the storage splits a big put of a stream into parts (S3), if it does. */
+    private readonly multipart?: MultipartSplit,
     /** Where to add the counts: pass one object to count across several opened targets. */
     readonly counts: RequestCounts = { puts: 0, gets: 0, lists: 0 },
   ) {
@@ -62,8 +69,8 @@ export class CountingTarget extends TargetWrapper {
   }
 
   override put(key: string, data: PutBody, opts?: PutOptions): Promise<void> {
-    const part = this.multipartPartSize;
-    this.counts.puts += part && !Buffer.isBuffer(data) && data.size > part ? Math.ceil(data.size / part) + 2 : 1;
+    const m = this.multipart;
+    this.counts.puts += m && !Buffer.isBuffer(data) && data.size > m.threshold ? Math.ceil(data.size / m.partSize) + 2 : 1;
     return super.put(key, data, opts);
   }
 

@@ -5,7 +5,8 @@ import { LocalTarget } from "./local.js";
 import { parseRepoLocation } from "./location.js";
 import { retryReporter, type RetryReporter } from "./retry-report.js";
 import { RetryTarget } from "./retry.js";
-import { S3Target } from "./s3.js";
+import type { MultipartSplit } from "./counting.js";
+import { S3_MULTIPART_THRESHOLD, S3Target } from "./s3.js";
 import type { Target } from "./target.js";
 
 /** Requests to a remote target at once: enough to hide latency, few enough for a home uplink. */
@@ -22,7 +23,7 @@ export function openTarget(config: Pick<Config, "repo"> & Partial<Pick<Config, "
   if (loc.kind === "restic") throw new RepoError(`${config.repo} is a restic repository: this command works only on pi-guard's own repositories (docs/RESTIC.md)`, "usage");
   const wrap = opts.wrapStorage ?? ((t: Target) => t);
   if (loc.kind === "s3") {
-    const storage = new LimitTarget(wrap(new S3Target({ bucket: loc.bucket, prefix: loc.prefix, env }), { multipartPartSize: S3_PART_SIZE }), REMOTE_CONCURRENCY);
+    const storage = new LimitTarget(wrap(new S3Target({ bucket: loc.bucket, prefix: loc.prefix, env }), { multipart: { partSize: S3_PART_SIZE, threshold: S3_MULTIPART_THRESHOLD } }), REMOTE_CONCURRENCY);
     const maxMs = Math.min((config.retry ?? retrySettings(env)).maxMs, opts.retry?.maxMs ?? Infinity);
     return new RetryTarget(storage, { maxMs, onRetry: opts.retry?.onRetry ?? retryReporter() });
   }
@@ -32,9 +33,9 @@ export function openTarget(config: Pick<Config, "repo"> & Partial<Pick<Config, "
 export interface OpenTargetOptions {
   /**
    * Wraps the bare storage, inside the retry and limit wrappers (a CountingTarget sees every
-   * request sent, retries included). `multipartPartSize` is set for storage that splits big uploads.
+   * request sent, retries included). `multipart` is set for storage that splits big uploads.
    */
-  wrapStorage?: (storage: Target, info: { multipartPartSize?: number }) => Target;
+  wrapStorage?: (storage: Target, info: { multipart?: MultipartSplit }) => Target;
   /**
    * `maxMs` caps the configured retry budget (a check that must answer soon); `onRetry` is told
    * of each wait instead of the process's reporter (reportRetriesTo).

@@ -1,4 +1,5 @@
 import { isIP } from "node:net";
+import { stat } from "node:fs/promises";
 import { Readable } from "node:stream";
 import type { S3Client } from "@aws-sdk/client-s3";
 import { RepoError } from "../repo/errors.js";
@@ -15,11 +16,20 @@ export interface S3TargetOptions {
   env?: NodeJS.ProcessEnv;
   /** Multipart part size for a put of a stream (lib-storage); S3's minimum is 5 MiB. */
   partSize?: number;
+  /** A stream larger than this is a multipart upload; up to it, one PUT (S3 takes up to 5 GiB in one). */
+  multipartThreshold?: number;
   /** Parts uploaded at once per file. */
   queueSize?: number;
 }
 
 const DEFAULT_REGION = "us-east-1";
+const quiet = (): void => undefined;
+const SILENT_LOGGER = { trace: quiet, debug: quiet, info: quiet, warn: quiet, error: quiet };
+/**
+ * Streams up to this size go up in one PUT: a pack (16 MiB by default, at most 1 GiB) is one
+ * request, as restic sends it, rather than a start, parts and a completion.
+ */
+export const S3_MULTIPART_THRESHOLD = 64 * 1024 * 1024;
 
 /** The endpoint from the environment (the SDK's own names), and whether it needs path-style URLs. */
 export function s3Endpoint(env: NodeJS.ProcessEnv): { endpoint?: string; host: string; pathStyle: boolean } {
@@ -55,6 +65,7 @@ export class S3Target implements Target {
   private readonly endpoint: ReturnType<typeof s3Endpoint>;
   private readonly partSize: number;
   private readonly queueSize: number;
+  private readonly multipartThreshold: number;
   private sdk?: Promise<{ sdk: Sdk; client: S3Client; region: string }>;
   private bucketSeen = false;
   /** false once the server said it cannot do conditional puts; then ifAbsent is head-then-put. */
@@ -68,6 +79,7 @@ export class S3Target implements Target {
     this.endpoint = s3Endpoint(this.env);
     this.partSize = opts.partSize ?? 5 * 1024 * 1024;
     this.queueSize = opts.queueSize ?? 4;
+    this.multipartThreshold = Math.max(opts.multipartThreshold ?? S3_MULTIPART_THRESHOLD, this.partSize);
   }
 
   private connect(): Promise<{ sdk: Sdk; client: S3Client; region: string }> {
@@ -83,6 +95,9 @@ export class S3Target implements Target {
         endpoint: this.endpoint.endpoint,
         forcePathStyle: this.endpoint.pathStyle,
         maxAttempts: 1,
+        // The SDK warns on the console when a streamed put fails ("non-retryable streaming
+        // request"); the failure itself is thrown, described in one line, and retried by RetryTarget.
+        logger: SILENT_LOGGER,
         // Short connect timeout: a try at a server that is down fails in seconds, and RetryTarget
         // decides whether to try again.
         requestHandler: { connectionTimeout: 3000, requestTimeout: 120_000 },
@@ -194,26 +209,41 @@ export class S3Target implements Target {
   }
 
   /**
-   * One PUT for a buffer and for a stream up to `partSize` (gathered first, so its size is checked
-   * before anything is sent); a multipart upload (lib-storage) for a larger stream.
+   * One PUT for a buffer and for a stream up to `multipartThreshold`; a larger stream is a
+   * multipart upload (lib-storage). A finished file of the stated size (a pack's staging file) is
+   * sent as it is read, never gathered into a second buffer, its size checked as it goes: a read
+   * that fails aborts the request, and S3 stores nothing of a request cut short. Any other stream
+   * is gathered first, so its size is checked before anything is sent (a server such as s3rver
+   * keeps what it got of a cut request). A PUT that succeeded is not checked with a HEAD: S3 answers
+   * 200 only once it has stored the whole body of the stated length.
    */
   async put(key: string, data: PutBody, opts: PutOptions = {}): Promise<void> {
-    if (!Buffer.isBuffer(data)) {
-      if (data.size > this.partSize) return this.putMultipart(key, data, opts);
-      data = await bodyBuffer(data, key, opts.signal);
-    }
-    const body = data;
+    if (!Buffer.isBuffer(data) && data.size > this.multipartThreshold) return this.putMultipart(key, data, opts);
+    throwIfAborted(opts.signal);
+    if (!Buffer.isBuffer(data) && !(await isWholeFile(data))) data = await bodyBuffer(data, key, opts.signal);
     const { sdk, client } = await this.connect();
     if (opts.ifAbsent && (await this.head(key, opts))) throw new ObjectExists(key);
-    const send = (conditional: boolean) =>
-      client.send(
-        new sdk.PutObjectCommand({ Bucket: this.bucket, Key: this.k(key), Body: body, ContentLength: body.length, ...(conditional ? { IfNoneMatch: "*" } : {}) }),
-        { abortSignal: opts.signal },
-      );
+    const size = Buffer.isBuffer(data) ? data.length : data.size;
+    let body: StreamedBody | undefined;
+    const send = async (conditional: boolean) => {
+      // A stream is opened again for each send (a retried put reads its bytes from the start).
+      body = Buffer.isBuffer(data) ? undefined : streamedBody(data, key, opts.signal);
+      try {
+        return await client.send(
+          new sdk.PutObjectCommand({ Bucket: this.bucket, Key: this.k(key), Body: body ? body.stream : (data as Buffer), ContentLength: size, ...(conditional ? { IfNoneMatch: "*" } : {}) }),
+          { abortSignal: body ? body.signal : opts.signal },
+        );
+      } finally {
+        body?.stream.destroy();
+      }
+    };
     try {
       await send(!!opts.ifAbsent && this.conditionalPuts !== false);
       if (opts.ifAbsent) this.conditionalPuts ??= true;
     } catch (err) {
+      if (opts.signal?.aborted) throw opts.signal.reason;
+      // The body's own failure (it ran short or long, or its file could not be read) as it is.
+      if (body?.error !== undefined) throw body.error;
       const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
       if (opts.ifAbsent && (e.name === "PreconditionFailed" || e.$metadata?.httpStatusCode === 412)) throw new ObjectExists(key);
       if (opts.ifAbsent && (e.name === "NotImplemented" || e.$metadata?.httpStatusCode === 501)) {
@@ -224,32 +254,24 @@ export class S3Target implements Target {
           await send(false);
           return;
         } catch (again) {
-          throw await this.fail(again, "put", key);
+          if (body?.error !== undefined) throw body.error;
+          throw await this.fail(again, "put", key, opts.signal);
         }
       }
       throw await this.fail(err, "put", key, opts.signal);
     }
   }
 
-  /** A stream above partSize, in parts of partSize; the size stored is checked afterwards. */
+  /** A stream above multipartThreshold, in parts of partSize; the size stored is checked afterwards. */
   private async putMultipart(key: string, data: PutStream, opts: PutOptions): Promise<void> {
     throwIfAborted(opts.signal);
     const { client } = await this.connect();
     if (opts.ifAbsent && (await this.head(key, opts))) throw new ObjectExists(key);
     const { Upload } = await import("@aws-sdk/lib-storage");
-    let bodyError: unknown;
-    const chunks = async function* () {
-      try {
-        yield* bodyChunks(data, key, opts.signal);
-      } catch (err) {
-        bodyError = err;
-        throw err;
-      }
-    };
-    const body = Readable.from(chunks(), { objectMode: false });
+    const body = streamedBody(data, key, opts.signal);
     const upload = new Upload({
       client,
-      params: { Bucket: this.bucket, Key: this.k(key), Body: body, ContentLength: data.size },
+      params: { Bucket: this.bucket, Key: this.k(key), Body: body.stream, ContentLength: data.size },
       partSize: this.partSize,
       queueSize: this.queueSize,
       leavePartsOnError: false,
@@ -262,12 +284,11 @@ export class S3Target implements Target {
       await upload.done();
     } catch (err) {
       if (opts.signal?.aborted) throw opts.signal.reason;
-      // The body's own failure (it ran short or long, or its file could not be read) as it is.
-      if (bodyError !== undefined) throw bodyError;
+      if (body.error !== undefined) throw body.error;
       throw await this.fail(err, "put", key, opts.signal);
     } finally {
       opts.signal?.removeEventListener("abort", onAbort);
-      body.destroy();
+      body.stream.destroy();
     }
     const stored = await this.head(key, opts);
     if (stored?.size !== data.size) {
@@ -329,6 +350,40 @@ export class S3Target implements Target {
       if (!(described instanceof ObjectNotFound)) throw described;
     }
   }
+}
+
+interface StreamedBody {
+  stream: Readable;
+  /** Aborted when the body fails (so the request does not wait for bytes that never come), or with `signal`. */
+  signal: AbortSignal;
+  /** Why the body failed, once it has. */
+  error?: unknown;
+}
+
+/** A put body as a stream checked against its size (bodyChunks); its failure aborts the request. */
+function streamedBody(data: PutStream, key: string, signal?: AbortSignal): StreamedBody {
+  const failed = new AbortController();
+  const out: StreamedBody = { stream: undefined as unknown as Readable, signal: signal ? AbortSignal.any([signal, failed.signal]) : failed.signal };
+  const chunks = async function* () {
+    try {
+      yield* bodyChunks(data, key, signal);
+    } catch (err) {
+      out.error = err;
+      failed.abort(err);
+      throw err;
+    }
+  };
+  out.stream = Readable.from(chunks(), { objectMode: false });
+  // The failure is kept in `error` and aborts the request; the SDK pipes the stream without a listener.
+  out.stream.on("error", () => undefined);
+  return out;
+}
+
+/** A body that is a finished file on this machine holding exactly its stated size. */
+async function isWholeFile(data: PutStream): Promise<boolean> {
+  if (!data.movableFile) return false;
+  const st = await stat(data.movableFile).catch(() => undefined);
+  return st?.isFile() === true && st.size === data.size;
 }
 
 async function bodyBytes(body: unknown): Promise<Buffer> {

@@ -108,7 +108,7 @@ export class MirrorShipper {
         this.counts.set(mirror, counts);
         // One attempt waits out a short outage only: the shipper tries again next batch anyway, and
         // a mirror that is down must show as failing in the state file, not as an attempt minutes long.
-        const counting: OpenTargetOptions = { wrapStorage: (s, { multipartPartSize }) => new CountingTarget(s, multipartPartSize, counts), retry: { maxMs: SHIP_RETRY_MS } };
+        const counting: OpenTargetOptions = { wrapStorage: (s, { multipart }) => new CountingTarget(s, multipart, counts), retry: { maxMs: SHIP_RETRY_MS } };
         const [r] = await shipToMirrors({ mirrors: [mirror], dataDir: config.dataDir }, source, { signal: this.controller.signal, select }, () => counting).catch(
           (err: unknown): MirrorShipment[] => [{ mirror, error: err instanceof Error ? err.message : String(err), transient: true }],
         );

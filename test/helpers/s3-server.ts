@@ -20,6 +20,8 @@ export interface S3Server {
   env: Record<string, string>;
   /** Resolves at the next multipart part upload the server receives. */
   nextPart(): Promise<void>;
+  /** Resolves when the next pack upload begins: a one-request PUT under data/, or a multipart part. */
+  nextPackUpload(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -32,6 +34,7 @@ export async function startS3Server(dir: string, bucket: string, port = 0, opts:
   const env = opts.vanishAfterList ? { ...process.env, S3RVER_VANISH_AFTER_LIST: opts.vanishAfterList } : process.env;
   const child = spawn(process.execPath, [CHILD, dir, String(port), bucket], { stdio: ["ignore", "pipe", "pipe"], env });
   let partWaiters: (() => void)[] = [];
+  let packWaiters: (() => void)[] = [];
   let stderr = "";
   child.stderr!.setEncoding("utf8").on("data", (d: string) => (stderr += d));
   const actualPort = await new Promise<number>((resolve, reject) => {
@@ -44,9 +47,10 @@ export async function startS3Server(dir: string, bucket: string, port = 0, opts:
         buf = buf.slice(nl + 1);
         const m = /^LISTENING (\d+)$/.exec(line);
         if (m) resolve(Number(m[1]));
-        if (line === "PART") {
-          const waiters = partWaiters;
-          partWaiters = [];
+        if (line === "PART" || line === "PACK") {
+          const waiters = line === "PART" ? [...partWaiters, ...packWaiters] : packWaiters;
+          if (line === "PART") partWaiters = [];
+          packWaiters = [];
           for (const w of waiters) w();
         }
       }
@@ -67,6 +71,7 @@ export async function startS3Server(dir: string, bucket: string, port = 0, opts:
     child,
     env: { AWS_ACCESS_KEY_ID: S3RVER_KEY, AWS_SECRET_ACCESS_KEY: S3RVER_KEY, AWS_ENDPOINT_URL: endpoint, AWS_REGION: "us-east-1" },
     nextPart: () => new Promise<void>((resolve) => partWaiters.push(resolve)),
+    nextPackUpload: () => new Promise<void>((resolve) => packWaiters.push(resolve)),
     stop: () =>
       new Promise<void>((resolve) => {
         if (child.exitCode !== null || child.signalCode !== null) return resolve();

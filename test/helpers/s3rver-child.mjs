@@ -1,6 +1,7 @@
 // s3rver in a process of its own, so a test can kill -9 the server and start it again on the same
-// folder. argv: <dir> <port> <bucket>. Prints "LISTENING <port>" once ready, and "PART" when a
-// multipart part upload arrives (the moment a test may kill it mid-upload).
+// folder. argv: <dir> <port> <bucket>. Prints "LISTENING <port>" once ready, "PART" when a
+// multipart part upload arrives and "PACK" when a one-request PUT of a pack (a key under data/)
+// does (the moment a test may kill it mid-upload).
 // S3RVER_VANISH_AFTER_LIST=<key>: the first listing that holds <key> answers with it, and the key
 // is deleted before the answer is sent, so the client's next GET of it gets a 404: what a listing
 // that lags behind a delete (another host's prune, a lifecycle rule) looks like to a client.
@@ -36,6 +37,8 @@ if (vanish) {
 
 const address = await server.run();
 server.httpServer.on("request", (req) => {
-  if (req.method === "PUT" && /[?&]partNumber=/.test(req.url ?? "")) process.stdout.write("PART\n");
+  if (req.method !== "PUT") return;
+  if (/[?&]partNumber=/.test(req.url ?? "")) process.stdout.write("PART\n");
+  else if (/\/data\/[0-9a-f]{2}\/[0-9a-f]+(\?|$)/.test(req.url ?? "")) process.stdout.write("PACK\n");
 });
 process.stdout.write(`LISTENING ${address.port}\n`);

@@ -76,18 +76,28 @@ describe("pi-guard against S3 (s3rver)", () => {
     }
   });
 
-  it("a pack above the multipart threshold goes up in parts and reads back whole", { timeout: 120_000 }, async () => {
+  it("each pack (below the multipart threshold) goes up in one PUT, no parts, and reads back whole", { timeout: 120_000 }, async () => {
     writeFileSync(path.join(sb.agentDir, "big-1.bin"), randomBytes(20 * 1024 * 1024));
     let parts = 0;
+    let uploads = 0;
     const counting = (async () => {
       for (;;) {
         await server.nextPart();
         parts++;
       }
     })();
+    const packs = (async () => {
+      for (;;) {
+        await server.nextPackUpload();
+        uploads++;
+      }
+    })();
     void counting;
+    void packs;
     await ok(sb, ["snapshot"], { env });
-    expect(parts).toBeGreaterThanOrEqual(3);
+    // 20 MiB of random bytes fill at least one 16 MiB pack and start a second.
+    expect(uploads).toBeGreaterThanOrEqual(2);
+    expect(parts).toBe(0);
     const check = (await ok(sb, ["check", "--read-data", "--json"], { env })).json<{ ok: boolean }>();
     expect(check.ok).toBe(true);
   });
@@ -98,7 +108,7 @@ describe("pi-guard against S3 (s3rver)", () => {
     // No retry budget: the server stays down, and the run is to fail at once (s3-outage.test.ts waits outages out).
     const child = spawnCli(sb, ["snapshot"], { env: { ...env, PI_GUARD_RETRY_MAX: "0" } });
     const result = collect(child, 120_000);
-    await server.nextPart();
+    await server.nextPackUpload();
     await server.stop();
     const failed = await result;
     const line = expectOneLineError(failed, 1);

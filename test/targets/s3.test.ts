@@ -2,14 +2,14 @@
 // (retry, concurrency limit) that openTarget puts around it for users.
 
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { openTarget } from "../../src/targets/open.js";
 import { S3Target } from "../../src/targets/s3.js";
-import { ObjectExists, TargetError } from "../../src/targets/target.js";
+import { fileBody, ObjectExists, TargetError } from "../../src/targets/target.js";
 import { TEMP_INFIX } from "../../src/targets/local.js";
 import { startS3Server, type S3Server } from "../helpers/s3-server.js";
 import { targetConformance } from "./conformance.js";
@@ -158,5 +158,69 @@ describe("range streams from S3", () => {
     } finally {
       await proxy.close();
     }
+  });
+});
+
+describe("puts to S3", () => {
+  const file = (data: Buffer) => {
+    const f = path.join(dir, `body-${++n}`);
+    writeFileSync(f, data);
+    return f;
+  };
+
+  it("above the multipart threshold a file goes up in parts; at or below it, in one PUT; both read back exact", { timeout: 60_000 }, async () => {
+    const t = new S3Target({ bucket: "conformance", prefix: `mp${++n}`, env: env(), multipartThreshold: 6 * 1024 * 1024 });
+    let parts = 0;
+    let single = 0;
+    const counting = (async () => {
+      for (;;) {
+        await server.nextPart();
+        parts++;
+      }
+    })();
+    const packs = (async () => {
+      for (;;) {
+        await server.nextPackUpload();
+        single++;
+      }
+    })();
+    void counting;
+    void packs;
+    const small = randomBytes(6 * 1024 * 1024);
+    await t.put("data/aa/aa01", fileBody(file(small), small.length));
+    expect(Buffer.compare(await t.get("data/aa/aa01"), small)).toBe(0);
+    const big = randomBytes(12 * 1024 * 1024 + 3);
+    await t.put("data/aa/aa02", fileBody(file(big), big.length));
+    expect(Buffer.compare(await t.get("data/aa/aa02"), big)).toBe(0);
+    // The server says so on its stdout, which may come a little after the answers.
+    // nextPackUpload sees the one-request PUT and each of the three parts.
+    await vi.waitFor(() => expect([parts, single]).toEqual([3, 1 + 3]), { timeout: 10_000 });
+  });
+
+  it("a file whose read fails in the middle of its one PUT: the read's error, at once, and the request is aborted", { timeout: 60_000 }, async () => {
+    const t = new S3Target({ bucket: "conformance", prefix: `fail${++n}`, env: env() });
+    const data = randomBytes(8 * 1024 * 1024);
+    const f = file(data);
+    const failing = {
+      size: data.length,
+      movableFile: f,
+      async *open() {
+        yield data.subarray(0, 3 * 1024 * 1024);
+        throw new Error("the disk under the pack went away");
+      },
+    };
+    await expect(t.put("data/bb/bb01", failing)).rejects.toThrow("the disk under the pack went away");
+    // The same target goes on working: the next put of the same key succeeds.
+    await t.put("data/bb/bb01", fileBody(f, data.length));
+    expect(Buffer.compare(await t.get("data/bb/bb01"), data)).toBe(0);
+  });
+
+  it("a file that is not its stated size is refused before anything is sent", async () => {
+    const t = new S3Target({ bucket: "conformance", prefix: `size${++n}`, env: env() });
+    const f = file(randomBytes(5000));
+    await expect(t.put("data/cc/cc01", fileBody(f, 4000))).rejects.toThrow(/run past their stated 4000/);
+    await expect(t.put("data/cc/cc02", fileBody(f, 6000))).rejects.toThrow(/ended after 5000 of their stated 6000/);
+    expect(await t.head("data/cc/cc01")).toBeUndefined();
+    expect(await t.head("data/cc/cc02")).toBeUndefined();
   });
 });
