@@ -78,6 +78,7 @@ async function bench(opts: { sizeBytes: number; seed: string; outDir: string; wo
 
   const runs: ToolRun[] = [resticTool(opts.workDir, agentDir), piGuardTool(opts.workDir, agentDir, opts.piGuardRoot)].map((tool) => ({ tool, failed: null, steps: {} }));
   const [restic, piGuard] = runs;
+  const pgTool = piGuard.tool as ReturnType<typeof piGuardTool>;
   const cells = new Map<ToolRun, Record<string, Cell>>(runs.map((r) => [r, {}]));
 
   for (const r of runs) await runStep(r, "init", () => r.tool.init());
@@ -108,14 +109,35 @@ async function bench(opts: { sizeBytes: number; seed: string; outDir: string; wo
   // (b') a second append, both tools unlocking with a password (scrypt for both)
   const appended2 = appendToLargest(agentDir, pool, 10, 4096, `append2:${opts.seed}`);
   log(`appended ${appended2.bytes} bytes to ${appended2.files.length} sessions`);
-  const expectedAfter = await hashTree(agentDir);
+  await hashTree(agentDir);
   for (const r of runs) {
     const s = await runStep(r, "appendSnapshotPassword", () => r.tool.passwordSnapshot());
     cells.get(r)!.appendPasswordMs = timeCell(r, s);
   }
+  // (b'') a third append, now with `pi-guard watch` running: `pi-guard snapshot` hands the work to it
+  // (src/watch/socket.ts); restic backs up the same change again, in the same run, for the ratio.
+  let watcher: Awaited<ReturnType<typeof pgTool.startWatch>> | undefined;
+  if (!piGuard.failed) {
+    try {
+      watcher = await pgTool.startWatch();
+    } catch (err) {
+      piGuard.failed = `watch: ${(err as Error).message}`;
+    }
+  }
+  // After the watcher's start-up snapshot, which takes whatever changed before it ran.
+  const appended3 = appendToLargest(agentDir, pool, 10, 4096, `append3:${opts.seed}`);
+  log(`appended ${appended3.bytes} bytes to ${appended3.files.length} sessions`);
+  await hashTree(agentDir);
+  for (const r of runs) {
+    const s = await runStep(r, "appendSnapshotWatcher", () => r.tool.snapshot());
+    if (r === piGuard && s?.ok && (s.info.via !== "watcher" || s.info.filesChanged !== appended3.files.length)) piGuard.failed = `appendSnapshotWatcher: via ${String(s.info.via)} (${String(s.info.handOff ?? "")}), ${String(s.info.filesChanged)} files changed, not ${appended3.files.length}`;
+    cells.get(r)!.appendWatcherMs = r === piGuard && piGuard.failed ? errorCell(r) : timeCell(r, s);
+  }
+  await watcher?.stop();
+  const expectedAfterWatch = await hashTree(agentDir);
   // (d) restore everything into an empty dir and compare hashes with the source
   for (const r of runs) {
-    const { step, verify } = await restoreAndVerify(r, opts.workDir, expectedAfter);
+    const { step, verify } = await restoreAndVerify(r, opts.workDir, expectedAfterWatch);
     Object.assign(cells.get(r)!, { restoreMs: timeCell(r, step), restoreRss: rssCell(r, step), restoreVerify: verify });
   }
 
@@ -128,6 +150,7 @@ async function bench(opts: { sizeBytes: number; seed: string; outDir: string; wo
     row("repo size after initial", "bytes", "repoSize", { kind: "ratio", max: 1.0 }),
     row("append-only snapshot time", "ms", "appendMs", { kind: "ratio", max: 0.1 }),
     row("append-only snapshot, password", "ms", "appendPasswordMs", { kind: "ratio", max: 0.1 }),
+    row("append-only snapshot, watcher running", "ms", "appendWatcherMs", { kind: "ratio", max: 0.1 }),
     row("append-only snapshot peak RSS", "MB", "appendRss", rssTarget),
     row("repo growth from append", "bytes", "appendGrowth", { kind: "ratio", max: 0.1 }),
     row("unchanged snapshot time", "ms", "unchangedMs", { kind: "none" }),

@@ -1,7 +1,9 @@
 // The two backup tools under test, driven only through their command lines so
 // the benchmark measures what a user would run (process start-up included).
-import { existsSync, mkdirSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
+import { watcherFiles } from "../src/watch/state.js";
 import { measure, type Measurement } from "./measure.js";
 
 /** Far above any expected step at 1 GiB; only there so a hang fails the step instead of the run. */
@@ -17,6 +19,11 @@ export interface BackupTool {
   /** A snapshot unlocked by a password (scrypt): restic always works this way. */
   passwordSnapshot(): Promise<Step>;
   restore(target: string): Promise<Step>;
+}
+
+/** A `pi-guard watch` the bench started; `snapshot` is then handed to it (src/watch/socket.ts). */
+export interface RunningWatcher {
+  stop(): Promise<void>;
 }
 
 /** The environment without any variable that could point a tool at a user's real repo or agent dir. */
@@ -101,7 +108,7 @@ export function resticTool(workDir: string, agentDir: string, remote?: RemoteRep
   };
 }
 
-export function piGuardTool(workDir: string, agentDir: string, projectRoot: string, remote?: RemoteRepo): BackupTool {
+export function piGuardTool(workDir: string, agentDir: string, projectRoot: string, remote?: RemoteRepo): BackupTool & { startWatch(): Promise<RunningWatcher> } {
   const repoDir = join(workDir, "pi-guard-repo");
   const tag = remote ? `-${remote.tag}` : "";
   const mainJs = join(projectRoot, "dist/cli/main.js"); // what bin/pi-guard.js runs
@@ -137,5 +144,41 @@ export function piGuardTool(workDir: string, agentDir: string, projectRoot: stri
     snapshot: () => run(["snapshot", "--json"], snapshotCheck),
     passwordSnapshot: () => run(["snapshot", "--json"], snapshotCheck, passwordEnv),
     restore: (target) => run(["restore", "latest", "--target", target, "--json"]),
+    /**
+     * `pi-guard watch` with the key file, ready once its first snapshot is made. It never snapshots
+     * on its own during the bench (debounce 10 min, maxDelay 1 h): each snapshot is one asked for.
+     */
+    async startWatch(): Promise<RunningWatcher> {
+      const config = join(workDir, `watch-config${tag}.json`);
+      writeFileSync(config, JSON.stringify({ watch: { debounceMs: 600_000, maxDelayMs: 3_600_000, fullScanMs: 0 } }));
+      const child = spawn(process.execPath, [bin, "watch", "--quiet"], { env: { ...keyFileEnv, PI_GUARD_CONFIG: config }, stdio: ["ignore", "ignore", "pipe"] });
+      let stderr = "";
+      child.stderr!.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+      const exited = new Promise<void>((resolve) => child.on("close", () => resolve()));
+      const state = watcherFiles(join(base.HOME, ".local", "state", "pi-guard"), agentDir).state;
+      const end = Date.now() + 5 * 60_000;
+      for (;;) {
+        const made = (() => {
+          try {
+            const st = JSON.parse(readFileSync(state, "utf8")) as { pid: number; snapshots: { made: number } };
+            return st.pid === child.pid && st.snapshots.made > 0;
+          } catch {
+            return false;
+          }
+        })();
+        if (made) break;
+        if (child.exitCode !== null || Date.now() > end) {
+          child.kill("SIGKILL");
+          throw new Error(`pi-guard watch did not start: ${stderr.trim().split("\n").at(-1) ?? ""}`);
+        }
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      return {
+        async stop() {
+          child.kill("SIGTERM");
+          await exited;
+        },
+      };
+    },
   };
 }

@@ -3,7 +3,6 @@
 
 import { looksRandom, MIN_SECRET_LENGTH, SECRET_KEY_NAME, type KnownSecret } from "../export/secrets.js";
 import { MAX_JSON_FILE_BYTES, type FileReader, type SecretFile } from "./types.js";
-import picomatch from "picomatch";
 
 /** Fields that name or describe a credential rather than hold it. */
 const DESCRIPTIVE_KEY = /^(type|provider|kind|name|api|baseUrl|url|email|expires|expiresAt|scopes?|subscriptionType)$/i;
@@ -50,6 +49,8 @@ export function secretsInFile(text: string, spec: SecretFile, label = spec.path)
 /** Every secret of `specs` that `files` holds, longest first (a key that contains another is masked whole). */
 export async function secretValuesOf(files: FileReader, specs: readonly SecretFile[]): Promise<KnownSecret[]> {
   const out = new Map<string, KnownSecret>();
+  // Loaded here, not at start-up: every command loads this module with the agents' registry.
+  const { default: picomatch } = await import("picomatch");
   for (const spec of specs) {
     if (!files.roots.includes(spec.root)) continue;
     const isGlob = picomatch.scan(spec.path).isGlob;

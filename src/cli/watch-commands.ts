@@ -109,6 +109,7 @@ Examples:
           stateFile: files.state,
           alertFile: files.alert,
           requestFile: files.request,
+          socketFile: files.socket,
           debounceMs,
           requestCounts: () => counting!.counts,
           onReport: (r) => {

@@ -1,11 +1,10 @@
 import os from "node:os";
-import { createRequire } from "node:module";
 import { randomBytes } from "node:crypto";
-import type { z as Zod } from "zod";
 import { calibrateScrypt, decrypt, deriveFromKeyFile, deriveFromPassword, encrypt, scryptParamsProblem, type ScryptParams } from "./crypto.js";
 import { RepoError } from "./errors.js";
 import { AAD, CONFIG_KEY, keyKey } from "./format.js";
 import type { Repository } from "./repository.js";
+import { holds, number, object, oneOf, ShapeProblem, string } from "./shape.js";
 import { listNames, ObjectNotFound, type Target } from "../targets/target.js";
 
 /** The secrets of a repository. Generated once by `init`; only ever stored wrapped in keys/. */
@@ -33,34 +32,38 @@ interface KeyObject {
   data: string;
 }
 
-// zod is loaded on first use, not at start-up: commands that never open a repository skip it.
-// Required, not imported: the ES module loader opens zod's ~90 files at once, which fails with
-// EMFILE under a low `ulimit -n`; require opens them one after another.
-let schemas: ReturnType<typeof keySchemas> | undefined;
-const loadSchemas = () => (schemas ??= keySchemas((createRequire(import.meta.url)("zod") as { z: typeof Zod }).z));
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+const base64 = (v: unknown, path: string[]) => string(v, path, BASE64, "not base64");
 
-function keySchemas(z: typeof Zod) {
-  const base64 = z.string().regex(/^[A-Za-z0-9+/]*={0,2}$/, "not base64");
-  const bytes = (n: number) => base64.refine((s) => Buffer.from(s, "base64").length === n, `not ${n} bytes`);
-  const keyObject = z
-    .object({
-      kdf: z.enum(["scrypt", "hkdf"]),
-      scrypt: z.object({ N: z.number(), r: z.number(), p: z.number() }).strict().optional(),
-      salt: base64.refine((s) => Buffer.from(s, "base64").length >= 16, "salt shorter than 16 bytes"),
-      created: z.string(),
-      host: z.string(),
-      user: z.string(),
-      data: base64,
-    })
-    .superRefine((obj, ctx) => {
-      if (obj.kdf !== "scrypt") return;
-      if (!obj.scrypt) return void ctx.addIssue({ code: "custom", path: ["scrypt"], message: "missing for kdf scrypt" });
-      const problem = scryptParamsProblem(obj.scrypt);
-      if (problem) ctx.addIssue({ code: "custom", path: ["scrypt"], message: problem });
-    });
-  /** The master key as sealed inside a key object. */
-  const masterKey = z.object({ encryption: bytes(32), id: bytes(32), chunkerSeed: bytes(32) }).strict();
-  return { keyObject, masterKey };
+/** A key object's fields (unknown fields are dropped); throws a ShapeProblem. */
+function keyObjectShape(v: unknown): KeyObject {
+  const o = object(v, []);
+  const kdf = oneOf(o.kdf, ["kdf"], ["scrypt", "hkdf"] as const);
+  let scrypt: ScryptParams | undefined;
+  if (o.scrypt !== undefined) {
+    const p = object(o.scrypt, ["scrypt"], ["N", "r", "p"]);
+    scrypt = { N: number(p.N, ["scrypt", "N"]), r: number(p.r, ["scrypt", "r"]), p: number(p.p, ["scrypt", "p"]) };
+  }
+  const salt = base64(o.salt, ["salt"]);
+  holds(Buffer.from(salt, "base64").length >= 16, ["salt"], "salt shorter than 16 bytes");
+  const obj: KeyObject = { kdf, ...(scrypt ? { scrypt } : {}), salt, created: string(o.created, ["created"]), host: string(o.host, ["host"]), user: string(o.user, ["user"]), data: base64(o.data, ["data"]) };
+  if (kdf === "scrypt") {
+    holds(!!scrypt, ["scrypt"], "missing for kdf scrypt");
+    const problem = scryptParamsProblem(scrypt!);
+    holds(!problem, ["scrypt"], problem ?? "");
+  }
+  return obj;
+}
+
+/** The master key as sealed inside a key object: three base64 strings of 32 bytes. */
+function masterKeyShape(v: unknown): MasterKey {
+  const o = object(v, [], ["encryption", "id", "chunkerSeed"]);
+  const bytes = (name: "encryption" | "id" | "chunkerSeed") => {
+    const b = Buffer.from(base64(o[name], [name]), "base64");
+    holds(b.length === 32, [name], "not 32 bytes");
+    return b;
+  };
+  return { encryption: bytes("encryption"), id: bytes("id"), chunkerSeed: bytes("chunkerSeed") };
 }
 
 export function newMasterKey(): MasterKey {
@@ -120,12 +123,12 @@ export async function parseKeyObject(id: string, raw: Buffer): Promise<KeyEntry>
   } catch {
     return { id, problem: "not valid JSON" };
   }
-  const parsed = loadSchemas().keyObject.safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    return { id, problem: `${issue.path.length ? issue.path.join(".") + ": " : ""}${issue.message}` };
+  try {
+    return { id, obj: keyObjectShape(json) };
+  } catch (err) {
+    if (err instanceof ShapeProblem) return { id, problem: err.describe() };
+    throw err;
   }
-  return { id, obj: parsed.data };
 }
 
 /** Every object under keys/, each parsed on its own: one damaged key never hides the others. */
@@ -162,13 +165,12 @@ async function openKeyObject(id: string, obj: KeyObject, cred: Credentials): Pro
   } catch {
     return undefined;
   }
-  const parsed = loadSchemas().masterKey.safeParse(json);
-  if (!parsed.success) return undefined;
-  return {
-    encryption: Buffer.from(parsed.data.encryption, "base64"),
-    id: Buffer.from(parsed.data.id, "base64"),
-    chunkerSeed: Buffer.from(parsed.data.chunkerSeed, "base64"),
-  };
+  try {
+    return masterKeyShape(json);
+  } catch (err) {
+    if (err instanceof ShapeProblem) return undefined;
+    throw err;
+  }
 }
 
 export interface KeyInfo {

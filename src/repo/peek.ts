@@ -2,12 +2,11 @@
 // the names of its snapshot objects. The sessions catalog uses this to tell, without a password,
 // whether anything changed since it last looked.
 
-import { createRequire } from "node:module";
-import type { z as Zod } from "zod";
 import { listNames, ObjectNotFound, type Target } from "../targets/target.js";
 import { RepoError } from "./errors.js";
 import { CONFIG_KEY, FORMAT_VERSION } from "./format.js";
 import type { RepoConfig } from "./repository.js";
+import { holds, int, object, ShapeProblem, string } from "./shape.js";
 
 /** Bounds on `config` (docs/FORMAT.md §2): anyone who can write the repository can write it. */
 export const CONFIG_BOUNDS = {
@@ -62,32 +61,33 @@ export async function readRepoId(target: Target): Promise<string> {
  */
 export async function readRepoConfig(target: Target): Promise<RepoConfig> {
   const raw = await parseConfigBytes(target);
-  // Required, not imported: see loadSchemas in keys.ts (EMFILE under a low `ulimit -n`).
-  const { z } = createRequire(import.meta.url)("zod") as { z: typeof Zod };
-  const b = CONFIG_BOUNDS;
-  const int = z.number().int();
-  const chunker = z
-    .object({ min: int.min(b.chunkMin), avg: int, max: int.max(b.chunkMax) })
-    .strict()
-    .refine((c) => c.min < c.avg && c.avg < c.max, "needs min < avg < max")
-    .refine((c) => (c.avg & (c.avg - 1)) === 0, "avg must be a power of two");
-  const schema = z
-    .object({
-      format: z.literal("pi-guard"),
-      version: int.min(1).max(FORMAT_VERSION),
-      id: z.string().regex(ID_PATTERN, "not 32 hex digits"),
-      created: z.string(),
-      chunker: z.object({ data: chunker, tree: chunker }).strict(),
-      packSize: int.min(b.packMin).max(b.packMax),
-    })
-    // Unknown fields pass through: a later format may add some, and `version` guards the rest.
-    .loose();
-  const parsed = schema.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new RepoError(`${target.location}/config: ${issue.path.join(".") || "(top level)"}: ${issue.message}`, "corrupt");
+  try {
+    return repoConfigShape(raw);
+  } catch (err) {
+    if (!(err instanceof ShapeProblem)) throw err;
+    throw new RepoError(`${target.location}/config: ${err.describe("(top level)")}`, "corrupt");
   }
-  return parsed.data;
+}
+
+/** The config's fields checked and bounded (docs/FORMAT.md §2); unknown fields pass: `version` guards them. */
+function repoConfigShape(c: Record<string, unknown>): RepoConfig {
+  const b = CONFIG_BOUNDS;
+  holds(c.format === "pi-guard", ["format"], 'expected "pi-guard"');
+  int(c.version, ["version"], 1, FORMAT_VERSION);
+  string(c.id, ["id"], ID_PATTERN, "not 32 hex digits");
+  string(c.created, ["created"]);
+  const chunkers = object(c.chunker, ["chunker"], ["data", "tree"]);
+  for (const which of ["data", "tree"] as const) {
+    const path = ["chunker", which];
+    const k = object(chunkers[which], path, ["min", "avg", "max"]);
+    const min = int(k.min, [...path, "min"], b.chunkMin);
+    const avg = int(k.avg, [...path, "avg"]);
+    const max = int(k.max, [...path, "max"], undefined, b.chunkMax);
+    holds(min < avg && avg < max, path, "needs min < avg < max");
+    holds((avg & (avg - 1)) === 0, path, "avg must be a power of two");
+  }
+  int(c.packSize, ["packSize"], b.packMin, b.packMax);
+  return c as unknown as RepoConfig;
 }
 
 /** The ids of the snapshot objects: a listing only, nothing is read or decrypted. */

@@ -16,7 +16,8 @@
 // Memory stays bounded (the kernel copies the files; the backup moves STEP_PAGES pages at a time),
 // and so does time: the deadline is checked between attempts and between backup steps.
 
-import Database from "better-sqlite3";
+import type Database from "better-sqlite3";
+import { sqlite } from "../sqlite.js";
 import { randomBytes } from "node:crypto";
 import { constants, promises as fs, type Stats } from "node:fs";
 import os from "node:os";
@@ -188,7 +189,7 @@ async function backupCopy(dbPath: string, raw: string, out: string, deadline: nu
   let pages = 0;
   let db: Database | undefined;
   try {
-    db = new Database(raw, { fileMustExist: true });
+    db = new (sqlite())(raw, { fileMustExist: true });
     const done = await db.backup(out, {
       progress: (p) => {
         if (Date.now() > deadline) throw new SqliteBusy(`${dbPath}: the backup did not finish in time`);
@@ -205,7 +206,7 @@ async function backupCopy(dbPath: string, raw: string, out: string, deadline: nu
   }
   let check: Database | undefined;
   try {
-    check = new Database(out, { fileMustExist: true });
+    check = new (sqlite())(out, { fileMustExist: true });
     const result = check.pragma("integrity_check", { simple: true });
     if (result !== "ok") throw corrupt(`integrity_check: ${String(result).split("\n")[0]}`);
   } catch (err) {

@@ -88,10 +88,11 @@ export const STALE_STATE_MS = 5 * 60 * 1000;
 /**
  * `<stateDir>/watch-<first 16 hex of sha256(agentDir)>.{json,log,lock}`, `.alert.json`: the
  * last health an alert was sent for (src/watch/alert.ts), shared by the watcher and `status --alert`,
- * and `.request`: "snapshot now", written by the pi extension (src/watch/requests.ts).
+ * `.request`: "snapshot now", written by the pi extension (src/watch/requests.ts), and `.sock`: the
+ * socket `pi-guard snapshot` hands its snapshot to the watcher by (src/watch/socket.ts).
  */
-export function watcherFiles(stateDir: string, agentDir: string): { state: string; log: string; lock: string; alert: string; request: string } {
+export function watcherFiles(stateDir: string, agentDir: string): { state: string; log: string; lock: string; alert: string; request: string; socket: string } {
   const tag = createHash("sha256").update(path.resolve(agentDir)).digest("hex").slice(0, 16);
   const base = path.join(stateDir, `watch-${tag}`);
-  return { state: `${base}.json`, log: `${base}.log`, lock: `${base}.lock`, alert: `${base}.alert.json`, request: `${base}.request` };
+  return { state: `${base}.json`, log: `${base}.log`, lock: `${base}.lock`, alert: `${base}.alert.json`, request: `${base}.request`, socket: `${base}.sock` };
 }

@@ -37,6 +37,8 @@ import { alertOnChange, readAlertMemory, type AlertMemory, type AlertOutcome } f
 import { compareWithSnapshot } from "./full-scan.js";
 import { scheduleFindings } from "./status.js";
 import { RequestListener } from "./requests.js";
+import { SnapshotSocket, handOffResult, snapshotFingerprint, type HandOffAnswer } from "./socket.js";
+import type { EngineBackupResult } from "../engine/types.js";
 
 /** What the watcher needs of slice E's scheduler (src/watch/schedule.ts), started and stopped with it. */
 export interface WatchScheduler {
@@ -67,7 +69,12 @@ export interface WatcherOptions {
   alertFile?: string;
   /** The pi extension's "snapshot now" file (watcherFiles(...).request; src/watch/requests.ts). */
   requestFile?: string;
+  /** The socket `pi-guard snapshot` hands its snapshot to (watcherFiles(...).socket; src/watch/socket.ts). */
+  socketFile?: string;
 }
+
+/** A `pi-guard snapshot` waiting on the socket for the next snapshot. */
+type HandOffWaiter = (outcome: { result: EngineBackupResult } | { failed: string }) => void;
 
 export type WatchReport =
   | { kind: "snapshot"; id: string; ms: number; files: number; bytesNew: number; suspect?: LossVerdict; cleanup?: CleanupRecord }
@@ -174,6 +181,9 @@ export class Watcher {
   private readonly shipper: MirrorShipper;
   /** Hears the pi extension's requests (requestFile). */
   private requests: RequestListener | undefined;
+  /** Hears `pi-guard snapshot` (socketFile), and who waits for the next snapshot, and for the one under way. */
+  private socket: SnapshotSocket | undefined;
+  private handOffs: HandOffWaiter[] = [];
 
   constructor(private readonly opts: WatcherOptions) {
     this.config = opts.config;
@@ -236,6 +246,10 @@ export class Watcher {
         { agentDir: this.config.agentDir, host: this.state.host },
       );
       await this.requests.start();
+    }
+    if (this.opts.socketFile) {
+      this.socket = new SnapshotSocket(this.opts.socketFile, (fp) => this.handOff(fp), (message) => this.opts.log.write("warn", "warning", { where: "socket", message }));
+      await this.socket.start();
     }
     // Whatever changed while no watcher ran (or a loss that happened then) is taken right away.
     this.pending = true;
@@ -390,6 +404,8 @@ export class Watcher {
     clearInterval(this.stateTimer);
     clearInterval(this.rootTimer);
     this.requests?.close();
+    this.socket?.close();
+    for (const w of this.handOffs.splice(0)) w({ failed: "the watcher is stopping" });
     if (this.rewatching) await withDeadline(this.rewatching, Math.min(1000, budgetMs), undefined);
     // A change written just before the signal may still be on its way from inotify through chokidar.
     await new Promise((r) => setTimeout(r, Math.min(STOP_GRACE_MS, budgetMs)));
@@ -500,6 +516,21 @@ export class Watcher {
     return false;
   }
 
+  /**
+   * `pi-guard snapshot` over the socket: it joins the next snapshot that begins (one under way may
+   * have read the files before the caller's last write). Declined when this watcher's snapshot
+   * would not be the one a direct run takes, or would keep the caller waiting (a retry backoff).
+   */
+  private handOff(fingerprint: string): HandOffAnswer {
+    if (this.stopping) return { declined: "the watcher is stopping" };
+    if (fingerprint !== snapshotFingerprint(this.config, this.state.repo, this.state.host)) return { declined: "another repository or configuration" };
+    if (this.failures) return { declined: `the watcher's snapshots are failing: ${this.lastFailure ?? "unknown error"}` };
+    const wait = new Promise<{ result: EngineBackupResult } | { failed: string }>((resolve) => this.handOffs.push(resolve));
+    this.opts.log.write("info", "requested", { reason: "pi-guard snapshot", pid: null, sessionFile: null });
+    this.request("pi-guard snapshot");
+    return { wait };
+  }
+
   /** Ask for a snapshot now (start, reload) rather than after a change. */
   private request(why: string): void {
     // Always, not only when nothing was pending: a change event arriving next must not push the
@@ -518,7 +549,7 @@ export class Watcher {
     // cut the loss into pieces. Appends alone do not hold it up.
     const settled = this.settlingSince ? this.lastUnlinkAt + this.debounceMs : 0;
     // Remote storage bills by request: changes gather for remoteBatchMs (a stop still flushes them).
-    const batch = this.opts.repo.target.localPath ? 0 : this.lastSnapshotAt + this.config.watch.remoteBatchMs;
+    const batch = this.opts.repo.target.localPath || this.handOffs.length ? 0 : this.lastSnapshotAt + this.config.watch.remoteBatchMs;
     const due = Math.max(this.retryAt, settled, batch, Math.min(this.lastChangeAt + this.debounceMs, this.firstPendingAt + this.config.watch.maxDelayMs));
     clearTimeout(this.timer);
     this.timer = setTimeout(() => {
@@ -540,6 +571,7 @@ export class Watcher {
     this.batchPaths = new Set();
     this.batchCount = 0;
     this.lastSnapshotAt = Date.now();
+    const handOffs = this.handOffs.splice(0);
     if (count > 0) this.opts.log.write("info", "change", { changes: count, sample });
     let verdict: LossVerdict | undefined;
     let cleanup: CleanupRecord | undefined;
@@ -588,6 +620,10 @@ export class Watcher {
       this.state.lastSnapshot = { id: result.id, time: result.snapshot.time, began: new Date(started).toISOString(), durationMs: ms, files: s.files };
       this.opts.log.write("info", "snapshot", { id: result.id, ms, files: s.files, bytesNew: s.bytesNew, bytesStored: s.bytesStored, tags: result.snapshot.tags, parent: result.snapshot.parent ?? null });
       this.opts.onReport?.({ kind: "snapshot", id: result.id, ms, files: s.files, bytesNew: s.bytesNew, suspect: verdict, ...(cleanup ? { cleanup } : {}) });
+      if (handOffs.length) {
+        const answer = { result: handOffResult(result, verdict) };
+        for (const w of handOffs) w(answer);
+      }
       this.shipper.noteSnapshot(result.snapshot.time);
       if (cleanup) this.logCleanup(result.id, cleanup);
       if (verdict) this.markSuspect(result.id, verdict);
@@ -605,6 +641,7 @@ export class Watcher {
       this.unsavedSince = earliest(unsavedSince, this.unsavedSince);
       if (err instanceof DeletionUnsettled) {
         this.inFlightSince = 0;
+        this.handOffs.unshift(...handOffs);
         this.opts.log.write("info", "deferred", { reason: "files are still being deleted; waiting until it is quiet" });
         if (!this.pending) this.firstPendingAt = Date.now();
         this.pending = true;
@@ -612,6 +649,7 @@ export class Watcher {
         return;
       }
       const message = (err as Error)?.message ?? String(err);
+      for (const w of handOffs) w({ failed: message });
       this.failures++;
       this.state.failures = this.failures;
       this.state.failingSince ??= new Date().toISOString();

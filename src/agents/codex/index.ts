@@ -4,9 +4,8 @@
 // so a rollout without its row stays invisible to `codex resume`'s picker: rollouts and
 // state_5.sqlite (with -wal and -shm) are restored as one unit, and doctor compares the two.
 
-import { createRequire } from "node:module";
 import path from "node:path";
-import type BetterSqlite3 from "better-sqlite3";
+import { sqlite } from "../../sqlite.js";
 import type { DoctorCheck } from "../../doctor.js";
 import { liveFiles } from "../files.js";
 import { readHead } from "../jsonl.js";
@@ -15,7 +14,6 @@ import type { AgentAdapter, AgentLocation, FileReader, FileRef, LocateContext, R
 import { sqliteUnits } from "../units.js";
 import { codexMetaFromHead, readCodexRollout } from "./read.js";
 
-const Database = createRequire(import.meta.url)("better-sqlite3") as typeof BetterSqlite3;
 
 export const ENV_CODEX_HOME = "CODEX_HOME";
 /** The root name of $CODEX_HOME in snapshots. */
@@ -59,7 +57,7 @@ export async function readThreads(files: FileReader): Promise<ThreadRow[] | unde
   if (!refs.length) return undefined;
   const copy = await files.materialize(refs);
   try {
-    const db = new Database(copy.path(refs[0]), { fileMustExist: true });
+    const db = new (sqlite())(copy.path(refs[0]), { fileMustExist: true });
     try {
       const rows = db.prepare(`SELECT id, rollout_path FROM threads LIMIT ${MAX_THREAD_ROWS}`).all();
       return rows.map((r) => ({ id: String(r.id), rolloutPath: String(r.rollout_path) }));
@@ -166,7 +164,7 @@ export const codexAdapter: AgentAdapter = {
       const refs = restored.filter(isStateFile);
       const copy = await files.materialize(refs);
       try {
-        const db = new Database(copy.path(refs.find((r) => r.path === CODEX_STATE_DB) ?? refs[0]), { fileMustExist: true });
+        const db = new (sqlite())(copy.path(refs.find((r) => r.path === CODEX_STATE_DB) ?? refs[0]), { fileMustExist: true });
         try {
           const result = db.pragma("integrity_check", { simple: true });
           const ids = new Set(db.prepare(`SELECT id FROM threads LIMIT ${MAX_THREAD_ROWS}`).all().map((r) => String(r.id)));

@@ -8,7 +8,8 @@
 // The db is only ever read through a FileReader's materialized copy (db and -wal in a temp
 // folder, opened there), never in place: an open would write the -shm and may create side files.
 
-import Database from "better-sqlite3";
+import type Database from "better-sqlite3";
+import { sqlite } from "../../sqlite.js";
 import { existsSync } from "node:fs";
 import path from "node:path";
 import type { AgentMessage, SessionEntry, Usage } from "../../model/session.js";
@@ -71,7 +72,7 @@ async function withDb<T>(files: FileReader, db: FileRef, use: (conn: Database, r
   let conn: Database | undefined;
   try {
     // Read-write, in the temp folder: SQLite recovers the copied WAL into the copy.
-    conn = new Database(copy.path(db), { fileMustExist: true });
+    conn = new (sqlite())(copy.path(db), { fileMustExist: true });
     return use(conn, refs);
   } finally {
     conn?.close();

@@ -1,0 +1,154 @@
+// `pi-guard snapshot` handed to a running `pi-guard watch` over its socket (src/watch/socket.ts),
+// both real processes: the snapshot holds the appended bytes and prints what a direct run prints;
+// a watcher killed -9 mid-request, a stale socket of a crashed watcher and a watcher of another
+// repository each leave the CLI to take the snapshot itself.
+import { appendFileSync, readFileSync, statSync } from "node:fs";
+import net from "node:net";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { cli, collect, ok, spawnCli } from "../helpers/cli.js";
+import { files, readLog, restoredBytes, stopWatch, waitFor, waitReady, watchEnv, watchScene } from "./watch-helpers.js";
+
+const { setup, watch } = watchScene();
+
+interface Taken {
+  snapshotId: string;
+  via: string;
+  handOff?: string;
+  tags: string[];
+  files: number;
+  filesChanged: number;
+  bytesNew: number;
+}
+
+const SESSION = (sb: { sessionsDir: string }) => path.join(sb.sessionsDir, "--proj--", "s1.jsonl");
+const REL = path.join("sessions", "--proj--", "s1.jsonl");
+
+function append(file: string, tag: string): void {
+  appendFileSync(file, `{"type":"message","id":"${tag}","text":"${"x".repeat(4000)}"}\n`);
+}
+
+describe("pi-guard snapshot handed to the watcher", () => {
+  it("a plain snapshot is the watcher's: it holds the appended bytes, prints as a direct run does, and the socket is 0600", async () => {
+    const sb = await setup("sock-handoff");
+    // A long debounce: only the hand-off makes a snapshot soon.
+    const w = watch(sb, ["--debounce", "60000"]);
+    await waitReady(sb, w);
+    expect(statSync(files(sb).socket).mode & 0o777).toBe(0o600);
+    expect(statSync(path.dirname(files(sb).socket)).mode & 0o777).toBe(0o700);
+
+    append(SESSION(sb), "a1");
+    const r = await ok(watchEnv(sb), ["snapshot", "--json"]);
+    const taken = r.json<Taken>();
+    expect(taken.via, r.stdout).toBe("watcher");
+    expect(taken.handOff).toBeUndefined();
+    expect(taken.filesChanged).toBe(1);
+    expect(readLog(sb).filter((e) => e.event === "snapshot").map((e) => e.id)).toContain(taken.snapshotId);
+    expect((await restoredBytes(sb, taken.snapshotId, REL)).equals(readFileSync(SESSION(sb)))).toBe(true);
+
+    // The human output: the same rows as a direct run's.
+    append(SESSION(sb), "a2");
+    const human = await ok(watchEnv(sb), ["snapshot"]);
+    expect(human.stdout + human.stderr).toMatch(/^snapshot\s+[0-9a-f]{8}\s+\S+Z\n/m);
+    for (const row of ["files", "total", "new data", "duration"]) expect(human.stdout + human.stderr).toMatch(new RegExp(`^${row}\\s`, "m"));
+    const snapshots = (await ok(watchEnv(sb), ["snapshots", "--json"])).json<{ id: string }[]>();
+    const newest = snapshots.at(-1)!.id;
+    expect(human.stdout + human.stderr).toContain(newest.slice(0, 8));
+    expect((await restoredBytes(sb, newest, REL)).equals(readFileSync(SESSION(sb)))).toBe(true);
+
+    // Options the watcher cannot honour: a direct run, with no word of a hand-off.
+    const tagged = (await ok(watchEnv(sb), ["snapshot", "--json", "--tag", "mine"])).json<Taken>();
+    expect(tagged).toMatchObject({ via: "direct", tags: ["mine"] });
+    expect(tagged.handOff).toBeUndefined();
+    expect((await stopWatch(w)).code).toBe(0);
+  }, 60_000);
+
+  it("the watcher killed -9 mid-request: the CLI takes the snapshot itself, and it holds the appended bytes", async () => {
+    const sb = await setup("sock-kill9");
+    const w = watch(sb, ["--debounce", "60000"]);
+    await waitReady(sb, w);
+    append(SESSION(sb), "k1");
+    // Stopped, the watcher cannot answer; the kernel still takes the connection and the request.
+    w.child.kill("SIGSTOP");
+    const running = collect(spawnCli(watchEnv(sb), ["snapshot", "--json"]));
+    await new Promise((r) => setTimeout(r, 500));
+    w.child.kill("SIGKILL");
+    await w.exited;
+    const r = await running;
+    expect(r.code, r.stderr).toBe(0);
+    const taken = r.json<Taken>();
+    expect(taken.via).toBe("direct");
+    expect(taken.handOff).toMatch(/watcher/);
+    expect((await restoredBytes(sb, taken.snapshotId, REL)).equals(readFileSync(SESSION(sb)))).toBe(true);
+  }, 60_000);
+
+  it("a stale socket of a crashed watcher: a direct run; the next watcher replaces it and takes hand-offs again", async () => {
+    const sb = await setup("sock-stale");
+    const w = watch(sb, ["--debounce", "60000"]);
+    await waitReady(sb, w);
+    w.child.kill("SIGKILL");
+    await w.exited;
+    expect(statSync(files(sb).socket).isSocket()).toBe(true);
+    append(SESSION(sb), "s1");
+    const r = await ok(watchEnv(sb), ["snapshot", "--json"]);
+    expect(r.json<Taken>()).toMatchObject({ via: "direct", handOff: expect.stringMatching(/ECONNREFUSED/) });
+
+    const next = watch(sb, ["--debounce", "60000"]);
+    await waitReady(sb, next);
+    append(SESSION(sb), "s2");
+    const again = (await ok(watchEnv(sb), ["snapshot", "--json"])).json<Taken>();
+    expect(again.via).toBe("watcher");
+    expect((await restoredBytes(sb, again.snapshotId, REL)).equals(readFileSync(SESSION(sb)))).toBe(true);
+    expect((await stopWatch(next)).code).toBe(0);
+  }, 60_000);
+
+  it("a watcher of another repository, or a hostile client: declined, and the CLI snapshots its own repository", async () => {
+    const sb = await setup("sock-other");
+    const w = watch(sb, ["--debounce", "60000"]);
+    await waitReady(sb, w);
+    const other = path.join(sb.root, "other-repo");
+    await ok(watchEnv(sb), ["init", "--repo", other]);
+    const r = await ok(watchEnv(sb), ["snapshot", "--json", "--repo", other]);
+    const taken = r.json<Taken>();
+    expect(taken).toMatchObject({ via: "direct", handOff: "the watcher declined: another repository or configuration" });
+    const listed = (await ok(watchEnv(sb), ["snapshots", "--json", "--repo", other])).json<{ id: string }[]>();
+    expect(listed.map((s) => s.id)).toEqual([taken.snapshotId]);
+
+    // Garbage, an endless line, and a client that never speaks: each is dropped; the watcher goes on.
+    const talk = (payload: string) =>
+      new Promise<string>((resolve) => {
+        let got = "";
+        const c = net.connect(files(sb).socket, () => c.write(payload));
+        c.on("data", (d) => (got += d.toString()));
+        c.on("error", () => undefined);
+        c.on("close", () => resolve(got));
+      });
+    expect(await talk("not json\n")).toContain('"declined":"malformed request"');
+    expect(await talk(JSON.stringify({ v: 1, op: "snapshot", fingerprint: 7 }) + "\n")).toContain("malformed request");
+    expect(await talk("x".repeat(64 * 1024))).toBe("");
+    expect(await talk("")).toBe("");
+    append(SESSION(sb), "o1");
+    expect((await ok(watchEnv(sb), ["snapshot", "--json"])).json<Taken>().via).toBe("watcher");
+    expect((await stopWatch(w)).code).toBe(0);
+  }, 60_000);
+
+  it("a suspected loss through the watcher: exit 1, the loss line, tagged suspect-loss, as a direct run", async () => {
+    const sb = await setup("sock-loss");
+    const w = watch(sb, ["--debounce", "60000"]);
+    await waitReady(sb, w);
+    const { rmSync } = await import("node:fs");
+    rmSync(sb.sessionsDir, { recursive: true, force: true });
+    const r = await cli(watchEnv(sb), ["snapshot", "--json"]);
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.json<Taken>()).toMatchObject({ via: "watcher", tags: ["suspect-loss"] });
+    expect(r.stderr).toMatch(/^pi-guard: SUSPECTED LOSS: every session file is gone/);
+    await waitFor("the watcher's suspected loss", () => readLog(sb).find((e) => e.event === "suspect-loss"));
+    expect((await stopWatch(w)).code).toBe(0);
+    // With no watcher: the same line (but for the new snapshot's id) and the same exit code.
+    const direct = await cli(watchEnv(sb), ["snapshot", "--json"]);
+    expect(direct.code, direct.stderr).toBe(1);
+    expect(direct.json<Taken>()).toMatchObject({ via: "direct", tags: ["suspect-loss"], handOff: "no watcher socket" });
+    const unId = (s: string) => s.replace(/snapshot [0-9a-f]{8} is tagged/, "snapshot ID is tagged");
+    expect(unId(direct.stderr)).toBe(unId(r.stderr));
+  }, 60_000);
+});
