@@ -2,7 +2,8 @@
 // both real processes: the snapshot holds the appended bytes and prints what a direct run prints;
 // a watcher killed -9 mid-request, a stale socket of a crashed watcher and a watcher of another
 // repository each leave the CLI to take the snapshot itself.
-import { appendFileSync, readFileSync, statSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { appendFileSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -62,6 +63,33 @@ describe("pi-guard snapshot handed to the watcher", () => {
     expect(tagged.handOff).toBeUndefined();
     expect((await stopWatch(w)).code).toBe(0);
   }, 60_000);
+
+  it("a request while a snapshot is under way joins the next one, which holds what was written before the request", async () => {
+    const sb = await setup("sock-midway");
+    writeFileSync(path.join(sb.agentDir, "big.bin"), randomBytes(64 * 1024 * 1024));
+    const w = watch(sb, ["--debounce", "60000"]);
+    // The start-up snapshot holds the repository lock while it reads the big file.
+    const locks = path.join(sb.repo, "locks");
+    await waitFor("the start-up snapshot to hold the repository lock", () => existsSync(locks) && readdirSync(locks).length > 0, 20_000, 5);
+    // Stopped mid-snapshot, the watcher finds the request waiting when it goes on.
+    w.child.kill("SIGSTOP");
+    append(SESSION(sb), "m1");
+    const running = collect(spawnCli(watchEnv(sb), ["snapshot", "--json"]));
+    await new Promise((r) => setTimeout(r, 500));
+    w.child.kill("SIGCONT");
+    const r = await running;
+    expect(r.code, r.stderr).toBe(0);
+    const taken = r.json<Taken>();
+    expect(taken.via, r.stdout).toBe("watcher");
+    const log = readLog(sb);
+    const requested = log.findIndex((e) => e.event === "requested" && e.reason === "pi-guard snapshot");
+    expect(requested, "the request came after the start-up snapshot: nothing was under way").toBeLessThan(log.findIndex((e) => e.event === "snapshot"));
+    const made = log.filter((e) => e.event === "snapshot");
+    // Not the snapshot that was under way: the one after it.
+    expect(made.map((e) => e.id).indexOf(taken.snapshotId), JSON.stringify(made.map((e) => e.id.slice(0, 8)))).toBeGreaterThan(0);
+    expect((await restoredBytes(sb, taken.snapshotId, REL)).equals(readFileSync(SESSION(sb)))).toBe(true);
+    expect((await stopWatch(w)).code).toBe(0);
+  }, 90_000);
 
   it("the watcher killed -9 mid-request: the CLI takes the snapshot itself, and it holds the appended bytes", async () => {
     const sb = await setup("sock-kill9");
