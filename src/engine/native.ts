@@ -6,7 +6,9 @@
 import type { Config } from "../config/config.js";
 import type { Repository } from "../repo/repository.js";
 import { RepoError } from "../repo/errors.js";
-import type { Engine, EngineBackupResult, EngineSnapshot } from "./types.js";
+import type { Snapshot } from "../repo/format.js";
+import type { LossVerdict } from "../snapshot/loss-guard.js";
+import type { Engine, EngineBackupResult, EngineSnapshot, EngineSnapshotTaken } from "./types.js";
 
 const listed = (r: { id: string; snapshot: { time: string; host: string; user: string; tags: string[]; roots: { name: string; path: string }[]; agents?: Record<string, string> } }): EngineSnapshot => ({
   id: r.id,
@@ -19,6 +21,21 @@ const listed = (r: { id: string; snapshot: { time: string; host: string; user: s
 });
 
 /** `open` unlocks the repository (it may ask for a password); it is called at most once. */
+/** A native snapshot as the engine reports one taken (by `backup`, or by a watcher handed the work). */
+export function snapshotTaken(id: string, s: Snapshot, loss: LossVerdict | undefined): EngineSnapshotTaken {
+  return {
+    id,
+    time: s.time,
+    parent: s.parent ?? null,
+    tags: s.tags,
+    summary: s.summary,
+    skipped: s.skipped ?? [],
+    changedWhileRead: s.changedWhileRead ?? [],
+    special: s.special ?? [],
+    ...(loss ? { loss } : {}),
+  };
+}
+
 export function nativeEngine(config: Config, open: () => Promise<Repository>): Engine & { repository(): Promise<Repository> } {
   let opened: Promise<Repository> | undefined;
   const repo = () => (opened ??= open());
@@ -43,17 +60,7 @@ export function nativeEngine(config: Config, open: () => Promise<Repository>): E
         created: r.created,
         lossAccepted: r.lossAccepted,
         mirrors: r.mirrors,
-        snapshot: s && {
-          id: s.id,
-          time: s.snapshot.time,
-          parent: s.snapshot.parent ?? null,
-          tags: s.snapshot.tags,
-          summary: s.snapshot.summary,
-          skipped: s.snapshot.skipped ?? [],
-          changedWhileRead: s.snapshot.changedWhileRead ?? [],
-          special: s.snapshot.special ?? [],
-          loss: s.loss,
-        },
+        snapshot: s && snapshotTaken(s.id, s.snapshot, s.loss),
       };
     },
     async listSnapshots(opts = {}) {

@@ -19,6 +19,7 @@ import { createHash } from "node:crypto";
 import { promises as fs } from "node:fs";
 import net from "node:net";
 import type { Config } from "../config/config.js";
+import { snapshotTaken } from "../engine/native.js";
 import type { EngineBackupResult } from "../engine/types.js";
 import type { SnapshotResult } from "../snapshot/snapshotter.js";
 import type { LossVerdict } from "../snapshot/loss-guard.js";
@@ -61,23 +62,7 @@ export function snapshotFingerprint(config: Config, repo: string, host: string):
  * gives; no mirrors: a config with mirrors is not handed off, the watcher ships in batches).
  */
 export function handOffResult(r: SnapshotResult, loss: LossVerdict | undefined): EngineBackupResult {
-  const s = r.snapshot;
-  return {
-    engine: "native",
-    lossAccepted: false,
-    mirrors: [],
-    snapshot: {
-      id: r.id,
-      time: s.time,
-      parent: s.parent ?? null,
-      tags: s.tags,
-      summary: s.summary,
-      skipped: s.skipped ?? [],
-      changedWhileRead: s.changedWhileRead ?? [],
-      special: s.special ?? [],
-      ...(loss ? { loss } : {}),
-    },
-  };
+  return { engine: "native", lossAccepted: false, mirrors: [], snapshot: snapshotTaken(r.id, r.snapshot, loss) };
 }
 
 /** The watcher's side: listen on `file` and hand each well-formed request to `onRequest`. */
