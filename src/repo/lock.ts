@@ -120,10 +120,15 @@ function storageAge(lock: ListedLock, now: number | undefined): number | undefin
 
 const validTime = (t: number | undefined) => (t !== undefined && Number.isFinite(t) ? t : undefined);
 
-async function readLocks(repo: Repository): Promise<ListedLock[]> {
+/** Every lock in the repository; `own` (this process's, just written) is not read back. */
+async function readLocks(repo: Repository, own?: { id: string; info: LockInfo }): Promise<ListedLock[]> {
   const out: ListedLock[] = [];
   for await (const obj of repo.target.list("locks")) {
     const id = obj.key.slice("locks/".length);
+    if (id === own?.id) {
+      out.push({ id, info: own.info, modified: validTime(obj.modified) });
+      continue;
+    }
     try {
       const info = JSON.parse(repo.unseal(await repo.target.get(obj.key), "lock", AAD.lock(id)).toString("utf8")) as LockInfo;
       // Whatever does not look like a lock is taken as held, exclusively (see lockModeOf).
@@ -142,30 +147,25 @@ export async function acquireLock(repo: Repository, opts: LockOptions): Promise<
   const mode = modeOf(opts);
   const id = randomBytes(16).toString("hex");
   const deadline = Date.now() + (opts.waitMs ?? 0);
-  const write = () =>
-    repo.target.put(
-      lockKey(id),
-      repo.seal(
-        Buffer.from(
-          JSON.stringify({
-            host: os.hostname(),
-            pid: process.pid,
-            user: os.userInfo().username,
-            exclusive: mode === "exclusive",
-            mode,
-            time: new Date().toISOString(),
-            command: opts.command,
-          } satisfies LockInfo),
-        ),
-        AAD.lock(id),
-      ),
-    );
+  let written: LockInfo | undefined;
+  const write = () => {
+    written = {
+      host: os.hostname(),
+      pid: process.pid,
+      user: os.userInfo().username,
+      exclusive: mode === "exclusive",
+      mode,
+      time: new Date().toISOString(),
+      command: opts.command,
+    };
+    return repo.target.put(lockKey(id), repo.seal(Buffer.from(JSON.stringify(written)), AAD.lock(id)));
+  };
   // When this process last began a rewrite of its lock that succeeded, on its own monotonic clock.
   let writtenAt = performance.now();
   for (let attempt = 0; ; attempt++) {
     writtenAt = performance.now();
     await write();
-    const listed = await readLocks(repo);
+    const listed = await readLocks(repo, { id, info: written! });
     const now = await ownLockTime(repo, id, listed);
     const others = listed.filter((l) => l.id !== id);
     const blocking = [];
@@ -280,12 +280,13 @@ async function ownLockTime(repo: Repository, id: string, listed: ListedLock[]): 
 export async function removeStaleLocks(repo: Repository, all = false): Promise<number> {
   let removed = 0;
   const probe = all ? undefined : randomBytes(16).toString("hex");
+  let probeInfo: LockInfo | undefined;
   if (probe) {
-    const info: LockInfo = { host: os.hostname(), pid: process.pid, user: os.userInfo().username, exclusive: false, mode: "shared", time: new Date().toISOString(), command: "stale-lock check" };
-    await repo.target.put(lockKey(probe), repo.seal(Buffer.from(JSON.stringify(info)), AAD.lock(probe)));
+    probeInfo = { host: os.hostname(), pid: process.pid, user: os.userInfo().username, exclusive: false, mode: "shared", time: new Date().toISOString(), command: "stale-lock check" };
+    await repo.target.put(lockKey(probe), repo.seal(Buffer.from(JSON.stringify(probeInfo)), AAD.lock(probe)));
   }
   try {
-    const listed = await readLocks(repo);
+    const listed = await readLocks(repo, probe ? { id: probe, info: probeInfo! } : undefined);
     const now = probe ? await ownLockTime(repo, probe, listed) : undefined;
     for (const l of listed) {
       if (l.id === probe) continue;

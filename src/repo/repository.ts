@@ -598,6 +598,10 @@ export class Repository {
     }
     out.sort(byTime);
     if (listed) await this.setUncovered(fetchedOneByOne);
+    // Not known yet (a new cache): no more than all of them are outside a listing. An upper bound
+    // only brings the next real count (consolidateListing) sooner, and spares a snapshot that
+    // follows the two listings it would make to find fewer than listingBatch() (§7a).
+    else if (!opts.fromTarget && (await this.uncoveredCount()) === undefined) await this.setUncovered(names.length);
     if (this.cache) {
       // Oldest first, so that the next listing finds them nearly sorted.
       await this.cache.put("snapshots", out.filter((r) => fetched.has(r.id)).map((r) => [r.id, bodies.get(r.id)!] as [string, Buffer]));

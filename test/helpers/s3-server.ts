@@ -22,6 +22,8 @@ export interface S3Server {
   nextPart(): Promise<void>;
   /** Resolves when the next pack upload begins: a one-request PUT under data/, or a multipart part. */
   nextPackUpload(): Promise<void>;
+  /** Multipart parts and one-request PUTs under data/ this server has received so far. */
+  uploads(): { parts: number; singlePuts: number };
   stop(): Promise<void>;
 }
 
@@ -35,6 +37,7 @@ export async function startS3Server(dir: string, bucket: string, port = 0, opts:
   const child = spawn(process.execPath, [CHILD, dir, String(port), bucket], { stdio: ["ignore", "pipe", "pipe"], env });
   let partWaiters: (() => void)[] = [];
   let packWaiters: (() => void)[] = [];
+  const seen = { parts: 0, singlePuts: 0 };
   let stderr = "";
   child.stderr!.setEncoding("utf8").on("data", (d: string) => (stderr += d));
   const actualPort = await new Promise<number>((resolve, reject) => {
@@ -47,6 +50,8 @@ export async function startS3Server(dir: string, bucket: string, port = 0, opts:
         buf = buf.slice(nl + 1);
         const m = /^LISTENING (\d+)$/.exec(line);
         if (m) resolve(Number(m[1]));
+        if (line === "PART") seen.parts++;
+        if (line === "PACK") seen.singlePuts++;
         if (line === "PART" || line === "PACK") {
           const waiters = line === "PART" ? [...partWaiters, ...packWaiters] : packWaiters;
           if (line === "PART") partWaiters = [];
@@ -72,6 +77,7 @@ export async function startS3Server(dir: string, bucket: string, port = 0, opts:
     env: { AWS_ACCESS_KEY_ID: S3RVER_KEY, AWS_SECRET_ACCESS_KEY: S3RVER_KEY, AWS_ENDPOINT_URL: endpoint, AWS_REGION: "us-east-1" },
     nextPart: () => new Promise<void>((resolve) => partWaiters.push(resolve)),
     nextPackUpload: () => new Promise<void>((resolve) => packWaiters.push(resolve)),
+    uploads: () => ({ ...seen }),
     stop: () =>
       new Promise<void>((resolve) => {
         if (child.exitCode !== null || child.signalCode !== null) return resolve();

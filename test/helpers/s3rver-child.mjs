@@ -5,7 +5,9 @@
 // S3RVER_VANISH_AFTER_LIST=<key>: the first listing that holds <key> answers with it, and the key
 // is deleted before the answer is sent, so the client's next GET of it gets a 404: what a listing
 // that lags behind a delete (another host's prune, a lifecycle rule) looks like to a client.
-import { unlink } from "node:fs/promises";
+import { createHash } from "node:crypto";
+import { mkdir, rename, unlink, writeFile } from "node:fs/promises";
+import path from "node:path";
 import S3rver from "s3rver";
 
 const [dir, port, bucket] = process.argv.slice(2);
@@ -20,6 +22,34 @@ const store = server.store;
 store.deleteObject = async (b, key) => {
   const files = ["object", "object.md5", "metadata.json"].map((kind) => store.getResourcePath(b, key, kind));
   await Promise.all(files.map((f) => unlink(f).catch((err) => { if (err.code !== "ENOENT") throw err; })));
+};
+
+// S3 stores a PUT whole or not at all. s3rver 3.7.1 writes the body into the object's file as it
+// arrives (and answers a buffered one before its file is written), so a request cut short (a
+// client that aborts it, this process killed mid-upload) left a truncated object that later reads
+// found. Here the body is gathered first, written to a temporary file and renamed into place once
+// it has ended; a body that never ends stores nothing.
+let partials = 0;
+store.putObject = async (object) => {
+  let content = object.content;
+  if (!Buffer.isBuffer(content)) {
+    const chunks = [];
+    await new Promise((resolve, reject) => {
+      content.on("data", (c) => chunks.push(c));
+      content.on("end", resolve);
+      content.on("error", reject);
+      content.on("aborted", () => reject(new Error("request aborted")));
+    });
+    content = Buffer.concat(chunks);
+  }
+  const objectPath = store.getResourcePath(object.bucket, object.key, "object");
+  await mkdir(path.dirname(objectPath), { recursive: true });
+  const partial = `${objectPath}.partial-${process.pid}-${++partials}`;
+  await writeFile(partial, content);
+  await rename(partial, objectPath);
+  const md5 = createHash("md5").update(content).digest("hex");
+  await store.putMetadata(object.bucket, object.key, object.metadata, md5);
+  return { size: content.length, md5 };
 };
 
 let vanish = process.env.S3RVER_VANISH_AFTER_LIST;

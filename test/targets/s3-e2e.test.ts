@@ -8,7 +8,7 @@ import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { randomBytes } from "node:crypto";
 import path from "node:path";
 import { promisify } from "node:util";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { cli, collect, expectOneLineError, ok, spawnCli } from "../helpers/cli.js";
 import { fauxText, makePiSession } from "../helpers/pi-factory.js";
 import { startS3Server, type S3Server } from "../helpers/s3-server.js";
@@ -78,26 +78,11 @@ describe("pi-guard against S3 (s3rver)", () => {
 
   it("each pack (below the multipart threshold) goes up in one PUT, no parts, and reads back whole", { timeout: 120_000 }, async () => {
     writeFileSync(path.join(sb.agentDir, "big-1.bin"), randomBytes(20 * 1024 * 1024));
-    let parts = 0;
-    let uploads = 0;
-    const counting = (async () => {
-      for (;;) {
-        await server.nextPart();
-        parts++;
-      }
-    })();
-    const packs = (async () => {
-      for (;;) {
-        await server.nextPackUpload();
-        uploads++;
-      }
-    })();
-    void counting;
-    void packs;
+    const before = server.uploads();
     await ok(sb, ["snapshot"], { env });
     // 20 MiB of random bytes fill at least one 16 MiB pack and start a second.
-    expect(uploads).toBeGreaterThanOrEqual(2);
-    expect(parts).toBe(0);
+    await vi.waitFor(() => expect(server.uploads().singlePuts - before.singlePuts).toBeGreaterThanOrEqual(2), { timeout: 10_000 });
+    expect(server.uploads().parts - before.parts).toBe(0);
     const check = (await ok(sb, ["check", "--read-data", "--json"], { env })).json<{ ok: boolean }>();
     expect(check.ok).toBe(true);
   });

@@ -170,22 +170,7 @@ describe("puts to S3", () => {
 
   it("above the multipart threshold a file goes up in parts; at or below it, in one PUT; both read back exact", { timeout: 60_000 }, async () => {
     const t = new S3Target({ bucket: "conformance", prefix: `mp${++n}`, env: env(), multipartThreshold: 6 * 1024 * 1024 });
-    let parts = 0;
-    let single = 0;
-    const counting = (async () => {
-      for (;;) {
-        await server.nextPart();
-        parts++;
-      }
-    })();
-    const packs = (async () => {
-      for (;;) {
-        await server.nextPackUpload();
-        single++;
-      }
-    })();
-    void counting;
-    void packs;
+    const before = server.uploads();
     const small = randomBytes(6 * 1024 * 1024);
     await t.put("data/aa/aa01", fileBody(file(small), small.length));
     expect(Buffer.compare(await t.get("data/aa/aa01"), small)).toBe(0);
@@ -193,8 +178,11 @@ describe("puts to S3", () => {
     await t.put("data/aa/aa02", fileBody(file(big), big.length));
     expect(Buffer.compare(await t.get("data/aa/aa02"), big)).toBe(0);
     // The server says so on its stdout, which may come a little after the answers.
-    // nextPackUpload sees the one-request PUT and each of the three parts.
-    await vi.waitFor(() => expect([parts, single]).toEqual([3, 1 + 3]), { timeout: 10_000 });
+    // The server says so on its stdout, which may come a little after the answers.
+    await vi.waitFor(() => {
+      const now = server.uploads();
+      expect([now.parts - before.parts, now.singlePuts - before.singlePuts]).toEqual([3, 1]);
+    }, { timeout: 10_000 });
   });
 
   it("a file whose read fails in the middle of its one PUT: the read's error, at once, and the request is aborted", { timeout: 60_000 }, async () => {
