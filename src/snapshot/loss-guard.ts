@@ -28,7 +28,8 @@ import type { SourceRoot } from "./sources.js";
 export const ACCEPT_LOSS_COMMAND = "pi-guard snapshot --accept-loss";
 
 export interface LossVerdict {
-  reason: "files" | "sessions";
+  /** files: most files vanished; sessions: every session file of an agent; rows: a SQLite db lost most rows of its key table. */
+  reason: "files" | "sessions" | "rows";
   /** Files of the last whole snapshot. */
   filesBefore: number;
   /** Files this snapshot holds. */
@@ -39,6 +40,8 @@ export interface LossVerdict {
   sample: string[];
   /** The last whole snapshot's id, when the caller named it (it is not the parent when the roots changed). */
   against?: string;
+  /** reason "rows": each db that lost most rows of its key table ("root:path"). */
+  rows?: { file: string; table: string; before: number; now: number }[];
 }
 
 export function judgeLoss(
@@ -50,7 +53,13 @@ export function judgeLoss(
   against?: string,
 ): LossVerdict | undefined {
   const gone = parentFiles.filter((f) => !f.found);
-  if (gone.length === 0) return undefined;
+  // A db emptied in place (a migration that dropped the sessions) vanishes from no folder.
+  const shrunk = parentFiles.flatMap((f) => {
+    const r = f.rows;
+    const lostRows = r ? r.before - r.now : 0;
+    return r && lostRows >= rule.minFiles && lostRows >= rule.fraction * r.before ? [{ file: `${f.root}:${f.path}`, table: r.table, before: r.before, now: r.now }] : [];
+  });
+  if (gone.length === 0 && shrunk.length === 0) return undefined;
   const groups = new Map<string, { total: number; gone: number }>();
   for (const f of parentFiles) {
     const g = sessionGroup(f);
@@ -71,6 +80,7 @@ export function judgeLoss(
   });
   if ([...groups.values()].some((g) => g.total > 0 && g.gone === g.total)) return verdict("sessions");
   if (gone.length >= rule.minFiles && gone.length >= rule.fraction * parentFiles.length) return verdict("files");
+  if (shrunk.length) return { ...verdict("rows"), rows: shrunk, sample: shrunk.slice(0, 5).map((r) => r.file) };
   return undefined;
 }
 
@@ -263,13 +273,17 @@ function sessionName(rel: string): string | undefined {
  * The loss was counted against `v.against`, else `parent`.
  */
 export function describeLoss(v: LossVerdict, snapshotId: string, parent: string | undefined): string {
-  const what = v.reason === "sessions" ? "every session file is gone" : "most files vanished at once";
   const against = v.against ?? parent;
   const of = against ? ` of snapshot ${against.slice(0, 8)}` : "";
   // eslint-disable-next-line no-control-regex
-  const sample = v.sample.slice(0, 3).map((s) => s.replace(/^agent:/, "").replace(/[\u0000-\u001f\u007f]/g, "?")).join(", ");
+  const clean = (s: string) => s.replace(/^agent:/, "").replace(/[\u0000-\u001f\u007f]/g, "?");
+  const sample = v.sample.slice(0, 3).map(clean).join(", ");
+  const what =
+    v.reason === "rows"
+      ? `a database lost most of its sessions (${(v.rows ?? []).slice(0, 3).map((r) => `${clean(r.file)}: ${r.now} of ${r.before} rows of table ${clean(r.table)} left`).join(", ")}${of})`
+      : `${v.reason === "sessions" ? "every session file is gone" : "most files vanished at once"} (${v.lost} of ${v.filesBefore} files${of}, e.g. ${sample}${v.lost > 3 ? ", ..." : ""})`;
   return (
-    `SUSPECTED LOSS: ${what} (${v.lost} of ${v.filesBefore} files${of}, e.g. ${sample}${v.lost > 3 ? ", ..." : ""}); ` +
+    `SUSPECTED LOSS: ${what}; ` +
     `snapshot ${snapshotId.slice(0, 8)} is tagged suspect-loss and is not "latest": \`pi-guard restore latest\` brings them back; ` +
     `if you deleted them on purpose, \`${ACCEPT_LOSS_COMMAND}\` accepts the deletion`
   );

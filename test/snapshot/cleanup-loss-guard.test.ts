@@ -10,7 +10,7 @@ import { AGENT_CLEANUP_TAG, type Snapshot } from "../../src/repo/format.js";
 import type { SnapshotRecord } from "../../src/repo/repository.js";
 import { applyPolicy } from "../../src/repo/retention.js";
 import { shipSelection } from "../../src/repo/replicate.js";
-import { judgeCleanup, judgeSnapshot } from "../../src/snapshot/loss-guard.js";
+import { describeLoss, judgeCleanup, judgeLoss, judgeSnapshot } from "../../src/snapshot/loss-guard.js";
 import type { ParentFile } from "../../src/snapshot/snapshotter.js";
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -154,4 +154,24 @@ describe("mirrors get what a cleanup removed", () => {
     const all = [rec("a", 1), rec("b", 2), rec("c", 3, { tags: [AGENT_CLEANUP_TAG], cleanup }), rec("d", 4), rec("e", 5)];
     expect(shipSelection(all).map((r) => r.id.slice(0, 1))).toEqual(["b", "c", "e"]);
   });
+});
+
+describe("judgeLoss: a db that lost most rows of its key table", () => {
+  const rule = DEFAULT_WATCH.suspectLoss; // at least 3 and at least half
+  const db = (before: number, now: number): ParentFile => ({ root: "opencode", path: "opencode.db", found: true, rows: { table: "session", before, now } });
+  const isSession = () => undefined;
+  it("10 → 2 sessions: a loss with reason rows, named in the line", () => {
+    const v = judgeLoss([db(10, 2)], 1, rule, isSession, "f".repeat(64))!;
+    expect(v).toMatchObject({ reason: "rows", lost: 0, rows: [{ file: "opencode:opencode.db", table: "session", before: 10, now: 2 }], sample: ["opencode:opencode.db"] });
+    expect(describeLoss(v, "e".repeat(64), undefined)).toMatch(/^SUSPECTED LOSS: a database lost most of its sessions \(opencode:opencode\.db: 2 of 10 rows of table session left of snapshot ffffffff\); snapshot eeeeeeee is tagged suspect-loss/);
+  });
+  for (const [before, now, why] of [
+    [10, 6, "under the fraction"],
+    [4, 2, "under minFiles"],
+    [3, 5, "grown"],
+  ] as const) {
+    it(`${before} → ${now}: no loss (${why})`, () => {
+      expect(judgeLoss([db(before, now)], 1, rule, isSession)).toBeUndefined();
+    });
+  }
 });
