@@ -193,7 +193,7 @@ export function describeCleanup(c: CleanupRecord, snapshotId: string): string {
   const clean = (s: string) => s.replace(/[\u0000-\u001f\u007f]/g, "?");
   const parts = c.agents.map((a) => {
     const sample = a.sample.slice(0, 3).map(clean).join(", ");
-    return `${clean(a.agent)} removed ${a.sessions} session file(s) (${a.files} file(s)) older than ${a.days} days${a.setting ? ` (${clean(a.setting)})` : ""}, e.g. ${sample}${a.sessions > 3 ? ", ..." : ""}`;
+    return `${a.sessions} ${clean(a.agent)} session file(s) (${a.files} file(s)) older than ${a.days} days were removed${a.setting ? ` (${clean(a.setting)})` : ""}, e.g. ${sample}${a.sessions > 3 ? ", ..." : ""}`;
   });
   return `agent cleanup: ${parts.join("; ")}. Snapshot ${snapshotId.slice(0, 8)} is tagged ${AGENT_CLEANUP_TAG}; what was removed stays restorable from snapshot ${c.against.slice(0, 8)}, which forget keeps whatever the policy`;
 }
