@@ -108,11 +108,38 @@ async function pauseForTest(phase: string): Promise<void> {
 const ID_HEX = /^[0-9a-f]{64}$/;
 
 function parseSnapshot(body: Buffer, id: string): Snapshot {
+  let raw: unknown;
   try {
-    return JSON.parse(body.toString("utf8")) as Snapshot;
+    raw = JSON.parse(body.toString("utf8"));
   } catch {
     throw new RepoError(`snapshot ${id.slice(0, 8)} is not valid JSON`, "corrupt");
   }
+  const wrong = snapshotShapeError(raw);
+  if (wrong) throw new RepoError(`snapshot ${id.slice(0, 8)} is malformed: ${wrong}`, "corrupt");
+  return raw as Snapshot;
+}
+
+/**
+ * What is wrong with a snapshot object's shape (docs/FORMAT.md §7), or undefined. An authentic
+ * object is still hostile input (a bug of another writer, an old one): every reader after this
+ * relies on these fields' types, so a snapshot that lacks them is unreadable, not a crash later.
+ */
+export function snapshotShapeError(raw: unknown): string | undefined {
+  if (!raw || typeof raw !== "object" || Array.isArray(raw)) return "not an object";
+  const s = raw as Record<string, unknown>;
+  const isStr = (v: unknown): v is string => typeof v === "string";
+  const strings = (v: unknown) => Array.isArray(v) && v.every(isStr);
+  if (!Number.isSafeInteger(s.version)) return "version is not a number";
+  if (!isStr(s.time) || !Number.isFinite(Date.parse(s.time))) return "time is not an ISO time";
+  if (!isStr(s.host)) return "host is not a string";
+  if (!strings(s.tags)) return "tags is not a list of strings";
+  if (!Array.isArray(s.roots) || !s.roots.every((r) => r && typeof r === "object" && isStr((r as { name?: unknown }).name) && isStr((r as { path?: unknown }).path))) return "roots is not a list of {name, path}";
+  if (!strings(s.tree)) return "tree is not a list of blob ids";
+  if (!s.summary || typeof s.summary !== "object" || Array.isArray(s.summary)) return "summary is not an object";
+  for (const k of ["parent", "imported", "user", "program"] as const) if (s[k] !== undefined && !isStr(s[k])) return `${k} is not a string`;
+  if (s.agents !== undefined && (!s.agents || typeof s.agents !== "object" || Array.isArray(s.agents) || !Object.values(s.agents).every(isStr))) return "agents is not an object of agent names";
+  for (const k of ["skipped", "changedWhileRead", "special"] as const) if (s[k] !== undefined && !Array.isArray(s[k])) return `${k} is not a list`;
+  return undefined;
 }
 
 export function sha256Hex(data: Uint8Array): string {
