@@ -135,7 +135,7 @@ export async function snapshotAgentDir(config: Config, repo: Repository, opts: A
     keyTable: guardedKeyTable(config),
     ...snapshotOpts,
     tagsAtCommit: (scan) => {
-      verdict = judgeSnapshot(scan.parentFiles(), scan.files, config, scan.baseline?.id);
+      verdict = judgeSnapshot(scan.parentFiles(), scan.files, config, scan.baseline?.id, { newFiles: scan.newFiles() });
       const tags = snapshotOpts.tagsAtCommit?.(scan) ?? [];
       const given = [...(snapshotOpts.tags ?? []), ...tags];
       const loss = verdict.loss && !acceptLoss && !given.includes(SUSPECT_LOSS_TAG) ? [SUSPECT_LOSS_TAG] : [];

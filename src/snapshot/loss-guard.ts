@@ -20,7 +20,7 @@ import { isInside, META_ROOT_NAME, type Config, type WatchSettings } from "../co
 import { sessionsDir } from "../agents/pi/paths.js";
 import { parseSessionFileName } from "../agents/pi/writer.js";
 import { AGENT_CLEANUP_TAG, type AgentCleanup, type CleanupRecord } from "../repo/format.js";
-import type { AgeCleanup } from "../agents/types.js";
+import type { AgeCleanup, FileRef } from "../agents/types.js";
 import type { ParentFile } from "./snapshotter.js";
 import type { SourceRoot } from "./sources.js";
 
@@ -99,6 +99,8 @@ export interface CleanupJudge {
   cleanupOf: (agent: string) => AgeCleanup | undefined;
   /** When the snapshot is taken, ms. */
   now: number;
+  /** Files of this scan the last whole snapshot lacks: a session begun since counts as one that remains. */
+  newFiles?: readonly FileRef[];
 }
 
 /**
@@ -107,7 +109,8 @@ export interface CleanupJudge {
  * once" rule would call a loss, and which is not one. Per agent, the files of the last whole
  * snapshot that are gone are that agent's cleanup when every one of them was recorded with an
  * mtime older than the agent's days, at least one is a session file, and a session file of that
- * agent is still there (a wipe takes the new ones too). Anything else gone stays for judgeLoss.
+ * agent is still there, an older one or one begun since (the sweep runs as the agent starts a
+ * session; a wipe takes every one). Anything else gone stays for judgeLoss.
  * Returns the cleanups found and the files they account for.
  */
 export function judgeCleanup(parentFiles: readonly ParentFile[], judge: CleanupJudge): { agents: AgentCleanup[]; swept: Set<ParentFile> } | undefined {
@@ -123,6 +126,11 @@ export function judgeCleanup(parentFiles: readonly ParentFile[], judge: CleanupJ
     const list = gone.get(agent);
     if (list) list.push(f);
     else gone.set(agent, [f]);
+  }
+  for (const f of judge.newFiles ?? []) {
+    const file = { ...f, found: true };
+    const agent = judge.agentOf(file);
+    if (agent !== undefined && judge.sessionOf(file) === agent) sessionsLeft.add(agent);
   }
   const agents: AgentCleanup[] = [];
   const swept = new Set<ParentFile>();
@@ -158,11 +166,11 @@ export function judgeSnapshot(
   filesNow: number,
   config: Pick<Config, "agentDir" | "roots" | "watch"> & Partial<Pick<Config, "rootAgents" | "agents">>,
   against: string | undefined,
-  now = Date.now(),
+  opts: { now?: number; newFiles?: readonly FileRef[] } = {},
 ): GuardVerdict {
   const sessionOf = sessionFileTest(config);
   const anyGone = parentFiles.some((f) => !f.found);
-  const sweep = anyGone && against ? judgeCleanup(parentFiles, { agentOf: agentOfRoot(config), sessionOf, cleanupOf: (agent) => ageCleanupOf(config, agent), now }) : undefined;
+  const sweep = anyGone && against ? judgeCleanup(parentFiles, { agentOf: agentOfRoot(config), sessionOf, cleanupOf: (agent) => ageCleanupOf(config, agent), now: opts.now ?? Date.now(), newFiles: opts.newFiles }) : undefined;
   const judged = sweep ? parentFiles.map((f) => (sweep.swept.has(f) ? { ...f, found: true } : f)) : parentFiles;
   const loss = judgeLoss(judged, filesNow, config.watch.suspectLoss, sessionOf, against);
   return { ...(loss ? { loss } : {}), ...(sweep && against ? { cleanup: { against, agents: sweep.agents } } : {}) };

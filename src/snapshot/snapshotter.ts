@@ -17,7 +17,7 @@ import { nodeKey, readTree, TreeWriter } from "./tree.js";
 import { DEFAULT_FULL_READ_INTERVAL_MS } from "./sources.js";
 import { placeIn, rootPathsOf, ScanPlaces } from "./loss-guard.js";
 import { PROGRAM } from "../version.js";
-import type { CopyKind } from "../agents/types.js";
+import type { CopyKind, FileRef } from "../agents/types.js";
 import { copySqlite, SqliteBusy, sqliteDbOf } from "./sqlite-copy.js";
 import { hostName } from "../host.js";
 
@@ -39,7 +39,7 @@ export interface SnapshotOptions {
    * guard): `parentFiles` are the files of `baseline`, the last whole snapshot (findBases), each
    * marked found or not by this scan.
    */
-  tagsAtCommit?: (scan: { files: number; parent?: SnapshotRecord; baseline?: SnapshotRecord; parentFiles: () => ParentFile[] }) => string[];
+  tagsAtCommit?: (scan: { files: number; parent?: SnapshotRecord; baseline?: SnapshotRecord; parentFiles: () => ParentFile[]; newFiles: () => readonly FileRef[] }) => string[];
   /** Called after tagsAtCommit: an agent's age-based cleanup the guard recognised, recorded in the snapshot (`cleanup`). */
   cleanupAtCommit?: () => CleanupRecord | undefined;
   /**
@@ -183,7 +183,7 @@ export function createSnapshot(repo: Repository, opts: SnapshotOptions): Promise
     }
     const skip = (root: string, rel: string, err: NodeJS.ErrnoException) => builder.skip(root, rel, err);
     for await (const entry of scanSources(opts.roots, opts.filter, skip)) await builder.addEntry(entry);
-    const extra = opts.tagsAtCommit?.({ files: builder.files, parent, baseline, parentFiles: () => builder.parentFiles() }) ?? [];
+    const extra = opts.tagsAtCommit?.({ files: builder.files, parent, baseline, parentFiles: () => builder.parentFiles(), newFiles: () => builder.newFiles }) ?? [];
     const cleanup = opts.cleanupAtCommit?.();
     return builder.commit({ host, roots: opts.roots, rootAgents: opts.rootAgents, tags: [...(opts.tags ?? []), ...extra], parent: parent?.id, cleanup });
   });
@@ -254,6 +254,9 @@ export async function findBases(repo: Repository, parentId: string | undefined, 
   const baseline = agent === undefined ? parent : whole.filter((r) => agentRootPath(r.snapshot.roots) === agent).at(-1);
   return { parent, baseline };
 }
+
+/** New files a builder remembers for the loss guard: enough to see that a new session began, bounded on a first snapshot. */
+const MAX_NEW_FILES = 1000;
 
 /** A tree node's recorded mtime, when it is a finite number (a tree is untrusted). */
 const mtimeOf = (n: { mtimeMs?: unknown }): { mtimeMs?: number } => (typeof n.mtimeMs === "number" && Number.isFinite(n.mtimeMs) ? { mtimeMs: n.mtimeMs } : {});
@@ -326,6 +329,9 @@ export class SnapshotBuilder {
 
   private readonly parentFound = new Set<string>();
 
+  /** Files of this scan the parent lacks (the first MAX_NEW_FILES): a session started since (the age-based cleanup verdict). */
+  readonly newFiles: FileRef[] = [];
+
   /** The last whole snapshot when it is not the parent (its roots differ): its files, and where this scan found files. */
   private baseline?: { files: { root: string; path: string; place?: string; mtimeMs?: number }[]; scanned: ScanPlaces };
 
@@ -394,6 +400,7 @@ export class SnapshotBuilder {
     } else {
       // Found, as for the parent: a file that vanishes between the scan and its read was there.
       this.baseline?.scanned.add(entry.root, entry.path);
+      if (this.newFiles.length < MAX_NEW_FILES && !this.parentNodes.has(nodeKey(entry.root, entry.pathBytes ?? entry.path))) this.newFiles.push({ root: entry.root, path: entry.path });
       // A SQLite db's side files are in its consistent copy (scanned in path order, the db comes first).
       const db = sqliteDbOf(entry.path);
       if (db !== undefined && (this.sqliteStored.has(nodeKey(entry.root, db)) || this.sqliteSkipped.has(nodeKey(entry.root, db)))) return;

@@ -560,9 +560,9 @@ export class Watcher {
         host: this.state.host,
         lockWaitMs,
         signal: this.abandon.signal,
-        tagsAtCommit: ({ files, baseline, parentFiles }) => {
+        tagsAtCommit: ({ files, baseline, parentFiles, newFiles }) => {
           const parent = parentFiles();
-          ({ loss: verdict, cleanup } = judgeSnapshot(parent, files, this.config, baseline?.id));
+          ({ loss: verdict, cleanup } = judgeSnapshot(parent, files, this.config, baseline?.id, { newFiles: newFiles() }));
           // A deletion still under way, below the threshold so far: committing now would make the
           // half-deleted state the last whole one, and the rest of the loss would be judged
           // against it. Put the snapshot off until the deletion is quiet (at most SETTLE_MAX_MS).

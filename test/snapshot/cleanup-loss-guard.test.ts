@@ -51,6 +51,11 @@ describe("judgeCleanup: an agent's age-based cleanup", () => {
   it("every transcript gone, old ones too: no cleanup (a wipe takes the new ones)", () => {
     expect(judgeCleanup(claudeFiles([{ ageDays: 40, gone: true }, { ageDays: 50, gone: true }]), judge)).toBeUndefined();
   });
+  it("every old transcript gone as a new session begins (the sweep runs as the agent starts): a cleanup", () => {
+    const files = claudeFiles([{ ageDays: 40, gone: true }, { ageDays: 50, gone: true }]);
+    expect(judgeCleanup(files, { ...judge, newFiles: [{ root: "claude", path: "todos/x.json" }] })).toBeUndefined();
+    expect(judgeCleanup(files, { ...judge, newFiles: [{ root: "claude", path: "projects/-p/new.jsonl" }] })!.agents[0]).toMatchObject({ agent: "claude", sessions: 2 });
+  });
   it("a file with no recorded mtime: no cleanup", () => {
     const files = claudeFiles([{ ageDays: 40, gone: true }, { ageDays: 1, gone: false }]);
     delete files[0].mtimeMs;
@@ -81,11 +86,11 @@ describe("judgeSnapshot: a sweep is recorded, not a suspected loss", () => {
     try {
       // Six old transcripts swept, one new one left: "most files at once" alone would call it a loss.
       const files = claudeFiles([...Array.from({ length: 6 }, () => ({ ageDays: 45, gone: true })), { ageDays: 1, gone: false }]);
-      const v = judgeSnapshot(files, 1, config(sb.root), "a".repeat(64), NOW);
+      const v = judgeSnapshot(files, 1, config(sb.root), "a".repeat(64), { now: NOW });
       expect(v.loss).toBeUndefined();
       expect(v.cleanup).toMatchObject({ against: "a".repeat(64), agents: [{ agent: "claude", days: 30, files: 6, sessions: 6 }] });
       // Without a last whole snapshot to name, nothing is recorded (and the rule is judgeLoss's alone).
-      expect(judgeSnapshot(files, 1, config(sb.root), undefined, NOW).cleanup).toBeUndefined();
+      expect(judgeSnapshot(files, 1, config(sb.root), undefined, { now: NOW }).cleanup).toBeUndefined();
     } finally {
       sb.cleanup();
     }
@@ -93,7 +98,7 @@ describe("judgeSnapshot: a sweep is recorded, not a suspected loss", () => {
   it("every transcript gone: still a suspected loss", () => {
     const sb = makeSandbox("cleanup-unit");
     try {
-      const v = judgeSnapshot(claudeFiles([{ ageDays: 45, gone: true }, { ageDays: 50, gone: true }]), 0, config(sb.root), "a".repeat(64), NOW);
+      const v = judgeSnapshot(claudeFiles([{ ageDays: 45, gone: true }, { ageDays: 50, gone: true }]), 0, config(sb.root), "a".repeat(64), { now: NOW });
       expect(v.loss?.reason).toBe("sessions");
       expect(v.cleanup).toBeUndefined();
     } finally {
