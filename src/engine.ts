@@ -24,7 +24,7 @@ import { targetRootDir, type TreeLayout } from "./restore/layout.js";
 import { applyUndo, checkRoots, checkUndo, undoPreview } from "./restore/undo.js";
 import { createSnapshot, type SnapshotOptions, type SnapshotResult } from "./snapshot/snapshotter.js";
 import { judgeSnapshot, type GuardVerdict, type LossVerdict } from "./snapshot/loss-guard.js";
-import { guardedCopyKind } from "./snapshot/copy-kind.js";
+import { guardedCopyKind, guardedKeyTable } from "./snapshot/copy-kind.js";
 import { AGENT_CLEANUP_TAG, SUSPECT_LOSS_TAG, type CleanupRecord } from "./repo/format.js";
 import { pathInScope } from "./snapshot/scan.js";
 import {
@@ -132,9 +132,10 @@ export async function snapshotAgentDir(config: Config, repo: Repository, opts: A
     fullReadIntervalMs: config.snapshot.fullReadIntervalMs,
     // Each guarded agent's adapter says how its files are copied: a SQLite db through its consistent copy.
     copyKind: guardedCopyKind(config),
+    keyTable: guardedKeyTable(config),
     ...snapshotOpts,
     tagsAtCommit: (scan) => {
-      verdict = judgeSnapshot(scan.parentFiles(), scan.files, config, scan.baseline?.id);
+      verdict = judgeSnapshot(scan.parentFiles(), scan.files, config, scan.baseline?.id, { newFiles: scan.newFiles() });
       const tags = snapshotOpts.tagsAtCommit?.(scan) ?? [];
       const given = [...(snapshotOpts.tags ?? []), ...tags];
       const loss = verdict.loss && !acceptLoss && !given.includes(SUSPECT_LOSS_TAG) ? [SUSPECT_LOSS_TAG] : [];

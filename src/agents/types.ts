@@ -157,6 +157,12 @@ export interface CopyRule {
   /** A picomatch glob relative to the root; the first matching rule wins, `plain` when none does. */
   glob: string;
   kind: CopyKind;
+  /**
+   * `sqlite-wal` only: the table that holds the agent's sessions (opencode's `session`, Codex's
+   * `threads`). Its rows are counted in the consistent copy, and a db that loses most of them
+   * since the last whole snapshot is a suspected loss, like a vanished folder (loss-guard.ts).
+   */
+  keyTable?: string;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -117,7 +117,7 @@ Examples:
             if (r.kind === "snapshot" && r.suspect) {
               // Loud even with --quiet: this is the accident pi-guard exists for.
               warn(
-                `WARNING: suspected loss: ${r.suspect.reason === "sessions" ? "every session file vanished" : `${r.suspect.lost} of ${r.suspect.filesBefore} files vanished at once`}; ` +
+                `WARNING: suspected loss: ${r.suspect.reason === "sessions" ? "every session file vanished" : r.suspect.reason === "rows" ? `a database lost most rows of its sessions table (${(r.suspect.rows ?? []).map((x) => `${x.file}: ${x.now} of ${x.before} left`).join(", ")})` : `${r.suspect.lost} of ${r.suspect.filesBefore} files vanished at once`}; ` +
                   `snapshot ${r.id.slice(0, 8)} is tagged suspect-loss. \`pi-guard restore latest\` restores the last whole state; \`pi-guard snapshot --accept-loss\` accepts the deletion`,
               );
             } else if (r.kind === "snapshot") human(`snapshot ${r.id.slice(0, 8)}  ${r.files} files, ${formatBytes(r.bytesNew)} new, ${r.ms} ms`);

@@ -361,5 +361,11 @@ export interface TreeNode {
    * Absent means 1. Readers that only restore bytes can ignore it.
    */
   tail?: number;
+  /**
+   * A SQLite db stored as a consistent copy whose agent names its key table (Codex's `threads`,
+   * opencode's `session`): that table and how many rows the copy holds. The loss guard compares
+   * it with the next snapshot's (docs/FORMAT.md §8). Readers that only restore bytes can ignore it.
+   */
+  rows?: { table: string; count: number };
   target?: string;
 }

@@ -139,7 +139,6 @@ export function snapshotShapeError(raw: unknown): string | undefined {
   for (const k of ["parent", "imported", "user", "program"] as const) if (s[k] !== undefined && !isStr(s[k])) return `${k} is not a string`;
   if (s.agents !== undefined && (!s.agents || typeof s.agents !== "object" || Array.isArray(s.agents) || !Object.values(s.agents).every(isStr))) return "agents is not an object of agent names";
   for (const k of ["skipped", "changedWhileRead", "special"] as const) if (s[k] !== undefined && !Array.isArray(s[k])) return `${k} is not a list`;
-  if (s.cleanup !== undefined && (!s.cleanup || typeof s.cleanup !== "object" || Array.isArray(s.cleanup))) return "cleanup is not an object";
   return undefined;
 }
 

@@ -20,7 +20,7 @@ import { isInside, META_ROOT_NAME, type Config, type WatchSettings } from "../co
 import { sessionsDir } from "../agents/pi/paths.js";
 import { parseSessionFileName } from "../agents/pi/writer.js";
 import { AGENT_CLEANUP_TAG, type AgentCleanup, type CleanupRecord } from "../repo/format.js";
-import type { AgeCleanup } from "../agents/types.js";
+import type { AgeCleanup, FileRef } from "../agents/types.js";
 import type { ParentFile } from "./snapshotter.js";
 import type { SourceRoot } from "./sources.js";
 
@@ -28,7 +28,8 @@ import type { SourceRoot } from "./sources.js";
 export const ACCEPT_LOSS_COMMAND = "pi-guard snapshot --accept-loss";
 
 export interface LossVerdict {
-  reason: "files" | "sessions";
+  /** files: most files vanished; sessions: every session file of an agent; rows: a SQLite db lost most rows of its key table. */
+  reason: "files" | "sessions" | "rows";
   /** Files of the last whole snapshot. */
   filesBefore: number;
   /** Files this snapshot holds. */
@@ -39,6 +40,8 @@ export interface LossVerdict {
   sample: string[];
   /** The last whole snapshot's id, when the caller named it (it is not the parent when the roots changed). */
   against?: string;
+  /** reason "rows": each db that lost most rows of its key table ("root:path"). */
+  rows?: { file: string; table: string; before: number; now: number }[];
 }
 
 export function judgeLoss(
@@ -50,7 +53,13 @@ export function judgeLoss(
   against?: string,
 ): LossVerdict | undefined {
   const gone = parentFiles.filter((f) => !f.found);
-  if (gone.length === 0) return undefined;
+  // A db emptied in place (a migration that dropped the sessions) vanishes from no folder.
+  const shrunk = parentFiles.flatMap((f) => {
+    const r = f.rows;
+    const lostRows = r ? r.before - r.now : 0;
+    return r && lostRows >= rule.minFiles && lostRows >= rule.fraction * r.before ? [{ file: `${f.root}:${f.path}`, table: r.table, before: r.before, now: r.now }] : [];
+  });
+  if (gone.length === 0 && shrunk.length === 0) return undefined;
   const groups = new Map<string, { total: number; gone: number }>();
   for (const f of parentFiles) {
     const g = sessionGroup(f);
@@ -71,6 +80,7 @@ export function judgeLoss(
   });
   if ([...groups.values()].some((g) => g.total > 0 && g.gone === g.total)) return verdict("sessions");
   if (gone.length >= rule.minFiles && gone.length >= rule.fraction * parentFiles.length) return verdict("files");
+  if (shrunk.length) return { ...verdict("rows"), rows: shrunk, sample: shrunk.slice(0, 5).map((r) => r.file) };
   return undefined;
 }
 
@@ -89,6 +99,8 @@ export interface CleanupJudge {
   cleanupOf: (agent: string) => AgeCleanup | undefined;
   /** When the snapshot is taken, ms. */
   now: number;
+  /** Files of this scan the last whole snapshot lacks: a session begun since counts as one that remains. */
+  newFiles?: readonly FileRef[];
 }
 
 /**
@@ -97,7 +109,8 @@ export interface CleanupJudge {
  * once" rule would call a loss, and which is not one. Per agent, the files of the last whole
  * snapshot that are gone are that agent's cleanup when every one of them was recorded with an
  * mtime older than the agent's days, at least one is a session file, and a session file of that
- * agent is still there (a wipe takes the new ones too). Anything else gone stays for judgeLoss.
+ * agent is still there, an older one or one begun since (the sweep runs as the agent starts a
+ * session; a wipe takes every one). Anything else gone stays for judgeLoss.
  * Returns the cleanups found and the files they account for.
  */
 export function judgeCleanup(parentFiles: readonly ParentFile[], judge: CleanupJudge): { agents: AgentCleanup[]; swept: Set<ParentFile> } | undefined {
@@ -113,6 +126,11 @@ export function judgeCleanup(parentFiles: readonly ParentFile[], judge: CleanupJ
     const list = gone.get(agent);
     if (list) list.push(f);
     else gone.set(agent, [f]);
+  }
+  for (const f of judge.newFiles ?? []) {
+    const file = { ...f, found: true };
+    const agent = judge.agentOf(file);
+    if (agent !== undefined && judge.sessionOf(file) === agent) sessionsLeft.add(agent);
   }
   const agents: AgentCleanup[] = [];
   const swept = new Set<ParentFile>();
@@ -148,11 +166,11 @@ export function judgeSnapshot(
   filesNow: number,
   config: Pick<Config, "agentDir" | "roots" | "watch"> & Partial<Pick<Config, "rootAgents" | "agents">>,
   against: string | undefined,
-  now = Date.now(),
+  opts: { now?: number; newFiles?: readonly FileRef[] } = {},
 ): GuardVerdict {
   const sessionOf = sessionFileTest(config);
   const anyGone = parentFiles.some((f) => !f.found);
-  const sweep = anyGone && against ? judgeCleanup(parentFiles, { agentOf: agentOfRoot(config), sessionOf, cleanupOf: (agent) => ageCleanupOf(config, agent), now }) : undefined;
+  const sweep = anyGone && against ? judgeCleanup(parentFiles, { agentOf: agentOfRoot(config), sessionOf, cleanupOf: (agent) => ageCleanupOf(config, agent), now: opts.now ?? Date.now(), newFiles: opts.newFiles }) : undefined;
   const judged = sweep ? parentFiles.map((f) => (sweep.swept.has(f) ? { ...f, found: true } : f)) : parentFiles;
   const loss = judgeLoss(judged, filesNow, config.watch.suspectLoss, sessionOf, against);
   return { ...(loss ? { loss } : {}), ...(sweep && against ? { cleanup: { against, agents: sweep.agents } } : {}) };
@@ -183,7 +201,7 @@ export function describeCleanup(c: CleanupRecord, snapshotId: string): string {
   const clean = (s: string) => s.replace(/[\u0000-\u001f\u007f]/g, "?");
   const parts = c.agents.map((a) => {
     const sample = a.sample.slice(0, 3).map(clean).join(", ");
-    return `${clean(a.agent)} removed ${a.sessions} session file(s) (${a.files} file(s)) older than ${a.days} days${a.setting ? ` (${clean(a.setting)})` : ""}, e.g. ${sample}${a.sessions > 3 ? ", ..." : ""}`;
+    return `${a.sessions} ${clean(a.agent)} session file(s) (${a.files} file(s)) older than ${a.days} days were removed${a.setting ? ` (${clean(a.setting)})` : ""}, e.g. ${sample}${a.sessions > 3 ? ", ..." : ""}`;
   });
   return `agent cleanup: ${parts.join("; ")}. Snapshot ${snapshotId.slice(0, 8)} is tagged ${AGENT_CLEANUP_TAG}; what was removed stays restorable from snapshot ${c.against.slice(0, 8)}, which forget keeps whatever the policy`;
 }
@@ -263,13 +281,17 @@ function sessionName(rel: string): string | undefined {
  * The loss was counted against `v.against`, else `parent`.
  */
 export function describeLoss(v: LossVerdict, snapshotId: string, parent: string | undefined): string {
-  const what = v.reason === "sessions" ? "every session file is gone" : "most files vanished at once";
   const against = v.against ?? parent;
   const of = against ? ` of snapshot ${against.slice(0, 8)}` : "";
   // eslint-disable-next-line no-control-regex
-  const sample = v.sample.slice(0, 3).map((s) => s.replace(/^agent:/, "").replace(/[\u0000-\u001f\u007f]/g, "?")).join(", ");
+  const clean = (s: string) => s.replace(/^agent:/, "").replace(/[\u0000-\u001f\u007f]/g, "?");
+  const sample = v.sample.slice(0, 3).map(clean).join(", ");
+  const what =
+    v.reason === "rows"
+      ? `a database lost most of its sessions (${(v.rows ?? []).slice(0, 3).map((r) => `${clean(r.file)}: ${r.now} of ${r.before} rows of table ${clean(r.table)} left`).join(", ")}${of})`
+      : `${v.reason === "sessions" ? "every session file is gone" : "most files vanished at once"} (${v.lost} of ${v.filesBefore} files${of}, e.g. ${sample}${v.lost > 3 ? ", ..." : ""})`;
   return (
-    `SUSPECTED LOSS: ${what} (${v.lost} of ${v.filesBefore} files${of}, e.g. ${sample}${v.lost > 3 ? ", ..." : ""}); ` +
+    `SUSPECTED LOSS: ${what}; ` +
     `snapshot ${snapshotId.slice(0, 8)} is tagged suspect-loss and is not "latest": \`pi-guard restore latest\` brings them back; ` +
     `if you deleted them on purpose, \`${ACCEPT_LOSS_COMMAND}\` accepts the deletion`
   );

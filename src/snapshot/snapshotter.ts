@@ -17,7 +17,7 @@ import { nodeKey, readTree, TreeWriter } from "./tree.js";
 import { DEFAULT_FULL_READ_INTERVAL_MS } from "./sources.js";
 import { placeIn, rootPathsOf, ScanPlaces } from "./loss-guard.js";
 import { PROGRAM } from "../version.js";
-import type { CopyKind } from "../agents/types.js";
+import type { CopyKind, FileRef } from "../agents/types.js";
 import { copySqlite, SqliteBusy, sqliteDbOf } from "./sqlite-copy.js";
 import { hostName } from "../host.js";
 
@@ -39,7 +39,7 @@ export interface SnapshotOptions {
    * guard): `parentFiles` are the files of `baseline`, the last whole snapshot (findBases), each
    * marked found or not by this scan.
    */
-  tagsAtCommit?: (scan: { files: number; parent?: SnapshotRecord; baseline?: SnapshotRecord; parentFiles: () => ParentFile[] }) => string[];
+  tagsAtCommit?: (scan: { files: number; parent?: SnapshotRecord; baseline?: SnapshotRecord; parentFiles: () => ParentFile[]; newFiles: () => readonly FileRef[] }) => string[];
   /** Called after tagsAtCommit: an agent's age-based cleanup the guard recognised, recorded in the snapshot (`cleanup`). */
   cleanupAtCommit?: () => CleanupRecord | undefined;
   /**
@@ -58,10 +58,12 @@ export interface SnapshotOptions {
    * `-wal`/`-shm`/`-journal` are not stored at all. Undefined: every file is read as bytes.
    */
   copyKind?: (root: string, path: string) => CopyKind | undefined;
+  /** A `sqlite-wal` db's key table (CopyRule.keyTable): its rows are counted in the copy and recorded in the node (`rows`). */
+  keyTable?: (root: string, path: string) => string | undefined;
 }
 
 /** How much of the parent a snapshot may trust instead of reading, and how files are copied (SnapshotOptions). */
-export type ReadPolicy = Pick<SnapshotOptions, "fullReadIntervalMs" | "readAll" | "copyKind">;
+export type ReadPolicy = Pick<SnapshotOptions, "fullReadIntervalMs" | "readAll" | "copyKind" | "keyTable">;
 
 /** A file of the last whole snapshot (mostly the parent), and whether this snapshot's scan found it again. */
 export interface ParentFile {
@@ -70,6 +72,8 @@ export interface ParentFile {
   found: boolean;
   /** Its mtime as that snapshot recorded it (the age-based cleanup verdict reads it); absent when unknown. */
   mtimeMs?: number;
+  /** A SQLite db's key-table rows, as that snapshot recorded them and as this one counted them (both present, same table, or neither). */
+  rows?: { table: string; before: number; now: number };
 }
 
 export interface SnapshotProgress {
@@ -111,7 +115,7 @@ const RACY_MS = 20;
 const AHEAD_MS = 1000;
 
 /** What a file node records about its bytes (the node is built in addEntry). */
-type StoredFile = Required<Pick<TreeNode, "ino" | "content" | "size" | "mtimeMs">> & Pick<TreeNode, "tail" | "fullReadMs" | "ctimeMs">;
+type StoredFile = Required<Pick<TreeNode, "ino" | "content" | "size" | "mtimeMs">> & Pick<TreeNode, "tail" | "fullReadMs" | "ctimeMs" | "rows">;
 
 /** What reading a file's bytes gives: the blob list, before the stat fields are added. */
 type StoredBytes = Pick<StoredFile, "content" | "size" | "tail">;
@@ -151,7 +155,7 @@ const OPEN_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBL
 
 /** Take a snapshot of `opts.roots` into `repo`, holding an append lock throughout (docs/FORMAT.md §9). */
 export function createSnapshot(repo: Repository, opts: SnapshotOptions): Promise<SnapshotResult> {
-  const reading = { fullReadIntervalMs: opts.fullReadIntervalMs, readAll: opts.readAll, copyKind: opts.copyKind };
+  const reading = { fullReadIntervalMs: opts.fullReadIntervalMs, readAll: opts.readAll, copyKind: opts.copyKind, keyTable: opts.keyTable };
   const settings = { command: "snapshot", lockWaitMs: opts.lockWaitMs, onProgress: opts.onProgress, signal: opts.signal, reading };
   return withSnapshotBuilder(repo, settings, async (builder) => {
     const host = opts.host ?? hostName();
@@ -179,7 +183,7 @@ export function createSnapshot(repo: Repository, opts: SnapshotOptions): Promise
     }
     const skip = (root: string, rel: string, err: NodeJS.ErrnoException) => builder.skip(root, rel, err);
     for await (const entry of scanSources(opts.roots, opts.filter, skip)) await builder.addEntry(entry);
-    const extra = opts.tagsAtCommit?.({ files: builder.files, parent, baseline, parentFiles: () => builder.parentFiles() }) ?? [];
+    const extra = opts.tagsAtCommit?.({ files: builder.files, parent, baseline, parentFiles: () => builder.parentFiles(), newFiles: () => builder.newFiles }) ?? [];
     const cleanup = opts.cleanupAtCommit?.();
     return builder.commit({ host, roots: opts.roots, rootAgents: opts.rootAgents, tags: [...(opts.tags ?? []), ...extra], parent: parent?.id, cleanup });
   });
@@ -251,6 +255,9 @@ export async function findBases(repo: Repository, parentId: string | undefined, 
   return { parent, baseline };
 }
 
+/** New files a builder remembers for the loss guard: enough to see that a new session began, bounded on a first snapshot. */
+const MAX_NEW_FILES = 1000;
+
 /** A tree node's recorded mtime, when it is a finite number (a tree is untrusted). */
 const mtimeOf = (n: { mtimeMs?: unknown }): { mtimeMs?: number } => (typeof n.mtimeMs === "number" && Number.isFinite(n.mtimeMs) ? { mtimeMs: n.mtimeMs } : {});
 
@@ -269,6 +276,7 @@ function fileNode(base: Pick<TreeNode, "root" | "path" | "pathBytes" | "mode">, 
     mode: base.mode,
     ino: f.ino,
     ...(f.fullReadMs !== undefined ? { fullReadMs: f.fullReadMs } : {}),
+    ...(f.rows ? { rows: f.rows } : {}),
     content: f.content,
     ...(tailField(f.tail ?? 1) ? { tail: f.tail } : {}),
     size: f.size,
@@ -321,6 +329,9 @@ export class SnapshotBuilder {
 
   private readonly parentFound = new Set<string>();
 
+  /** Files of this scan the parent lacks (the first MAX_NEW_FILES): a session started since (the age-based cleanup verdict). */
+  readonly newFiles: FileRef[] = [];
+
   /** The last whole snapshot when it is not the parent (its roots differ): its files, and where this scan found files. */
   private baseline?: { files: { root: string; path: string; place?: string; mtimeMs?: number }[]; scanned: ScanPlaces };
 
@@ -328,7 +339,16 @@ export class SnapshotBuilder {
   parentFiles(): ParentFile[] {
     const b = this.baseline;
     if (b) return b.files.map((f) => ({ root: f.root, path: f.path, found: b.scanned.has(f.place, f.path), ...mtimeOf(f) }));
-    return [...this.parentNodes].map(([key, n]) => ({ root: n.root, path: n.path, found: this.parentFound.has(key), ...mtimeOf(n) }));
+    return [...this.parentNodes].map(([key, n]) => ({ root: n.root, path: n.path, found: this.parentFound.has(key), ...mtimeOf(n), ...this.rowsOf(key, n) }));
+  }
+
+  /** The key-table rows the parent recorded for a db and the ones this scan counted, when both are there for the same table. */
+  private rowsOf(key: string, n: TreeNode): { rows?: ParentFile["rows"] } {
+    const was: unknown = n.rows;
+    const now = this.rowsNow.get(key);
+    if (!now || typeof was !== "object" || was === null) return {};
+    const { table, count } = was as { table?: unknown; count?: unknown };
+    return table === now.table && Number.isSafeInteger(count) && (count as number) >= 0 ? { rows: { table: now.table, before: count as number, now: now.count } } : {};
   }
 
   /** Judge this scan against `baseline` (of other roots than `roots`, this snapshot's) instead of the parent. */
@@ -380,6 +400,7 @@ export class SnapshotBuilder {
     } else {
       // Found, as for the parent: a file that vanishes between the scan and its read was there.
       this.baseline?.scanned.add(entry.root, entry.path);
+      if (this.newFiles.length < MAX_NEW_FILES && !this.parentNodes.has(nodeKey(entry.root, entry.pathBytes ?? entry.path))) this.newFiles.push({ root: entry.root, path: entry.path });
       // A SQLite db's side files are in its consistent copy (scanned in path order, the db comes first).
       const db = sqliteDbOf(entry.path);
       if (db !== undefined && (this.sqliteStored.has(nodeKey(entry.root, db)) || this.sqliteSkipped.has(nodeKey(entry.root, db)))) return;
@@ -407,6 +428,9 @@ export class SnapshotBuilder {
     await this.tree.add(node);
   }
 
+  /** The key-table rows of the SQLite dbs this snapshot copied, by node key (for the loss guard). */
+  private readonly rowsNow = new Map<string, { table: string; count: number }>();
+
   /** SQLite dbs stored as consistent copies in this snapshot, and those that could not be (their side files are no use alone), by node key. */
   private readonly sqliteStored = new Set<string>();
   private readonly sqliteSkipped = new Set<string>();
@@ -423,7 +447,7 @@ export class SnapshotBuilder {
     if (prev) this.parentFound.add(key);
     let copy;
     try {
-      copy = await copySqlite(entry.abs as string, { stagingDir: this.repo.stagingDir });
+      copy = await copySqlite(entry.abs as string, { stagingDir: this.repo.stagingDir, countRows: this.reading.keyTable?.(entry.root, entry.path) });
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
       if (err instanceof SqliteBusy) {
@@ -452,7 +476,8 @@ export class SnapshotBuilder {
         const bytes = await this.storeWhole(handle, 0, copy.size, []);
         this.sqliteStored.add(key);
         this.count(prev ? "changed" : "new", bytes.size, entry.path);
-        return { ino: entry.stat.ino, ...bytes, mtimeMs: entry.stat.mtimeMs, fullReadMs: Date.now() };
+        if (copy.rows) this.rowsNow.set(key, copy.rows);
+        return { ino: entry.stat.ino, ...bytes, mtimeMs: entry.stat.mtimeMs, fullReadMs: Date.now(), ...(copy.rows ? { rows: copy.rows } : {}) };
       } finally {
         await handle.close();
       }

@@ -46,6 +46,8 @@ export interface SqliteCopyOptions {
   timeoutMs?: number;
   /** Copies taken before giving up on a db that a checkpoint rewrites during every one. */
   attempts?: number;
+  /** Count this table's rows in the copy (SqliteCopy.rows); a db without it has no count. */
+  countRows?: string;
 }
 
 export interface SqliteCopy {
@@ -56,6 +58,8 @@ export interface SqliteCopy {
   attempts: number;
   /** The pages the backup copied. */
   pages: number;
+  /** With `countRows`: that table's rows in the copy, when it has the table. */
+  rows?: { table: string; count: number };
   dispose(): Promise<void>;
 }
 
@@ -172,7 +176,7 @@ export async function copySqlite(dbPath: string, opts: SqliteCopyOptions): Promi
       await copyIfThere(`${dbPath}-journal`, `${raw}-journal`);
       const after = await fs.lstat(dbPath).catch(() => undefined);
       if (after && (sameStat(before, after) || (await sameWal(walBefore, `${raw}-wal`, `${dbPath}-wal`)))) {
-        return { ...(await backupCopy(dbPath, raw, path.join(dir, "copy.db"), deadline)), attempts: attempt, dispose };
+        return { ...(await backupCopy(dbPath, raw, path.join(dir, "copy.db"), deadline, opts.countRows)), attempts: attempt, dispose };
       }
       if (attempt >= attempts) throw new SqliteBusy(`${dbPath}: rewritten by a checkpoint during each of ${attempts} copies`);
       await new Promise((r) => setTimeout(r, 10 * attempt));
@@ -184,7 +188,7 @@ export async function copySqlite(dbPath: string, opts: SqliteCopyOptions): Promi
 }
 
 /** Opens the raw copy (SQLite recovers its WAL), backs it up into `out` and checks the result. */
-async function backupCopy(dbPath: string, raw: string, out: string, deadline: number): Promise<{ path: string; size: number; pages: number }> {
+async function backupCopy(dbPath: string, raw: string, out: string, deadline: number, countRows?: string): Promise<{ path: string; size: number; pages: number; rows?: { table: string; count: number } }> {
   const corrupt = (why: string) => new RepoError(`${dbPath}: not a sound SQLite database (${why})`, "corrupt");
   let pages = 0;
   let db: Database | undefined;
@@ -205,10 +209,12 @@ async function backupCopy(dbPath: string, raw: string, out: string, deadline: nu
     db?.close();
   }
   let check: Database | undefined;
+  let rows: { table: string; count: number } | undefined;
   try {
     check = new (sqlite())(out, { fileMustExist: true });
     const result = check.pragma("integrity_check", { simple: true });
     if (result !== "ok") throw corrupt(`integrity_check: ${String(result).split("\n")[0]}`);
+    if (countRows !== undefined) rows = countTable(check, countRows);
   } catch (err) {
     if (isCorruption(err)) throw corrupt(String((err as Error).message));
     throw err;
@@ -217,5 +223,13 @@ async function backupCopy(dbPath: string, raw: string, out: string, deadline: nu
   }
   // Opening the output may have made side files of its own in the staging folder; the copy is the db alone.
   for (const s of SQLITE_SIDE_SUFFIXES) await fs.rm(out + s, { force: true });
-  return { path: out, size: (await fs.stat(out)).size, pages };
+  return { path: out, size: (await fs.stat(out)).size, pages, ...(rows ? { rows } : {}) };
+}
+
+/** A table's row count, or undefined when the db has no such table (an older or newer schema). */
+function countTable(db: Database, table: string): { table: string; count: number } | undefined {
+  const there = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(table);
+  if (!there) return undefined;
+  const row = db.prepare(`SELECT count(*) AS n FROM "${table.replace(/"/g, '""')}"`).get() as { n: number };
+  return { table, count: Number(row.n) };
 }

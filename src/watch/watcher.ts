@@ -13,7 +13,7 @@
  *   (full-scan.ts), rebuilding every watch if it finds a change no event reported.
  * - Health (health.ts) is judged on every tick; each change of it runs the alert command (alert.ts).
  */
-import { guardedCopyKind } from "../snapshot/copy-kind.js";
+import { guardedCopyKind, guardedKeyTable } from "../snapshot/copy-kind.js";
 import { promises as fs, statSync } from "node:fs";
 import path from "node:path";
 import type { FSWatcher } from "chokidar";
@@ -588,12 +588,13 @@ export class Watcher {
         filter: this.config.filter,
         fullReadIntervalMs: this.config.snapshot.fullReadIntervalMs,
         copyKind: guardedCopyKind(this.config),
+        keyTable: guardedKeyTable(this.config),
         host: this.state.host,
         lockWaitMs,
         signal: this.abandon.signal,
-        tagsAtCommit: ({ files, baseline, parentFiles }) => {
+        tagsAtCommit: ({ files, baseline, parentFiles, newFiles }) => {
           const parent = parentFiles();
-          ({ loss: verdict, cleanup } = judgeSnapshot(parent, files, this.config, baseline?.id));
+          ({ loss: verdict, cleanup } = judgeSnapshot(parent, files, this.config, baseline?.id, { newFiles: newFiles() }));
           // A deletion still under way, below the threshold so far: committing now would make the
           // half-deleted state the last whole one, and the rest of the loss would be judged
           // against it. Put the snapshot off until the deletion is quiet (at most SETTLE_MAX_MS).
@@ -688,6 +689,7 @@ export class Watcher {
     this.opts.log.write("error", "suspect-loss", {
       snapshot: id,
       reason: v.reason,
+      ...(v.rows ? { rows: v.rows } : {}),
       filesBefore: v.filesBefore,
       filesNow: v.filesNow,
       lost: v.lost,

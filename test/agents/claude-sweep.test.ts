@@ -76,7 +76,7 @@ describe("Claude Code: the cleanup sweep is recorded, and what it took stays res
     expect(event.agents).toEqual([expect.objectContaining({ agent: "claude", days: 30, sessions: 1, sample: [`claude:${rel(third.transcript)}`] })]);
     expect(event.message).toContain(rel(third.transcript));
     expect(readLog(sb).some((e) => e.event === "suspect-loss")).toBe(false);
-    await waitFor("the watcher's stderr line", () => watch!.stderr().includes("agent cleanup: claude removed 1 session file(s)"));
+    await waitFor("the watcher's stderr line", () => watch!.stderr().includes("agent cleanup: 1 claude session file(s) (1 file(s)) older than 30 days were removed (cleanupPeriodDays 30 (not set: the default))"));
     expect((await stopWatch(watch)).code).toBe(0);
     const watchSwept = event.snapshot as string;
 

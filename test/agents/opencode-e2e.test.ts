@@ -2,7 +2,8 @@
 // call) is snapshotted by the built pi-guard CLI, the data dir is wiped as in the pi incident, the
 // guard flags the next snapshot, `restore latest` brings the db back (the same rows, integrity_check
 // ok, no stale -wal/-shm), and opencode itself continues the session and answers in it. A second
-// case snapshots while opencode writes: the restored db is sound and opencode lists the session.
+// case snapshots while opencode writes: the restored db is sound and opencode lists the session. A
+// third deletes the sessions from the db in place, with no file vanishing: still a suspected loss.
 import Database from "better-sqlite3";
 import { existsSync, readdirSync, rmSync } from "node:fs";
 import path from "node:path";
@@ -11,6 +12,7 @@ import { opencodeAdapter } from "../../src/agents/opencode/index.js";
 import { loadConfig } from "../../src/config/config.js";
 import { openRepository } from "../../src/engine.js";
 import { BlobReader } from "../../src/repo/blob-reader.js";
+import type { TreeNode } from "../../src/repo/format.js";
 import { SealPool } from "../../src/repo/seal-pool.js";
 import { copySqlite } from "../../src/snapshot/sqlite-copy.js";
 import { readTree } from "../../src/snapshot/tree.js";
@@ -45,14 +47,17 @@ async function rows(sb: Sandbox, file: string): Promise<{ integrity: unknown; se
   }
 }
 
-/** root:path of every file in a snapshot, read back through the library. */
-async function storedFiles(sb: Sandbox, id: string): Promise<string[]> {
+/** Every file node of a snapshot, read back through the library. */
+async function storedNodes(sb: Sandbox, id: string): Promise<TreeNode[]> {
   const repo = await openRepository(loadConfig({}, sb.env));
   await repo.loadIndex();
-  const out: string[] = [];
-  for await (const n of readTree(new BlobReader(repo, new SealPool(0)), (await repo.loadSnapshot(id)).tree)) if (n.type === "file") out.push(`${n.root}:${n.path}`);
+  const out: TreeNode[] = [];
+  for await (const n of readTree(new BlobReader(repo, new SealPool(0)), (await repo.loadSnapshot(id)).tree)) if (n.type === "file") out.push(n);
   return out;
 }
+
+/** root:path of every file in a snapshot. */
+const storedFiles = async (sb: Sandbox, id: string): Promise<string[]> => (await storedNodes(sb, id)).map((n) => `${n.root}:${n.path}`);
 
 const wipe = (dir: string) => {
   for (const name of readdirSync(dir)) rmSync(path.join(dir, name), { recursive: true, force: true });
@@ -140,4 +145,37 @@ describe("opencode end to end (real opencode 1.18.33, offline)", () => {
     for (const s of back.sessions as { id: string }[]) expect(list.stdout).toContain(s.id);
     expect(run.text).toContain("word59");
   }, 300_000);
+
+  it("a db that loses most of its sessions in place (a bad migration, anomalyco/opencode #13560): the snapshot records the session rows, flags the shrink as a suspected loss (rows), and restore latest brings them back", async () => {
+    sb = makeSandbox("oc-rows");
+    server = await startOpencodeModel([say("one")]);
+    for (const word of ["one", "two", "three"]) {
+      server.setScript([say(`answer ${word}`)]);
+      await runOpencode(sb, server, `prompt ${word}`);
+    }
+    expect((await rows(sb, opencodeDb(sb))).sessions).toHaveLength(3);
+    await initRepo(sb);
+    const whole = await snapshot(sb);
+    expect((await storedNodes(sb, whole.snapshotId)).find((n) => n.path === "opencode.db")?.rows).toEqual({ table: "session", count: 3 });
+
+    // The migration's loss: the rows go, the file stays (opencode is not running).
+    const db = new Database(opencodeDb(sb));
+    db.prepare("DELETE FROM session").run();
+    db.close();
+    expect((await rows(sb, opencodeDb(sb))).sessions).toHaveLength(0);
+
+    const flagged = await cli(sb, ["snapshot", "--json"]);
+    expect(flagged.code, flagged.stderr).toBe(1);
+    expect(flagged.stderr).toMatch(/SUSPECTED LOSS: a database lost most of its sessions \(opencode:opencode\.db: 0 of 3 rows of table session left/);
+    const v = flagged.json<{ tags: string[]; suspectLoss: { reason: string; rows: unknown[]; against: string } }>();
+    expect(v.tags).toEqual(["suspect-loss"]);
+    expect(v.suspectLoss).toMatchObject({ reason: "rows", against: whole.snapshotId, rows: [{ file: "opencode:opencode.db", table: "session", before: 3, now: 0 }] });
+
+    const restored = (await ok(sb, ["restore", "latest", "--json"])).json<{ snapshotId: string }>();
+    expect(restored.snapshotId).toBe(whole.snapshotId);
+    expect((await rows(sb, opencodeDb(sb))).sessions).toHaveLength(3);
+    // Whole again: the next snapshot is no loss.
+    const again = (await ok(sb, ["snapshot", "--json"])).json<{ tags: string[]; suspectLoss: unknown }>();
+    expect(again).toMatchObject({ tags: [], suspectLoss: null });
+  });
 });

@@ -10,7 +10,7 @@ import { AGENT_CLEANUP_TAG, type Snapshot } from "../../src/repo/format.js";
 import type { SnapshotRecord } from "../../src/repo/repository.js";
 import { applyPolicy } from "../../src/repo/retention.js";
 import { shipSelection } from "../../src/repo/replicate.js";
-import { judgeCleanup, judgeSnapshot } from "../../src/snapshot/loss-guard.js";
+import { describeLoss, judgeCleanup, judgeLoss, judgeSnapshot } from "../../src/snapshot/loss-guard.js";
 import type { ParentFile } from "../../src/snapshot/snapshotter.js";
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -51,6 +51,11 @@ describe("judgeCleanup: an agent's age-based cleanup", () => {
   it("every transcript gone, old ones too: no cleanup (a wipe takes the new ones)", () => {
     expect(judgeCleanup(claudeFiles([{ ageDays: 40, gone: true }, { ageDays: 50, gone: true }]), judge)).toBeUndefined();
   });
+  it("every old transcript gone as a new session begins (the sweep runs as the agent starts): a cleanup", () => {
+    const files = claudeFiles([{ ageDays: 40, gone: true }, { ageDays: 50, gone: true }]);
+    expect(judgeCleanup(files, { ...judge, newFiles: [{ root: "claude", path: "todos/x.json" }] })).toBeUndefined();
+    expect(judgeCleanup(files, { ...judge, newFiles: [{ root: "claude", path: "projects/-p/new.jsonl" }] })!.agents[0]).toMatchObject({ agent: "claude", sessions: 2 });
+  });
   it("a file with no recorded mtime: no cleanup", () => {
     const files = claudeFiles([{ ageDays: 40, gone: true }, { ageDays: 1, gone: false }]);
     delete files[0].mtimeMs;
@@ -81,11 +86,11 @@ describe("judgeSnapshot: a sweep is recorded, not a suspected loss", () => {
     try {
       // Six old transcripts swept, one new one left: "most files at once" alone would call it a loss.
       const files = claudeFiles([...Array.from({ length: 6 }, () => ({ ageDays: 45, gone: true })), { ageDays: 1, gone: false }]);
-      const v = judgeSnapshot(files, 1, config(sb.root), "a".repeat(64), NOW);
+      const v = judgeSnapshot(files, 1, config(sb.root), "a".repeat(64), { now: NOW });
       expect(v.loss).toBeUndefined();
       expect(v.cleanup).toMatchObject({ against: "a".repeat(64), agents: [{ agent: "claude", days: 30, files: 6, sessions: 6 }] });
       // Without a last whole snapshot to name, nothing is recorded (and the rule is judgeLoss's alone).
-      expect(judgeSnapshot(files, 1, config(sb.root), undefined, NOW).cleanup).toBeUndefined();
+      expect(judgeSnapshot(files, 1, config(sb.root), undefined, { now: NOW }).cleanup).toBeUndefined();
     } finally {
       sb.cleanup();
     }
@@ -93,7 +98,7 @@ describe("judgeSnapshot: a sweep is recorded, not a suspected loss", () => {
   it("every transcript gone: still a suspected loss", () => {
     const sb = makeSandbox("cleanup-unit");
     try {
-      const v = judgeSnapshot(claudeFiles([{ ageDays: 45, gone: true }, { ageDays: 50, gone: true }]), 0, config(sb.root), "a".repeat(64), NOW);
+      const v = judgeSnapshot(claudeFiles([{ ageDays: 45, gone: true }, { ageDays: 50, gone: true }]), 0, config(sb.root), "a".repeat(64), { now: NOW });
       expect(v.loss?.reason).toBe("sessions");
       expect(v.cleanup).toBeUndefined();
     } finally {
@@ -154,4 +159,24 @@ describe("mirrors get what a cleanup removed", () => {
     const all = [rec("a", 1), rec("b", 2), rec("c", 3, { tags: [AGENT_CLEANUP_TAG], cleanup }), rec("d", 4), rec("e", 5)];
     expect(shipSelection(all).map((r) => r.id.slice(0, 1))).toEqual(["b", "c", "e"]);
   });
+});
+
+describe("judgeLoss: a db that lost most rows of its key table", () => {
+  const rule = DEFAULT_WATCH.suspectLoss; // at least 3 and at least half
+  const db = (before: number, now: number): ParentFile => ({ root: "opencode", path: "opencode.db", found: true, rows: { table: "session", before, now } });
+  const isSession = () => undefined;
+  it("10 → 2 sessions: a loss with reason rows, named in the line", () => {
+    const v = judgeLoss([db(10, 2)], 1, rule, isSession, "f".repeat(64))!;
+    expect(v).toMatchObject({ reason: "rows", lost: 0, rows: [{ file: "opencode:opencode.db", table: "session", before: 10, now: 2 }], sample: ["opencode:opencode.db"] });
+    expect(describeLoss(v, "e".repeat(64), undefined)).toMatch(/^SUSPECTED LOSS: a database lost most of its sessions \(opencode:opencode\.db: 2 of 10 rows of table session left of snapshot ffffffff\); snapshot eeeeeeee is tagged suspect-loss/);
+  });
+  for (const [before, now, why] of [
+    [10, 6, "under the fraction"],
+    [4, 2, "under minFiles"],
+    [3, 5, "grown"],
+  ] as const) {
+    it(`${before} → ${now}: no loss (${why})`, () => {
+      expect(judgeLoss([db(before, now)], 1, rule, isSession)).toBeUndefined();
+    });
+  }
 });

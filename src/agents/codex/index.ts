@@ -119,6 +119,7 @@ export const codexAdapter: AgentAdapter = {
     { root: CODEX_ROOT, glob: "archived_sessions/**/*.jsonl", kind: "append-jsonl" },
     { root: CODEX_ROOT, glob: "history.jsonl", kind: "append-jsonl" },
     { root: CODEX_ROOT, glob: "session_index.jsonl", kind: "append-jsonl" },
+    { root: CODEX_ROOT, glob: "state_*.sqlite", kind: "sqlite-wal", keyTable: "threads" },
     { root: CODEX_ROOT, glob: "*.sqlite", kind: "sqlite-wal" },
     { root: CODEX_ROOT, glob: "*.sqlite-{wal,shm}", kind: "sqlite-wal" },
     { root: CODEX_ROOT, glob: "*.json", kind: "rewrite-json" },

@@ -210,8 +210,8 @@ export const opencodeAdapter: AgentAdapter = {
   secretFiles: () => SECRETS,
   secretValues: (files) => secretValuesOf(files, SECRETS),
   copyRules: () => [
-    { root: OPENCODE_ROOT, glob: "opencode*.db", kind: "sqlite-wal" },
-    { root: OPENCODE_DB_ROOT, glob: "*.db", kind: "sqlite-wal" },
+    { root: OPENCODE_ROOT, glob: "opencode*.db", kind: "sqlite-wal", keyTable: "session" },
+    { root: OPENCODE_DB_ROOT, glob: "*.db", kind: "sqlite-wal", keyTable: "session" },
     { root: OPENCODE_ROOT, glob: "**/*.json", kind: "rewrite-json" },
   ],
   sessions: {
