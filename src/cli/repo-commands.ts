@@ -179,6 +179,8 @@ Examples:
           ...(restic ? { engine: "restic" } : { changedWhileRead: result.changedWhileRead, special: result.special, notes }),
           ...s,
           suspectLoss: result.loss ?? null,
+          // An agent's own age-based cleanup since the last whole snapshot (not a loss), or null.
+          ...(restic ? {} : { cleanup: result.cleanup ?? null }),
           lossAccepted: r.lossAccepted,
           ...(r.mirrors.length ? { mirrors: r.mirrors.map(shipmentJson) } : {}),
           via,

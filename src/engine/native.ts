@@ -33,6 +33,7 @@ export function snapshotTaken(id: string, s: Snapshot, loss: LossVerdict | undef
     changedWhileRead: s.changedWhileRead ?? [],
     special: s.special ?? [],
     ...(loss ? { loss } : {}),
+    ...(s.cleanup ? { cleanup: s.cleanup } : {}),
   };
 }
 

@@ -8,6 +8,7 @@
  * the same for both, and test/engine/conformance.ts proves that for both.
  */
 import type { RetentionPolicy } from "../config/config.js";
+import type { CleanupRecord } from "../repo/format.js";
 import type { MirrorShipment } from "../repo/ship.js";
 import type { EmptiedGroup } from "../repo/retention.js";
 import type { PruneReport } from "../repo/prune.js";
@@ -51,6 +52,8 @@ export interface EngineSnapshotTaken {
   special: { root: string; path: string; kind: string }[];
   /** Most files of the last whole snapshot vanished: tagged suspect-loss unless accepted. */
   loss?: LossVerdict;
+  /** Native only: an agent's own age-based cleanup removed these since `cleanup.against` (tagged agent-cleanup). */
+  cleanup?: CleanupRecord;
 }
 
 export interface EngineBackupResult {

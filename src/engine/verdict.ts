@@ -12,7 +12,7 @@ import type { EngineBackupResult } from "./types.js";
 export interface SnapshotFinding {
   level: "damaged" | "failure" | "warning";
   /** What it is about: the CLI prints the mirrors' lines with what each mirror got. */
-  kind: "special" | "changed" | "skipped" | "incomplete" | "loss" | "mirror";
+  kind: "special" | "changed" | "skipped" | "incomplete" | "loss" | "cleanup" | "mirror";
   message: string;
 }
 
@@ -31,7 +31,7 @@ export function mirrorFailure(m: MirrorShipment, snapshotId: string, repo: strin
 export async function snapshotFindings(r: EngineBackupResult, repo: string): Promise<SnapshotFinding[]> {
   const s = r.snapshot;
   if (!s) return [];
-  const [{ describeLoss }, { shipped }] = await Promise.all([import("../snapshot/loss-guard.js"), import("../repo/ship.js")]);
+  const [{ describeLoss, describeCleanup }, { shipped }] = await Promise.all([import("../snapshot/loss-guard.js"), import("../repo/ship.js")]);
   const out: SnapshotFinding[] = [];
   for (const k of s.special) out.push({ level: "warning", kind: "special", message: `not backed up: ${shownPath(k.root, k.path)} (a ${k.kind.replace("-", " ")}: no bytes to copy)` });
   for (const k of s.changedWhileRead) out.push({ level: "warning", kind: "changed", message: `${shownPath(k.root, k.path)} changed while it was read (${k.reads} reads): stored as last read, which may mix two versions` });
@@ -42,6 +42,8 @@ export async function snapshotFindings(r: EngineBackupResult, repo: string): Pro
     out.push({ level: "damaged", kind: "incomplete", message: `${what} ${s.id.slice(0, 8)} is incomplete: ${why}${r.engine === "native" ? ' (tagged "incomplete")' : ""}` });
   }
   if (s.loss && !r.lossAccepted) out.push({ level: "failure", kind: "loss", message: describeLoss(s.loss, s.id, s.parent ?? undefined) });
+  // Not a failure: the agent deleted its own old files, and what it took stays restorable.
+  if (s.cleanup) out.push({ level: "warning", kind: "cleanup", message: describeCleanup(s.cleanup, s.id) });
   for (const m of r.mirrors) if (!shipped(m)) out.push({ level: "failure", kind: "mirror", message: mirrorFailure(m, s.id, repo) });
   return out;
 }

@@ -55,7 +55,9 @@ describe("Claude Code: the cleanup sweep is recorded, and what it took stays res
     const swept = await cli(sb, ["snapshot", "--json"], { env });
     expect(swept.code, swept.stderr).toBe(0);
     expect(swept.stderr).not.toMatch(/SUSPECTED LOSS/);
-    expect(swept.json<{ tags: string[]; suspectLoss: unknown }>()).toMatchObject({ tags: ["agent-cleanup"], suspectLoss: null });
+    expect(swept.json<{ tags: string[]; suspectLoss: unknown }>()).toMatchObject({ tags: ["agent-cleanup"], suspectLoss: null, cleanup: { agents: [{ agent: "claude", days: 30, sessions: 1 }] } });
+    // The snapshot says so itself, as a note (exit 0), naming where the session stays.
+    expect(swept.stderr).toMatch(/agent cleanup: 1 claude session file\(s\) .* older than 30 days were removed/);
     const sweptId = swept.json<{ snapshotId: string }>().snapshotId;
 
     // A third session, swept while a watcher runs: its log names it.
