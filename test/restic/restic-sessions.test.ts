@@ -12,6 +12,7 @@ import { cli, expectOneLineError, ok } from "../helpers/cli.js";
 import { callTool, say } from "../helpers/fake-model/server.js";
 import { fauxText, makePiSession } from "../helpers/pi-factory.js";
 import { makeSandbox, type Sandbox, writePiConfigFiles } from "../helpers/tmp.js";
+import { PiGuard } from "../../src/library/guard.js";
 
 const PASSWORD = "restic sessions password";
 let sb: Sandbox;
@@ -73,6 +74,19 @@ describe("restic engine: every agent's sessions", () => {
     const md = await ok(env, ["export", claudeId]);
     expect(md.stdout).toContain("run the echo please");
     expect(md.stdout).toContain("restic-tool-ran");
+  });
+
+  it("the library finds and exports it too: PiGuard over a restic repository uses the same engine catalog", async () => {
+    const guard = await PiGuard.open({ env });
+    try {
+      expect(guard.engine.kind).toBe("restic");
+      const found = await guard.find({ agent: "claude" });
+      expect(found.map((x) => x.record.id)).toEqual([claudeId]);
+      const md = await found[0].export("markdown");
+      expect(md).toContain("restic-tool-ran");
+    } finally {
+      await guard.close();
+    }
   });
 
   it("status --agent and restore --agent are one-line usage errors that change nothing", async () => {
