@@ -79,12 +79,16 @@ export function resticCatalogSnapshots(s: ResticSession, opts: { onUnreadable?: 
     // restic repository strings name the repository; the catalog's caches are keyed by it.
     id: `restic-${createHash("sha256").update(s.repository).digest("hex").slice(0, 16)}`,
     label: "restic snapshot",
-    // No repository yet: live sessions only, as on a native location.
-    snapshotIds: async () =>
-      (await list().catch((err: unknown) => {
+    // No repository yet: live sessions only, as on a native location. The snapshots restic could
+    // not read count too (as a native listing's object names do), so that one damaged snapshot of
+    // several is a warning, and only all of them damage.
+    snapshotIds: async () => {
+      const records = await list().catch((err: unknown) => {
         if (err instanceof RepoError && err.kind === "not-found") return [];
         throw err;
-      })).map((r) => r.id),
+      });
+      return [...records.map((r) => r.id), ...unreadable.map((u) => u.id)];
+    },
     async history(ids) {
       if (!ids.length) return { snapshots: [], unreadable: [...unreadable], files: [] };
       const wanted = new Set(ids);
