@@ -5,7 +5,6 @@
  */
 import type { Config, ConfigFlags } from "../config/config.js";
 import type { ExportFormat } from "../export/index.js";
-import type { Repository } from "../repo/repository.js";
 import type { SessionCatalog, SessionRecord } from "../sessions/catalog.js";
 import type { SessionFilter } from "../sessions/query.js";
 import type { LoadedSession } from "../sessions/read.js";
@@ -15,7 +14,7 @@ import type { SessionEntry } from "../model/session.js";
 import type { OpenedEngine } from "../engine/open.js";
 import type { EngineBackupOptions, EngineBackupResult, EngineRestoreOptions, EngineRestoreResult, EngineSnapshot } from "../engine/types.js";
 import type { SnapshotFinding } from "../engine/verdict.js";
-import { openCatalog, type OpenedCatalog } from "./catalog.js";
+import type { OpenedCatalog } from "./catalog.js";
 
 export interface OpenOptions {
   /** The repository: a folder, s3://bucket/prefix, or restic:<restic repository>. Default: the config's. */
@@ -256,13 +255,8 @@ export class PiGuard {
    * lock once it has read the repository, until close().
    */
   private async catalog(liveOnly: boolean): Promise<SessionCatalog> {
-    const engine = this.engine;
-    if (!liveOnly && !engine.repository) {
-      const { RepoError } = await import("../repo/errors.js");
-      throw new RepoError(`sessions in a ${engine.kind} repository's snapshots are not available through the library yet: pass { liveOnly: true }, or use the CLI (pi-guard sessions list)`, "usage");
-    }
-    const open = (): Promise<Repository> => engine.repository!();
-    const opened = await openCatalog(this.config, open, { liveOnly, lockWaitMs: this.lockWaitMs });
+    // Either engine: a native repository's trees, or a restic one through restic (src/restic/catalog.ts).
+    const opened = await this.engine.sessions({ liveOnly, lockWaitMs: this.lockWaitMs });
     this.catalogs.push(opened);
     return opened.catalog;
   }

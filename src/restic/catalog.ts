@@ -11,7 +11,9 @@ import type { CatalogSnapshots } from "../sessions/catalog-snapshots.js";
 import { newestRun, originalPath, sessionFileAgent, type FileHistory, type SnapshotHistory, type SnapshotMeta } from "../sessions/snapshot-files.js";
 import { findRestic } from "./binary.js";
 import { resticError, spawnRestic, type ResticSession } from "./run.js";
-import { findInResticSnapshots, listResticSnapshots, nodeRoot, type ResticSnapshotRecord } from "./snapshots.js";
+import { findInResticSnapshots, listResticNodes, listResticSnapshots, nodeRoot, type ResticNode, type ResticSnapshotRecord } from "./snapshots.js";
+import { compareStrings } from "../compare.js";
+import { META_ROOT_NAME } from "../sessions/meta.js";
 
 /**
  * The bytes of `file` in restic snapshot `snapshotId`, streamed by `restic dump`: exactly `size`
@@ -45,6 +47,19 @@ async function collect(chunks: AsyncIterable<Uint8Array>): Promise<Buffer> {
   return Buffer.concat(parts);
 }
 
+/** A snapshot's regular files under its roots (pi-guard's own metadata root left out), root-relative and in path order, with the absolute path restic knows each by. */
+function filesOf(meta: SnapshotMeta, nodes: readonly ResticNode[]): (FileInfo & { abs: string })[] {
+  const record = { ...meta, paths: [], user: "" } as ResticSnapshotRecord;
+  const listed: (FileInfo & { abs: string })[] = [];
+  for (const node of nodes) {
+    const where = node.type === "file" ? nodeRoot(record, node.path) : undefined;
+    if (!where || where.root === META_ROOT_NAME) continue;
+    const mtimeMs = node.mtime ? Date.parse(node.mtime) : NaN;
+    listed.push({ root: where.root, path: where.rel, size: node.size, mtimeMs: Number.isFinite(mtimeMs) ? mtimeMs : 0, abs: node.path });
+  }
+  return listed.sort((a, b) => compareStrings(a.root, b.root) || compareStrings(a.path, b.path));
+}
+
 const metaOf = (r: ResticSnapshotRecord): SnapshotMeta => ({ id: r.id, time: r.time, host: r.host, tags: r.tags, roots: r.roots.map((x) => ({ name: x.name, path: x.path })), ...(r.agents ? { agents: { ...r.agents } } : {}), tree: [] });
 
 /** A restic repository's snapshots for the session catalog; `onUnreadable` hears of each snapshot restic cannot read. */
@@ -64,32 +79,28 @@ export function resticCatalogSnapshots(s: ResticSession, opts: { onUnreadable?: 
     // restic repository strings name the repository; the catalog's caches are keyed by it.
     id: `restic-${createHash("sha256").update(s.repository).digest("hex").slice(0, 16)}`,
     label: "restic snapshot",
-    // No repository yet: live sessions only, as on a native location.
-    snapshotIds: async () =>
-      (await list().catch((err: unknown) => {
+    // No repository yet: live sessions only, as on a native location. The snapshots restic could
+    // not read count too (as a native listing's object names do), so that one damaged snapshot of
+    // several is a warning, and only all of them damage.
+    snapshotIds: async () => {
+      const records = await list().catch((err: unknown) => {
         if (err instanceof RepoError && err.kind === "not-found") return [];
         throw err;
-      })).map((r) => r.id),
+      });
+      return [...records.map((r) => r.id), ...unreadable.map((u) => u.id)];
+    },
     async history(ids) {
       if (!ids.length) return { snapshots: [], unreadable: [...unreadable], files: [] };
       const wanted = new Set(ids);
       const snapshots = (await list()).filter((r) => wanted.has(r.id)).map(metaOf);
       const found = await findInResticSnapshots(s, "*");
-      const [{ snapshotRootAgents }, { findAgent }, { META_ROOT_NAME }] = await Promise.all([import("../agents/roots.js"), import("../agents/registry.js"), import("../sessions/meta.js")]);
+      const [{ snapshotRootAgents }, { findAgent }] = await Promise.all([import("../agents/roots.js"), import("../agents/registry.js")]);
       const claims = (agent: string, f: { root: string; path: string }) => findAgent(agent)?.sessions.isSessionFile(f) ?? false;
       const byKey = new Map<string, FileHistory>();
       const files: FileHistory[] = [];
       snapshots.forEach((meta, i) => {
-        const record = { ...meta, paths: [], user: "" } as ResticSnapshotRecord;
         const rootAgent = snapshotRootAgents(meta);
-        const listed: (FileInfo & { abs: string })[] = [];
-        for (const node of found.get(meta.id) ?? []) {
-          const where = node.type === "file" ? nodeRoot(record, node.path) : undefined;
-          if (!where || where.root === META_ROOT_NAME) continue;
-          const mtimeMs = node.mtime ? Date.parse(node.mtime) : NaN;
-          listed.push({ root: where.root, path: where.rel, size: node.size, mtimeMs: Number.isFinite(mtimeMs) ? mtimeMs : 0, abs: node.path });
-        }
-        listed.sort((a, b) => (a.root === b.root ? (a.path < b.path ? -1 : a.path > b.path ? 1 : 0) : a.root < b.root ? -1 : 1));
+        const listed = filesOf(meta, found.get(meta.id) ?? []);
         filesBySnapshot.set(meta.id, listed);
         for (const f of listed) {
           const agent = sessionFileAgent({ type: "file", root: f.root, path: f.path }, rootAgent, claims);
@@ -121,8 +132,14 @@ export function resticCatalogSnapshots(s: ResticSession, opts: { onUnreadable?: 
       return collect(await this.stream(history, h));
     },
     async files(snap) {
-      const listed = filesBySnapshot.get(snap.id);
-      if (!listed) throw new Error(`restic snapshot ${snap.id.slice(0, 8)} was not listed by this catalog`);
+      let listed = filesBySnapshot.get(snap.id);
+      if (!listed) {
+        // A catalog reused from its cache read no history: this one snapshot is listed now.
+        const nodes: ResticNode[] = [];
+        await listResticNodes(s, snap.id, (n) => nodes.push(n));
+        listed = filesOf(snap, nodes);
+        filesBySnapshot.set(snap.id, listed);
+      }
       const abs = new Map(listed.map((f) => [`${f.root}\0${f.path}`, f]));
       const infos = listed.map(({ abs: _a, ...f }) => f);
       return listedFiles(`restic snapshot ${snap.id.slice(0, 8)}`, snap.roots.map((r) => r.name), infos, (ref) => {

@@ -222,7 +222,7 @@ export function engineConformance(kind: EngineKind, repo: (sb: Sandbox) => strin
         expect(pi).toMatchObject({ deleted: true, live: null, lastSnapshot: { snapshotId: taken.id } });
         expect(pi.versions.length).toBeGreaterThanOrEqual(1);
         expect(await c.readBytes(pi.id)).toEqual(readFileSync(piAway));
-        expect(c.describeSource(pi.id)).toMatch(new RegExp(`^snapshot ${taken.id.slice(0, 8)} `));
+        expect(c.describeSource(pi.id)).toMatch(new RegExp(`^${kind === "restic" ? "restic " : ""}snapshot ${taken.id.slice(0, 8)} `));
         const claude = c.sessions.find((x) => x.agent === "claude")!;
         expect(claude).toMatchObject({ id: run.sessionId, deleted: true, live: null, snapshotCount: 1, lastSnapshot: { snapshotId: taken.id } });
         // The same model from the snapshot as from the live files: the adapter read both.
@@ -236,6 +236,14 @@ export function engineConformance(kind: EngineKind, repo: (sb: Sandbox) => strin
         await src.close();
         expect(Buffer.concat(streamed)).toEqual(bytes);
         expect(c.snapshots.map((m) => m.id)).toContain(taken.id);
+        // A second catalog over the same inputs is the cached view: it still reads the snapshot.
+        const again = await both.sessions();
+        try {
+          expect(await again.catalog.readBytes(claude.id)).toEqual(bytes);
+          expect(await again.catalog.readBytes(pi.id)).toEqual(readFileSync(piAway));
+        } finally {
+          await again.finish(true);
+        }
       } finally {
         await opened.finish(true);
         renameSync(piAway, sessionFile);

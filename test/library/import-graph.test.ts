@@ -28,7 +28,6 @@ describe("the CLI's imports", () => {
       "src/cli/repair-from-command.ts": ["src/repo/repair-from.ts", "src/repo/replicate.ts", "src/targets/location.ts"],
       "src/cli/repair-index-command.ts": ["src/repo/repair-index.ts"],
       "src/cli/repo-commands.ts": ["src/agents/pi/paths.ts", "src/doctor.ts", "src/repo/check-run.ts", "src/repo/check.ts", "src/repo/keys.ts", "src/repo/replicate.ts", "src/repo/snapshot-damage.ts", "src/repo/snapshot-rows.ts", "src/restore/select.ts", "src/targets/open.ts"],
-      "src/cli/restic-commands.ts": ["src/export/entry-stream.ts", "src/restic/repository.ts", "src/restic/sessions.ts", "src/sessions/catalog.ts", "src/sessions/index.ts", "src/sessions/query.ts", "src/sessions/time-filter.ts", "src/targets/location.ts"],
       "src/cli/restore-commands.ts": ["src/demo.ts", "src/restore/layout.ts", "src/restore/select.ts"],
       "src/cli/salvage-commands.ts": ["src/restore/select.ts", "src/salvage/journal.ts", "src/salvage/open-files.ts", "src/salvage/repair-file.ts", "src/salvage/report.ts", "src/salvage/salvage.ts"],
       "src/cli/service-commands.ts": ["src/restore/select.ts", "src/watch/alert.ts", "src/watch/health.ts", "src/watch/jobs.ts", "src/watch/schedule.ts", "src/watch/service.ts"],

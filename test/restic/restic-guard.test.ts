@@ -171,6 +171,11 @@ describe("restic engine: damage is exit 3 and named", () => {
     expect(r.code, r.stderr).toBe(0);
     expect(r.json<{ id: string }[]>().map((x) => x.id).sort()).toEqual(ids.slice(1).sort());
     expect(r.stderr.trim()).toBe(`pi-guard: skipped restic snapshot ${ids[0].slice(0, 8)}: it cannot be read (load <snapshot/${ids[0].slice(0, 10)}>: invalid data returned); run \`pi-guard check\``);
+    // The session catalog names it too, and lists what the readable snapshot holds (not damage: exit 0).
+    const listed = await cli(s.env, ["sessions", "list", "--deleted", "--json"]);
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.stderr).toMatch(/1 of 2 snapshots could not be read \(restic snapshot [0-9a-f]{8}: it cannot be read/);
+    expect(listed.json<{ id: string }[]>().map((x) => x.id)).toEqual([deletedId]);
   });
 
   it("a damaged data pack", { timeout: 60_000 }, async () => {
