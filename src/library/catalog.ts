@@ -9,7 +9,6 @@ import type { Lock } from "../repo/lock.js";
 import type { Repository } from "../repo/repository.js";
 import type { SessionCatalog, SessionRecord } from "../sessions/catalog.js";
 import type { Engine, EngineSessionsOptions } from "../engine/types.js";
-import { isRepoError } from "../repo/errors.js";
 
 export interface OpenedCatalog {
   catalog: SessionCatalog;
@@ -58,24 +57,16 @@ export async function withEngineCatalog<T>(engine: Pick<Engine, "sessions">, opt
 
 /**
  * Run `fn` on the catalog that holds session `id` (an id or a unique prefix) and its record. A
- * live session is found among the live files without opening the repository (on restic: without
- * restic or a password); only an id no live session matches is looked up in the snapshots.
+ * live session named by its whole id is found among the live files without opening the
+ * repository (on restic: without restic or a password). A prefix is resolved over the live files
+ * and every snapshot, so that one a deleted session shares stays ambiguous, as everywhere else.
  */
 export async function withSession<T>(engine: Pick<Engine, "sessions">, id: string, opts: EngineSessionsOptions, fn: (c: SessionCatalog, record: SessionRecord) => Promise<T>): Promise<T> {
   const { resolveSession } = await import("../sessions/query.js");
   const live = await engine.sessions({ ...opts, liveOnly: true });
-  let record: SessionRecord | undefined;
-  try {
-    record = resolveSession(live.catalog.sessions, id);
-  } catch (err) {
-    await live.finish(false);
-    // None matches among the live files: look in the snapshots. An ambiguous id is still an error.
-    if (!(isRepoError(err) && err.kind === "not-found")) throw err;
-  }
-  if (record) {
-    const found = record;
-    return finishing(live, (c) => fn(c, found));
-  }
+  const whole = live.catalog.sessions.find((r) => r.id === id);
+  if (whole) return finishing(live, (c) => fn(c, whole));
+  await live.finish(false);
   return withEngineCatalog(engine, opts, (c) => fn(c, resolveSession(c.sessions, id)));
 }
 

@@ -159,6 +159,24 @@ describe("sessions show", () => {
     expect(expectOneLineError(await run(w.sb, ["sessions", "list", "--since", "not a time at all"]), 2)).toMatch(/--since/);
   });
 
+  it("export: a prefix a live session shares with a deleted one is ambiguous; the whole id is not", async () => {
+    // pi's ids are UUIDv7 (time first): the world's sessions, made within minutes, share prefixes.
+    // Take one that a single live session shares with a deleted one.
+    const rows = await list();
+    const live = rows.filter((r) => !r.deleted);
+    const lcp = (a: string, b: string) => {
+      let n = 0;
+      while (n < a.length && a[n] === b[n]) n++;
+      return a.slice(0, n);
+    };
+    const pairs = rows.filter((g) => g.deleted).flatMap((g) => live.map((l) => lcp(l.id, g.id)));
+    const shared = pairs.find((p) => p.length >= 4 && live.filter((l) => l.id.startsWith(p)).length === 1);
+    expect(shared, JSON.stringify(rows.map((r) => [r.id, r.deleted]))).toBeDefined();
+    expect(expectOneLineError(await run(w.sb, ["export", shared!]), 2)).toMatch(/ambiguous/);
+    expect((await runOk(w.sb, ["export", w.main.sessionId, "--format", "json"])).stdout).toContain(w.main.sessionId);
+    expect((await runOk(w.sb, ["export", w.gone.sessionId, "--format", "json"])).stdout).toContain(w.gone.sessionId);
+  });
+
   it("never changed a byte under the agent dir", () => {
     expect(fingerprint(treeState(w.sb.agentDir))).toEqual(beforeAgent);
     for (const original of fixturePaths()) expect(sha256File(w.fixtures.get(path.basename(original))!)).toBe(sha256File(original));
