@@ -5,6 +5,7 @@ import type { Target } from "../targets/target.js";
 import { Chunker, DATA_CHUNKER, TREE_CHUNKER, gearTable, type ChunkerParams } from "./chunker.js";
 import { blobId, decrypt, encrypt } from "./crypto.js";
 import { decode, encode } from "./compress.js";
+import { holds, int, object, ShapeProblem, string } from "./shape.js";
 import { RepoError } from "./errors.js";
 import { listNames, ObjectExists, ObjectNotFound } from "../targets/target.js";
 import { IndexFiles } from "./index-files.js";
@@ -125,21 +126,31 @@ function parseSnapshot(body: Buffer, id: string): Snapshot {
  * relies on these fields' types, so a snapshot that lacks them is unreadable, not a crash later.
  */
 export function snapshotShapeError(raw: unknown): string | undefined {
-  if (!raw || typeof raw !== "object" || Array.isArray(raw)) return "not an object";
-  const s = raw as Record<string, unknown>;
-  const isStr = (v: unknown): v is string => typeof v === "string";
-  const strings = (v: unknown) => Array.isArray(v) && v.every(isStr);
-  if (!Number.isSafeInteger(s.version)) return "version is not a number";
-  if (!isStr(s.time) || !Number.isFinite(Date.parse(s.time))) return "time is not an ISO time";
-  if (!isStr(s.host)) return "host is not a string";
-  if (!strings(s.tags)) return "tags is not a list of strings";
-  if (!Array.isArray(s.roots) || !s.roots.every((r) => r && typeof r === "object" && isStr((r as { name?: unknown }).name) && isStr((r as { path?: unknown }).path))) return "roots is not a list of {name, path}";
-  if (!strings(s.tree)) return "tree is not a list of blob ids";
-  if (!s.summary || typeof s.summary !== "object" || Array.isArray(s.summary)) return "summary is not an object";
-  for (const k of ["parent", "imported", "user", "program"] as const) if (s[k] !== undefined && !isStr(s[k])) return `${k} is not a string`;
-  if (s.agents !== undefined && (!s.agents || typeof s.agents !== "object" || Array.isArray(s.agents) || !Object.values(s.agents).every(isStr))) return "agents is not an object of agent names";
-  for (const k of ["skipped", "changedWhileRead", "special"] as const) if (s[k] !== undefined && !Array.isArray(s[k])) return `${k} is not a list`;
-  return undefined;
+  try {
+    const s = object(raw, []);
+    int(s.version, ["version"]);
+    holds(Number.isFinite(Date.parse(string(s.time, ["time"]))), ["time"], "not an ISO time");
+    string(s.host, ["host"]);
+    const list = (v: unknown, path: string[]) => {
+      holds(Array.isArray(v), path, "not a list");
+      return v as unknown[];
+    };
+    list(s.tags, ["tags"]).forEach((t, i) => string(t, ["tags", String(i)]));
+    list(s.roots, ["roots"]).forEach((r, i) => {
+      const o = object(r, ["roots", String(i)]);
+      string(o.name, ["roots", String(i), "name"]);
+      string(o.path, ["roots", String(i), "path"]);
+    });
+    list(s.tree, ["tree"]).forEach((t, i) => string(t, ["tree", String(i)]));
+    object(s.summary, ["summary"]);
+    for (const k of ["parent", "imported", "user", "program"]) if (s[k] !== undefined) string(s[k], [k]);
+    if (s.agents !== undefined) for (const [k, v] of Object.entries(object(s.agents, ["agents"]))) string(v, ["agents", k]);
+    for (const k of ["skipped", "changedWhileRead", "special"]) if (s[k] !== undefined) list(s[k], [k]);
+    return undefined;
+  } catch (err) {
+    if (err instanceof ShapeProblem) return err.describe("snapshot");
+    throw err;
+  }
 }
 
 export function sha256Hex(data: Uint8Array): string {
