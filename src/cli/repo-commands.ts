@@ -6,7 +6,6 @@ import { promptHidden } from "./prompt.js";
 import { RepoError } from "../repo/errors.js";
 import { formatLocalTime } from "../restore/select.js";
 import type { KeyPlace } from "../repo/keys.js";
-import type { EngineBackupResult } from "../engine/types.js";
 
 // verify-command.ts names paths as the snapshot command does.
 export { shownPath } from "../engine/verdict.js";
@@ -134,21 +133,13 @@ Examples:
     )
     .action(async (opts: { tag?: string[]; fromTar?: string; time?: string; init?: boolean; allowEmpty?: boolean; acceptLoss?: boolean; fullRead?: boolean }, cmd: Command) => {
       const ctx = context(cmd);
-      // A running watcher has the repository open: it takes a plain snapshot for us (src/watch/socket.ts).
-      const plain = !opts.tag && !opts.fromTar && !opts.time && !opts.init && !opts.allowEmpty && !opts.acceptLoss && !opts.fullRead;
-      const handedOff = plain ? await (await import("../watch/socket.js")).snapshotByWatcher(ctx.config) : undefined;
-      let r: EngineBackupResult;
-      let restic = false;
-      if (handedOff && "result" in handedOff) r = handedOff.result;
-      else {
-        const engine = await ctx.engine();
-        const progress = new Progress(!ctx.out.json && !ctx.out.quiet);
-        const onProgress = (p: { files: number; bytes: number; current: string }) =>
-          progress.update(`${p.files} files, ${formatBytes(p.bytes)}  ${p.current}`);
-        r = await engine.backup({ ...opts, tags: opts.tag, lockWaitMs: ctx.lockWaitMs, onProgress, readAll: opts.fullRead }).finally(() => progress.done());
-        restic = engine.kind === "restic";
-      }
-      const via = handedOff && "result" in handedOff ? "watcher" : "direct";
+      const progress = new Progress(!ctx.out.json && !ctx.out.quiet);
+      const onProgress = (p: { files: number; bytes: number; current: string }) => progress.update(`${p.files} files, ${formatBytes(p.bytes)}  ${p.current}`);
+      // A plain snapshot goes to the running watcher when there is one (src/library/snapshot.ts).
+      const { takeSnapshot } = await import("../library/snapshot.js");
+      const taken = await takeSnapshot(ctx.config, () => ctx.engine(), { ...opts, tags: opts.tag, lockWaitMs: ctx.lockWaitMs, onProgress, readAll: opts.fullRead }).finally(() => progress.done());
+      const { result: r, via } = taken;
+      const restic = taken.engine === "restic";
       const where = restic ? `restic repository at ${ctx.config.repo.slice("restic:".length)}` : `repository at ${ctx.config.repo}`;
       if (r.created) info(ctx.out, `created ${where}${r.created.keyFile ? `; key file ${r.created.keyFile} (keep a copy somewhere safe)` : ""}`);
       const result = r.snapshot;
@@ -185,7 +176,7 @@ Examples:
           ...(r.mirrors.length ? { mirrors: r.mirrors.map(shipmentJson) } : {}),
           via,
           // Why a running watcher did not take it, when one was asked.
-          ...(handedOff && "direct" in handedOff ? { handOff: handedOff.direct } : {}),
+          ...(taken.handOff !== undefined ? { handOff: taken.handOff } : {}),
         });
         reportShipments(ctx, r.mirrors, result.id);
         return;

@@ -57,7 +57,7 @@ Examples:
         import("../watch/log.js"),
         import("../watch/watcher.js"),
       ]);
-      const [{ Scheduler, upcomingJobs }, { jobContext, runJob }, { describeCleanup }] = await Promise.all([import("../watch/schedule.js"), import("../watch/jobs.js"), import("../snapshot/loss-guard.js")]);
+      const [{ Scheduler, upcomingJobs }, { jobContext, runJob }] = await Promise.all([import("../watch/schedule.js"), import("../watch/jobs.js")]);
       const config = ctx.config;
       assertRepoOutsideAgentDir(config);
       const files = watcherFiles(config.stateDir, config.agentDir);
@@ -113,7 +113,7 @@ Examples:
           debounceMs,
           requestCounts: () => counting!.counts,
           onReport: (r) => {
-            if (r.kind === "snapshot" && r.cleanup) human(describeCleanup(r.cleanup, r.id));
+            if (r.kind === "snapshot" && r.cleanupLine) human(r.cleanupLine);
             if (r.kind === "snapshot" && r.suspect) {
               // Loud even with --quiet: this is the accident pi-guard exists for.
               warn(

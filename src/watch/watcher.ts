@@ -77,7 +77,7 @@ export interface WatcherOptions {
 type HandOffWaiter = (outcome: { result: EngineBackupResult } | { failed: string }) => void;
 
 export type WatchReport =
-  | { kind: "snapshot"; id: string; ms: number; files: number; bytesNew: number; suspect?: LossVerdict; cleanup?: CleanupRecord }
+  | { kind: "snapshot"; id: string; ms: number; files: number; bytesNew: number; suspect?: LossVerdict; cleanup?: CleanupRecord; cleanupLine?: string }
   | { kind: "error"; message: string; retryInMs: number }
   | { kind: "recovered"; id: string }
   | { kind: "accepted"; id: string }
@@ -620,7 +620,7 @@ export class Watcher {
       this.state.snapshots.made++;
       this.state.lastSnapshot = { id: result.id, time: result.snapshot.time, began: new Date(started).toISOString(), durationMs: ms, files: s.files };
       this.opts.log.write("info", "snapshot", { id: result.id, ms, files: s.files, bytesNew: s.bytesNew, bytesStored: s.bytesStored, tags: result.snapshot.tags, parent: result.snapshot.parent ?? null });
-      this.opts.onReport?.({ kind: "snapshot", id: result.id, ms, files: s.files, bytesNew: s.bytesNew, suspect: verdict, ...(cleanup ? { cleanup } : {}) });
+      this.opts.onReport?.({ kind: "snapshot", id: result.id, ms, files: s.files, bytesNew: s.bytesNew, suspect: verdict, ...(cleanup ? { cleanup, cleanupLine: describeCleanup(cleanup, result.id) } : {}) });
       if (handOffs.length) {
         const answer = { result: handOffResult(result, verdict) };
         for (const w of handOffs) w(answer);

@@ -156,7 +156,7 @@ describe("accepting a deliberate deletion", () => {
     expect(line).toMatch(/`pi-guard restore latest` brings it back/);
     expect(line).toContain("--accept-loss");
     const accepted = await ok(sb, ["snapshot", "--allow-empty", "--accept-loss", "--json"]);
-    expect(accepted.json()).toEqual({ snapshotId: null, reason: "agent dir missing", agentDir: sb.agentDir });
+    expect(accepted.json()).toEqual({ snapshotId: null, reason: "agent dir missing", agentDir: sb.agentDir, via: "direct" });
   });
 });
 

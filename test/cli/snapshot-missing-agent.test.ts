@@ -24,7 +24,7 @@ describe("snapshot without an agent dir", () => {
 
   it("--allow-empty says so and exits 0 without a snapshot; with --init it still creates the repository", async () => {
     const r = await ok(sb, ["snapshot", "--init", "--allow-empty", "--json"]);
-    expect(r.json()).toEqual({ snapshotId: null, reason: "agent dir missing", agentDir: sb.agentDir });
+    expect(r.json()).toEqual({ snapshotId: null, reason: "agent dir missing", agentDir: sb.agentDir, via: "direct" });
     expect(r.stderr).toContain("nothing to back up");
     expect(existsSync(sb.repo)).toBe(true);
     expect((await ok(sb, ["snapshots", "--json"])).json()).toEqual([]);
