@@ -10,17 +10,15 @@
 // A session that only grew (pi appends) has just its new lines indexed, as a new segment.
 
 import type BetterSqlite3 from "better-sqlite3";
+import { sqlite } from "../sqlite.js";
 import { createHash } from "node:crypto";
 import { chmodSync, closeSync, openSync, rmSync } from "node:fs";
-import { createRequire } from "node:module";
 import path from "node:path";
 import { makeDirs } from "../fs-safe.js";
 import { RepoError } from "../repo/errors.js";
 import type { SessionCatalog } from "./catalog.js";
 import type { IndexedEntry } from "./search-text.js";
 
-// Loaded as CommonJS: importing it from ESM would first scan its source for named exports.
-const Database = createRequire(import.meta.url)("better-sqlite3") as typeof BetterSqlite3;
 type Database = BetterSqlite3;
 type Statement = ReturnType<Database["prepare"]>;
 
@@ -188,7 +186,8 @@ export class SearchIndex {
     } catch (err) {
       throw new RepoError(`cannot create the search index ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, "io");
     }
-    const db = new Database(file);
+    const Sqlite = sqlite();
+    const db = new Sqlite(file);
     try {
       db.pragma("journal_mode = WAL");
       db.pragma("busy_timeout = 10000");
