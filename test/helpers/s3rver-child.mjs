@@ -9,6 +9,9 @@ import { createHash } from "node:crypto";
 import { mkdir, rename, unlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import S3rver from "s3rver";
+import S3Object from "s3rver/lib/models/object.js";
+
+const METADATA = new Set(S3Object.ALLOWED_METADATA);
 
 const [dir, port, bucket] = process.argv.slice(2);
 const server = new S3rver({ address: "127.0.0.1", port: Number(port), directory: dir, silent: true, configureBuckets: bucket ? [{ name: bucket }] : [] });
@@ -50,6 +53,22 @@ store.putObject = async (object) => {
   const md5 = createHash("md5").update(content).digest("hex");
   await store.putMetadata(object.bucket, object.key, object.metadata, md5);
   return { size: content.length, md5 };
+};
+
+// s3rver 3.7.1 writes an object's metadata.json with a plain writeFile, which truncates it first: a
+// listing that reads it meanwhile (a lock being refreshed while another process lists locks/) parses
+// an empty file and answers HTTP 500. S3 never shows a key half-written, so it is written to a
+// temporary file and renamed into place, as the object is above.
+const writeAtomic = async (file, data) => {
+  const partial = `${file}.partial-${process.pid}-${++partials}`;
+  await writeFile(partial, data);
+  await rename(partial, file);
+};
+store.putMetadata = async (b, key, metadata, md5) => {
+  const json = {};
+  for (const [k, v] of Object.entries(metadata ?? {})) if (METADATA.has(k) || k.startsWith("x-amz-meta-")) json[k] = v;
+  if (md5) await writeAtomic(store.getResourcePath(b, key, "object.md5"), md5);
+  await writeAtomic(store.getResourcePath(b, key, "metadata.json"), JSON.stringify(json, null, 2));
 };
 
 let vanish = process.env.S3RVER_VANISH_AFTER_LIST;

@@ -87,7 +87,9 @@ describe("the append window is bounded", () => {
     const engine = await openEngine(sb);
     const rel = "sessions/--p--/engine.jsonl";
     const file = path.join(sb.agentDir, rel);
-    writeFileExact(file, jsonl(400_000, "engine"), 0o644);
+    // Large enough that the blobs the append path reads (the first, the last kept one, the tail:
+    // each at most one 128 KiB chunk, wherever the repository's keyed chunker cuts) are under half.
+    writeFileExact(file, jsonl(3_000_000, "engine"), 0o644);
     const t0 = Date.now();
     const first = await engine.snap();
     const n1 = await engine.node(first, rel);
