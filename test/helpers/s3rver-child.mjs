@@ -33,6 +33,12 @@ store.deleteObject = async (b, key) => {
 // found. Here the body is gathered first, written to a temporary file and renamed into place once
 // it has ended; a body that never ends stores nothing.
 let partials = 0;
+/** Written to a temporary file and renamed into place: a reader sees the old bytes or the new, never a part. */
+const writeAtomic = async (file, data) => {
+  const partial = `${file}.partial-${process.pid}-${++partials}`;
+  await writeFile(partial, data);
+  await rename(partial, file);
+};
 store.putObject = async (object) => {
   let content = object.content;
   if (!Buffer.isBuffer(content)) {
@@ -47,9 +53,7 @@ store.putObject = async (object) => {
   }
   const objectPath = store.getResourcePath(object.bucket, object.key, "object");
   await mkdir(path.dirname(objectPath), { recursive: true });
-  const partial = `${objectPath}.partial-${process.pid}-${++partials}`;
-  await writeFile(partial, content);
-  await rename(partial, objectPath);
+  await writeAtomic(objectPath, content);
   const md5 = createHash("md5").update(content).digest("hex");
   await store.putMetadata(object.bucket, object.key, object.metadata, md5);
   return { size: content.length, md5 };
@@ -57,13 +61,8 @@ store.putObject = async (object) => {
 
 // s3rver 3.7.1 writes an object's metadata.json with a plain writeFile, which truncates it first: a
 // listing that reads it meanwhile (a lock being refreshed while another process lists locks/) parses
-// an empty file and answers HTTP 500. S3 never shows a key half-written, so it is written to a
-// temporary file and renamed into place, as the object is above.
-const writeAtomic = async (file, data) => {
-  const partial = `${file}.partial-${process.pid}-${++partials}`;
-  await writeFile(partial, data);
-  await rename(partial, file);
-};
+// an empty file and answers HTTP 500. S3 never shows a key half-written, so it is written whole
+// (writeAtomic), as the object is above.
 store.putMetadata = async (b, key, metadata, md5) => {
   const json = {};
   for (const [k, v] of Object.entries(metadata ?? {})) if (METADATA.has(k) || k.startsWith("x-amz-meta-")) json[k] = v;
