@@ -1,7 +1,7 @@
 // Secret values of a SecretFile (types.ts) for agents without pi's file-by-file rules: a whole
 // credentials file, the values at named JSON key paths, or settings that may carry keys.
 
-import { looksRandom, MIN_SECRET_LENGTH, SECRET_KEY_NAME, type KnownSecret } from "../export/secrets.js";
+import { looksRandom, mergeSecrets, MIN_SECRET_LENGTH, SECRET_KEY_NAME, type KnownSecret } from "../export/secrets.js";
 import { MAX_JSON_FILE_BYTES, type FileReader, type SecretFile } from "./types.js";
 
 /** Fields that name or describe a credential rather than hold it. */
@@ -73,11 +73,10 @@ export async function secretValuesOf(files: FileReader, specs: readonly SecretFi
 export async function detectedAgentSecrets(config: { agents: readonly { location: import("./types.js").AgentLocation; detected: boolean }[] }): Promise<KnownSecret[]> {
   const { liveFiles } = await import("./files.js");
   const { findAgent } = await import("./registry.js");
-  const out = new Map<string, KnownSecret>();
+  const lists: KnownSecret[][] = [];
   for (const c of config.agents.filter((a) => a.detected)) {
     const adapter = findAgent(c.location.agent);
-    if (!adapter) continue;
-    for (const s of await adapter.secretValues(liveFiles(c.location.roots), c.location)) if (!out.has(s.value)) out.set(s.value, s);
+    if (adapter) lists.push(await adapter.secretValues(liveFiles(c.location.roots), c.location));
   }
-  return [...out.values()].sort((a, b) => b.value.length - a.value.length);
+  return mergeSecrets(...lists);
 }

@@ -5,6 +5,7 @@ import { RepoError } from "../repo/errors.js";
 import type { renderSession as RenderSession, SessionCatalog, SessionRecord, SessionView } from "../sessions/index.js";
 import type { ExportFormat } from "../export/index.js";
 import type { ByteSource } from "../export/entry-stream.js";
+import type { KnownSecret } from "../export/secrets.js";
 import type { ZoneDays } from "../sessions/time-zone.js";
 
 export interface ListFlags {
@@ -447,7 +448,8 @@ Examples:
       const format = await checkExportFlags(ctx, opts);
       const { withSession } = await import("../library/catalog.js");
       await withSession(await ctx.engine(), id, { lockWaitMs: ctx.lockWaitMs }, async (catalog, record) => {
-        await exportAndReport(ctx, opts, format, record.id, catalog.describeSource(record.id), await catalog.byteSource(record.id));
+        const secrets = opts.redact ? await catalog.redactionSecrets(record.id) : undefined;
+        await exportAndReport(ctx, { ...opts, secrets }, format, record.id, catalog.describeSource(record.id), await catalog.byteSource(record.id));
       });
     });
 }
@@ -506,7 +508,7 @@ async function checkExportFlags(ctx: Context, opts: ExportFlags): Promise<Export
 /** `export`'s writing and output, from bytes the caller found (closed here). */
 async function exportAndReport(
   ctx: Context,
-  opts: ExportFlags,
+  opts: ExportFlags & { secrets?: readonly KnownSecret[] },
   format: ExportFormat,
   id: string,
   source: string,
@@ -517,7 +519,7 @@ async function exportAndReport(
   let written: number;
   try {
     const sink = output ? () => fileSink(output, { overwrite: !!opts.force }) : async () => stdoutSink();
-    written = await exportSessionTo(bytes, sink, { format, branch: opts.branch, redact: opts.redact, agentDir: ctx.config.agentDir, source, fallbackId: id, onWarning: warn });
+    written = await exportSessionTo(bytes, sink, { format, branch: opts.branch, redact: opts.redact, secrets: opts.secrets, agentDir: ctx.config.agentDir, source, fallbackId: id, onWarning: warn });
   } finally {
     await bytes.close();
   }

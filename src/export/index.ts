@@ -10,7 +10,7 @@ import { exportInput, type ExportInput } from "./model.js";
 import { openSessionStream, type ByteSource } from "./entry-stream.js";
 import { fileSink, type ExportSink } from "./output.js";
 import { makeRedactor, redactDeep, redactRendered, type Redactor } from "./redact.js";
-import { agentSecrets } from "./secrets.js";
+import { agentSecrets, type KnownSecret, mergeSecrets } from "./secrets.js";
 
 export const EXPORT_FORMATS = ["markdown", "json", "html"] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
@@ -31,12 +31,14 @@ export interface ExportOptions {
   /** Mask key shapes and the secret values in <agentDir>/auth.json, models.json, mcp.json and mcp-auth.json, and the session's <cwd>/.pi/mcp.json. */
   redact?: boolean;
   agentDir: string;
+  /** With redact: further values to mask (every agent's credentials: SessionCatalog.redactionSecrets). */
+  secrets?: readonly KnownSecret[];
   /** Where the bytes came from, shown in the export. */
   source: string;
 }
 
 export async function exportSession(session: LoadedSession, opts: ExportOptions): Promise<string> {
-  const redactor = opts.redact ? makeRedactor(await agentSecrets(opts.agentDir, process.env, session.header.cwd)) : undefined;
+  const redactor = opts.redact ? await redactorFor(opts, session.header.cwd) : undefined;
   // The model is redacted before rendering, so no format can show an unmasked copy; the rendered
   // text gets a last pass for whatever a renderer added or re-encoded.
   const input = exportInput(session, { branch: opts.branch, source: opts.source, redactor });
@@ -73,7 +75,7 @@ export async function exportSessionTo(
   sink: () => Promise<ExportSink>,
   opts: ExportOptions & { fallbackId: string; onWarning?: (line: string) => void },
 ): Promise<number> {
-  const redactor = opts.redact ? makeRedactor(await agentSecrets(opts.agentDir, process.env, await headerCwd(bytes))) : undefined;
+  const redactor = opts.redact ? await redactorFor(opts, await headerCwd(bytes)) : undefined;
   const redact = redactor ? (text: string) => redactor(text) : (text: string) => text;
   // Pass 1 runs before the output is opened: a bad --branch leaves nothing behind.
   const stream = await openSessionStream(bytes, {
@@ -92,6 +94,11 @@ export async function exportSessionTo(
         ? (await import("./html.js")).streamHtml(stream, meta)
         : (await import("./markdown.js")).streamMarkdown(stream, meta);
   return writeAll(sink, redactor ? redactPieces(pieces, redactor) : pieces);
+}
+
+/** What --redact masks: pi's credentials (and the session project's .pi/mcp.json), and the other known values. */
+async function redactorFor(opts: ExportOptions, cwd: string | undefined): Promise<Redactor> {
+  return makeRedactor(mergeSecrets(await agentSecrets(opts.agentDir, process.env, cwd), opts.secrets ?? []));
 }
 
 /** The session header's cwd (its project, whose .pi/mcp.json --redact reads), from the first line; undefined when there is none. */

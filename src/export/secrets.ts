@@ -17,6 +17,13 @@ export interface KnownSecret {
   label: string;
 }
 
+/** Several lists of secrets as one: each value once (its first label), longest first, so that a key containing another is masked whole. */
+export function mergeSecrets(...lists: readonly (readonly KnownSecret[])[]): KnownSecret[] {
+  const out = new Map<string, KnownSecret>();
+  for (const list of lists) for (const s of list) if (!out.has(s.value)) out.set(s.value, s);
+  return [...out.values()].sort((a, b) => b.value.length - a.value.length);
+}
+
 /** Shorter values are too likely to occur by chance in ordinary text. */
 export const MIN_SECRET_LENGTH = 8;
 

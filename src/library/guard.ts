@@ -150,7 +150,8 @@ export class Session {
   /** The session as Markdown, JSON (docs/SESSIONS.md) or one self-contained HTML page. */
   async export(format: ExportFormat, opts: ExportCallOptions = {}): Promise<string> {
     const { exportSession } = await import("../export/index.js");
-    return exportSession(await this.load(), { format, branch: opts.branch, redact: opts.redact, agentDir: this.guard.config.agentDir, source: this.source });
+    const secrets = opts.redact ? await this.catalog.redactionSecrets(this.id) : undefined;
+    return exportSession(await this.load(), { format, branch: opts.branch, redact: opts.redact, secrets, agentDir: this.guard.config.agentDir, source: this.source });
   }
 
   /**

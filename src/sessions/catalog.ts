@@ -18,6 +18,7 @@ import { newestRun, originalPath, type FileHistory, type SnapshotHistory, type S
 import { nativeSnapshots, type CatalogSnapshots } from "./catalog-snapshots.js";
 import type { RepositorySource } from "./source.js";
 import type { SessionSummary } from "./summary.js";
+import type { KnownSecret } from "../export/secrets.js";
 import { PI_AGENT } from "./agent-name.js";
 import { readTags } from "./tags.js";
 import { compareStrings } from "../compare.js";
@@ -295,6 +296,28 @@ export class SessionCatalog {
       reader = await this.files!.files(snap);
     }
     return commonModelJsonl(await adapter.sessions.read(reader, src.meta));
+  }
+
+  /**
+   * The credentials `export --redact` masks in this session besides pi's (export/secrets.ts
+   * agentSecrets): every detected agent's on this machine (a key of one agent pasted into another's
+   * prompt), and, when the session is read from a snapshot, the credential files that snapshot
+   * holds, whichever agent's (after an accident the live auth.json may be gone). Longest first.
+   */
+  async redactionSecrets(id: string): Promise<KnownSecret[]> {
+    const [{ detectedAgentSecrets }, { allAgents }, { mergeSecrets }] = await Promise.all([import("../agents/secrets.js"), import("../agents/registry.js"), import("../export/secrets.js")]);
+    const lists = [await detectedAgentSecrets({ agents: this.config.agents ?? [] })];
+    const src = this.source(id);
+    const snapshotId = "agent" in src ? src.agent.snapshotId : "snapshot" in src ? src.snapshot.snapshotId : null;
+    const snap = snapshotId === null ? undefined : this.view.snapshots.find((m) => m.id === snapshotId);
+    if (snap && this.files) {
+      const reader = await this.files.files(snap);
+      for (const adapter of allAgents()) {
+        const loc = this.config.agents?.find((a) => a.location.agent === adapter.name)?.location;
+        if (loc) lists.push(await adapter.secretValues(reader, loc));
+      }
+    }
+    return mergeSecrets(...lists);
   }
 
   /** Where the bytes of a session come from: "live <path>" or "snapshot <id> <path>" ("restic snapshot" on restic). */

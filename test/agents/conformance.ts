@@ -14,6 +14,7 @@ import type { AgentAdapter, AgentLocation, AgentSession, FileRef, RestoreUnit } 
 import { loadConfig } from "../../src/config/config.js";
 import { openRepository } from "../../src/engine.js";
 import type { ToolCallContent } from "../../src/model/session.js";
+import { knownMarker } from "../../src/export/redact.js";
 import { SnapshotReader } from "../../src/restore/snapshot-reader.js";
 import { copyKindOf } from "../../src/snapshot/copy-kind.js";
 import { cli, initRepo, ok, snapshot, type SnapshotJson } from "../helpers/cli.js";
@@ -134,6 +135,8 @@ export function agentConformance(opts: AgentConformanceOptions): void {
     let fx: AgentFixture;
     let sb: Sandbox;
     let made: MadeSession;
+    /** Where the agent's adapter says the planted secret came from (the marker --redact shows). */
+    let secretLabel = "";
     let loc: AgentLocation;
     let first: SnapshotJson;
 
@@ -222,9 +225,12 @@ export function agentConformance(opts: AgentConformanceOptions): void {
       // The secret is in the session, so an export without --redact shows it …
       const plain = await ok(sb, ["export", made.id, "--format", "markdown"]);
       expect(plain.stdout).toContain(made.secret);
-      // … and one with --redact does not.
+      // … and one with --redact does not: masked as a value learned from the agent's own credential
+      // file (the marker names it), not only by the shape of a key.
       const masked = await ok(sb, ["export", made.id, "--format", "markdown", "--redact"]);
       expect(masked.stdout).not.toContain(made.secret);
+      secretLabel = values.find((v) => v.value === made.secret)!.label;
+      expect(masked.stdout).toContain(knownMarker(secretLabel));
     });
 
     it(readerCase, async () => {
@@ -371,6 +377,11 @@ export function agentConformance(opts: AgentConformanceOptions): void {
       expect(after.stderr).toMatch(/SUSPECTED LOSS/);
       const j = after.json<{ tags: string[]; parent: string }>();
       expect(j.tags).toContain("suspect-loss");
+      // The session is in snapshots only now, its credential file too: --redact learns the value
+      // from the snapshot that holds the session.
+      const fromSnapshot = await ok(sb, ["export", made.id, "--format", "markdown", "--redact"]);
+      expect(fromSnapshot.stdout).not.toContain(made.secret);
+      expect(fromSnapshot.stdout).toContain(knownMarker(secretLabel));
       // "latest" skips the suspect-loss snapshot: the restore takes the whole one.
       const restored = (await ok(sb, ["restore", "latest", "--agent", adapter.name, "--json"])).json<{ snapshotId: string; failed: unknown[] }>();
       expect(restored.snapshotId).toBe(whole.snapshotId);
