@@ -792,8 +792,9 @@ export const VIEWER_JS = String.raw`
     });
     var name = null;
     entries.forEach(function (e) { if (e.type === "session_info") name = e.name || null; });
-    document.getElementById("title").textContent = name || "pi session " + String(header.id);
-    document.title = (name || "pi session " + String(header.id)) + " \u2014 pi-guard export";
+    // Without a name, the title the page was rendered with stays (it names the agent).
+    if (name) document.getElementById("title").textContent = name;
+    document.title = document.getElementById("title").textContent + " \u2014 pi-guard export";
     var counts = [[roles.user, "user"], [roles.assistant, "assistant"], [roles.toolResult, "tool results"], [roles.custom, "custom"], [compactions, "compactions"], [summaries, "branch summaries"]]
       .filter(function (c) { return c[0]; }).map(function (c) { return c[0] + " " + c[1]; }).join(", ") || "0";
     var stats = document.getElementById("stats");

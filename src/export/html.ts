@@ -21,6 +21,7 @@ import type { SessionEntry, SessionHeader } from "../model/session.js";
 import type { SessionStream } from "./entry-stream.js";
 import { highlightToolOutput, languageOfPath, renderEntryMarkdown, scriptJson, textOf } from "./html-markdown.js";
 import { escapeHtml, parseSkillBlock } from "./markdown-text.js";
+import { sessionTitle } from "../sessions/describe.js";
 import type { ExportInput } from "./model.js";
 import { pageHead } from "./page.js";
 import { VIEWER_JS } from "./html-client.js";
@@ -144,7 +145,7 @@ class HtmlPage {
   }
 
   start(): string {
-    const title = escapeHtml(this.meta.name ?? `pi session ${String(this.meta.header.id)}`);
+    const title = escapeHtml(this.meta.name ?? sessionTitle(this.meta.header));
     this.first = true;
     return `${pageHead({ csp: CSP, title, css: VIEWER_CSS })}\n${body(title)}<script id="rendered-html" type="application/json">{`;
   }

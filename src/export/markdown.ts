@@ -6,7 +6,7 @@ import type { SessionStats } from "../model/stats.js";
 import type { SystemStep } from "../agents/pi/system-prompt.js";
 import { sessionStats } from "../model/stats.js";
 import { SystemReplay } from "../agents/pi/system-prompt.js";
-import { blocksOf, contentText, entryText, entryUsage, formatCost, formatTokens, formatUsage, headerMetadata, messageFacts, messageOf, oneLine, replacementText } from "../sessions/describe.js";
+import { blocksOf, contentText, entryText, entryUsage, formatCost, formatTokens, formatUsage, headerMetadata, messageFacts, messageOf, oneLine, replacementText, sessionTitle } from "../sessions/describe.js";
 import { appliedEdits } from "../sessions/view.js";
 import { escapeHtml, fence, languageOf, parseSkillBlock, safeMarkdown, type SkillBlock } from "./markdown-text.js";
 import { checkpointDetails, systemSection } from "./markdown-system.js";
@@ -169,7 +169,7 @@ interface HeadInfo {
 function head(info: HeadInfo): string {
   const h = info.header;
   const { stats } = info;
-  const title = info.name ?? `pi session ${h.id}`;
+  const title = info.name ?? sessionTitle(h);
   const rows: [string, string][] = [
     ["Session", `\`${h.id}\``],
     ["Project", h.cwd ? `\`${h.cwd}\`` : "(unknown)"],

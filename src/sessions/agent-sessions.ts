@@ -36,7 +36,9 @@ export const isAgentSource = (s: unknown): s is AgentSource => typeof (s as Agen
 export function commonModelJsonl(session: AgentSession): Buffer {
   const leaf = session.leafId === null ? undefined : session.entries.find((e) => e.id === session.leafId);
   const entries = leaf ? [...session.entries.filter((e) => e !== leaf), leaf] : session.entries;
-  return Buffer.from(`${[session.header, ...entries].map((e) => JSON.stringify(e)).join("\n")}\n`);
+  // The header names the agent, whichever adapter read it: exports title the session by it.
+  const header = { ...session.header, agent: session.meta.agent };
+  return Buffer.from(`${[header, ...entries].map((e) => JSON.stringify(e)).join("\n")}\n`);
 }
 
 async function adapters(): Promise<Map<string, AgentAdapter>> {

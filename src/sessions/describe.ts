@@ -2,6 +2,7 @@
 
 import type { AssistantMessage, ContentBlock, SessionEntry, SessionHeader, ToolResultMessage } from "../model/session.js";
 import { countedUsage } from "../model/stats.js";
+import { findAgent } from "../agents/registry.js";
 import { applySystemMessage, describeSystemChange, emptySystemState, systemMessageOf, systemText } from "../agents/pi/system-prompt.js";
 
 type Msg = { role?: unknown; content?: unknown; [k: string]: unknown };
@@ -192,4 +193,10 @@ export function formatCost(cost: number): string {
 
 export function formatTokens(n: number): string {
   return n >= 1e6 ? `${(n / 1e6).toFixed(1)}M` : n >= 1e3 ? `${(n / 1e3).toFixed(1)}k` : String(n);
+}
+
+/** A session's default title, naming the agent that wrote it: "pi session <id>", "Claude Code session <id>". */
+export function sessionTitle(header: SessionHeader): string {
+  const agent = typeof header.agent === "string" ? findAgent(header.agent) : undefined;
+  return `${agent?.title ?? "pi"} session ${String(header.id)}`;
 }

@@ -66,11 +66,17 @@ afterAll(async () => {
 
 const list = async (args: string[] = []) => (await runOk(sb, ["--json", "sessions", "list", ...args])).json<Listed[]>();
 
+const TITLES: Record<Agent, string> = { claude: "Claude Code", codex: "Codex CLI", gemini: "Gemini CLI", opencode: "opencode" };
+
 /** Export one session in every format and check each shows the prompt, the tool call and the answer; the HTML in Chromium. */
 async function exportsShow(agent: Agent, label: string) {
   const s = made[agent];
   const md = (await runOk(sb, ["export", s.id, "--format", "markdown"])).stdout;
   expect(md, `${agent} markdown`).toContain(s.answer);
+  // The title names the agent that wrote the session, unless the session has a name of its own.
+  const heading = md.split("\n")[0];
+  expect(heading, `${agent} title`).not.toMatch(/^# pi session/);
+  if (heading.endsWith(s.id)) expect(heading).toBe(`# ${TITLES[agent]} session ${s.id}`);
   expect(md).toContain(s.tool);
   const json = (await runOk(sb, ["export", s.id, "--format", "json"])).json<{ entries: { type: string; message?: { role: string; content: unknown } }[] }>();
   const roles = json.entries.filter((e) => e.type === "message").map((e) => e.message!.role);
@@ -81,6 +87,9 @@ async function exportsShow(agent: Agent, label: string) {
   await runOk(sb, ["export", s.id, "--format", "html", "--output", html]);
   const { page, errors, requests } = await openFile(browser, html);
   const text = await page.locator("body").innerText();
+  const title = await page.locator("#title").innerText();
+  expect(title, `${agent} html title`).toBe(heading.slice(2));
+  expect(await page.title()).toBe(`${title} \u2014 pi-guard export`);
   await page.context().close();
   expect(errors).toEqual([]);
   expect(requests).toEqual([]);
