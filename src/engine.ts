@@ -5,6 +5,7 @@
  */
 import { makeDirs } from "./fs-safe.js";
 import { snapshotRootsOf } from "./agents/roots.js";
+import type { AgentAdapter, CopyRule } from "./agents/types.js";
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import type { Config } from "./config/config.js";
@@ -35,11 +36,10 @@ import {
   type RestoreFailure,
   type RestoreOptions,
   type RestoreReport,
-  sessionMatcher,
 } from "./restore/restorer.js";
-import { SnapshotReader } from "./restore/snapshot-reader.js";
 import { type AdoptedRoot, sessionsRootInPlace } from "./restore/sessions-root.js";
-import { parseSessionFileName } from "./agents/pi/writer.js";
+import { type AgentRestoreCheck, selectUnits, type UnitSelection } from "./restore/unit-select.js";
+import { liveSessionDatabases, restoreSessionRows } from "./restore/session-rows.js";
 import { datedInFuture, PRE_RESTORE_TAG, type ResolvedTime, type Selection, selectSnapshotAt, snapshotsOfHost } from "./restore/select.js";
 import { hostName } from "./host.js";
 
@@ -174,6 +174,12 @@ export interface SafeRestoreResult {
   discards?: DiscardReport;
   /** In place, when it changed something: the restore's id, which `restore --undo` takes. */
   undo?: string;
+  /**
+   * With --session or --path: the agents' checks on the snapshot's versions of the files restored
+   * (RestoreCheck), run before anything is written. A failed one means the agent may not list
+   * what was restored: the CLI exits non-zero.
+   */
+  checks?: AgentRestoreCheck[];
 }
 
 /**
@@ -191,10 +197,15 @@ export async function restore(config: Config, repo: Repository, when: string, op
     const snapshot = chosen.record;
     const { refused, ...where } = onlyAgent(await restoreDestinations(config, repo, snapshot, opts.targetDir, opts), snapshot, opts.agent);
     if (opts.targetDir) await ensureWritableDir(path.resolve(opts.targetDir));
-    const plan = await planRestore(repo, snapshot, { ...opts, ...where, durable: !opts.targetDir, scope: pathInScope(config.filter) });
-    if (opts.session) await checkSessionFound(repo, snapshot, opts.session, plan.sessionIds, refused);
+    const selection = opts.session !== undefined || opts.paths?.length ? await selectUnits(repo, snapshot, opts) : undefined;
+    if (selection?.session) sessionWritten(selection, where.destinations, refused);
+    const plan = await planRestore(repo, snapshot, { ...opts, ...where, units: selection?.keys, durable: !opts.targetDir, scope: pathInScope(config.filter) });
+    if (selection?.session) {
+      const live = liveSessionDatabases(plan, selection, copyRulesOf(config, selection.session.adapter));
+      if (live.length) await restoreSessionRows({ repo, snapshot, session: selection.session, databases: live, plan });
+    }
     const inPlace = !opts.targetDir;
-    const done = { snapshot, resolved: chosen.resolved, warnings, discards: inPlace ? await measureDiscards(repo, plan) : undefined };
+    const done = { snapshot, resolved: chosen.resolved, warnings, discards: inPlace ? await measureDiscards(repo, plan) : undefined, ...(selection ? { checks: selection.checks } : {}) };
     if (opts.dryRun) return { ...done, report: withRefused(planReport(plan), refused) };
     const replaces = plan.items.some((i) => i.type !== "dir" && (i.action === "replace" || i.action === "delete"));
     const undoSnapshot = inPlace && replaces ? await savePreRestore(config, repo, opts, "restore") : undefined;
@@ -397,45 +408,19 @@ async function restoreDestinations(
   return { destinations, realRoots, adopted, refused };
 }
 
-/**
- * `--session` must restore something or say why not: an unknown id, an ambiguous prefix, and a
- * session the chosen snapshot lacks (naming the last snapshot that holds it) are errors; so is one
- * that may lie in a root this restore refused (`refused`), which is named.
- */
-async function checkSessionFound(repo: Repository, chosen: SnapshotRecord, session: string, ids: Set<string>, refused: RestoreFailure[]): Promise<void> {
-  if (ids.size > 1) throw ambiguousSession(session, [...ids]);
-  if (ids.size === 1) return;
-  if (refused.length) throw new RepoError(`no session "${session}" in the roots this restore writes; not restored: ${refused[0].error}`, "not-found");
-  const matches = sessionMatcher(session);
-  const snapshots = (await repo.listSnapshots()).filter((s) => s.id !== chosen.id).reverse();
-  const reader = await SnapshotReader.open(repo);
-  try {
-    for (const s of snapshots) {
-      const found = new Set<string>();
-      for await (const node of reader.files(s.snapshot.tree)) {
-        if (node.type === "file" && matches(node.path)) found.add(parseSessionFileName(node.path)!.id);
-      }
-      if (found.size > 1) throw ambiguousSession(session, [...found]);
-      if (found.size === 1) {
-        const id = [...found][0];
-        throw new RepoError(
-          `snapshot ${chosen.id.slice(0, 8)} (${chosen.snapshot.time}) does not hold session ${id}; the last snapshot that does is ${s.id.slice(0, 8)} (${s.snapshot.time}): pi-guard restore ${s.id.slice(0, 8)} --session ${id}`,
-          "not-found",
-        );
-      }
-    }
-  } finally {
-    await reader.close();
-  }
-  throw new RepoError(`no snapshot holds a session whose id starts with "${session}"`, "not-found");
+/** A session in a root this restore does not write (refused, say) is an error naming why. */
+function sessionWritten(selection: UnitSelection, destinations: Record<string, string>, refused: RestoreFailure[]): void {
+  const { meta } = selection.session!;
+  const outside = selection.units.flatMap((u) => u.unit.files).find((f) => !(f.root in destinations));
+  if (!outside) return;
+  const why = refused.find((r) => r.root === outside.root)?.error ?? `root ${JSON.stringify(outside.root)} is not written by this restore`;
+  throw new RepoError(`session ${meta.id} is not restored: ${why}`, "not-found");
 }
 
-function ambiguousSession(session: string, ids: string[]): RepoError {
-  const shown = ids.sort().slice(0, 4);
-  return new RepoError(
-    `session id "${session}" is ambiguous: ${ids.length} sessions match (${shown.join(", ")}${ids.length > 4 ? ", ..." : ""}); type more characters`,
-    "usage",
-  );
+/** The copy rules of `adapter` at its current location: which of its files are SQLite databases. */
+function copyRulesOf(config: Config, adapter: AgentAdapter): readonly CopyRule[] {
+  const location = config.agents.find((a) => a.location.agent === adapter.name)?.location;
+  return location ? adapter.copyRules(location) : [];
 }
 
 async function ensureWritableDir(dir: string): Promise<void> {

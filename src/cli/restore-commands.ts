@@ -78,6 +78,7 @@ export function printRestoreResult(
       warnings: result.warnings,
       discards: result.discards ?? null,
       failed: report.failed,
+      checks: result.checks ?? [],
       files: report.files.filter((f) => f.action !== "unchanged").map(({ root, path, action, size }) => ({ root, path, action, size })),
     });
   } else {
@@ -102,8 +103,23 @@ export function printRestoreResult(
       ]),
     );
     if (undoCommand) info(ctx.out, `undo with: ${undoCommand}`);
+    const passed = (result.checks ?? []).filter((c) => c.ok).length;
+    if (passed) info(ctx.out, `checks: ${passed} passed (the agent lists what was restored)`);
   }
   exitForFailures(report, "restored");
+  exitForChecks(result.checks ?? [], !!opts.dryRun);
+}
+
+/**
+ * A failed check means the agent may not list or resume what was restored: named, and the exit is
+ * non-zero, though the files (the snapshot's exact bytes) were written.
+ */
+function exitForChecks(checks: NonNullable<EngineRestoreResult["checks"]>, dryRun: boolean): void {
+  const failed = checks.filter((c) => !c.ok);
+  if (!failed.length) return;
+  for (const c of failed) warn(`check failed: ${printable(c.name)}: ${printable(c.message)}`);
+  warn(`${failed.length} check(s) failed: the agent may not list what ${dryRun ? "this restore would write" : "was restored"} (the snapshot's own bytes${dryRun ? "" : " were written"})`);
+  if (!process.exitCode) process.exitCode = EXIT.failure;
 }
 
 function exitForFailures(report: RestoreReport, done: string): void {
