@@ -35,11 +35,12 @@ import {
   planRestore,
   type RestoreFailure,
   type RestoreOptions,
+  type RestorePlan,
   type RestoreReport,
 } from "./restore/restorer.js";
 import { type AdoptedRoot, sessionsRootInPlace } from "./restore/sessions-root.js";
 import { type AgentRestoreCheck, selectUnits, type UnitSelection } from "./restore/unit-select.js";
-import { liveSessionDatabases, restoreSessionRows } from "./restore/session-rows.js";
+import { liveDatabases, refuseLiveCompanions, restoreSessionRows } from "./restore/session-rows.js";
 import { datedInFuture, PRE_RESTORE_TAG, type ResolvedTime, type Selection, selectSnapshotAt, snapshotsOfHost } from "./restore/select.js";
 import { hostName } from "./host.js";
 
@@ -200,10 +201,7 @@ export async function restore(config: Config, repo: Repository, when: string, op
     const selection = opts.session !== undefined || opts.paths?.length ? await selectUnits(repo, snapshot, opts) : undefined;
     if (selection?.session) sessionWritten(selection, where.destinations, refused);
     const plan = await planRestore(repo, snapshot, { ...opts, ...where, units: selection?.keys, durable: !opts.targetDir, scope: pathInScope(config.filter) });
-    if (selection?.session) {
-      const live = liveSessionDatabases(plan, selection, copyRulesOf(config, selection.session.adapter));
-      if (live.length) await restoreSessionRows({ repo, snapshot, session: selection.session, databases: live, plan });
-    }
+    if (selection) await guardLiveDatabases(config, repo, snapshot, plan, selection);
     const inPlace = !opts.targetDir;
     const done = { snapshot, resolved: chosen.resolved, warnings, discards: inPlace ? await measureDiscards(repo, plan) : undefined, ...(selection ? { checks: selection.checks } : {}) };
     if (opts.dryRun) return { ...done, report: withRefused(planReport(plan), refused) };
@@ -415,6 +413,26 @@ function sessionWritten(selection: UnitSelection, destinations: Record<string, s
   if (!outside) return;
   const why = refused.find((r) => r.root === outside.root)?.error ?? `root ${JSON.stringify(outside.root)} is not written by this restore`;
   throw new RepoError(`session ${meta.id} is not restored: ${why}`, "not-found");
+}
+
+/**
+ * A live SQLite database must not be swapped in as a side effect: a session's (restoreSessionRows
+ * decides), or one a --path's units brought without the paths naming it (refused).
+ */
+async function guardLiveDatabases(config: Config, repo: Repository, snapshot: SnapshotRecord, plan: RestorePlan, selection: UnitSelection): Promise<void> {
+  const { session } = selection;
+  const unitFiles = selection.units.flatMap((u) => u.unit.files);
+  if (session) {
+    const live = liveDatabases(plan, unitFiles, copyRulesOf(config, session.adapter));
+    if (live.length) await restoreSessionRows({ repo, snapshot, session, databases: live, plan });
+    return;
+  }
+  const named = new Set(selection.selected.map((f) => `${f.root}\0${f.path}`));
+  for (const { agent, unit } of selection.units) {
+    if (!agent) continue;
+    const companions = unit.files.filter((f) => !named.has(`${f.root}\0${f.path}`));
+    refuseLiveCompanions(liveDatabases(plan, companions, copyRulesOf(config, agent)), unit.why);
+  }
 }
 
 /** The copy rules of `adapter` at its current location: which of its files are SQLite databases. */

@@ -3,7 +3,8 @@
 // The snapshot holds the whole database as of then: swapping it in would roll back every other
 // session in it. Restoring only the session's rows is a merge into the live database; until that
 // exists, such a restore is refused here, before anything is written. Where the database is not
-// there (a wiped dir, --target), the unit's files are restored whole, which is correct.
+// there (a wiped dir, --target), the unit's files are restored whole, which is correct. A --path
+// restore whose units bring such a database the paths did not name is refused too.
 
 import path from "node:path";
 import picomatch from "picomatch";
@@ -13,7 +14,6 @@ import { RepoError } from "../repo/errors.js";
 import type { Repository, SnapshotRecord } from "../repo/repository.js";
 import { SQLITE_SIDE_SUFFIXES } from "../snapshot/sqlite-copy.js";
 import type { RestorePlan } from "./restorer.js";
-import type { UnitSelection } from "./unit-select.js";
 
 /** A database of the session's units that the plan would replace (or whose side files it would delete) where it is live. */
 export interface LiveDatabase {
@@ -23,22 +23,35 @@ export interface LiveDatabase {
 }
 
 /**
- * The SQLite databases (copy rule `sqlite-wal`) of the session's units that `plan` would change at
- * their destination: the db replaced, or a -wal/-shm/-journal of it deleted. A db the plan
- * creates (none there) or leaves unchanged is not one.
+ * The SQLite databases (copy rule `sqlite-wal`) among `files` that `plan` would change where they
+ * are now: the db replaced, or a -wal/-shm/-journal of it deleted. A db the plan creates (none
+ * there) or leaves unchanged is not one.
  */
-export function liveSessionDatabases(plan: RestorePlan, selection: UnitSelection, rules: readonly CopyRule[]): LiveDatabase[] {
+export function liveDatabases(plan: RestorePlan, files: readonly FileRef[], rules: readonly CopyRule[]): LiveDatabase[] {
   const sqlite = rules.filter((r) => r.kind === "sqlite-wal").map((r) => ({ root: r.root, match: picomatch(r.glob, { dot: true }) }));
   const isDb = (f: FileRef) => sqlite.some((r) => r.root === f.root && r.match(f.path)) && !SQLITE_SIDE_SUFFIXES.some((s) => f.path.endsWith(s));
-  const dbs = selection.units.flatMap((u) => u.unit.files).filter(isDb);
   const out: LiveDatabase[] = [];
-  for (const db of dbs) {
+  for (const db of files.filter(isDb)) {
     const touched = plan.items.find(
       (i) => i.root === db.root && (i.rel === db.path || SQLITE_SIDE_SUFFIXES.some((s) => i.rel === db.path + s)) && (i.action === "replace" || i.action === "delete"),
     );
     if (touched) out.push({ ref: db, dest: path.join(touched.rootDir, db.path) });
   }
   return out;
+}
+
+/**
+ * A --path restore whose units bring a live database the paths did not name (a Codex rollout's
+ * state_5.sqlite): replacing it would roll back the other sessions it lists, which nobody asked
+ * for. Refused before anything is written; naming the database in --path too replaces it (saved
+ * first, undoable).
+ */
+export function refuseLiveCompanions(live: readonly LiveDatabase[], why: string): void {
+  if (!live.length) return;
+  throw new RepoError(
+    `the files --path names come back with ${live[0].ref.path} (${why}), and replacing the live ${live[0].dest} would roll back its other sessions; nothing was restored (name it in --path too to replace it, or restore into --target)`,
+    "exists",
+  );
 }
 
 export interface SessionRowsRequest {

@@ -25,6 +25,8 @@ export interface UnitSelection {
   units: { agent?: AgentAdapter; unit: RestoreUnit }[];
   /** Every unit file, as `${root}\0${path}` (RestoreOptions.units). */
   keys: Set<string>;
+  /** The files the session or the paths named themselves, before the units grew them. */
+  selected: FileRef[];
   checks: AgentRestoreCheck[];
 }
 
@@ -94,7 +96,7 @@ export async function selectUnits(repo: Repository, record: SnapshotRecord, opts
       checks.push(...(await checksOf(adapter, files, own)));
     }
     const keys = new Set(units.flatMap((u) => u.unit.files.map(keyOf)));
-    return { ...(session ? { session } : {}), units, keys, checks };
+    return { ...(session ? { session } : {}), units, keys, selected, checks };
   } finally {
     await reader.close();
   }

@@ -2,7 +2,8 @@
 // state_5.sqlite (its `threads` row lists it): into a wiped $CODEX_HOME both come back whole and
 // codex resumes the session; where the live state_5.sqlite holds other sessions, replacing it
 // would roll them back, so the restore is refused in one line and nothing is written (until a
-// row merge exists), while --target still restores the unit whole.
+// row merge exists), as is a --path naming the rollout alone, while --target still restores the
+// unit whole.
 
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
@@ -54,7 +55,7 @@ describe("restore --session with Codex CLI sessions (real codex, offline)", () =
     expect(server.turnRequests.at(-1)!.body).toContain("e2e-tool-ran");
   });
 
-  it("with the live state_5.sqlite there: refused in one line (exit 1), nothing written; --target restores the unit whole", async () => {
+  it("with the live state_5.sqlite there: --session, and --path naming the rollout alone, are refused in one line (exit 1), nothing written; --target restores the unit whole", async () => {
     await snapshot(sb);
     const rollout = readFileSync(a.rollout);
     rmSync(a.rollout);
@@ -68,6 +69,14 @@ describe("restore --session with Codex CLI sessions (real codex, offline)", () =
     expect(existsSync(a.rollout)).toBe(false);
     // A dry run tells the same truth.
     expectOneLineError(await cli(sb, ["restore", "latest", "--session", a.sessionId, "--dry-run"]), 1);
+
+    // --path naming the rollout brings state_5.sqlite with it: refused the same way, unless --path names the db too.
+    const rel = path.relative(codexHome(sb), a.rollout);
+    const viaPath = expectOneLineError(await cli(sb, ["restore", "latest", "--path", rel]), 1);
+    expect(viaPath).toMatch(/the files --path names come back with state_5\.sqlite .*replacing the live .*state_5\.sqlite would roll back its other sessions; nothing was restored/);
+    expect(fingerprint(treeState(codexHome(sb)))).toEqual(before);
+    const both = (await ok(sb, ["restore", "latest", "--path", rel, "state_5.sqlite", "--dry-run", "--json"])).json<Restored>();
+    expect(both.files.map((f) => `${f.action} ${f.path}`).sort()).toEqual([`create ${rel}`, "replace state_5.sqlite"]);
 
     const target = sb.dir("codex-target");
     const r = (await ok(sb, ["restore", "latest", "--session", a.sessionId, "--target", target, "--json"])).json<Restored>();
