@@ -214,7 +214,8 @@ named, and the exit status is 1 although the files were restored.
 A session that lives in a SQLite database which is there now (opencode.db, Codex's state_5.sqlite)
 is not restored alone yet: replacing the database would roll back its other sessions. Restore it
 into --target, or the whole agent with --agent NAME (undoable); where the database is gone, the
-session's files come back whole.
+session's files come back whole. Likewise a --path whose files would bring such a database along
+unnamed is refused; name the database in --path too to replace it.
 
 What it discards: the dry run (and the restore's own report) counts, per session it replaces or
 deletes, the entries and messages of the live file past the part the snapshot shares with it,
