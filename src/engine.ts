@@ -40,6 +40,7 @@ import {
 } from "./restore/restorer.js";
 import { type AdoptedRoot, sessionsRootInPlace } from "./restore/sessions-root.js";
 import { type AgentRestoreCheck, selectUnits, type UnitSelection } from "./restore/unit-select.js";
+import { shownName } from "./agents/find-session.js";
 import { liveDatabases, refuseLiveCompanions, restoreSessionRows } from "./restore/session-rows.js";
 import { datedInFuture, PRE_RESTORE_TAG, type ResolvedTime, type Selection, selectSnapshotAt, snapshotsOfHost } from "./restore/select.js";
 import { hostName } from "./host.js";
@@ -412,7 +413,7 @@ function sessionWritten(selection: UnitSelection, destinations: Record<string, s
   const outside = selection.units.flatMap((u) => u.unit.files).find((f) => !(f.root in destinations));
   if (!outside) return;
   const why = refused.find((r) => r.root === outside.root)?.error ?? `root ${JSON.stringify(outside.root)} is not written by this restore`;
-  throw new RepoError(`session ${meta.id} is not restored: ${why}`, "not-found");
+  throw new RepoError(`session ${shownName(meta.id)} is not restored: ${shownName(why)}`, "not-found");
 }
 
 /**

@@ -10,6 +10,9 @@ export interface FoundSession {
   meta: SessionMeta;
 }
 
+/** An id or path read from a snapshot, for a one-line message: no control character reaches the terminal. */
+export const shownName = (text: string): string => text.replace(/[\u0000-\u001f\u007f-\u009f]/g, "?");
+
 /** How many sessions an ambiguity message names. */
 const SHOWN = 4;
 
@@ -41,11 +44,11 @@ export async function resolveSession(files: FileReader, id: string, agents: read
 
 export function ambiguousSession(id: string, found: readonly FoundSession[]): RepoError {
   const agents = new Set(found.map((f) => f.adapter.name));
-  const name = (f: FoundSession) => (agents.size > 1 ? `${f.adapter.name} ${f.meta.id}` : f.meta.id);
+  const name = (f: FoundSession) => shownName(agents.size > 1 ? `${f.adapter.name} ${f.meta.id}` : f.meta.id);
   const shown = found.map(name).sort().slice(0, SHOWN);
   const narrow = agents.size > 1 ? `, or name the agent with --agent (${[...agents].sort().join(", ")})` : "";
   return new RepoError(
-    `session id "${id}" is ambiguous: ${found.length} sessions match (${shown.join(", ")}${found.length > SHOWN ? ", ..." : ""}); type more characters${narrow}`,
+    `session id "${shownName(id)}" is ambiguous: ${found.length} sessions match (${shown.join(", ")}${found.length > SHOWN ? ", ..." : ""}); type more characters${narrow}`,
     "usage",
   );
 }

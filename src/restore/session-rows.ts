@@ -9,7 +9,7 @@
 import path from "node:path";
 import picomatch from "picomatch";
 import type { CopyRule, FileRef } from "../agents/types.js";
-import type { FoundSession } from "../agents/find-session.js";
+import { type FoundSession, shownName } from "../agents/find-session.js";
 import { RepoError } from "../repo/errors.js";
 import type { Repository, SnapshotRecord } from "../repo/repository.js";
 import { SQLITE_SIDE_SUFFIXES } from "../snapshot/sqlite-copy.js";
@@ -49,7 +49,7 @@ export function liveDatabases(plan: RestorePlan, files: readonly FileRef[], rule
 export function refuseLiveCompanions(live: readonly LiveDatabase[], why: string): void {
   if (!live.length) return;
   throw new RepoError(
-    `the files --path names come back with ${live[0].ref.path} (${why}), and replacing the live ${live[0].dest} would roll back its other sessions; nothing was restored (name it in --path too to replace it, or restore into --target)`,
+    `the files --path names come back with ${shownName(live[0].ref.path)} (${shownName(why)}), and replacing the live ${shownName(live[0].dest)} would roll back its other sessions; nothing was restored (name it in --path too to replace it, or restore into --target)`,
     "exists",
   );
 }
@@ -71,7 +71,7 @@ export async function restoreSessionRows(req: SessionRowsRequest): Promise<never
   const { session, databases } = req;
   const agent = session.adapter.name;
   throw new RepoError(
-    `restoring one ${session.adapter.title} session into a live database is not available yet: ${databases[0].dest} holds other sessions that replacing it would roll back; nothing was restored (restore the session into an empty folder with --target, or all of ${agent} with --agent ${agent})`,
+    `restoring one ${session.adapter.title} session into a live database is not available yet: ${shownName(databases[0].dest)} holds other sessions that replacing it would roll back; nothing was restored (restore the session into an empty folder with --target, or all of ${agent} with --agent ${agent})`,
     "exists",
   );
 }

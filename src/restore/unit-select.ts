@@ -7,7 +7,7 @@ import picomatch from "picomatch";
 import { findAgent } from "../agents/registry.js";
 import { snapshotRootAgents } from "../agents/roots.js";
 import { snapshotFiles } from "../agents/files.js";
-import { ambiguousSession, findSessions, type FoundSession, resolveSession } from "../agents/find-session.js";
+import { ambiguousSession, findSessions, type FoundSession, resolveSession, shownName } from "../agents/find-session.js";
 import type { AgentAdapter, FileReader, FileRef, RestoreCheck, RestoreUnit } from "../agents/types.js";
 import { RepoError } from "../repo/errors.js";
 import type { Repository, SnapshotRecord } from "../repo/repository.js";
@@ -76,6 +76,7 @@ export async function selectUnits(repo: Repository, record: SnapshotRecord, opts
       session = await resolveSession(files, opts.session, adapters);
       if (!session) throw await sessionElsewhere(repo, reader, record, opts.session, opts.agent);
       selected = session.meta.files.filter((f) => !inPaths || inPaths(f.path));
+      if (!selected.length) throw new RepoError(`session ${shownName(session.meta.id)} has no file that --path matches (its files: ${shownName(session.meta.files.map((f) => f.path).join(", "))})`, "not-found");
     } else selected = all.filter((f) => inPaths?.(f.path));
 
     const units: UnitSelection["units"] = [];
@@ -132,12 +133,12 @@ async function sessionElsewhere(
     const found = await findSessions(await filesOf(reader, s), session, agentsOf(s, agent).adapters);
     if (found.length > 1) return ambiguousSession(session, found);
     if (found.length === 1) {
-      const id = found[0].meta.id;
+      const id = shownName(found[0].meta.id);
       return new RepoError(
         `snapshot ${chosen.id.slice(0, 8)} (${chosen.snapshot.time}) does not hold session ${id}; the last snapshot that does is ${s.id.slice(0, 8)} (${s.snapshot.time}): pi-guard restore ${s.id.slice(0, 8)} --session ${id}${agent ? ` --agent ${agent}` : ""}`,
         "not-found",
       );
     }
   }
-  return new RepoError(`no snapshot holds a session whose id starts with "${session}"${agent ? ` among ${agent}'s sessions` : ""}`, "not-found");
+  return new RepoError(`no snapshot holds a session whose id starts with "${shownName(session)}"${agent ? ` among ${agent}'s sessions` : ""}`, "not-found");
 }
