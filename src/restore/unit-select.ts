@@ -3,6 +3,7 @@
 // agent's restoreUnits to what must come back with them from the same snapshot, and the agent's
 // checkRestored on the snapshot's versions of those files.
 
+import { createHash } from "node:crypto";
 import picomatch from "picomatch";
 import { findAgent } from "../agents/registry.js";
 import { snapshotRootAgents } from "../agents/roots.js";
@@ -74,7 +75,7 @@ export async function selectUnits(repo: Repository, record: SnapshotRecord, opts
     let selected: FileRef[];
     if (opts.session !== undefined) {
       session = await resolveSession(files, opts.session, adapters);
-      if (!session) throw await sessionElsewhere(repo, reader, record, opts.session, opts.agent);
+      if (!session) throw await sessionElsewhere(repo, reader, { record, files, adapters }, opts.session, opts.agent);
       selected = session.meta.files.filter((f) => !inPaths || inPaths(f.path));
       if (!selected.length) throw new RepoError(`session ${shownName(session.meta.id)} has no file that --path matches (its files: ${shownName(session.meta.files.map((f) => f.path).join(", "))})`, "not-found");
     } else selected = all.filter((f) => inPaths?.(f.path));
@@ -113,29 +114,54 @@ async function checksOf(adapter: AgentAdapter, files: FileReader, units: Restore
 }
 
 /**
- * The error for a session the chosen snapshot does not hold: the newest other snapshot that holds
- * it, with the command that restores it from there; or that none does. Each distinct tree is
- * read once; every agent an older snapshot holds counts (the chosen one may lack a wiped agent).
+ * What an agent's listing in a snapshot depends on: its roots' files, by path, size and mtime.
+ * Two snapshots where that is the same list the same sessions, so the search lists it once.
+ */
+async function agentFilesState(files: FileReader, roots: readonly string[]): Promise<string> {
+  const hash = createHash("sha256");
+  for (const root of roots) for await (const f of files.list(root)) hash.update(`${root}\0${f.path}\0${f.size}\0${f.mtimeMs}\n`);
+  return hash.digest("hex");
+}
+
+/** The adapters among `adapters` whose files in `files` were not listed yet (`listed` remembers them). */
+async function unlisted(files: FileReader, record: SnapshotRecord, adapters: AgentAdapter[], listed: Set<string>): Promise<AgentAdapter[]> {
+  const rootAgent = snapshotRootAgents(record.snapshot);
+  const out: AgentAdapter[] = [];
+  for (const a of adapters) {
+    const state = `${a.name}\0${await agentFilesState(files, [...rootAgent].filter(([, agent]) => agent === a.name).map(([root]) => root))}`;
+    if (listed.has(state)) continue;
+    listed.add(state);
+    out.push(a);
+  }
+  return out;
+}
+
+/**
+ * The error for a session the chosen snapshot (`searched`: its files, by `adapters`) does not
+ * hold: the newest other snapshot that holds it, with the command that restores it from there;
+ * or that none does. Every agent an older snapshot holds counts (the chosen one may lack a wiped
+ * agent); an agent's files that an earlier look already listed are not listed again, so a search
+ * through many snapshots costs what changed between them.
  */
 async function sessionElsewhere(
   repo: Repository,
   reader: SnapshotReader,
-  chosen: SnapshotRecord,
+  chosen: { record: SnapshotRecord; files: FileReader; adapters: AgentAdapter[] },
   session: string,
   agent: string | undefined,
 ): Promise<RepoError> {
-  const seen = new Set<string>([chosen.snapshot.tree.join(",")]);
-  const snapshots = (await repo.listSnapshots()).filter((s) => s.id !== chosen.id).reverse();
+  const listed = new Set<string>();
+  await unlisted(chosen.files, chosen.record, chosen.adapters, listed);
+  const snapshots = (await repo.listSnapshots()).filter((s) => s.id !== chosen.record.id).reverse();
   for (const s of snapshots) {
-    const tree = Array.isArray(s.snapshot.tree) ? s.snapshot.tree.join(",") : "";
-    if (seen.has(tree)) continue;
-    seen.add(tree);
-    const found = await findSessions(await filesOf(reader, s), session, agentsOf(s, agent).adapters);
+    const files = await filesOf(reader, s);
+    const found = await findSessions(files, session, await unlisted(files, s, agentsOf(s, agent).adapters, listed));
     if (found.length > 1) return ambiguousSession(session, found);
     if (found.length === 1) {
       const id = shownName(found[0].meta.id);
+      const c = chosen.record;
       return new RepoError(
-        `snapshot ${chosen.id.slice(0, 8)} (${chosen.snapshot.time}) does not hold session ${id}; the last snapshot that does is ${s.id.slice(0, 8)} (${s.snapshot.time}): pi-guard restore ${s.id.slice(0, 8)} --session ${id}${agent ? ` --agent ${agent}` : ""}`,
+        `snapshot ${c.id.slice(0, 8)} (${c.snapshot.time}) does not hold session ${id}; the last snapshot that does is ${s.id.slice(0, 8)} (${s.snapshot.time}): pi-guard restore ${s.id.slice(0, 8)} --session ${id}${agent ? ` --agent ${agent}` : ""}`,
         "not-found",
       );
     }
