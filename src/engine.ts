@@ -190,6 +190,10 @@ export interface SafeRestoreResult {
  * changes is journaled (journal.ts), so that `undoRestore` puts back exactly that. A run that only
  * creates files (a new machine, an empty agent dir) has nothing to save and writes nothing into
  * the repository; a run that changes nothing takes no snapshot and no journal.
+ *
+ * --session and --path are resolved through the agents (unit-select.ts): the session's files, or
+ * the paths', grown to their restore units and checked on the snapshot's bytes before anything is
+ * written. A live SQLite database is never swapped in as a side effect (guardLiveDatabases).
  */
 export async function restore(config: Config, repo: Repository, when: string, opts: SafeRestoreOptions = {}): Promise<SafeRestoreResult> {
   const warnings: string[] = [];
