@@ -10,8 +10,13 @@ export interface FoundSession {
   meta: SessionMeta;
 }
 
-/** An id or path read from a snapshot, for a one-line message: no control character reaches the terminal. */
-export const shownName = (text: string): string => text.replace(/[\u0000-\u001f\u007f-\u009f]/g, "?");
+const MAX_SHOWN = 300;
+
+/** An id or path read from a snapshot, for a one-line message: no control character reaches the terminal, and no megabyte. */
+export const shownName = (text: string): string => {
+  const line = text.replace(/[\u0000-\u001f\u007f-\u009f]/g, "?");
+  return line.length > MAX_SHOWN ? `${line.slice(0, MAX_SHOWN)}...` : line;
+};
 
 /** How many sessions an ambiguity message names. */
 const SHOWN = 4;
