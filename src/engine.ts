@@ -5,6 +5,7 @@
  */
 import { makeDirs } from "./fs-safe.js";
 import { snapshotRootsOf } from "./agents/roots.js";
+import type { AgentAdapter, CopyRule } from "./agents/types.js";
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import type { Config } from "./config/config.js";
@@ -34,12 +35,13 @@ import {
   planRestore,
   type RestoreFailure,
   type RestoreOptions,
+  type RestorePlan,
   type RestoreReport,
-  sessionMatcher,
 } from "./restore/restorer.js";
-import { SnapshotReader } from "./restore/snapshot-reader.js";
 import { type AdoptedRoot, sessionsRootInPlace } from "./restore/sessions-root.js";
-import { parseSessionFileName } from "./agents/pi/writer.js";
+import { type AgentRestoreCheck, selectUnits, type UnitSelection } from "./restore/unit-select.js";
+import { shownName } from "./agents/find-session.js";
+import { liveDatabases, refuseLiveCompanions, restoreSessionRows } from "./restore/session-rows.js";
 import { datedInFuture, PRE_RESTORE_TAG, type ResolvedTime, type Selection, selectSnapshotAt, snapshotsOfHost } from "./restore/select.js";
 import { hostName } from "./host.js";
 
@@ -174,6 +176,12 @@ export interface SafeRestoreResult {
   discards?: DiscardReport;
   /** In place, when it changed something: the restore's id, which `restore --undo` takes. */
   undo?: string;
+  /**
+   * With --session or --path: the agents' checks on the snapshot's versions of the files restored
+   * (RestoreCheck), run before anything is written. A failed one means the agent may not list
+   * what was restored: the CLI exits non-zero.
+   */
+  checks?: AgentRestoreCheck[];
 }
 
 /**
@@ -182,6 +190,10 @@ export interface SafeRestoreResult {
  * changes is journaled (journal.ts), so that `undoRestore` puts back exactly that. A run that only
  * creates files (a new machine, an empty agent dir) has nothing to save and writes nothing into
  * the repository; a run that changes nothing takes no snapshot and no journal.
+ *
+ * --session and --path are resolved through the agents (unit-select.ts): the session's files, or
+ * the paths', grown to their restore units and checked on the snapshot's bytes before anything is
+ * written. A live SQLite database is never swapped in as a side effect (guardLiveDatabases).
  */
 export async function restore(config: Config, repo: Repository, when: string, opts: SafeRestoreOptions = {}): Promise<SafeRestoreResult> {
   const warnings: string[] = [];
@@ -191,10 +203,12 @@ export async function restore(config: Config, repo: Repository, when: string, op
     const snapshot = chosen.record;
     const { refused, ...where } = onlyAgent(await restoreDestinations(config, repo, snapshot, opts.targetDir, opts), snapshot, opts.agent);
     if (opts.targetDir) await ensureWritableDir(path.resolve(opts.targetDir));
-    const plan = await planRestore(repo, snapshot, { ...opts, ...where, durable: !opts.targetDir, scope: pathInScope(config.filter) });
-    if (opts.session) await checkSessionFound(repo, snapshot, opts.session, plan.sessionIds, refused);
+    const selection = opts.session !== undefined || opts.paths?.length ? await selectUnits(repo, snapshot, opts) : undefined;
+    if (selection?.session) sessionWritten(selection, where.destinations, refused);
+    const plan = await planRestore(repo, snapshot, { ...opts, ...where, units: selection?.keys, durable: !opts.targetDir, scope: pathInScope(config.filter) });
+    if (selection) await guardLiveDatabases(config, repo, snapshot, plan, selection);
     const inPlace = !opts.targetDir;
-    const done = { snapshot, resolved: chosen.resolved, warnings, discards: inPlace ? await measureDiscards(repo, plan) : undefined };
+    const done = { snapshot, resolved: chosen.resolved, warnings, discards: inPlace ? await measureDiscards(repo, plan) : undefined, ...(selection ? { checks: selection.checks } : {}) };
     if (opts.dryRun) return { ...done, report: withRefused(planReport(plan), refused) };
     const replaces = plan.items.some((i) => i.type !== "dir" && (i.action === "replace" || i.action === "delete"));
     const undoSnapshot = inPlace && replaces ? await savePreRestore(config, repo, opts, "restore") : undefined;
@@ -397,45 +411,39 @@ async function restoreDestinations(
   return { destinations, realRoots, adopted, refused };
 }
 
-/**
- * `--session` must restore something or say why not: an unknown id, an ambiguous prefix, and a
- * session the chosen snapshot lacks (naming the last snapshot that holds it) are errors; so is one
- * that may lie in a root this restore refused (`refused`), which is named.
- */
-async function checkSessionFound(repo: Repository, chosen: SnapshotRecord, session: string, ids: Set<string>, refused: RestoreFailure[]): Promise<void> {
-  if (ids.size > 1) throw ambiguousSession(session, [...ids]);
-  if (ids.size === 1) return;
-  if (refused.length) throw new RepoError(`no session "${session}" in the roots this restore writes; not restored: ${refused[0].error}`, "not-found");
-  const matches = sessionMatcher(session);
-  const snapshots = (await repo.listSnapshots()).filter((s) => s.id !== chosen.id).reverse();
-  const reader = await SnapshotReader.open(repo);
-  try {
-    for (const s of snapshots) {
-      const found = new Set<string>();
-      for await (const node of reader.files(s.snapshot.tree)) {
-        if (node.type === "file" && matches(node.path)) found.add(parseSessionFileName(node.path)!.id);
-      }
-      if (found.size > 1) throw ambiguousSession(session, [...found]);
-      if (found.size === 1) {
-        const id = [...found][0];
-        throw new RepoError(
-          `snapshot ${chosen.id.slice(0, 8)} (${chosen.snapshot.time}) does not hold session ${id}; the last snapshot that does is ${s.id.slice(0, 8)} (${s.snapshot.time}): pi-guard restore ${s.id.slice(0, 8)} --session ${id}`,
-          "not-found",
-        );
-      }
-    }
-  } finally {
-    await reader.close();
-  }
-  throw new RepoError(`no snapshot holds a session whose id starts with "${session}"`, "not-found");
+/** A session in a root this restore does not write (refused, say) is an error naming why. */
+function sessionWritten(selection: UnitSelection, destinations: Record<string, string>, refused: RestoreFailure[]): void {
+  const { meta } = selection.session!;
+  const outside = selection.units.flatMap((u) => u.unit.files).find((f) => !(f.root in destinations));
+  if (!outside) return;
+  const why = refused.find((r) => r.root === outside.root)?.error ?? `root ${JSON.stringify(outside.root)} is not written by this restore`;
+  throw new RepoError(`session ${shownName(meta.id)} is not restored: ${shownName(why)}`, "not-found");
 }
 
-function ambiguousSession(session: string, ids: string[]): RepoError {
-  const shown = ids.sort().slice(0, 4);
-  return new RepoError(
-    `session id "${session}" is ambiguous: ${ids.length} sessions match (${shown.join(", ")}${ids.length > 4 ? ", ..." : ""}); type more characters`,
-    "usage",
-  );
+/**
+ * A live SQLite database must not be swapped in as a side effect: a session's (restoreSessionRows
+ * decides), or one a --path's units brought without the paths naming it (refused).
+ */
+async function guardLiveDatabases(config: Config, repo: Repository, snapshot: SnapshotRecord, plan: RestorePlan, selection: UnitSelection): Promise<void> {
+  const { session } = selection;
+  const unitFiles = selection.units.flatMap((u) => u.unit.files);
+  if (session) {
+    const live = liveDatabases(plan, unitFiles, copyRulesOf(config, session.adapter));
+    if (live.length) await restoreSessionRows({ repo, snapshot, session, databases: live, plan });
+    return;
+  }
+  const named = new Set(selection.selected.map((f) => `${f.root}\0${f.path}`));
+  for (const { agent, unit } of selection.units) {
+    if (!agent) continue;
+    const companions = unit.files.filter((f) => !named.has(`${f.root}\0${f.path}`));
+    refuseLiveCompanions(liveDatabases(plan, companions, copyRulesOf(config, agent)), unit.why);
+  }
+}
+
+/** The copy rules of `adapter` at its current location: which of its files are SQLite databases. */
+function copyRulesOf(config: Config, adapter: AgentAdapter): readonly CopyRule[] {
+  const location = config.agents.find((a) => a.location.agent === adapter.name)?.location;
+  return location ? adapter.copyRules(location) : [];
 }
 
 async function ensureWritableDir(dir: string): Promise<void> {

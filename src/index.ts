@@ -34,6 +34,7 @@ export type {
   EngineSnapshotTaken,
 } from "./engine/types.js";
 export type { SnapshotFinding } from "./engine/verdict.js";
+export type { AgentRestoreCheck } from "./restore/unit-select.js";
 export { openEngine, type OpenEngineOptions } from "./engine/open.js";
 export { loadConfig } from "./config/config.js";
 export { RepoError, isRepoError } from "./repo/errors.js";

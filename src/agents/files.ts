@@ -105,6 +105,8 @@ export async function snapshotFiles(reader: SnapshotReader, snapshot: { id: stri
   const nodes = new Map<string, TreeNode>();
   const roots = new Set<string>();
   for await (const n of reader.files(snapshot.tree)) {
+    // The tree is untrusted: a node without a string root and path is no file an adapter can name.
+    if (typeof n?.root !== "string" || typeof n.path !== "string") continue;
     roots.add(n.root);
     if (n.type === "file") nodes.set(`${n.root}\0${n.path}`, n);
   }

@@ -78,6 +78,7 @@ export function printRestoreResult(
       warnings: result.warnings,
       discards: result.discards ?? null,
       failed: report.failed,
+      checks: result.checks ?? [],
       files: report.files.filter((f) => f.action !== "unchanged").map(({ root, path, action, size }) => ({ root, path, action, size })),
     });
   } else {
@@ -102,8 +103,23 @@ export function printRestoreResult(
       ]),
     );
     if (undoCommand) info(ctx.out, `undo with: ${undoCommand}`);
+    const passed = (result.checks ?? []).filter((c) => c.ok).length;
+    if (passed) info(ctx.out, `checks: ${passed} passed (the agent lists what was restored)`);
   }
   exitForFailures(report, "restored");
+  exitForChecks(result.checks ?? [], !!opts.dryRun);
+}
+
+/**
+ * A failed check means the agent may not list or resume what was restored: named, and the exit is
+ * non-zero, though the files (the snapshot's exact bytes) were written.
+ */
+function exitForChecks(checks: NonNullable<EngineRestoreResult["checks"]>, dryRun: boolean): void {
+  const failed = checks.filter((c) => !c.ok);
+  if (!failed.length) return;
+  for (const c of failed) warn(`check failed: ${printable(c.name)}: ${printable(c.message)}`);
+  warn(`${failed.length} check(s) failed: the agent may not list what ${dryRun ? "this restore would write" : "was restored"} (the snapshot's own bytes${dryRun ? "" : " were written"})`);
+  if (!process.exitCode) process.exitCode = EXIT.failure;
 }
 
 function exitForFailures(report: RestoreReport, done: string): void {
@@ -168,7 +184,7 @@ export function registerRestoreCommands(program: Command): void {
     .argument("<when>", 'latest, a snapshot id, an ISO time, or e.g. "2h ago", "yesterday 14:00" (with --undo: the restore\'s id)')
     .option("-t, --target <dir>", "restore into this folder instead of in place")
     .option("-p, --path <glob...>", "only files matching these globs (relative to the agent dir)")
-    .option("-s, --session <id>", "only the session with this id (or id prefix)")
+    .option("-s, --session <id>", "only the session with this id (or a unique prefix), of any agent, with what must come back with it")
     .option("--agent <name>", "only this agent's data (pi, claude, …: see pi-guard agents)")
     .option("-n, --dry-run", "show what would change (and what it would discard), change nothing")
     .option("--delete", "also delete files that the snapshot does not have (within the restored scope)")
@@ -186,6 +202,20 @@ warning; name one by id to take it anyway). An in-place restore swaps each file 
 keeps modes (0600 for auth.json). It never deletes files unless --delete is given, and never
 replaces a folder. A path it refuses (unsafe, or a folder in the way) or cannot write is named,
 and the exit status is non-zero (3 when the data is damaged).
+
+One session: --session ID looks the id (whole, or a unique prefix) up among the sessions of every
+agent the chosen snapshot holds; --agent NAME narrows it. An ambiguous prefix names the matches
+(exit 2); an id only another snapshot holds names that snapshot and the command (exit 1). The
+session's files come back with what the agent needs beside them, from the same snapshot: a
+Claude Code transcript's <uuid>/ folder, a Codex rollout's state_5.sqlite. --path brings those
+companions of the files it names too. The agent's checks (will it list what is restored?) run on
+the snapshot's bytes before anything is written: --json lists them as "checks"; a failed one is
+named, and the exit status is 1 although the files were restored.
+A session that lives in a SQLite database which is there now (opencode.db, Codex's state_5.sqlite)
+is not restored alone yet: replacing the database would roll back its other sessions. Restore it
+into --target, or the whole agent with --agent NAME (undoable); where the database is gone, the
+session's files come back whole. Likewise a --path whose files would bring such a database along
+unnamed is refused; name the database in --path too to replace it.
 
 What it discards: the dry run (and the restore's own report) counts, per session it replaces or
 deletes, the entries and messages of the live file past the part the snapshot shares with it,
@@ -219,6 +249,8 @@ Examples:
   $ pi-guard restore --undo 20261130-140512-a1b2c3
   $ pi-guard restore 2026-11-30T09:00 --target /tmp/pi-then
   $ pi-guard restore latest --session 0b9c5c3e
+  $ pi-guard restore latest --session 3f2a91c0-77b1 --agent claude
+  $ pi-guard restore latest --agent claude --path 'projects/**/3f2a91c0-77b1-4c1e-9d0a-5b6f7e8d9c0a.jsonl'
   $ pi-guard restore "1h ago" --agent claude
   $ pi-guard restore latest --path 'sessions/**' --path auth.json
   $ pi-guard restore latest --repo s3://bucket/pi --key-file ./key --host laptop --target ~/restored`,

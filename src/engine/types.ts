@@ -71,7 +71,9 @@ export interface EngineBackupResult {
 export interface EngineRestoreOptions {
   /** Restore into this folder instead of in place. */
   targetDir?: string;
+  /** Globs relative to each root; native: each matching file brings the rest of its agent's restore unit. */
   paths?: string[];
+  /** A session id or unique prefix; native: any agent's, with its restore units (restic: pi's only for now). */
   session?: string;
   /** Only this agent's roots (a registry name; native only for now). */
   agent?: string;

@@ -31,8 +31,13 @@ export interface RestoreOptions {
   adopted?: Record<string, AdoptedRoot>;
   /** Globs relative to the root; only matching files are restored. */
   paths?: string[];
-  /** A session id (or prefix): restore only that session's file(s). */
+  /** A session id (or prefix): restore only that session's files, which `units` names (engine.ts resolves the id). */
   session?: string;
+  /**
+   * The files of the restore units a --path or --session selection grew to (unit-select.ts), as
+   * `${root}\0${path}`: restored beside what `paths` matches; with `session`, only these.
+   */
+  units?: ReadonlySet<string>;
   dryRun?: boolean;
   /** Delete files under the restored scope that the snapshot does not have. Off by default. */
   deleteExtra?: boolean;
@@ -98,14 +103,15 @@ export interface RestorePlan {
   items: PlanItem[];
   /** Nodes refused while planning (unsafe paths, folders in the way). */
   failed: RestoreFailure[];
-  /** With `opts.session`: the ids of the matching sessions in this snapshot. */
-  sessionIds: Set<string>;
   /** Files, links and deletions that would change something on disk. */
   changes: number;
   started: number;
 }
 
-/** Matches files pi named `<time>_<session id>.jsonl` whose id starts with `session`. */
+/**
+ * Matches files pi named `<time>_<session id>.jsonl` whose id starts with `session`: the restic
+ * engine's --session (the native engine finds a session through the agents: unit-select.ts).
+ */
 export function sessionMatcher(session: string): (rel: string) => boolean {
   const prefix = session.toLowerCase();
   return (rel) => parseSessionFileName(rel)?.id.toLowerCase().startsWith(prefix) ?? false;
@@ -131,10 +137,12 @@ export async function planRestore(repo: Repository, record: SnapshotRecord, opts
   const pool = new SealPool(0);
   const reader = new BlobReader(repo, pool);
   const wantPath = opts.paths?.length ? picomatch(opts.paths, { dot: true }) : () => true;
-  const wantSession = opts.session ? sessionMatcher(opts.session) : () => true;
+  // A session is its units' files; a path selection also brings its units' companions.
+  const inUnits = (root: string, rel: string) => opts.units?.has(`${root}\0${rel}`) ?? false;
+  const wanted = (root: string, rel: string) => (opts.session ? inUnits(root, rel) : wantPath(rel) || inUnits(root, rel));
   const select = opts.select ?? (() => true);
   const filtered = !!(opts.paths?.length || opts.session || opts.select);
-  const plan: RestorePlan = { record, opts, items: [], failed: [], sessionIds: new Set(), changes: 0, started };
+  const plan: RestorePlan = { record, opts, items: [], failed: [], changes: 0, started };
   const kept = new Map<string, Set<string>>();
   // Nothing is written while planning, so each folder is walked once.
   const walkParent = cached((rootDir: string, comps: FsPath[]) => walkDirs(rootDir, comps.slice(0, -1), false));
@@ -147,7 +155,7 @@ export async function planRestore(repo: Repository, record: SnapshotRecord, opts
       const rootDir = rootDirs.get(node.root);
       if (!rootDir) continue;
       const rel = typeof node.path === "string" ? node.path : JSON.stringify(node.path);
-      if (node.type === "dir" ? filtered : !wantPath(rel) || !wantSession(rel) || !select(node.root, nodeKey(node))) continue;
+      if (node.type === "dir" ? filtered : !wanted(node.root, rel) || !select(node.root, nodeKey(node))) continue;
       const refuse = (error: string) => plan.failed.push({ path: rel, root: node.root, error, kind: "refused" });
       if (node.type !== "file" && node.type !== "dir" && node.type !== "symlink") {
         refuse(`unknown node type ${JSON.stringify(node.type)}`);
@@ -163,7 +171,6 @@ export async function planRestore(repo: Repository, record: SnapshotRecord, opts
       if (node.type !== "dir") {
         if (!kept.has(node.root)) kept.set(node.root, new Set());
         kept.get(node.root)!.add(nodeKey(node));
-        if (opts.session) plan.sessionIds.add(parseSessionFileName(rel)!.id);
       }
       try {
         const action = await plannedAction(repo, walkParent(rootDir, comps), comps, node);
@@ -192,7 +199,7 @@ export async function planRestore(repo: Repository, record: SnapshotRecord, opts
       if (opts.adopted?.[root]) continue;
       const keep = kept.get(root) ?? new Set<string>();
       for (const f of await listFiles(rootDir)) {
-        if (keep.has(f.key) || !wantPath(f.rel) || !wantSession(f.rel) || !select(root, f.key) || !(opts.scope?.(f.rel) ?? true)) continue;
+        if (keep.has(f.key) || !wanted(root, f.rel) || !select(root, f.key) || !(opts.scope?.(f.rel) ?? true)) continue;
         if (blocked.some((b) => `${root}\0${f.rel}`.startsWith(b))) continue;
         plan.items.push({ type: "delete", root, rootDir, comps: f.comps, rel: f.rel, key: f.key, action: "delete" });
         plan.changes++;

@@ -47,8 +47,9 @@ describe("restore latest after `rm -rf ~/.pi/agent` with a symlinked sessions di
 
   it("the folder behind the link survived: one run puts back the agent dir and its link, the sessions are found unchanged, exit 0", async () => {
     rmSync(sb.agentDir, { recursive: true, force: true });
-    // --session leaves the link out: the sessions behind it are refused, saying what to run.
-    const one = await cli(sb, ["restore", "latest", "--session", path.basename(sessionFiles(big)[0]).split("_")[1].slice(0, 8)]);
+    // --session leaves the link out: the sessions behind it are refused, saying what to run. (The
+    // whole id: pi 1.x ids are UUIDv7, and these four share their first 8 digits.)
+    const one = await cli(sb, ["restore", "latest", "--session", path.basename(sessionFiles(big)[0], ".jsonl").split("_")[1]]);
     expect(expectOneLineError(one, 1)).toMatch(/not restored: root "sessions" .*--paths and --session leave out the link .*; restore without them first/);
     const r = await restoreJson(sb, ["latest"]);
     await expectAllBack(r);
