@@ -10,8 +10,8 @@
 // memory. The write is one IMMEDIATE transaction under a busy timeout (the agent may be running),
 // with foreign keys off so that no cascade deletes a row the report does not count; instead the
 // transaction checks, before it commits, that the merged rows equal the snapshot's (a trigger of
-// the live db may not change them) and that no foreign key breaks that held before. A dry run
-// opens the live db read-only and only counts.
+// the live db may not change them) and that no foreign key breaks that held before. A read-only
+// pass checks and counts first (a dry run stops there).
 
 import type Database from "better-sqlite3";
 import { existsSync, lstatSync, openSync, readSync, closeSync, rmSync } from "node:fs";
@@ -173,7 +173,7 @@ function fkViolations(db: Database, tables: string[]): Map<string, number> {
   return out;
 }
 
-function write(db: Database, spec: SessionRows, shapes: Map<string, TableShape>, sid: string, planned: ReturnType<typeof plan>): void {
+function writeRows(db: Database, spec: SessionRows, shapes: Map<string, TableShape>, sid: string, planned: ReturnType<typeof plan>): void {
   const run = (sql: string) => db.prepare(sql).run({ sid }).changes;
   const present = spec.tables.filter((t) => shapes.has(t.table));
   const fks = fkTables(db, new Set([...present.map((t) => t.table), ...planned.shared.map((s) => s.table)]));
@@ -194,37 +194,49 @@ function write(db: Database, spec: SessionRows, shapes: Map<string, TableShape>,
   if (broken) throw new RepoError(`the merged rows break a foreign key of table ${broken} (${now.get(broken)} violation(s), ${before.get(broken)} before); nothing was written`, "input");
 }
 
+/** One pass over the two dbs in one transaction: read-only (check and count), or the write. */
+function pass(opts: SqliteMergeOptions, write: boolean, busyMs: number): SqliteMergeReport {
+  const { rows: spec, snapshotCopy, live, sessionId: sid } = opts;
+  const db = new (sqlite())(live, { fileMustExist: true, readonly: !write, timeout: busyMs });
+  try {
+    db.pragma("foreign_keys = OFF");
+    db.prepare("ATTACH DATABASE ? AS snap").run(snapshotCopy);
+    db.exec(write ? "BEGIN IMMEDIATE" : "BEGIN");
+    try {
+      const notes: string[] = [];
+      const shapes = checkSchemas(db, spec, notes);
+      const planned = plan(db, spec, shapes, sid, opts.maxRows ?? MAX_SESSION_ROWS);
+      if (write) writeRows(db, spec, shapes, sid, planned);
+      db.exec(write ? "COMMIT" : "ROLLBACK");
+      return { live, sessionId: sid, dryRun: !write, ...planned, notes };
+    } catch (err) {
+      if (db.inTransaction) db.exec("ROLLBACK");
+      throw err;
+    }
+  } finally {
+    db.close();
+  }
+}
+
 /**
  * Makes the live db hold exactly the snapshot's rows of one session (see the file's comment), or
  * with `dryRun` counts what that would do. Throws RepoError, one line, when the schemas differ
  * unsafely ("input"), the live db stays locked past the busy timeout ("locked"), the copy is not a
  * database ("input"), or the snapshot has no such session ("not-found"); then nothing is written.
+ * Everything that can be refused is refused by a read-only pass: the live db is opened read-write
+ * only for the write itself (a read-write connection that closes last checkpoints the WAL, which
+ * rewrites the db file even when no row changed).
  */
 export function mergeSessionRows(opts: SqliteMergeOptions): SqliteMergeReport {
-  const { rows: spec, snapshotCopy, live, sessionId: sid } = opts;
-  const dryRun = !!opts.dryRun;
+  const { snapshotCopy, live, sessionId: sid } = opts;
   const busyMs = opts.busyTimeoutMs ?? DEFAULT_MERGE_BUSY_MS;
   const prefix = `merge of session ${sid} into ${live}`;
-  checkCopy(snapshotCopy);
-  if (!lstatSync(live, { throwIfNoEntry: false })?.isFile()) throw new RepoError(`${prefix}: the live db is not there`, "not-found");
   const madeSideFiles = SIDE_SUFFIXES.map((s) => snapshotCopy + s).filter((f) => !existsSync(f));
-  let db: Database | undefined;
   try {
-    db = new (sqlite())(live, { fileMustExist: true, readonly: dryRun, timeout: busyMs });
-    db.pragma("foreign_keys = OFF");
-    db.prepare("ATTACH DATABASE ? AS snap").run(snapshotCopy);
-    db.exec(dryRun ? "BEGIN" : "BEGIN IMMEDIATE");
-    try {
-      const notes: string[] = [];
-      const shapes = checkSchemas(db, spec, notes);
-      const planned = plan(db, spec, shapes, sid, opts.maxRows ?? MAX_SESSION_ROWS);
-      if (!dryRun) write(db, spec, shapes, sid, planned);
-      db.exec(dryRun ? "ROLLBACK" : "COMMIT");
-      return { live, sessionId: sid, dryRun, ...planned, notes };
-    } catch (err) {
-      if (db.inTransaction) db.exec("ROLLBACK");
-      throw err;
-    }
+    checkCopy(snapshotCopy);
+    if (!lstatSync(live, { throwIfNoEntry: false })?.isFile()) throw new RepoError(`the live db is not there`, "not-found");
+    const counted = pass(opts, false, busyMs);
+    return opts.dryRun ? counted : pass(opts, true, busyMs);
   } catch (err) {
     if (err instanceof RepoError) throw new RepoError(`${prefix}: ${err.message}`, err.kind);
     const code = sqliteCode(err);
@@ -236,7 +248,6 @@ export function mergeSessionRows(opts: SqliteMergeOptions): SqliteMergeReport {
     if (code.startsWith("SQLITE_")) throw new RepoError(`${prefix}: ${msg}; nothing was written`, "io");
     throw err;
   } finally {
-    db?.close();
     for (const f of madeSideFiles) rmSync(f, { force: true });
   }
 }
