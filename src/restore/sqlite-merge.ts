@@ -15,7 +15,8 @@
 
 import type Database from "better-sqlite3";
 import { existsSync, lstatSync, openSync, readSync, closeSync, rmSync } from "node:fs";
-import type { SessionRows, SessionRowsTable } from "../agents/types.js";
+import picomatch from "picomatch";
+import type { AgentAdapter, FileRef, SessionRows, SessionRowsTable } from "../agents/types.js";
 import { RepoError } from "../repo/errors.js";
 import { sqlite, sqlIdent as q } from "../sqlite.js";
 import { checkSchemas, type TableShape } from "./sqlite-schema.js";
@@ -61,6 +62,11 @@ export interface SqliteMergeReport {
   shared: { table: string; added: number }[];
   /** One-line remarks: a newer live schema, a table in neither db. */
   notes: string[];
+}
+
+/** The adapter's description of the session rows of the database `ref`, if it has one (first match, as copy rules). */
+export function sessionRowsOf(adapter: AgentAdapter, ref: FileRef): SessionRows | undefined {
+  return adapter.sessionRows?.find((r) => r.root === ref.root && picomatch(r.glob, { dot: true })(ref.path));
 }
 
 const SQLITE_MAGIC = Buffer.from("SQLite format 3\0", "latin1");
@@ -194,27 +200,33 @@ function writeRows(db: Database, spec: SessionRows, shapes: Map<string, TableSha
   if (broken) throw new RepoError(`the merged rows break a foreign key of table ${broken} (${now.get(broken)} violation(s), ${before.get(broken)} before); nothing was written`, "input");
 }
 
-/** One pass over the two dbs in one transaction: read-only (check and count), or the write. */
-function pass(opts: SqliteMergeOptions, write: boolean, busyMs: number): SqliteMergeReport {
-  const { rows: spec, snapshotCopy, live, sessionId: sid } = opts;
-  const db = new (sqlite())(live, { fileMustExist: true, readonly: !write, timeout: busyMs });
+/** The live db as `main` (read-only or read-write) with the snapshot's copy attached as `snap`. */
+function openBoth(opts: SqliteMergeOptions, write: boolean, busyMs: number): Database {
+  const db = new (sqlite())(opts.live, { fileMustExist: true, readonly: !write, timeout: busyMs });
   try {
     db.pragma("foreign_keys = OFF");
-    db.prepare("ATTACH DATABASE ? AS snap").run(snapshotCopy);
-    db.exec(write ? "BEGIN IMMEDIATE" : "BEGIN");
-    try {
-      const notes: string[] = [];
-      const shapes = checkSchemas(db, spec, notes);
-      const planned = plan(db, spec, shapes, sid, opts.maxRows ?? MAX_SESSION_ROWS);
-      if (write) writeRows(db, spec, shapes, sid, planned);
-      db.exec(write ? "COMMIT" : "ROLLBACK");
-      return { live, sessionId: sid, dryRun: !write, ...planned, notes };
-    } catch (err) {
-      if (db.inTransaction) db.exec("ROLLBACK");
-      throw err;
-    }
-  } finally {
+    db.prepare("ATTACH DATABASE ? AS snap").run(opts.snapshotCopy);
+    return db;
+  } catch (err) {
     db.close();
+    throw err;
+  }
+}
+
+/** One pass over the two dbs in one transaction: read-only (check and count), or the write. */
+function pass(db: Database, opts: SqliteMergeOptions, write: boolean): SqliteMergeReport {
+  const { rows: spec, live, sessionId: sid } = opts;
+  db.exec(write ? "BEGIN IMMEDIATE" : "BEGIN");
+  try {
+    const notes: string[] = [];
+    const shapes = checkSchemas(db, spec, notes);
+    const planned = plan(db, spec, shapes, sid, opts.maxRows ?? MAX_SESSION_ROWS);
+    if (write) writeRows(db, spec, shapes, sid, planned);
+    db.exec(write ? "COMMIT" : "ROLLBACK");
+    return { live, sessionId: sid, dryRun: !write, ...planned, notes };
+  } catch (err) {
+    if (db.inTransaction) db.exec("ROLLBACK");
+    throw err;
   }
 }
 
@@ -223,9 +235,11 @@ function pass(opts: SqliteMergeOptions, write: boolean, busyMs: number): SqliteM
  * with `dryRun` counts what that would do. Throws RepoError, one line, when the schemas differ
  * unsafely ("input"), the live db stays locked past the busy timeout ("locked"), the copy is not a
  * database ("input"), or the snapshot has no such session ("not-found"); then nothing is written.
- * Everything that can be refused is refused by a read-only pass: the live db is opened read-write
- * only for the write itself (a read-write connection that closes last checkpoints the WAL, which
- * rewrites the db file even when no row changed).
+ *
+ * A read-only connection checks and counts first, and stays open until the end: the read-write one,
+ * opened for the write alone, is then never the last connection to close, and SQLite's
+ * checkpoint-on-last-close (which rewrites the db file from the WAL, even after a refusal rolled
+ * everything back) does not run; the WAL is left as the agent leaves it.
  */
 export function mergeSessionRows(opts: SqliteMergeOptions): SqliteMergeReport {
   const { snapshotCopy, live, sessionId: sid } = opts;
@@ -235,8 +249,19 @@ export function mergeSessionRows(opts: SqliteMergeOptions): SqliteMergeReport {
   try {
     checkCopy(snapshotCopy);
     if (!lstatSync(live, { throwIfNoEntry: false })?.isFile()) throw new RepoError(`the live db is not there`, "not-found");
-    const counted = pass(opts, false, busyMs);
-    return opts.dryRun ? counted : pass(opts, true, busyMs);
+    const reader = openBoth(opts, false, busyMs);
+    try {
+      const counted = pass(reader, opts, false);
+      if (opts.dryRun) return counted;
+      const writer = openBoth(opts, true, busyMs);
+      try {
+        return pass(writer, opts, true);
+      } finally {
+        writer.close();
+      }
+    } finally {
+      reader.close();
+    }
   } catch (err) {
     if (err instanceof RepoError) throw new RepoError(`${prefix}: ${err.message}`, err.kind);
     const code = sqliteCode(err);

@@ -18,7 +18,7 @@ import { CODEX_STATE_DB, codexAdapter } from "../../src/agents/codex/index.js";
 import { opencodeAdapter } from "../../src/agents/opencode/index.js";
 import type { SessionRows } from "../../src/agents/types.js";
 import { RepoError } from "../../src/repo/errors.js";
-import { mergeSessionRows, type SqliteMergeReport } from "../../src/restore/sqlite-merge.js";
+import { mergeSessionRows, sessionRowsOf, type SqliteMergeReport } from "../../src/restore/sqlite-merge.js";
 import { copySqlite, type SqliteCopy } from "../../src/snapshot/sqlite-copy.js";
 import { codexHome, codexThreadList, runCodex, startCodexModel } from "../helpers/agents/codex.js";
 import { opencodeCli, opencodeDb, runOpencode, startOpencodeModel } from "../helpers/agents/opencode.js";
@@ -142,6 +142,19 @@ function refusal(run: () => unknown): RepoError {
 }
 
 const opencodeSessions = async (sb: Sandbox): Promise<string[]> => (JSON.parse((await opencodeCli(sb, ["session", "list", "--format", "json"])).stdout) as { id: string }[]).map((s) => s.id);
+
+describe("which description a database's sessions have", () => {
+  it("opencode's db (any channel, or moved by OPENCODE_DB), Codex's state_5.sqlite and thread_history_1.sqlite; no other file", () => {
+    expect(sessionRowsOf(opencodeAdapter, { root: "opencode", path: "opencode.db" })?.tables[0]).toEqual({ table: "session", column: "id" });
+    expect(sessionRowsOf(opencodeAdapter, { root: "opencode", path: "opencode-beta.db" })).toBeDefined();
+    expect(sessionRowsOf(opencodeAdapter, { root: "opencode-db", path: "elsewhere.db" })).toBeDefined();
+    expect(sessionRowsOf(opencodeAdapter, { root: "opencode", path: "auth.json" })).toBeUndefined();
+    expect(sessionRowsOf(codexAdapter, { root: "codex", path: "state_5.sqlite" })?.tables[0]).toEqual({ table: "threads", column: "id" });
+    expect(sessionRowsOf(codexAdapter, { root: "codex", path: "thread_history_1.sqlite" })?.tables[0].column).toBe("thread_id");
+    expect(sessionRowsOf(codexAdapter, { root: "codex", path: "logs_2.sqlite" })).toBeUndefined();
+    expect(sessionRowsOf(codexAdapter, { root: "opencode", path: "state_5.sqlite" })).toBeUndefined();
+  });
+});
 
 describe("merge one opencode session's rows into the live opencode.db (real opencode 1.18.33)", () => {
   it("a session deleted by opencode comes back with exactly the snapshot's rows; a continued session and a newer one are untouched; opencode lists all three and continues the restored one", async () => {
@@ -302,17 +315,19 @@ describe("a merge that cannot be done safely is refused in one line and writes n
     return { live, snap, a };
   }
 
-  /** A private copy of the snapshot's copy, changed by `sql` (a schema of another opencode version). */
+  /** A private copy of the snapshot's copy, changed by `sql` (a schema of another opencode version, hostile rows). */
   function variant(sb: Sandbox, snap: string, name: string, sql: string): string {
     const file = path.join(sb.dir("variants"), `${name}.db`);
     copyFileSync(snap, file);
     const db = new Database(file);
+    // As a hostile or damaged snapshot may hold them: rows SQLite's own checks would refuse.
+    db.pragma("foreign_keys = OFF");
     db.exec(sql);
     db.close();
     return file;
   }
 
-  it("schema mismatches: a newer migration in the snapshot, a column or a table only the live db has", async () => {
+  it("schema mismatches (a newer migration in the snapshot, a column or a table only the live db has, a view), and snapshot rows that would break a foreign key, take another session's keys, or exceed the bound", async () => {
     const { live, snap, a } = await deletedSession();
     const bytes = fileHashes(live);
     const cases: [string, string, RegExp][] = [
@@ -329,6 +344,21 @@ describe("a merge that cannot be done safely is refused in one line and writes n
       expect(err.message).not.toContain("\n");
       expect(fileHashes(live), name).toEqual(bytes);
     }
+    // Rows that would reach beyond the session: a part of A naming a message that is nowhere (a
+    // broken foreign key), B's messages given to A in the snapshot (keys of another session's
+    // rows live), more rows than the merge may read.
+    const hostile: [string, string, RegExp, number?][] = [
+      ["orphan", `INSERT INTO part SELECT 'prt_orphan', 'msg_nowhere', session_id, time_created, time_updated, data FROM part WHERE session_id = '${a}' LIMIT 1`, /the merged rows break a foreign key of table part \(1 violation\(s\), 0 before\); nothing was written$/],
+      ["stolen", `UPDATE message SET session_id = '${a}' WHERE session_id <> '${a}'`, /table message: \d+ row\(s\) of session ses_\S+ in the snapshot have keys that belong to other rows in the live db; nothing was written$/],
+      ["bound", "SELECT 1", /table message of the snapshot's db holds \d+ rows of session ses_\S+, more than the 1 a merge reads$/, 1],
+    ];
+    for (const [name, sql, why, maxRows] of hostile) {
+      const err = refusal(() => mergeSessionRows({ rows: OPENCODE_ROWS, snapshotCopy: variant(sb!, snap, name, sql), live, sessionId: a, ...(maxRows ? { maxRows } : {}) }));
+      expect(err.message, name).toMatch(why);
+      expect(err.message).not.toContain("\n");
+      expect(fileHashes(live), name).toEqual(bytes);
+    }
+    expect(await liveMentions(sb!, live, a)).toEqual({});
     // A session the snapshot does not have: nothing to do, so nothing deleted.
     const missing = refusal(() => mergeSessionRows({ rows: OPENCODE_ROWS, snapshotCopy: snap, live, sessionId: "ses_not_in_the_snapshot" }));
     expect(missing.kind).toBe("not-found");
