@@ -11,3 +11,6 @@ let loaded: typeof BetterSqlite3 | undefined;
 export function sqlite(): typeof BetterSqlite3 {
   return (loaded ??= createRequire(import.meta.url)("better-sqlite3") as typeof BetterSqlite3);
 }
+
+/** A table or column name quoted for SQL (names come from a schema, which may be hostile). */
+export const sqlIdent = (name: string): string => `"${name.replace(/"/g, '""')}"`;

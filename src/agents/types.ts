@@ -233,6 +233,44 @@ export interface RestoreUnit {
   why: string;
 }
 
+/**
+ * Which rows of a SQLite database are one session's, for `restore --session` into a database that
+ * exists live (restore/sqlite-merge.ts): restoring the whole db would roll back every other session
+ * in it. A row is the session's when its `column` holds the session id. Every table needs a
+ * primary key: rows are matched between the snapshot's db and the live one by it.
+ */
+export interface SessionRowsTable {
+  table: string;
+  column: string;
+}
+
+/**
+ * Rows a session's rows refer to but share with other sessions (opencode's `project`): one the live
+ * db lacks is added from the snapshot, one it has is left as it is, none is ever deleted.
+ */
+export interface SharedRows {
+  table: string;
+  /** The shared table's key column. */
+  column: string;
+  /** The session's rows that name it: a table of the description and its column. */
+  from: { table: string; column: string };
+}
+
+/** One database's session rows (opencode.db; Codex's state_5.sqlite, thread_history_1.sqlite). */
+export interface SessionRows {
+  root: string;
+  /** A picomatch glob relative to the root, as in CopyRule. */
+  glob: string;
+  /** The tables, parents first: the first holds the session's own row, keyed by its id. */
+  tables: readonly SessionRowsTable[];
+  shared?: readonly SharedRows[];
+  /**
+   * The table that names each schema migration applied (opencode's `migration`, Codex's
+   * `_sqlx_migrations`): a snapshot db with a migration the live db lacks has a newer schema.
+   */
+  migrations?: { table: string; column: string };
+}
+
 /** A check run on the restored files, before they are swapped in: what must hold for the agent to list the session again. */
 export interface RestoreCheck {
   name: string;
@@ -307,6 +345,8 @@ export interface AgentAdapter {
    * a file with no companions is a unit of one.
    */
   restoreUnits(selected: readonly FileRef[], available: readonly FileRef[]): RestoreUnit[];
+  /** Which rows of which of its SQLite databases make one session (absent: no db holds sessions as rows). */
+  sessionRows?: readonly SessionRows[];
   /** Checks on restored files (read through `files`, over the restored tree): what the agent needs to list the sessions again. */
   checkRestored(files: FileReader, units: readonly RestoreUnit[]): Promise<RestoreCheck[]>;
 }

@@ -7,10 +7,15 @@ declare module "better-sqlite3" {
     iterate(...params: unknown[]): IterableIterator<Record<string, unknown>>;
     /** Tests only: salvage never writes to a database. */
     run(...params: unknown[]): { changes: number; lastInsertRowid: number | bigint };
+    /** restore/sqlite-merge.ts: rows as their first column's value (pluck) or as arrays (raw). */
+    pluck(toggle?: boolean): this;
+    raw(toggle?: boolean): this;
   }
   interface Options {
     readonly?: boolean;
     fileMustExist?: boolean;
+    /** Milliseconds to wait for a lock held by another connection (SQLite's busy timeout). */
+    timeout?: number;
   }
   class Database {
     constructor(filename: string, options?: Options);
@@ -21,6 +26,7 @@ declare module "better-sqlite3" {
     transaction<F extends (...args: never[]) => unknown>(fn: F): F;
     /** snapshot/sqlite-copy.ts: SQLite's online backup API, a step of pages at a time; the handler returns the next step's page count. */
     backup(filename: string, options?: { progress?: (p: { totalPages: number; remainingPages: number }) => number | undefined }): Promise<{ totalPages: number; remainingPages: number }>;
+    readonly inTransaction: boolean;
     close(): void;
   }
   export default Database;

@@ -10,7 +10,7 @@ import type { DoctorCheck } from "../../doctor.js";
 import { liveFiles } from "../files.js";
 import { readHead } from "../jsonl.js";
 import { dirByPrecedence } from "../locate.js";
-import type { AgentAdapter, AgentLocation, FileReader, FileRef, LocateContext, RestoreCheck, RestoreUnit, SecretFile, SessionMeta } from "../types.js";
+import type { AgentAdapter, AgentLocation, FileReader, FileRef, LocateContext, RestoreCheck, RestoreUnit, SecretFile, SessionMeta, SessionRows } from "../types.js";
 import { sqliteUnits } from "../units.js";
 import { codexMetaFromHead, readCodexRollout } from "./read.js";
 
@@ -107,6 +107,37 @@ async function threadsHazard(loc: AgentLocation): Promise<DoctorCheck[]> {
   ];
 }
 
+/**
+ * One Codex thread's rows (checked against Codex 0.169.0): in state_5.sqlite its `threads` row
+ * (what `codex resume`'s picker and the app server's thread/list read) and the tables keyed by its
+ * id, with the sections and projects a row names (shared by other threads); in
+ * thread_history_1.sqlite the paged history projected from its rollout, which records how far
+ * into the rollout it has read, so it comes back from the same snapshot as the rollout.
+ */
+const MIGRATIONS = { table: "_sqlx_migrations", column: "version" };
+const THREAD_ROWS: SessionRows[] = [
+  {
+    root: CODEX_ROOT,
+    glob: CODEX_STATE_DB,
+    tables: [
+      { table: "threads", column: "id" },
+      ...["thread_dynamic_tools", "thread_attachments", "guardian_review_feedback", "thread_read_receipts"].map((table) => ({ table, column: "thread_id" })),
+      { table: "thread_spawn_edges", column: "child_thread_id" },
+    ],
+    shared: [
+      { table: "thread_sections", column: "id", from: { table: "threads", column: "thread_section_id" } },
+      { table: "projects", column: "id", from: { table: "threads", column: "project_id" } },
+    ],
+    migrations: MIGRATIONS,
+  },
+  {
+    root: CODEX_ROOT,
+    glob: "thread_history_1.sqlite",
+    tables: ["thread_history_projection_state", "thread_turns", "thread_items", "thread_realtime_items"].map((table) => ({ table, column: "thread_id" })),
+    migrations: MIGRATIONS,
+  },
+];
+
 export const codexAdapter: AgentAdapter = {
   name: "codex",
   title: "Codex CLI",
@@ -141,6 +172,7 @@ export const codexAdapter: AgentAdapter = {
     },
     isSessionFile: (ref) => ref.root === CODEX_ROOT && isRollout(ref.path),
   },
+  sessionRows: THREAD_ROWS,
   hazards: (loc) => threadsHazard(loc),
   // Rollouts come back with state_5.sqlite (and its -wal/-shm), whose threads table lists them;
   // every other database with its side files; the rest one by one.

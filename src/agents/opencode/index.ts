@@ -203,6 +203,20 @@ function mapSession(conn: Database, meta: SessionMeta): { entries: SessionEntry[
   return { entries, warnings, header };
 }
 
+/**
+ * One opencode session's rows (checked against opencode 1.18.33, whose `session delete` removes
+ * all of them): its `session` row, then every table keyed by `session_id` (messages, their parts,
+ * todos, shares and the v2 session state), and its event-sourcing rows, keyed by the session id
+ * as `aggregate_id`. The `project` a session names is shared by the sessions of that project.
+ */
+const SESSION_TABLES = [
+  { table: "session", column: "id" },
+  ...["message", "part", "todo", "session_share", "session_context_epoch", "session_input", "session_message"].map((table) => ({ table, column: "session_id" })),
+  { table: "event_sequence", column: "aggregate_id" },
+  { table: "event", column: "aggregate_id" },
+];
+const SESSION_ROWS = { tables: SESSION_TABLES, shared: [{ table: "project", column: "id", from: { table: "session", column: "project_id" } }], migrations: { table: "migration", column: "id" } };
+
 export const opencodeAdapter: AgentAdapter = {
   name: "opencode",
   title: "opencode",
@@ -213,6 +227,10 @@ export const opencodeAdapter: AgentAdapter = {
     { root: OPENCODE_ROOT, glob: "opencode*.db", kind: "sqlite-wal", keyTable: "session" },
     { root: OPENCODE_DB_ROOT, glob: "*.db", kind: "sqlite-wal", keyTable: "session" },
     { root: OPENCODE_ROOT, glob: "**/*.json", kind: "rewrite-json" },
+  ],
+  sessionRows: [
+    { root: OPENCODE_ROOT, glob: "opencode*.db", ...SESSION_ROWS },
+    { root: OPENCODE_DB_ROOT, glob: "*.db", ...SESSION_ROWS },
   ],
   sessions: {
     async *list(files) {

@@ -12,6 +12,7 @@
 //   server.setScript([say("again")]);
 //   await runCodex(sb, server, "once more", { resume: run.sessionId });
 
+import { spawn } from "node:child_process";
 import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { responsesRoute } from "../fake-model/responses.js";
@@ -152,4 +153,51 @@ export function findRollout(home: string, sessionId: string): string | undefined
     return undefined;
   };
   return walk(path.join(home, "sessions"));
+}
+
+export interface CodexListedThread {
+  id: string;
+  path: string;
+  preview: string;
+}
+
+/**
+ * Codex's own listing of the `codex exec` threads, as its app server answers `thread/list` (what
+ * the resume picker shows) with `useStateDbOnly`: from state_5.sqlite's threads table alone, so a
+ * thread without its row is missing, and the listing does not scan rollouts to repair the table.
+ */
+export async function codexThreadList(sb: Sandbox, server: FakeModelServer, timeoutMs = 60_000): Promise<CodexListedThread[]> {
+  writeCodexConfig(sb, server);
+  const child = spawn(codexBin(), ["app-server"], { cwd: codexProject(sb), env: codexEnv(sb), stdio: ["pipe", "pipe", "pipe"] });
+  const requests = [
+    { id: 1, method: "initialize", params: { clientInfo: { name: "pi-guard-test", version: "1" } } },
+    { method: "initialized" },
+    { id: 2, method: "thread/list", params: { sourceKinds: ["exec"], useStateDbOnly: true, limit: 100 } },
+  ];
+  child.stdin.write(requests.map((r) => JSON.stringify(r)).join("\n") + "\n");
+  let stdout = "";
+  let stderr = "";
+  child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+  try {
+    return await new Promise<CodexListedThread[]>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`codex app-server: no thread/list answer in ${timeoutMs} ms\nstdout: ${stdout.slice(-4000)}\nstderr: ${stderr.slice(-4000)}`)), timeoutMs);
+      child.on("error", (err) => (clearTimeout(timer), reject(err)));
+      child.stdout.setEncoding("utf8").on("data", (d: string) => {
+        stdout += d;
+        const answer = jsonLines(stdout).find((m) => m.id === 2);
+        if (!answer) return;
+        clearTimeout(timer);
+        const data = (answer.result as { data?: CodexListedThread[] } | undefined)?.data;
+        if (data) resolve(data);
+        else reject(new Error(`codex app-server: thread/list failed: ${JSON.stringify(answer).slice(0, 2000)}`));
+      });
+    });
+  } finally {
+    child.stdin.end();
+    if (child.exitCode === null && child.signalCode === null) {
+      const closed = new Promise((r) => child.once("close", r));
+      child.kill("SIGTERM");
+      await closed;
+    }
+  }
 }
