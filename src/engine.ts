@@ -41,7 +41,8 @@ import {
 import { type AdoptedRoot, sessionsRootInPlace } from "./restore/sessions-root.js";
 import { type AgentRestoreCheck, selectUnits, type UnitSelection } from "./restore/unit-select.js";
 import { shownName } from "./agents/find-session.js";
-import { liveDatabases, refuseLiveCompanions, restoreSessionRows } from "./restore/session-rows.js";
+import { applyMerges, liveDatabases, type MergeDone, refuseLiveCompanions, type SessionMerge, sessionMerges, withoutMerged } from "./restore/session-rows.js";
+import type { SqliteMergeReport } from "./restore/sqlite-merge.js";
 import { datedInFuture, PRE_RESTORE_TAG, type ResolvedTime, type Selection, selectSnapshotAt, snapshotsOfHost } from "./restore/select.js";
 import { hostName } from "./host.js";
 
@@ -182,6 +183,12 @@ export interface SafeRestoreResult {
    * what was restored: the CLI exits non-zero.
    */
   checks?: AgentRestoreCheck[];
+  /**
+   * With --session into a live SQLite database (opencode.db, Codex's state_5.sqlite): what merging
+   * the session's rows did, or would do, per database (sqlite-merge.ts); the rows it deletes are
+   * newer than the snapshot, and discarded (the pre-restore snapshot keeps them).
+   */
+  rows?: SqliteMergeReport[];
 }
 
 /**
@@ -205,22 +212,33 @@ export async function restore(config: Config, repo: Repository, when: string, op
     if (opts.targetDir) await ensureWritableDir(path.resolve(opts.targetDir));
     const selection = opts.session !== undefined || opts.paths?.length ? await selectUnits(repo, snapshot, opts) : undefined;
     if (selection?.session) sessionWritten(selection, where.destinations, refused);
-    const plan = await planRestore(repo, snapshot, { ...opts, ...where, units: selection?.keys, durable: !opts.targetDir, scope: pathInScope(config.filter) });
-    if (selection) await guardLiveDatabases(config, repo, snapshot, plan, selection);
+    const planned = await planRestore(repo, snapshot, { ...opts, ...where, units: selection?.keys, durable: !opts.targetDir, scope: pathInScope(config.filter) });
+    const merges = selection ? guardLiveDatabases(config, planned, selection) : [];
+    const plan = withoutMerged(planned, merges);
+    // Every merge is checked and counted before anything is written: a schema it cannot merge is refused here.
+    const counted = await applyMerges(repo, snapshot, merges, { dryRun: true });
     const inPlace = !opts.targetDir;
-    const done = { snapshot, resolved: chosen.resolved, warnings, discards: inPlace ? await measureDiscards(repo, plan) : undefined, ...(selection ? { checks: selection.checks } : {}) };
+    const done = {
+      snapshot,
+      resolved: chosen.resolved,
+      warnings,
+      discards: inPlace ? await measureDiscards(repo, plan) : undefined,
+      ...(selection ? { checks: selection.checks } : {}),
+      ...(merges.length ? { rows: counted.map((c) => c.report) } : {}),
+    };
     if (opts.dryRun) return { ...done, report: withRefused(planReport(plan), refused) };
-    const replaces = plan.items.some((i) => i.type !== "dir" && (i.action === "replace" || i.action === "delete"));
+    const replaces = merges.length > 0 || plan.items.some((i) => i.type !== "dir" && (i.action === "replace" || i.action === "delete"));
     const undoSnapshot = inPlace && replaces ? await savePreRestore(config, repo, opts, "restore") : undefined;
-    const journal = inPlace && plan.changes > 0 ? newJournal(config, repo, plan, undoSnapshot) : undefined;
+    const journal = inPlace && (plan.changes > 0 || merges.length > 0) ? newJournal(config, repo, plan, undoSnapshot, merges) : undefined;
     if (journal) {
       await writeJournal(config.stateDir, journal).catch((err) => {
         throw describeFsError(err, `the restore journal into ${config.stateDir} (nothing was restored)`);
       });
     }
     const report = await applyRestore(repo, { ...plan, opts: { ...plan.opts, signal } });
-    if (journal) await writeJournal(config.stateDir, await journalOutcome(journal, plan, report));
-    return { ...done, report: withRefused(report, refused), undoSnapshot, undo: journal?.id };
+    const merged = await mergeInto(repo, snapshot, merges, report);
+    if (journal) await writeJournal(config.stateDir, await journalOutcome(journal, plan, report, merged));
+    return { ...done, ...(merges.length ? { rows: merged.map((m) => m.report) } : {}), report: withRefused(report, refused), undoSnapshot, undo: journal?.id };
   });
 }
 
@@ -424,20 +442,35 @@ function sessionWritten(selection: UnitSelection, destinations: Record<string, s
  * A live SQLite database must not be swapped in as a side effect: a session's (restoreSessionRows
  * decides), or one a --path's units brought without the paths naming it (refused).
  */
-async function guardLiveDatabases(config: Config, repo: Repository, snapshot: SnapshotRecord, plan: RestorePlan, selection: UnitSelection): Promise<void> {
+function guardLiveDatabases(config: Config, plan: RestorePlan, selection: UnitSelection): SessionMerge[] {
   const { session } = selection;
   const unitFiles = selection.units.flatMap((u) => u.unit.files);
-  if (session) {
-    const live = liveDatabases(plan, unitFiles, copyRulesOf(config, session.adapter));
-    if (live.length) await restoreSessionRows({ repo, snapshot, session, databases: live, plan });
-    return;
-  }
+  if (session) return sessionMerges(session, liveDatabases(plan, unitFiles, copyRulesOf(config, session.adapter)));
   const named = new Set(selection.selected.map((f) => `${f.root}\0${f.path}`));
   for (const { agent, unit } of selection.units) {
     if (!agent) continue;
     const companions = unit.files.filter((f) => !named.has(`${f.root}\0${f.path}`));
     refuseLiveCompanions(liveDatabases(plan, companions, copyRulesOf(config, agent)), unit.why);
   }
+  return [];
+}
+
+/**
+ * The merges, after the files were restored: one that fails now (the live db stayed locked past
+ * the busy timeout: checked and counted a moment ago) is a failure of the restore, named in the
+ * report, and changed nothing in its database.
+ */
+async function mergeInto(repo: Repository, snapshot: SnapshotRecord, merges: readonly SessionMerge[], report: RestoreReport): Promise<MergeDone[]> {
+  const done: MergeDone[] = [];
+  for (const merge of merges) {
+    try {
+      done.push(...(await applyMerges(repo, snapshot, [merge], {})));
+    } catch (err) {
+      if (!(err instanceof RepoError)) throw err;
+      report.failed.push({ root: merge.db.ref.root, path: merge.db.ref.path, error: err.message, kind: err.kind === "corrupt" ? "damaged" : "io" });
+    }
+  }
+  return done;
 }
 
 /** The copy rules of `adapter` at its current location: which of its files are SQLite databases. */

@@ -1,3 +1,4 @@
+import type { SqliteMergeReport } from "../restore/sqlite-merge.js";
 import type { Command } from "commander";
 import { context, type Context } from "./context.js";
 import type { UndoResult } from "../engine.js";
@@ -50,6 +51,13 @@ function discardSummary(d: DiscardReport): string | undefined {
 
 
 /** What a restore did (or, dry, would do), and a non-zero exit for what it could not do. Shared with the restic engine. */
+/** One merge of a session's rows into a live database, in a line: what it added, replaced and deleted. */
+function rowsLine(r: SqliteMergeReport): string {
+  const sum = (k: "added" | "replaced" | "deleted") => r.tables.reduce((n, t) => n + t[k], 0);
+  const deleted = sum("deleted");
+  return `session ${printable(r.sessionId)} into ${printable(r.live)}: ${sum("added")} rows added, ${sum("replaced")} replaced, ${deleted} deleted${deleted ? " (newer than the snapshot: discarded)" : ""}; other sessions untouched`;
+}
+
 export function printRestoreResult(
   ctx: Context,
   opts: RestoreFlags,
@@ -79,6 +87,7 @@ export function printRestoreResult(
       discards: result.discards ?? null,
       failed: report.failed,
       checks: result.checks ?? [],
+      rows: result.rows ?? [],
       files: report.files.filter((f) => f.action !== "unchanged").map(({ root, path, action, size }) => ({ root, path, action, size })),
     });
   } else {
@@ -98,6 +107,7 @@ export function printRestoreResult(
         ...(result.resolved ? [["time", `"${result.resolved.input}" = ${result.resolved.utc} UTC = ${result.resolved.local} local`]] : []),
         ["snapshot", `${result.snapshot.id.slice(0, 8)}  ${result.snapshot.snapshot.time} (${formatLocalTime(new Date(result.snapshot.snapshot.time))} local), host ${result.snapshot.snapshot.host}`],
         [opts.dryRun ? "would" : "files", `${counts.create} created, ${counts.replace} replaced, ${counts.unchanged} unchanged${counts.delete ? `, ${counts.delete} deleted` : ""}`],
+        ...(result.rows ?? []).map((r) => [opts.dryRun ? "would merge" : "merged", rowsLine(r)]),
         ...(discards ? [[opts.dryRun ? "discards" : "discarded", discards]] : []),
         ["written", `${formatBytes(report.bytesWritten)} in ${formatDuration(report.durationMs)}`],
       ]),

@@ -14,6 +14,7 @@ import { makeDirs, syncDir, writeFully } from "../fs-safe.js";
 import { RepoError } from "../repo/errors.js";
 import type { Repository } from "../repo/repository.js";
 import type { PlanItem, RestorePlan, RestoreReport } from "./restorer.js";
+import type { MergeDone, SessionMerge } from "./session-rows.js";
 import { lstatFile } from "./safe-path.js";
 
 export type ChangeAction = "create" | "replace" | "delete";
@@ -34,6 +35,12 @@ export interface JournalChange {
   action: ChangeAction;
   /** create and replace, once the file landed (absent: the restore did not get to record it). */
   landed?: LandedFile;
+  /**
+   * A replace that merged one session's rows into a live SQLite db instead of replacing the file
+   * (session-rows.ts): the undo merges that session's rows back from the pre-restore snapshot, and
+   * `digest` (its rows right after the merge; absent: not known) tells whether they changed since.
+   */
+  rows?: { agent: string; session: string; digest?: string };
 }
 
 export interface RestoreJournal {
@@ -66,7 +73,7 @@ export function newJournalId(now = new Date()): string {
 }
 
 /** The journal of an in-place restore about to carry out `plan` (state "started": its whole plan). */
-export function newJournal(config: Config, repo: Repository, plan: RestorePlan, preRestore: string | undefined): RestoreJournal {
+export function newJournal(config: Config, repo: Repository, plan: RestorePlan, preRestore: string | undefined, merges: readonly SessionMerge[] = []): RestoreJournal {
   return {
     version: 1,
     id: newJournalId(),
@@ -77,7 +84,7 @@ export function newJournal(config: Config, repo: Repository, plan: RestorePlan, 
     preRestore: preRestore ?? null,
     roots: plan.opts.destinations,
     state: "started",
-    changes: plan.items.filter(changes).map(changeOf),
+    changes: [...plan.items.filter(changes).map(changeOf), ...merges.map((m) => mergeChange(m))],
     undone: null,
   };
 }
@@ -88,7 +95,7 @@ export function newJournal(config: Config, repo: Repository, plan: RestorePlan, 
  * meanwhile (pi appends to a live session): it gets no identity, so the undo will not take it
  * for untouched.
  */
-export async function journalOutcome(journal: RestoreJournal, plan: RestorePlan, report: RestoreReport): Promise<RestoreJournal> {
+export async function journalOutcome(journal: RestoreJournal, plan: RestorePlan, report: RestoreReport, merged: readonly MergeDone[] = []): Promise<RestoreJournal> {
   const done = new Set(report.files.filter((f) => f.action !== "unchanged").map((f) => `${f.root}\0${f.path}`));
   const out: JournalChange[] = [];
   for (const item of plan.items) {
@@ -100,8 +107,17 @@ export async function journalOutcome(journal: RestoreJournal, plan: RestorePlan,
     }
     out.push(change);
   }
+  for (const m of merged) out.push(mergeChange(m.merge, m.digest));
   return { ...journal, state: "done", changes: out };
 }
+
+const mergeChange = (m: SessionMerge, digest?: string): JournalChange => ({
+  root: m.db.ref.root,
+  path: m.db.ref.path,
+  key: m.db.ref.path,
+  action: "replace",
+  rows: { agent: m.adapter.name, session: m.sessionId, ...(digest ? { digest } : {}) },
+});
 
 const changes = (item: PlanItem) => item.type !== "dir" && item.action !== "unchanged";
 const changeOf = (item: PlanItem): JournalChange => ({ root: item.root, path: item.rel, key: item.key, action: item.action as ChangeAction });
@@ -180,7 +196,13 @@ async function readJournal(file: string): Promise<RestoreJournal> {
   if (j.undone !== null && (typeof j.undone !== "object" || !str(j.undone.time) || (j.undone.snapshot !== null && !str(j.undone.snapshot)))) throw bad("has a bad undone field");
   const actions = new Set(["create", "replace", "delete"]);
   const okChange = (c: JournalChange) =>
-    c && str(c.root) && str(c.path) && str(c.key) && actions.has(c.action) && (c.landed === undefined || (num(c.landed.ino) && num(c.landed.size) && num(c.landed.ctimeMs)));
+    c &&
+    str(c.root) &&
+    str(c.path) &&
+    str(c.key) &&
+    actions.has(c.action) &&
+    (c.landed === undefined || (num(c.landed.ino) && num(c.landed.size) && num(c.landed.ctimeMs))) &&
+    (c.rows === undefined || (c.action === "replace" && typeof c.rows === "object" && str(c.rows.agent) && str(c.rows.session) && (c.rows.digest === undefined || str(c.rows.digest))));
   if (!Array.isArray(j.changes) || !j.changes.every(okChange)) throw bad("has bad changes");
   return j;
 }

@@ -1,14 +1,16 @@
 // One session of an agent that keeps its sessions in a SQLite database (opencode.db; Codex's
 // state_5.sqlite, whose `threads` row lists a rollout), restored where that database lives now.
 // The snapshot holds the whole database as of then: swapping it in would roll back every other
-// session in it. Restoring only the session's rows is a merge into the live database; until that
-// exists, such a restore is refused here, before anything is written. Where the database is not
-// there (a wiped dir, --target), the unit's files are restored whole, which is correct. A --path
-// restore whose units bring such a database the paths did not name is refused too.
+// session in it. Restoring only the session's rows is a merge into the live database
+// (sqlite-merge.ts), with the adapter's description of which rows are one session's; a database
+// without one is refused here, before anything is written. Where the database is not there (a
+// wiped dir, --target), the unit's files are restored whole, which is correct. A --path restore
+// whose units bring such a database the paths did not name is refused too.
 
 import path from "node:path";
 import picomatch from "picomatch";
-import type { CopyRule, FileRef } from "../agents/types.js";
+import type { AgentAdapter, CopyRule, FileRef, SessionRows } from "../agents/types.js";
+import { sessionRowsOf, type SqliteMergeReport } from "./sqlite-merge.js";
 import { type FoundSession, shownName } from "../agents/find-session.js";
 import { RepoError } from "../repo/errors.js";
 import type { Repository, SnapshotRecord } from "../repo/repository.js";
@@ -54,24 +56,82 @@ export function refuseLiveCompanions(live: readonly LiveDatabase[], why: string)
   );
 }
 
-export interface SessionRowsRequest {
-  repo: Repository;
-  snapshot: SnapshotRecord;
-  session: FoundSession;
-  /** The live databases the session's rows would go into. */
-  databases: LiveDatabase[];
-  plan: RestorePlan;
+/** One session's rows to merge into one live database (sqlite-merge.ts), instead of replacing it. */
+export interface SessionMerge {
+  db: LiveDatabase;
+  rows: SessionRows;
+  adapter: AgentAdapter;
+  sessionId: string;
 }
 
 /**
- * Restore one session's rows into the live databases that hold other sessions too. Not available
- * yet: refused in one line (exit 1), saying what works instead. Nothing has been written.
+ * The merges a --session restore makes instead of replacing live databases: each database of
+ * `live` with the adapter's description of a session's rows (AgentAdapter.sessionRows). One
+ * without a description cannot be restored for one session without rolling back the others: that
+ * restore is refused in one line, before anything is written.
  */
-export async function restoreSessionRows(req: SessionRowsRequest): Promise<never> {
-  const { session, databases } = req;
-  const agent = session.adapter.name;
-  throw new RepoError(
-    `restoring one ${session.adapter.title} session into a live database is not available yet: ${shownName(databases[0].dest)} holds other sessions that replacing it would roll back; nothing was restored (restore the session into an empty folder with --target, or all of ${agent} with --agent ${agent})`,
-    "exists",
-  );
+export function sessionMerges(session: FoundSession, live: readonly LiveDatabase[]): SessionMerge[] {
+  return live.map((db) => {
+    const rows = sessionRowsOf(session.adapter, db.ref);
+    if (!rows) {
+      const agent = session.adapter.name;
+      throw new RepoError(
+        `restoring one ${session.adapter.title} session into the live ${shownName(db.dest)} is not possible: pi-guard does not know which of its rows are one session's, and replacing it would roll back its other sessions; nothing was restored (restore the session into an empty folder with --target, or all of ${agent} with --agent ${agent})`,
+        "exists",
+      );
+    }
+    return { db, rows, adapter: session.adapter, sessionId: session.meta.id };
+  });
+}
+
+/** The plan without what it would do to the merged databases: each is merged, not replaced, and its side files stay. */
+export function withoutMerged(plan: RestorePlan, merges: readonly SessionMerge[]): RestorePlan {
+  const merged = (root: string, rel: string) => merges.some((m) => m.db.ref.root === root && (rel === m.db.ref.path || SQLITE_SIDE_SUFFIXES.some((s) => rel === m.db.ref.path + s)));
+  const items = plan.items.filter((i) => !merged(i.root, i.rel));
+  const changes = items.filter((i) => i.type !== "dir" && i.action !== "unchanged").length;
+  return { ...plan, items, changes };
+}
+
+/** A merge carried out (or counted), with the digest of the session's rows after it (a real one only). */
+export interface MergeDone {
+  merge: SessionMerge;
+  report: SqliteMergeReport;
+  digest?: string;
+}
+
+/**
+ * Carry out (or with `dryRun` count) the merges, each from a private copy of the snapshot's
+ * database: the live database ends up holding exactly the snapshot's rows of the session, and no
+ * other session's row changes. Returns each merge's report and, after a real merge, the digest of
+ * the session's rows the restore journal records (the undo's "changed since" test).
+ */
+export async function applyMerges(
+  repo: Repository,
+  snapshot: SnapshotRecord,
+  merges: readonly SessionMerge[],
+  opts: { dryRun?: boolean },
+): Promise<MergeDone[]> {
+  if (!merges.length) return [];
+  const [{ SnapshotReader }, { snapshotFiles }, { mergeSessionRows, sessionRowsDigest }] = await Promise.all([
+    import("./snapshot-reader.js"),
+    import("../agents/files.js"),
+    import("./sqlite-merge.js"),
+  ]);
+  const reader = await SnapshotReader.open(repo);
+  try {
+    const files = await snapshotFiles(reader, { id: snapshot.id, tree: snapshot.snapshot.tree });
+    const out: MergeDone[] = [];
+    for (const merge of merges) {
+      const copy = await files.materialize([merge.db.ref]);
+      try {
+        const report = mergeSessionRows({ rows: merge.rows, snapshotCopy: copy.path(merge.db.ref), live: merge.db.dest, sessionId: merge.sessionId, dryRun: opts.dryRun });
+        out.push({ merge, report, ...(opts.dryRun ? {} : { digest: sessionRowsDigest(merge.rows, merge.db.dest, merge.sessionId) }) });
+      } finally {
+        await copy.dispose();
+      }
+    }
+    return out;
+  } finally {
+    await reader.close();
+  }
 }

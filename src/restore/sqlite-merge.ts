@@ -14,6 +14,7 @@
 // pass checks and counts first (a dry run stops there).
 
 import type Database from "better-sqlite3";
+import { createHash } from "node:crypto";
 import { existsSync, lstatSync, openSync, readSync, closeSync, rmSync } from "node:fs";
 import picomatch from "picomatch";
 import type { AgentAdapter, FileRef, SessionRows, SessionRowsTable } from "../agents/types.js";
@@ -40,6 +41,11 @@ export interface SqliteMergeOptions {
   dryRun?: boolean;
   busyTimeoutMs?: number;
   maxRows?: number;
+  /**
+   * A snapshot whose db lacks the session means its live rows are all deleted, instead of a
+   * refusal: `restore --undo` of a restore that brought a deleted session back.
+   */
+  absentDeletes?: boolean;
 }
 
 export interface TableMerge {
@@ -132,7 +138,7 @@ function sharedSql(s: NonNullable<SessionRows["shared"]>[number], shape: TableSh
 const count = (db: Database, sql: string, sid: string): number => Number(db.prepare(sql).pluck().get({ sid }));
 
 /** What the merge would do to each table, read inside the caller's transaction. */
-function plan(db: Database, spec: SessionRows, shapes: Map<string, TableShape>, sid: string, maxRows: number): { tables: TableMerge[]; shared: { table: string; added: number }[] } {
+function plan(db: Database, spec: SessionRows, shapes: Map<string, TableShape>, sid: string, maxRows: number, absentDeletes = false): { tables: TableMerge[]; shared: { table: string; added: number }[] } {
   const tables: TableMerge[] = [];
   for (const t of spec.tables) {
     const shape = shapes.get(t.table);
@@ -150,7 +156,7 @@ function plan(db: Database, spec: SessionRows, shapes: Map<string, TableShape>, 
     .filter((s) => shapes.has(s.table) && shapes.has(s.from.table))
     .map((s) => ({ table: s.table, added: count(db, sharedSql(s, shapes.get(s.table)!, fromTable(spec, s.from.table)).added, sid) }));
   const first = spec.tables[0];
-  if (first && count(db, tableSql(first, shapes.get(first.table)!).snapRows, sid) === 0) {
+  if (first && !absentDeletes && count(db, tableSql(first, shapes.get(first.table)!).snapRows, sid) === 0) {
     throw new RepoError(`session ${sid} has no row in table ${first.table} of the snapshot's db: nothing to restore`, "not-found");
   }
   return { tables, shared };
@@ -192,7 +198,7 @@ function writeRows(db: Database, spec: SessionRows, shapes: Map<string, TableSha
     if (sql.doReplace) run(sql.doReplace);
     run(sql.doAdd);
   }
-  const after = plan(db, spec, shapes, sid, Number.MAX_SAFE_INTEGER);
+  const after = plan(db, spec, shapes, sid, Number.MAX_SAFE_INTEGER, true);
   const off = after.tables.find((t) => t.added || t.replaced || t.deleted);
   if (off) throw new RepoError(`table ${off.table} still differs from the snapshot after the merge (a trigger of the live db changed ${off.added + off.replaced + off.deleted} row(s)); nothing was written`, "io");
   const now = fkViolations(db, fks);
@@ -220,7 +226,7 @@ function pass(db: Database, opts: SqliteMergeOptions, write: boolean): SqliteMer
   try {
     const notes: string[] = [];
     const shapes = checkSchemas(db, spec, notes);
-    const planned = plan(db, spec, shapes, sid, opts.maxRows ?? MAX_SESSION_ROWS);
+    const planned = plan(db, spec, shapes, sid, opts.maxRows ?? MAX_SESSION_ROWS, opts.absentDeletes);
     if (write) writeRows(db, spec, shapes, sid, planned);
     db.exec(write ? "COMMIT" : "ROLLBACK");
     return { live, sessionId: sid, dryRun: !write, ...planned, notes };
@@ -274,5 +280,32 @@ export function mergeSessionRows(opts: SqliteMergeOptions): SqliteMergeReport {
     throw err;
   } finally {
     for (const f of madeSideFiles) rmSync(f, { force: true });
+  }
+}
+
+/**
+ * A digest of one session's rows in `db` (each table of the description in order, rows by primary
+ * key): what a restore journal records right after a merge, so that `restore --undo` can tell
+ * whether the agent changed that session since. Read-only; bounded as a merge is.
+ */
+export function sessionRowsDigest(spec: SessionRows, db: string, sid: string, maxRows = MAX_SESSION_ROWS): string {
+  const conn = new (sqlite())(db, { fileMustExist: true, readonly: true });
+  try {
+    const hash = createHash("sha256");
+    for (const t of spec.tables) {
+      const cols = conn.prepare(`PRAGMA table_info(${q(t.table)})`).all() as { name: string; pk: number }[];
+      if (!cols.length) continue;
+      const pk = cols.filter((c) => c.pk > 0).sort((a, b) => a.pk - b.pk).map((c) => q(c.name));
+      hash.update(`\0table ${t.table}\n`);
+      let n = 0;
+      const rows = conn.prepare(`SELECT * FROM ${q(t.table)} WHERE ${q(t.column)} = ? ORDER BY ${pk.length ? pk.join(", ") : "rowid"}`).raw().iterate(sid) as Iterable<unknown[]>;
+      for (const row of rows) {
+        if (++n > maxRows) throw new RepoError(`table ${t.table} of ${db} holds more than ${maxRows} rows of session ${sid}`, "input");
+        hash.update(JSON.stringify(row.map((v) => (Buffer.isBuffer(v) ? { b64: v.toString("base64") } : typeof v === "bigint" ? String(v) : v))) + "\n");
+      }
+    }
+    return hash.digest("hex");
+  } finally {
+    conn.close();
   }
 }

@@ -5,9 +5,11 @@
 // appended to the restored session, say) is named and refused, unless --force, and then the
 // current state is snapshotted first, so that even the forced undo can be undone.
 import type { Stats } from "node:fs";
+import path from "node:path";
+import type { SessionRows } from "../agents/types.js";
 import { RepoError } from "../repo/errors.js";
 import { ObjectNotFound } from "../targets/target.js";
-import type { Repository } from "../repo/repository.js";
+import type { Repository, SnapshotRecord } from "../repo/repository.js";
 import type { JournalChange, RestoreJournal } from "./journal.js";
 import { applyRestore, deleteFile, failure, planRestore, type RestoreReport } from "./restorer.js";
 import { type FsPath, lstatFile, nodeComponents, resolveDestRoot } from "./safe-path.js";
@@ -49,7 +51,7 @@ export async function checkUndo(journal: RestoreJournal): Promise<UndoCheck> {
       out.changed.push({ change: c, why: failure(c.path, c.root, err).error });
       continue;
     }
-    const verdict = judge(c, st);
+    const verdict = c.rows && st?.isFile() ? await judgeRows(journal, c) : judge(c, st);
     if (verdict === "ready") out.ready.push(c);
     else if (verdict !== "gone") out.changed.push({ change: c, why: verdict });
   }
@@ -66,6 +68,55 @@ function judge(c: JournalChange, st: Stats | undefined): string {
   return same ? "ready" : "changed since the restore";
 }
 
+/** The description of a merged session's rows (session-rows.ts), by the journal's agent. */
+async function rowsSpecOf(c: JournalChange): Promise<SessionRows> {
+  const [{ findAgent }, { sessionRowsOf }] = await Promise.all([import("../agents/registry.js"), import("./sqlite-merge.js")]);
+  const adapter = c.rows ? findAgent(c.rows.agent) : undefined;
+  const spec = adapter && sessionRowsOf(adapter, c);
+  if (!spec) throw new RepoError(`the restore merged session rows into ${c.path} for agent ${c.rows?.agent}, which this pi-guard has no description of`, "input");
+  return spec;
+}
+
+/** A merged session: "ready" while its rows are as the merge left them (they have no file identity of their own). */
+async function judgeRows(journal: RestoreJournal, c: JournalChange): Promise<string> {
+  if (!c.rows?.digest) return "not known to be as the restore left it (the merge did not get to record it)";
+  const { sessionRowsDigest } = await import("./sqlite-merge.js");
+  const now = sessionRowsDigest(await rowsSpecOf(c), dbPath(journal, c), c.rows.session);
+  return now === c.rows.digest ? "ready" : `session ${c.rows.session}'s rows changed since the restore`;
+}
+
+const dbPath = (journal: RestoreJournal, c: JournalChange) => path.join(journal.roots[c.root], ...c.path.split("/"));
+
+/**
+ * Undo merges: each session's rows back as the pre-restore snapshot's db holds them (none, when
+ * the restore brought a deleted session back), no other session's row touched.
+ */
+async function undoMerges(repo: Repository, record: SnapshotRecord, journal: RestoreJournal, merged: JournalChange[], report: RestoreReport): Promise<void> {
+  const [{ SnapshotReader }, { snapshotFiles }, { mergeSessionRows }] = await Promise.all([import("./snapshot-reader.js"), import("../agents/files.js"), import("./sqlite-merge.js")]);
+  const reader = await SnapshotReader.open(repo);
+  try {
+    const files = await snapshotFiles(reader, { id: record.id, tree: record.snapshot.tree });
+    for (const c of merged) {
+      const ref = { root: c.root, path: c.path };
+      try {
+        if (!(await files.stat(ref))) throw new RepoError(`not in the pre-restore snapshot ${record.id.slice(0, 8)}`, "not-found");
+        const copy = await files.materialize([ref]);
+        try {
+          mergeSessionRows({ rows: await rowsSpecOf(c), snapshotCopy: copy.path(ref), live: dbPath(journal, c), sessionId: c.rows!.session, absentDeletes: true });
+        } finally {
+          await copy.dispose();
+        }
+        report.files.push({ path: c.path, root: c.root, action: "replace", size: 0, dest: dbPath(journal, c) });
+      } catch (err) {
+        if (!(err instanceof RepoError)) throw err;
+        report.failed.push({ path: c.path, root: c.root, error: err.message, kind: err.kind === "corrupt" || err.kind === "not-found" ? "damaged" : "io" });
+      }
+    }
+  } finally {
+    await reader.close();
+  }
+}
+
 /** What an undo would do, for --dry-run: the inverse of each change. */
 export function undoPreview(journal: RestoreJournal, todo: JournalChange[]): RestoreReport {
   const inverse = { create: "delete", replace: "replace", delete: "create" } as const;
@@ -80,10 +131,11 @@ export function undoPreview(journal: RestoreJournal, todo: JournalChange[]): Res
  */
 export async function applyUndo(repo: Repository, journal: RestoreJournal, todo: JournalChange[], signal?: AbortSignal): Promise<RestoreReport> {
   const started = Date.now();
-  const back = todo.filter((c) => c.action !== "create");
+  const back = todo.filter((c) => c.action !== "create" && !c.rows);
+  const merged = todo.filter((c) => c.rows);
   const created = todo.filter((c) => c.action === "create");
   const report: RestoreReport = { snapshotId: journal.preRestore ?? journal.snapshot, files: [], failed: [], bytesWritten: 0, durationMs: 0 };
-  if (back.length) {
+  if (back.length || merged.length) {
     if (!journal.preRestore) throw new RepoError(`restore ${journal.id} recorded replaced files but no pre-restore snapshot: nothing was undone`, "input");
     const pre = journal.preRestore;
     const snapshot = await repo.loadSnapshotFromTarget(pre).catch((err) => {
@@ -91,15 +143,18 @@ export async function applyUndo(repo: Repository, journal: RestoreJournal, todo:
       throw new RepoError(`the pre-restore snapshot ${pre.slice(0, 8)} of restore ${journal.id} is not in the repository (forgotten?): nothing was undone`, "not-found");
     });
     const record = { id: pre, snapshot };
-    const wanted = new Set(back.map((c) => keyOf(c.root, c.key)));
-    const plan = await planRestore(repo, record, { destinations: journal.roots, select: (root, key) => wanted.has(keyOf(root, key)), durable: true });
-    for (const item of plan.items) wanted.delete(keyOf(item.root, item.key));
-    const done = await applyRestore(repo, { ...plan, opts: { ...plan.opts, signal } });
-    report.files.push(...done.files);
-    report.failed.push(...done.failed);
-    report.bytesWritten += done.bytesWritten;
-    for (const c of back) {
-      if (wanted.has(keyOf(c.root, c.key))) report.failed.push({ path: c.path, root: c.root, error: `not in the pre-restore snapshot ${pre.slice(0, 8)}`, kind: "damaged" });
+    await undoMerges(repo, record, journal, merged, report);
+    if (back.length) {
+      const wanted = new Set(back.map((c) => keyOf(c.root, c.key)));
+      const plan = await planRestore(repo, record, { destinations: journal.roots, select: (root, key) => wanted.has(keyOf(root, key)), durable: true });
+      for (const item of plan.items) wanted.delete(keyOf(item.root, item.key));
+      const done = await applyRestore(repo, { ...plan, opts: { ...plan.opts, signal } });
+      report.files.push(...done.files);
+      report.failed.push(...done.failed);
+      report.bytesWritten += done.bytesWritten;
+      for (const c of back) {
+        if (wanted.has(keyOf(c.root, c.key))) report.failed.push({ path: c.path, root: c.root, error: `not in the pre-restore snapshot ${pre.slice(0, 8)}`, kind: "damaged" });
+      }
     }
   }
   // Each root's folder is resolved before anything is deleted: a root may lie behind a link that

@@ -107,3 +107,6 @@ export function opencodeCli(sb: Sandbox, args: readonly string[], opts: { cwd?: 
     allowFail: opts.allowFail,
   });
 }
+
+/** The ids `opencode session list` shows: what opencode itself lists. */
+export const opencodeSessions = async (sb: Sandbox): Promise<string[]> => (JSON.parse((await opencodeCli(sb, ["session", "list", "--format", "json"])).stdout) as { id: string }[]).map((s) => s.id);
