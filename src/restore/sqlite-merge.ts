@@ -5,9 +5,9 @@
 // newer than the snapshot: the report names them as discarded; the caller has saved them in its
 // pre-restore snapshot). No other session's row is touched.
 //
-// One connection: the live db as `main`, a private copy of the snapshot's db attached as `snap`
-// (never the snapshot in place), so rows are compared and copied by SQLite without passing through
-// memory. The write is one IMMEDIATE transaction under a busy timeout (the agent may be running),
+// Each pass has one connection: the live db as `main`, a private copy of the snapshot's db
+// attached as `snap` (never the snapshot in place), so rows are compared and copied by SQLite
+// without passing through memory. The write is one IMMEDIATE transaction under a busy timeout (the agent may be running),
 // with foreign keys off so that no cascade deletes a row the report does not count; instead the
 // transaction checks, before it commits, that the merged rows equal the snapshot's (a trigger of
 // the live db may not change them) and that no foreign key breaks that held before. A read-only
@@ -155,6 +155,8 @@ function plan(db: Database, spec: SessionRows, shapes: Map<string, TableShape>, 
   const shared = (spec.shared ?? [])
     .filter((s) => shapes.has(s.table) && shapes.has(s.from.table))
     .map((s) => ({ table: s.table, added: count(db, sharedSql(s, shapes.get(s.table)!, fromTable(spec, s.from.table)).added, sid) }));
+  const tooMany = shared.find((s) => s.added > maxRows);
+  if (tooMany) throw new RepoError(`table ${tooMany.table} of the snapshot's db holds ${tooMany.added} shared rows named by session ${sid}, more than the ${maxRows} a merge reads`, "input");
   const first = spec.tables[0];
   if (first && !absentDeletes && count(db, tableSql(first, shapes.get(first.table)!).snapRows, sid) === 0) {
     throw new RepoError(`session ${sid} has no row in table ${first.table} of the snapshot's db: nothing to restore`, "not-found");

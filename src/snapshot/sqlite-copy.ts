@@ -17,7 +17,7 @@
 // and so does time: the deadline is checked between attempts and between backup steps.
 
 import type Database from "better-sqlite3";
-import { sqlite } from "../sqlite.js";
+import { sqlite, sqlIdent } from "../sqlite.js";
 import { randomBytes } from "node:crypto";
 import { constants, promises as fs, type Stats } from "node:fs";
 import os from "node:os";
@@ -230,6 +230,6 @@ async function backupCopy(dbPath: string, raw: string, out: string, deadline: nu
 function countTable(db: Database, table: string): { table: string; count: number } | undefined {
   const there = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(table);
   if (!there) return undefined;
-  const row = db.prepare(`SELECT count(*) AS n FROM "${table.replace(/"/g, '""')}"`).get() as { n: number };
+  const row = db.prepare(`SELECT count(*) AS n FROM ${sqlIdent(table)}`).get() as { n: number };
   return { table, count: Number(row.n) };
 }

@@ -22,7 +22,7 @@ import { mergeSessionRows, sessionRowsOf, type SqliteMergeReport } from "../../s
 import { copySqlite, type SqliteCopy } from "../../src/snapshot/sqlite-copy.js";
 import { codexHome, codexThreadList, runCodex, startCodexModel } from "../helpers/agents/codex.js";
 import { opencodeCli, opencodeDb, runOpencode, startOpencodeModel } from "../helpers/agents/opencode.js";
-import { callTool, type FakeModelServer, say } from "../helpers/fake-model/server.js";
+import { callTool, type FakeModelServer, say, type Turn } from "../helpers/fake-model/server.js";
 import { makeSandbox, type Sandbox } from "../helpers/tmp.js";
 
 const OPENCODE_ROWS = opencodeAdapter.sessionRows![0];
@@ -143,6 +143,21 @@ function refusal(run: () => unknown): RepoError {
 
 const opencodeSessions = async (sb: Sandbox): Promise<string[]> => (JSON.parse((await opencodeCli(sb, ["session", "list", "--format", "json"])).stdout) as { id: string }[]).map((s) => s.id);
 
+/**
+ * Sessions A (answered by `aTurns`) and B, made by the real opencode in a new sandbox, and a
+ * consistent copy of its db taken after them, as a snapshot holds it. The sandbox and the model
+ * server are also the module's, for afterEach to end.
+ */
+async function twoSessions(label: string, aPrompt: string, aTurns: Turn[]): Promise<{ sb: Sandbox; server: FakeModelServer; a: string; b: string; live: string; snap: string }> {
+  const box = (sb = makeSandbox(label));
+  const model = (server = await startOpencodeModel(aTurns));
+  const a = (await runOpencode(box, model, aPrompt)).sessionId;
+  model.setScript([say("Session B answers.")]);
+  const b = (await runOpencode(box, model, "session B: hello")).sessionId;
+  const live = opencodeDb(box);
+  return { sb: box, server: model, a, b, live, snap: await snapshotCopy(box, live) };
+}
+
 describe("which description a database's sessions have", () => {
   it("opencode's db (any channel, or moved by OPENCODE_DB), Codex's state_5.sqlite and thread_history_1.sqlite; no other file", () => {
     expect(sessionRowsOf(opencodeAdapter, { root: "opencode", path: "opencode.db" })?.tables[0]).toEqual({ table: "session", column: "id" });
@@ -158,13 +173,10 @@ describe("which description a database's sessions have", () => {
 
 describe("merge one opencode session's rows into the live opencode.db (real opencode 1.18.33)", () => {
   it("a session deleted by opencode comes back with exactly the snapshot's rows; a continued session and a newer one are untouched; opencode lists all three and continues the restored one", async () => {
-    sb = makeSandbox("merge-oc");
-    server = await startOpencodeModel([callTool("bash", { command: "echo merged-tool-output", description: "Print" }), say("Session A ran the tool.")]);
-    const a = (await runOpencode(sb, server, "session A: please run echo")).sessionId;
-    server.setScript([say("Session B answers.")]);
-    const b = (await runOpencode(sb, server, "session B: hello")).sessionId;
-    const live = opencodeDb(sb);
-    const snap = await snapshotCopy(sb, live);
+    const { sb, server, a, b, live, snap } = await twoSessions("merge-oc", "session A: please run echo", [
+      callTool("bash", { command: "echo merged-tool-output", description: "Print" }),
+      say("Session A ran the tool."),
+    ]);
     const snapA = rowsIn(snap, OPENCODE_ROWS, a);
     expect(snapA.part.join("\n")).toContain("merged-tool-output");
 
@@ -209,13 +221,7 @@ describe("merge one opencode session's rows into the live opencode.db (real open
   }, 300_000);
 
   it("a session whose live rows are newer than the snapshot's: the newer rows are deleted and named as discarded; a dry run counts the same and writes nothing", async () => {
-    sb = makeSandbox("merge-oc-newer");
-    server = await startOpencodeModel([say("First answer in A.")]);
-    const a = (await runOpencode(sb, server, "session A: first")).sessionId;
-    server.setScript([say("B answers.")]);
-    const b = (await runOpencode(sb, server, "session B: hello")).sessionId;
-    const live = opencodeDb(sb);
-    const snap = await snapshotCopy(sb, live);
+    const { sb, server, a, b, live, snap } = await twoSessions("merge-oc-newer", "session A: first", [say("First answer in A.")]);
     const snapA = rowsIn(snap, OPENCODE_ROWS, a);
     server.setScript([say("A newer answer that the restore discards.")]);
     await runOpencode(sb, server, "session A: a newer turn", { session: a });
@@ -304,14 +310,8 @@ describe("merge one Codex thread's rows into the live state_5.sqlite (real Codex
 describe("a merge that cannot be done safely is refused in one line and writes nothing", () => {
   /** A real opencode db with session A deleted after its snapshot copy: a merge of A would write. */
   async function deletedSession(): Promise<{ live: string; snap: string; a: string }> {
-    sb = makeSandbox("merge-refused");
-    server = await startOpencodeModel([say("A answers.")]);
-    const a = (await runOpencode(sb, server, "session A")).sessionId;
-    server.setScript([say("B answers.")]);
-    await runOpencode(sb, server, "session B");
-    const live = opencodeDb(sb);
-    const snap = await snapshotCopy(sb, live);
-    await opencodeCli(sb, ["session", "delete", a]);
+    const { a, live, snap } = await twoSessions("merge-refused", "session A", [say("A answers.")]);
+    await opencodeCli(sb!, ["session", "delete", a]);
     return { live, snap, a };
   }
 
