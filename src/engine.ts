@@ -4,7 +4,6 @@
  * Nothing here prints.
  */
 import { makeDirs } from "./fs-safe.js";
-import { snapshotRootsOf } from "./agents/roots.js";
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import type { Config } from "./config/config.js";
@@ -20,7 +19,8 @@ import { withLock } from "./repo/lock.js";
 import type { ArchiveResult } from "./restore/archive.js";
 import { type DiscardReport, measureDiscards } from "./restore/discards.js";
 import { findJournal, journalOutcome, newJournal, type RestoreJournal, writeJournal } from "./restore/journal.js";
-import { targetRootDir, type TreeLayout } from "./restore/layout.js";
+import type { TreeLayout } from "./restore/layout.js";
+import { onlyAgent, refusedRoot, rootDestination } from "./restore/destinations.js";
 import { applyUndo, checkRoots, checkUndo, undoPreview } from "./restore/undo.js";
 import { createSnapshot, type SnapshotOptions, type SnapshotResult } from "./snapshot/snapshotter.js";
 import { judgeSnapshot, type GuardVerdict, type LossVerdict } from "./snapshot/loss-guard.js";
@@ -189,7 +189,7 @@ export async function restore(config: Config, repo: Repository, when: string, op
     const chosen = await chooseSnapshotAt(repo, when, { host: opts.host });
     warnings.push(...chosen.warnings);
     const snapshot = chosen.record;
-    const { refused, ...where } = onlyAgent(await restoreDestinations(config, repo, snapshot, opts.targetDir, opts), snapshot, opts.agent);
+    const { refused, ...where } = onlyAgent(await restoreDestinations(config, repo, snapshot, opts.targetDir, opts), { id: snapshot.id, ...snapshot.snapshot }, opts.agent);
     if (opts.targetDir) await ensureWritableDir(path.resolve(opts.targetDir));
     const plan = await planRestore(repo, snapshot, { ...opts, ...where, durable: !opts.targetDir, scope: pathInScope(config.filter) });
     if (opts.session) await checkSessionFound(repo, snapshot, opts.session, plan.sessionIds, refused);
@@ -346,24 +346,10 @@ export async function archiveSnapshot(
 }
 
 /**
- * Where each root of a snapshot goes. The snapshot is untrusted: into a target, a root lands in
- * a folder named after it only when the name is one plain component; in place, only roots the
- * current configuration has are restored (a snapshot's own root paths could point anywhere), and
- * root "sessions" when the accident took what named it and this restore puts that back
+ * Where each root of a snapshot goes (destinations.ts rootDestination), and in place root
+ * "sessions" where the accident took what named it and this restore puts that back
  * (sessions-root.ts).
  */
-/** With `agent` (restore --agent NAME): only that agent's roots of the snapshot are restored, and only their refusals count. */
-function onlyAgent<T extends { destinations: Record<string, string>; refused: RestoreFailure[] }>(where: T, snapshot: SnapshotRecord, agent: string | undefined): T {
-  if (agent === undefined) return where;
-  const own = new Set(snapshotRootsOf(snapshot.snapshot, agent));
-  if (!own.size) throw new RepoError(`snapshot ${snapshot.id.slice(0, 8)} holds nothing of agent ${agent}`, "not-found");
-  return {
-    ...where,
-    destinations: Object.fromEntries(Object.entries(where.destinations).filter(([name]) => own.has(name))),
-    refused: where.refused.filter((r) => r.root !== undefined && own.has(r.root)),
-  };
-}
-
 async function restoreDestinations(
   config: Config,
   repo: Repository,
@@ -376,23 +362,16 @@ async function restoreDestinations(
   const adopted: Record<string, AdoptedRoot> = {};
   const refused: RestoreFailure[] = [];
   for (const root of snapshot.snapshot.roots) {
-    const refuse = (error: string) => refused.push({ path: `${String(root.name)}/`, root: String(root.name), error, kind: "refused" });
-    if (targetDir) {
-      const dir = targetRootDir(root.name, targetDir, opts);
-      if (dir === "unsafe") refuse("unsafe root name: not restored");
-      else if (dir !== undefined) destinations[root.name] = dir;
-      continue;
-    }
-    // An agent's root that is no source now is still where that agent looks: a ~/.claude wiped
-    // whole is no longer detected, and the restore is what brings it back.
-    const current = config.roots.find((r) => r.name === root.name) ?? config.agents.flatMap((a) => a.location.roots).find((r) => r.name === root.name);
-    const sessions = root.name === "sessions" ? await sessionsRootInPlace(repo, snapshot, config, { filtered: !!(opts.paths?.length || opts.session) }) : undefined;
+    const sessions = !targetDir && root.name === "sessions" ? await sessionsRootInPlace(repo, snapshot, config, { filtered: !!(opts.paths?.length || opts.session) }) : undefined;
     if (sessions?.place) {
       destinations[root.name] = sessions.place.destination;
       if (sessions.place.realDir) realRoots[root.name] = sessions.place.realDir;
       if (sessions.place.adopted) adopted[root.name] = sessions.place.adopted;
-    } else if (current) destinations[root.name] = current.path;
-    else refuse(`root ${JSON.stringify(root.name)} (${String(root.path)}) is not configured now${sessions?.why ? ` (${sessions.why})` : ""}: restore it with --target`);
+      continue;
+    }
+    const to = rootDestination(config, root, targetDir, opts, sessions?.why);
+    if (to && "dir" in to) destinations[root.name] = to.dir;
+    else if (to) refused.push(refusedRoot(String(root.name), to.refused));
   }
   return { destinations, realRoots, adopted, refused };
 }

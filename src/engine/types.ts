@@ -73,7 +73,7 @@ export interface EngineRestoreOptions {
   targetDir?: string;
   paths?: string[];
   session?: string;
-  /** Only this agent's roots (a registry name; native only for now). */
+  /** Only this agent's roots (a registry name; src/restore/destinations.ts onlyAgent). */
   agent?: string;
   dryRun?: boolean;
   host?: string;
