@@ -151,6 +151,13 @@ describe("restic engine: restore --agent and status --agent", () => {
     expect(r).toMatchObject({ failed: [], undoSnapshot: null });
     expect(fingerprint(treeState(path.join(out, ".claude")))).toEqual(claudeBefore);
     expect(listFiles(out).filter((f) => !f.startsWith(path.join(out, ".claude") + path.sep))).toEqual([]);
+    // One Claude session: --agent with --path, the glob relative to Claude's root.
+    const one = path.join(sb.root, "target-one");
+    const rel = path.relative(claudeDir, transcript);
+    const r1 = await restore(restic, [whole.restic, "--agent", "claude", "--path", `projects/*/${claudeId}.jsonl`, "--target", one]);
+    expect(r1.files.map((f) => f.path)).toEqual([rel]);
+    expect(listFiles(one)).toEqual([path.join(one, ".claude", rel)]);
+    expect(readFileSync(path.join(one, ".claude", rel)).equals(transcriptBytes)).toBe(true);
   });
 
   it("an agent the snapshot lacks and an unknown agent are one-line errors, as on a native repository, and change nothing", async () => {
