@@ -190,4 +190,14 @@ describe("restic engine: restore --agent and status --agent", () => {
     expect(r.json.agent.lastGoodSnapshot?.id).toBe(whole.restic);
     expect(judgement(r, whole.restic)).toEqual(judgement(n, whole.native));
   });
+
+  it("a whole restore puts back a wiped ~/.claude as well, where Claude Code looks, as a native restore does", async () => {
+    for (const [env, id] of [[native, whole.native], [restic, whole.restic]] as const) {
+      rmSync(claudeDir, { recursive: true, force: true });
+      const r = await restore(env, [id]);
+      expect(r.failed).toEqual([]);
+      expect(r.files.filter((f) => f.root === "claude").length).toBe(Object.keys(claudeBefore).length);
+      expect(fingerprint(treeState(claudeDir))).toEqual(claudeBefore);
+    }
+  });
 });
