@@ -126,13 +126,15 @@ async function resticLastSnapshotCheck(config: Config, add: Add, now: number): P
     const age = now - Date.parse(last.time);
     const when = `${last.id.slice(0, 8)} at ${last.time} (restic)`;
     add("last snapshot", age > DAY ? "warn" : "ok", age > DAY ? `${when}, more than a day ago` : when, "pi-guard snapshot now");
-    // Which of pi's agent files it holds, from `restic ls` as a native tree is read; a listing that fails leaves "not known".
+    // Which of pi's agent files it holds: `restic ls` of the top of its agent root only (they all
+    // lie there), however many sessions it holds; a listing that fails leaves "not known".
     const wanted = new Set(PI_AGENT_FILES.map((f) => f.name));
     const names = new Set<string>();
-    const listed = await listResticNodes(s, last.id, (node) => {
+    const agentRoot = last.roots.find((r) => r.name === "agent");
+    const listed = !agentRoot || await listResticNodes(s, last.id, (node) => {
       const where = node.type === "file" ? nodeRoot(last, node.path) : undefined;
       if (where?.root === "agent" && wanted.has(where.rel)) names.add(where.rel);
-    }).catch(() => false);
+    }, { dirs: [agentRoot.path] }).catch(() => false);
     return { time: Date.parse(last.time), files: listed ? { snapshot: last.id.slice(0, 8), names } : undefined };
   } catch (err) {
     add("repository", "error", (err as Error).message, "fix what is named, then run pi-guard doctor again");
