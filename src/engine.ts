@@ -20,7 +20,7 @@ import type { ArchiveResult } from "./restore/archive.js";
 import { type DiscardReport, measureDiscards } from "./restore/discards.js";
 import { findJournal, journalOutcome, newJournal, type RestoreJournal, writeJournal } from "./restore/journal.js";
 import type { TreeLayout } from "./restore/layout.js";
-import { onlyAgent, refusedRoot, rootDestination } from "./restore/destinations.js";
+import { onlyAgent, refusedRoot, rootDestination, withRestoredRoots } from "./restore/destinations.js";
 import { applyUndo, checkRoots, checkUndo, undoPreview } from "./restore/undo.js";
 import { createSnapshot, type SnapshotOptions, type SnapshotResult } from "./snapshot/snapshotter.js";
 import { judgeSnapshot, type GuardVerdict, type LossVerdict } from "./snapshot/loss-guard.js";
@@ -197,7 +197,7 @@ export async function restore(config: Config, repo: Repository, when: string, op
     const done = { snapshot, resolved: chosen.resolved, warnings, discards: inPlace ? await measureDiscards(repo, plan) : undefined };
     if (opts.dryRun) return { ...done, report: withRefused(planReport(plan), refused) };
     const replaces = plan.items.some((i) => i.type !== "dir" && (i.action === "replace" || i.action === "delete"));
-    const undoSnapshot = inPlace && replaces ? await savePreRestore(config, repo, opts, "restore") : undefined;
+    const undoSnapshot = inPlace && replaces ? await savePreRestore(withRestoredRoots(config, where.destinations), repo, opts, "restore") : undefined;
     const journal = inPlace && plan.changes > 0 ? newJournal(config, repo, plan, undoSnapshot) : undefined;
     if (journal) {
       await writeJournal(config.stateDir, journal).catch((err) => {

@@ -17,7 +17,7 @@ import { parseSessionFileName } from "../agents/pi/writer.js";
 import { RepoError } from "../repo/errors.js";
 import { describeFsError, type FileAction, type RestoreFailure, type RestoreReport, sessionMatcher } from "../restore/restorer.js";
 import type { TreeLayout } from "../restore/layout.js";
-import { onlyAgent, refusedRoot, rootDestination } from "../restore/destinations.js";
+import { onlyAgent, refusedRoot, rootDestination, withRestoredRoots } from "../restore/destinations.js";
 import { type FsPath, joinPath, nodeComponents, RefusedPath, resolveDestRoot, walkDirs } from "../restore/safe-path.js";
 import { PRE_RESTORE_TAG, type ResolvedTime, type Selection, selectSnapshotAt, snapshotsOfHost } from "../restore/select.js";
 import { hostName } from "../host.js";
@@ -139,7 +139,7 @@ export async function resticRestore(config: Config, s: ResticSession, when: stri
     // Only a replaced file needs saving first: with no --delete, a created one is undone by hand,
     // and on a new machine (no agent dir yet) there is nothing to save at all.
     if (!opts.targetDir && items.some((i) => i.action === "replace")) {
-      const pre = await resticBackup(config, s, { tags: [PRE_RESTORE_TAG] });
+      const pre = await resticBackup(withRestoredRoots(config, chosen), s, { tags: [PRE_RESTORE_TAG] });
       undoSnapshot = pre.id;
       if (pre.skipped.length) {
         const first = pre.skipped[0];

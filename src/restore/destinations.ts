@@ -29,6 +29,24 @@ export function rootDestination(config: Pick<Config, "roots" | "agents">, root: 
   return { refused: `root ${JSON.stringify(root.name)} (${String(root.path)}) is not configured now${why ? ` (${why})` : ""}: restore it with --target` };
 }
 
+/**
+ * The config the pre-restore snapshot is taken with: each agent root this restore writes in place
+ * that the config does not guard (rootDestination's fallback: an agent switched off, or no longer
+ * detected) is snapshotted too, its agent guarded for that snapshot (so a SQLite db is copied
+ * consistently), so that what the restore replaces there can be put back as well.
+ */
+export function withRestoredRoots<C extends Pick<Config, "roots" | "rootAgents" | "agents">>(config: C, destinations: Record<string, string>): C {
+  const extra = config.agents.flatMap((a) => a.location.roots).filter((r) => destinations[r.name] === r.path && !config.roots.some((c) => c.name === r.name));
+  if (!extra.length) return config;
+  const agents = new Set(extra.map((r) => r.agent));
+  return {
+    ...config,
+    roots: [...config.roots, ...extra.map((r) => ({ name: r.name, path: r.path }))],
+    rootAgents: { ...config.rootAgents, ...Object.fromEntries(extra.map((r) => [r.name, r.agent])) },
+    agents: config.agents.map((a) => (agents.has(a.location.agent) ? { ...a, guarded: true } : a)),
+  };
+}
+
 /** The refusal of a root, as a restore report names it. */
 export const refusedRoot = (root: string, error: string): RestoreFailure => ({ path: `${root}/`, root, error, kind: "refused" });
 

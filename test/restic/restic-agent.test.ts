@@ -6,7 +6,7 @@
 // restored session; and `status --agent claude` judges healthy and suspected loss as the native
 // engine does.
 import { execFileSync } from "node:child_process";
-import { appendFileSync, existsSync, readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { claudeConfigDir, runClaude, startClaudeModel } from "../helpers/agents/claude.js";
@@ -198,6 +198,27 @@ describe("restic engine: restore --agent and status --agent", () => {
       expect(r.failed).toEqual([]);
       expect(r.files.filter((f) => f.root === "claude").length).toBe(Object.keys(claudeBefore).length);
       expect(fingerprint(treeState(claudeDir))).toEqual(claudeBefore);
+    }
+  });
+
+  it("Claude Code not guarded by the config: what a restore replaces in its folder is in the pre-restore snapshot too, on both engines", async () => {
+    const configFile = path.join(sb.configHome, "pi-guard", "config.json");
+    mkdirSync(path.dirname(configFile), { recursive: true });
+    writeFileSync(configFile, JSON.stringify({ agents: ["pi"] }));
+    try {
+      for (const [env, id, name] of [[native, whole.native, "native"], [restic, whole.restic, "restic"]] as const) {
+        appendFileSync(transcript, `${JSON.stringify({ type: "note", engine: name })}\n`);
+        const changed = readFileSync(transcript);
+        const r = await restore(env, [id, "--agent", "claude"]);
+        expect(r.failed).toEqual([]);
+        expect(r.undoSnapshot).toBeTruthy();
+        expect(readFileSync(transcript).equals(transcriptBytes)).toBe(true);
+        const back = path.join(sb.root, `undo-unguarded-${name}`);
+        await restore(env, [r.undoSnapshot!, "--agent", "claude", "--target", back]);
+        expect(readFileSync(path.join(back, ".claude", path.relative(claudeDir, transcript))).equals(changed)).toBe(true);
+      }
+    } finally {
+      rmSync(configFile);
     }
   });
 });
