@@ -303,7 +303,12 @@ export async function undoRestore(config: Config, repo: Repository, which: strin
   const journal = await findJournal(config.stateDir, which);
   if (journal.undone) throw new RepoError(`restore ${journal.id} was already undone at ${journal.undone.time}`, "not-found");
   if (journal.repoId !== repo.config.id) throw new RepoError(`restore ${journal.id} read the repository ${journal.repo}: undo it with --repo ${journal.repo}`, "usage");
-  checkRoots(journal, Object.fromEntries(config.roots.map((r) => [r.name, r.path])));
+  // Where each root goes now, by the restore's own rules: an unguarded agent's folder it wrote is still that agent's.
+  const now = Object.entries(journal.roots).flatMap(([name, dir]) => {
+    const to = rootDestination(config, { name, path: dir }, undefined, {});
+    return to && "dir" in to ? [[name, to.dir] as const] : [];
+  });
+  checkRoots(journal, Object.fromEntries(now));
   const warnings: string[] = [];
   return withRestoreLock(repo, "restore --undo", opts, warnings, async (signal) => {
     const { ready, changed } = await checkUndo(journal);
@@ -316,7 +321,7 @@ export async function undoRestore(config: Config, repo: Repository, which: strin
     }
     const todo = [...ready, ...changed.map((c) => c.change)];
     if (opts.dryRun) return { journal, report: undoPreview(journal, todo), warnings };
-    const undoSnapshot = changed.length ? await savePreRestore(config, repo, opts, "undo") : undefined;
+    const undoSnapshot = changed.length ? await savePreRestore(withRestoredRoots(config, Object.fromEntries(now)), repo, opts, "undo") : undefined;
     const report = await applyUndo(repo, journal, todo, signal);
     const failed = new Set(report.failed.map((f) => `${f.root}\0${f.path}`));
     journal.changes = journal.changes.filter((c) => failed.has(`${c.root}\0${c.path}`));

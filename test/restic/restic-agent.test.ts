@@ -216,6 +216,12 @@ describe("restic engine: restore --agent and status --agent", () => {
         const back = path.join(sb.root, `undo-unguarded-${name}`);
         await restore(env, [r.undoSnapshot!, "--agent", "claude", "--target", back]);
         expect(readFileSync(path.join(back, ".claude", path.relative(claudeDir, transcript))).equals(changed)).toBe(true);
+        // The native restore's journal: its undo puts the changed transcript back into the unguarded folder.
+        if (env === native) {
+          await ok(env, ["restore", "--undo", "latest", "--json"]);
+          expect(readFileSync(transcript).equals(changed)).toBe(true);
+          writeFileSync(transcript, transcriptBytes);
+        }
       }
     } finally {
       rmSync(configFile);
