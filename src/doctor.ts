@@ -116,8 +116,9 @@ async function agentFilesIn(repo: Repository, record: SnapshotRecord): Promise<S
 /** The same check through restic, for a restic: repository (docs/RESTIC.md). */
 async function resticLastSnapshotCheck(config: Config, add: Add, now: number): Promise<LastSnapshot> {
   try {
-    const [{ resticSession }, { listResticSnapshots }] = await Promise.all([import("./restic/repository.js"), import("./restic/snapshots.js")]);
-    const last = (await listResticSnapshots(await resticSession(config))).at(-1);
+    const [{ resticSession }, { listResticNodes, listResticSnapshots, nodeRoot }] = await Promise.all([import("./restic/repository.js"), import("./restic/snapshots.js")]);
+    const s = await resticSession(config);
+    const last = (await listResticSnapshots(s)).at(-1);
     if (!last) {
       add("last snapshot", "warn", "the restic repository has no pi-guard snapshots yet", "pi-guard snapshot");
       return { files: null };
@@ -125,7 +126,16 @@ async function resticLastSnapshotCheck(config: Config, add: Add, now: number): P
     const age = now - Date.parse(last.time);
     const when = `${last.id.slice(0, 8)} at ${last.time} (restic)`;
     add("last snapshot", age > DAY ? "warn" : "ok", age > DAY ? `${when}, more than a day ago` : when, "pi-guard snapshot now");
-    return { time: Date.parse(last.time) }; // which files it holds is not read through restic
+    // Which of pi's agent files it holds: `restic ls` of the top of its agent root only (they all
+    // lie there), however many sessions it holds; a listing that fails leaves "not known".
+    const wanted = new Set(PI_AGENT_FILES.map((f) => f.name));
+    const names = new Set<string>();
+    const agentRoot = last.roots.find((r) => r.name === "agent");
+    const listed = !agentRoot || await listResticNodes(s, last.id, (node) => {
+      const where = node.type === "file" ? nodeRoot(last, node.path) : undefined;
+      if (where?.root === "agent" && wanted.has(where.rel)) names.add(where.rel);
+    }, { dirs: [agentRoot.path] }).catch(() => false);
+    return { time: Date.parse(last.time), files: listed ? { snapshot: last.id.slice(0, 8), names } : undefined };
   } catch (err) {
     add("repository", "error", (err as Error).message, "fix what is named, then run pi-guard doctor again");
     return {};

@@ -4,7 +4,6 @@
  * Nothing here prints.
  */
 import { makeDirs } from "./fs-safe.js";
-import { snapshotRootsOf } from "./agents/roots.js";
 import type { AgentAdapter, CopyRule } from "./agents/types.js";
 import { promises as fs } from "node:fs";
 import path from "node:path";
@@ -21,7 +20,8 @@ import { withLock } from "./repo/lock.js";
 import type { ArchiveResult } from "./restore/archive.js";
 import { type DiscardReport, measureDiscards } from "./restore/discards.js";
 import { findJournal, journalOutcome, newJournal, type RestoreJournal, writeJournal } from "./restore/journal.js";
-import { targetRootDir, type TreeLayout } from "./restore/layout.js";
+import type { TreeLayout } from "./restore/layout.js";
+import { onlyAgent, refusedRoot, rootDestination, withRestoredRoots } from "./restore/destinations.js";
 import { applyUndo, checkRoots, checkUndo, undoPreview } from "./restore/undo.js";
 import { createSnapshot, type SnapshotOptions, type SnapshotResult } from "./snapshot/snapshotter.js";
 import { judgeSnapshot, type GuardVerdict, type LossVerdict } from "./snapshot/loss-guard.js";
@@ -208,7 +208,7 @@ export async function restore(config: Config, repo: Repository, when: string, op
     const chosen = await chooseSnapshotAt(repo, when, { host: opts.host });
     warnings.push(...chosen.warnings);
     const snapshot = chosen.record;
-    const { refused, ...where } = onlyAgent(await restoreDestinations(config, repo, snapshot, opts.targetDir, opts), snapshot, opts.agent);
+    const { refused, ...where } = onlyAgent(await restoreDestinations(config, repo, snapshot, opts.targetDir, opts), { id: snapshot.id, ...snapshot.snapshot }, opts.agent);
     if (opts.targetDir) await ensureWritableDir(path.resolve(opts.targetDir));
     const selection = opts.session !== undefined || opts.paths?.length ? await selectUnits(repo, snapshot, opts) : undefined;
     if (selection?.session) sessionWritten(selection, where.destinations, refused);
@@ -228,7 +228,7 @@ export async function restore(config: Config, repo: Repository, when: string, op
     };
     if (opts.dryRun) return { ...done, report: withRefused(planReport(plan), refused) };
     const replaces = merges.length > 0 || plan.items.some((i) => i.type !== "dir" && (i.action === "replace" || i.action === "delete"));
-    const undoSnapshot = inPlace && replaces ? await savePreRestore(config, repo, opts, "restore") : undefined;
+    const undoSnapshot = inPlace && replaces ? await savePreRestore(withRestoredRoots(config, where.destinations), repo, opts, "restore") : undefined;
     const journal = inPlace && (plan.changes > 0 || merges.length > 0) ? newJournal(config, repo, plan, undoSnapshot, merges) : undefined;
     if (journal) {
       await writeJournal(config.stateDir, journal).catch((err) => {
@@ -335,7 +335,12 @@ export async function undoRestore(config: Config, repo: Repository, which: strin
   const journal = await findJournal(config.stateDir, which);
   if (journal.undone) throw new RepoError(`restore ${journal.id} was already undone at ${journal.undone.time}`, "not-found");
   if (journal.repoId !== repo.config.id) throw new RepoError(`restore ${journal.id} read the repository ${journal.repo}: undo it with --repo ${journal.repo}`, "usage");
-  checkRoots(journal, Object.fromEntries(config.roots.map((r) => [r.name, r.path])));
+  // Where each root goes now, by the restore's own rules: an unguarded agent's folder it wrote is still that agent's.
+  const now = Object.entries(journal.roots).flatMap(([name, dir]) => {
+    const to = rootDestination(config, { name, path: dir }, undefined, {});
+    return to && "dir" in to ? [[name, to.dir] as const] : [];
+  });
+  checkRoots(journal, Object.fromEntries(now));
   const warnings: string[] = [];
   return withRestoreLock(repo, "restore --undo", opts, warnings, async (signal) => {
     const { ready, changed } = await checkUndo(journal);
@@ -348,7 +353,7 @@ export async function undoRestore(config: Config, repo: Repository, which: strin
     }
     const todo = [...ready, ...changed.map((c) => c.change)];
     if (opts.dryRun) return { journal, report: undoPreview(journal, todo), warnings };
-    const undoSnapshot = changed.length ? await savePreRestore(config, repo, opts, "undo") : undefined;
+    const undoSnapshot = changed.length ? await savePreRestore(withRestoredRoots(config, Object.fromEntries(now)), repo, opts, "undo") : undefined;
     const report = await applyUndo(repo, journal, todo, signal);
     const failed = new Set(report.failed.map((f) => `${f.root}\0${f.path}`));
     journal.changes = journal.changes.filter((c) => failed.has(`${c.root}\0${c.path}`));
@@ -378,24 +383,10 @@ export async function archiveSnapshot(
 }
 
 /**
- * Where each root of a snapshot goes. The snapshot is untrusted: into a target, a root lands in
- * a folder named after it only when the name is one plain component; in place, only roots the
- * current configuration has are restored (a snapshot's own root paths could point anywhere), and
- * root "sessions" when the accident took what named it and this restore puts that back
+ * Where each root of a snapshot goes (destinations.ts rootDestination), and in place root
+ * "sessions" where the accident took what named it and this restore puts that back
  * (sessions-root.ts).
  */
-/** With `agent` (restore --agent NAME): only that agent's roots of the snapshot are restored, and only their refusals count. */
-function onlyAgent<T extends { destinations: Record<string, string>; refused: RestoreFailure[] }>(where: T, snapshot: SnapshotRecord, agent: string | undefined): T {
-  if (agent === undefined) return where;
-  const own = new Set(snapshotRootsOf(snapshot.snapshot, agent));
-  if (!own.size) throw new RepoError(`snapshot ${snapshot.id.slice(0, 8)} holds nothing of agent ${agent}`, "not-found");
-  return {
-    ...where,
-    destinations: Object.fromEntries(Object.entries(where.destinations).filter(([name]) => own.has(name))),
-    refused: where.refused.filter((r) => r.root !== undefined && own.has(r.root)),
-  };
-}
-
 async function restoreDestinations(
   config: Config,
   repo: Repository,
@@ -408,23 +399,16 @@ async function restoreDestinations(
   const adopted: Record<string, AdoptedRoot> = {};
   const refused: RestoreFailure[] = [];
   for (const root of snapshot.snapshot.roots) {
-    const refuse = (error: string) => refused.push({ path: `${String(root.name)}/`, root: String(root.name), error, kind: "refused" });
-    if (targetDir) {
-      const dir = targetRootDir(root.name, targetDir, opts);
-      if (dir === "unsafe") refuse("unsafe root name: not restored");
-      else if (dir !== undefined) destinations[root.name] = dir;
-      continue;
-    }
-    // An agent's root that is no source now is still where that agent looks: a ~/.claude wiped
-    // whole is no longer detected, and the restore is what brings it back.
-    const current = config.roots.find((r) => r.name === root.name) ?? config.agents.flatMap((a) => a.location.roots).find((r) => r.name === root.name);
-    const sessions = root.name === "sessions" ? await sessionsRootInPlace(repo, snapshot, config, { filtered: !!(opts.paths?.length || opts.session) }) : undefined;
+    const sessions = !targetDir && root.name === "sessions" ? await sessionsRootInPlace(repo, snapshot, config, { filtered: !!(opts.paths?.length || opts.session) }) : undefined;
     if (sessions?.place) {
       destinations[root.name] = sessions.place.destination;
       if (sessions.place.realDir) realRoots[root.name] = sessions.place.realDir;
       if (sessions.place.adopted) adopted[root.name] = sessions.place.adopted;
-    } else if (current) destinations[root.name] = current.path;
-    else refuse(`root ${JSON.stringify(root.name)} (${String(root.path)}) is not configured now${sessions?.why ? ` (${sessions.why})` : ""}: restore it with --target`);
+      continue;
+    }
+    const to = rootDestination(config, root, targetDir, opts, sessions?.why);
+    if (to && "dir" in to) destinations[root.name] = to.dir;
+    else if (to) refused.push(refusedRoot(String(root.name), to.refused));
   }
   return { destinations, realRoots, adopted, refused };
 }

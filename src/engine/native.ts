@@ -110,15 +110,8 @@ export function nativeEngine(config: Config, open: () => Promise<Repository>): E
       const { gatherStatus } = await import("../watch/status.js");
       const report = await gatherStatus(config, await repo(), opts);
       if (!opts.agent) return report;
-      // One agent's snapshots judged too: its own problems make the guard unhealthy.
-      const agent = await (await import("../agents/status.js")).agentStatus(config, await repo(), opts.agent);
-      for (const message of agent.problems) {
-        report.problems.push(message);
-        report.problemKinds.push({ kind: "no-snapshot", subject: opts.agent, message });
-      }
-      report.healthy &&= agent.problems.length === 0;
-      report.agent = agent;
-      return report;
+      const [{ agentStatus, withAgentStatus }, r] = await Promise.all([import("../agents/status.js"), repo()]);
+      return withAgentStatus(report, agentStatus(config, await r.listSnapshots(), opts.agent));
     },
   };
 }

@@ -61,8 +61,7 @@ export function resticEngine(config: Config, session: (isNew?: boolean) => Promi
       if (opts.delete) throw new RepoError("--delete is not available on a restic repository: a restore there creates and replaces files, never deletes (docs/RESTIC.md)", "usage");
       if (opts.noLock) throw new RepoError("--no-lock is not available on a restic repository: restic takes its own lock", "usage");
       const { resticRestore } = await import("../restic/restore.js");
-      if (opts.agent) throw new RepoError("restore --agent is not available on a restic repository yet: restore the whole snapshot, or one session with --session <id>", "usage");
-      const r = await resticRestore(config, await s(), when, { targetDir: opts.targetDir, paths: opts.paths, session: opts.session, dryRun: opts.dryRun, host: opts.host, withMeta: opts.withMeta, onProgress: opts.onProgress });
+      const r = await resticRestore(config, await s(), when, { targetDir: opts.targetDir, paths: opts.paths, session: opts.session, agent: opts.agent, dryRun: opts.dryRun, host: opts.host, withMeta: opts.withMeta, onProgress: opts.onProgress });
       return { ...r, engine: "restic", snapshot: { id: r.snapshot.id, snapshot: { time: r.snapshot.time, host: r.snapshot.host } } };
     },
     async forget(opts) {
@@ -89,7 +88,6 @@ export function resticEngine(config: Config, session: (isNew?: boolean) => Promi
       return { ...r, details: r };
     },
     async status(opts = {}) {
-      if (opts.agent) throw new RepoError("status --agent is not available on a restic repository yet: `pi-guard status` judges its snapshots, and `pi-guard sessions list --agent NAME` lists that agent's sessions in them", "usage");
       const { resticStatus } = await import("../restic/status.js");
       return resticStatus(config, await s(), opts);
     },

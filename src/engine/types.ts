@@ -75,7 +75,7 @@ export interface EngineRestoreOptions {
   paths?: string[];
   /** A session id or unique prefix; native: any agent's, with its restore units (restic: pi's only for now). */
   session?: string;
-  /** Only this agent's roots (a registry name; native only for now). */
+  /** Only this agent's roots (a registry name; src/restore/destinations.ts onlyAgent). */
   agent?: string;
   dryRun?: boolean;
   host?: string;

@@ -16,7 +16,8 @@ import { makeDirs, syncDir, writeFully } from "../fs-safe.js";
 import { parseSessionFileName } from "../agents/pi/writer.js";
 import { RepoError } from "../repo/errors.js";
 import { describeFsError, type FileAction, type RestoreFailure, type RestoreReport, sessionMatcher } from "../restore/restorer.js";
-import { targetRootDir, type TreeLayout } from "../restore/layout.js";
+import type { TreeLayout } from "../restore/layout.js";
+import { onlyAgent, refusedRoot, rootDestination, withRestoredRoots } from "../restore/destinations.js";
 import { type FsPath, joinPath, nodeComponents, RefusedPath, resolveDestRoot, walkDirs } from "../restore/safe-path.js";
 import { PRE_RESTORE_TAG, type ResolvedTime, type Selection, selectSnapshotAt, snapshotsOfHost } from "../restore/select.js";
 import { hostName } from "../host.js";
@@ -29,6 +30,8 @@ export interface ResticRestoreOptions extends TreeLayout {
   targetDir?: string;
   paths?: string[];
   session?: string;
+  /** Only this agent's roots (restore --agent NAME), as on a native repository (destinations.ts onlyAgent). */
+  agent?: string;
   dryRun?: boolean;
   /** Choose among this host's snapshots (select.ts snapshotsOfHost: the default when several hosts share the repository is this one's). */
   host?: string;
@@ -64,19 +67,15 @@ export async function chooseResticSnapshot(s: ResticSession, when: string, host?
 export async function resticRestore(config: Config, s: ResticSession, when: string, opts: ResticRestoreOptions = {}): Promise<ResticRestoreResult> {
   const started = Date.now();
   const { record: snap, resolved, warnings } = await chooseResticSnapshot(s, when, opts.host);
-  const failed: RestoreFailure[] = [];
-  const destinations = new Map<string, string>();
+  const placed: { destinations: Record<string, string>; refused: RestoreFailure[] } = { destinations: {}, refused: [] };
   for (const root of snap.roots) {
-    if (opts.targetDir) {
-      const dir = targetRootDir(root.name, opts.targetDir, opts);
-      if (dir !== undefined && dir !== "unsafe") destinations.set(root.name, dir);
-      continue;
-    }
-    const current = config.roots.find((r) => r.name === root.name);
-    if (current) destinations.set(root.name, current.path);
-    else failed.push({ path: `${root.name}/`, root: root.name, error: `root ${JSON.stringify(root.name)} (${root.path}) is not configured now: restore it with --target`, kind: "refused" });
+    const to = rootDestination(config, root, opts.targetDir, opts);
+    if (to && "dir" in to) placed.destinations[root.name] = to.dir;
+    else if (to) placed.refused.push(refusedRoot(root.name, to.refused));
   }
   if (snap.roots.length === 0) throw new RepoError(`restic snapshot ${snap.id.slice(0, 8)} has no pi-guard root tags: restore it with plain restic`, "corrupt");
+  const { destinations: chosen, refused: failed } = onlyAgent(placed, snap, opts.agent);
+  const destinations = new Map(Object.entries(chosen));
 
   const wantPath = opts.paths?.length ? picomatch(opts.paths, { dot: true }) : () => true;
   const wantSession = opts.session ? sessionMatcher(opts.session) : () => true;
@@ -104,7 +103,7 @@ export async function resticRestore(config: Config, s: ResticSession, when: stri
   const staging = path.join(config.dataDir, "restic-staging", `${process.pid}-${randomBytes(6).toString("hex")}`);
   await makeDirs(staging, 0o700);
   try {
-    if (nodes.length) await stage(s, snap, nodes, staging, opts.paths?.length || opts.session ? "files" : "roots");
+    if (nodes.length) await stage(s, snap, opts.paths?.length || opts.session ? nodes.map((n) => n.node.path) : snap.roots.filter((r) => destinations.has(r.name)).map((r) => r.path), staging);
     for (const n of nodes) {
       let comps: FsPath[];
       try {
@@ -140,7 +139,7 @@ export async function resticRestore(config: Config, s: ResticSession, when: stri
     // Only a replaced file needs saving first: with no --delete, a created one is undone by hand,
     // and on a new machine (no agent dir yet) there is nothing to save at all.
     if (!opts.targetDir && items.some((i) => i.action === "replace")) {
-      const pre = await resticBackup(config, s, { tags: [PRE_RESTORE_TAG] });
+      const pre = await resticBackup(withRestoredRoots(config, chosen), s, { tags: [PRE_RESTORE_TAG] });
       undoSnapshot = pre.id;
       if (pre.skipped.length) {
         const first = pre.skipped[0];
@@ -194,11 +193,10 @@ async function sessionElsewhere(s: ResticSession, chosen: ResticSnapshotRecord, 
 }
 
 /**
- * restic restores into the staging folder: whole roots, or the chosen files only. restic takes
- * --include patterns, so the paths are escaped to mean themselves.
+ * restic restores into the staging folder: the roots restored whole, or the chosen files only.
+ * restic takes --include patterns, so the paths are escaped to mean themselves.
  */
-async function stage(s: ResticSession, snap: ResticSnapshotRecord, nodes: { node: ResticNode }[], staging: string, what: "roots" | "files"): Promise<void> {
-  const paths = what === "roots" ? snap.roots.map((r) => r.path) : nodes.map((n) => n.node.path);
+async function stage(s: ResticSession, snap: ResticSnapshotRecord, paths: string[], staging: string): Promise<void> {
   await runRestic(s, ["restore", snap.id, "--target", staging, ...paths.flatMap((p) => ["--include", escapePattern(p)])]);
 }
 

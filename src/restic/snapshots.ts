@@ -140,7 +140,8 @@ export async function listResticNodes(
   s: ResticSession,
   which: string | ResticLatest,
   onNode: (node: ResticNode) => void,
-  opts: { signal?: AbortSignal; onSnapshot?: (snap: ResticSnapshotRecord | undefined) => boolean } = {},
+  /** `dirs` (absolute, with an id only): only the nodes directly inside these folders, not the whole tree. */
+  opts: { signal?: AbortSignal; onSnapshot?: (snap: ResticSnapshotRecord | undefined) => boolean; dirs?: string[] } = {},
 ): Promise<boolean> {
   const id = typeof which === "string" ? which : undefined;
   if (id !== undefined && !/^[0-9a-f]{64}$/.test(id)) throw new RepoError(`not a restic snapshot id: ${id}`, "usage");
@@ -148,7 +149,7 @@ export async function listResticNodes(
   let sawSnapshot = false;
   let wanted = true;
   let problem: string | undefined;
-  await runRestic(s, ["ls", "--json", ...(id !== undefined ? [id] : latest)], {
+  await runRestic(s, ["ls", "--json", ...(id !== undefined ? [id, ...(opts.dirs ?? [])] : latest)], {
     signal: opts.signal,
     onJson: (v) => {
       if (problem) return;

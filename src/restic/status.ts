@@ -3,6 +3,7 @@
 // suspected loss by its tag, the watcher's state file if there is one, and the next jobs. restic's
 // objects are its own business, so there are no object counts; and a restic repository has no
 // mirrors (a mirror is a copy of pi-guard's own format).
+import { agentStatus, withAgentStatus } from "../agents/status.js";
 import type { Config } from "../config/config.js";
 import { IMPORT_TAG } from "../repo/format.js";
 import { PRE_RESTORE_TAG } from "../restore/select.js";
@@ -10,7 +11,8 @@ import { scheduleFindings, snapshotFindings, statusBounds, watcherFindings, watc
 import type { ResticSession } from "./run.js";
 import { listResticSnapshots } from "./snapshots.js";
 
-export async function resticStatus(config: Config, s: ResticSession, opts: { maxAgeMs?: number; now?: Date } = {}): Promise<StatusReport> {
+/** With `agent`, that agent's part too (agents/status.ts), judged on the same listing as a native status judges its snapshots. */
+export async function resticStatus(config: Config, s: ResticSession, opts: { maxAgeMs?: number; now?: Date; agent?: string } = {}): Promise<StatusReport> {
   const now = opts.now ?? new Date();
   const bounds = statusBounds(config, opts.maxAgeMs);
   const all = await listResticSnapshots(s);
@@ -20,7 +22,7 @@ export async function resticStatus(config: Config, s: ResticSession, opts: { max
   const fromState = watcherFindings(watcher, now.getTime(), bounds, !!found.newestSnapshot?.suspectLoss);
   const jobs = await scheduleFindings(config, now);
   const problems = [...found.problems, ...fromState.problems, ...jobs.problems];
-  return {
+  const report: StatusReport = {
     healthy: problems.length === 0,
     problems: problems.map((p) => p.message),
     problemKinds: problems,
@@ -35,4 +37,5 @@ export async function resticStatus(config: Config, s: ResticSession, opts: { max
     mirrors: [],
     schedules: jobs.schedules,
   };
+  return opts.agent === undefined ? report : withAgentStatus(report, agentStatus(config, all.map((r) => ({ id: r.id, snapshot: r })), opts.agent));
 }

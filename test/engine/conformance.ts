@@ -3,8 +3,8 @@
 // sandbox, and checks what the engine interface promises: the snapshot policy (reserved tags, a
 // missing agent dir, the loss guard), choosing by time, a byte-identical restore, forget's
 // last-snapshot guard, check and status, the session catalog of every agent (a real Claude Code
-// session beside pi's), and forget with prune. native.test.ts and restic.test.ts run it (restic: the
-// Debian package's binary).
+// session beside pi's), forget with prune, and restore and status of one agent. native.test.ts
+// and restic.test.ts run it (restic: the Debian package's binary).
 import { readFileSync, renameSync, rmSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -28,6 +28,7 @@ export const CONFORMANCE_CASES = [
   "check finds no errors; status names the last good snapshot",
   "sessions: every agent's sessions, live and only in snapshots, read by its adapter into the same model",
   "forget with prune frees what it forgot; the latest snapshot still restores; prune after a dry run is refused",
+  "restore and status with an agent: only that agent's roots, its last good snapshot; an agent the snapshot lacks is not found",
 ] as const;
 
 const PASSWORD = "conformance password";
@@ -54,6 +55,9 @@ export function engineConformance(kind: EngineKind, repo: (sb: Sandbox) => strin
     /** The engine whose config guards Claude Code too, and its first snapshot (case 8). */
     let both: Engine;
     let withClaude: { id: string; time: string };
+    /** Case 9's snapshot, taken with Claude Code guarded, and the transcript it holds. */
+    let third: { id: string };
+    let transcript: string;
     const fresh = (over: Record<string, string> = {}) => openEngine(loadConfig({}, { ...sb.env, PI_GUARD_REPO: repo(sb), PI_GUARD_PASSWORD: PASSWORD, ...over }));
 
     beforeAll(async () => {
@@ -193,6 +197,7 @@ export function engineConformance(kind: EngineKind, repo: (sb: Sandbox) => strin
     it(CONFORMANCE_CASES[8], { timeout: 240_000 }, async () => {
       const server = await startClaudeModel([callTool("Bash", { command: "echo conformance-tool-ran", description: "echo" }), say("The echo printed conformance-tool-ran.")]);
       const run = await runClaude(sb, server, "run the echo please").finally(() => server.close());
+      transcript = run.transcript;
       // A config made now detects Claude Code and guards it beside pi.
       both = await fresh({ CLAUDE_CONFIG_DIR: claudeConfigDir(sb) });
       const summaryOf = ({ agent, id, name, project, turns, userMessages, assistantMessages, toolCalls, tokens, cost, started, lastActivity }: SessionRecord) => ({ agent, id, name, project, turns, userMessages, assistantMessages, toolCalls, tokens, cost, started, lastActivity });
@@ -256,8 +261,9 @@ export function engineConformance(kind: EngineKind, repo: (sb: Sandbox) => strin
       expect(refused.kind).toBe("usage");
       await pause();
       // Taken with Claude Code guarded too: the same roots as case 8's snapshot, which it replaces.
-      const third = (await both.backup()).snapshot!;
-      expect(third.loss).toBeUndefined();
+      const taken = (await both.backup()).snapshot!;
+      expect(taken.loss).toBeUndefined();
+      third = taken;
       const before = (await engine.listSnapshots()).map((x) => x.id);
       const r = await engine.forget({ policy: { keepLast: 1 }, prune: { maxUnusedFraction: 0 } });
       expect(r.refused).toBe(false);
@@ -271,6 +277,21 @@ export function engineConformance(kind: EngineKind, repo: (sb: Sandbox) => strin
       const restored = await engine.restore(third.id, { targetDir: target });
       expect(restored.report.failed).toEqual([]);
       expect(readFileSync(path.join(target, path.relative(sb.agentDir, sessionFile)))).toEqual(readFileSync(sessionFile));
+    });
+
+    it(CONFORMANCE_CASES[10], { timeout: 120_000 }, async () => {
+      // Opened now: case 9 pruned through another engine, and a native engine keeps the index it read.
+      const both = await fresh({ CLAUDE_CONFIG_DIR: claudeConfigDir(sb) });
+      const target = sb.dir("restored-claude");
+      const r = await both.restore(third.id, { agent: "claude", targetDir: target });
+      expect(r.report.failed).toEqual([]);
+      expect(new Set(r.report.files.map((f) => f.root))).toEqual(new Set(["claude"]));
+      expect(readFileSync(path.join(target, ".claude", path.relative(claudeConfigDir(sb), transcript)))).toEqual(readFileSync(transcript));
+      const lacking = await rejects(both.restore(third.id, { agent: "gemini", targetDir: target }));
+      expect(lacking.kind).toBe("not-found");
+      expect(lacking.message).toBe(`snapshot ${third.id.slice(0, 8)} holds nothing of agent gemini`);
+      const st = await both.status({ agent: "claude" });
+      expect(st.agent).toMatchObject({ name: "claude", guarded: true, lastGoodSnapshot: { id: third.id, roots: ["claude"] }, problems: [] });
     });
   });
 }

@@ -1,14 +1,14 @@
 // The sessions commands on a restic repository go through the engine's catalog, as on a native
 // one: a real Claude Code session beside a pi session, snapshotted into restic by the built
 // pi-guard, then deleted from disk, is listed with its agent, found by search, shown and exported
-// from the snapshot (restic dump, read by Claude Code's adapter). `status --agent` and
-// `restore --agent` are refused in one line (exit 2), before restic changes anything.
+// from the snapshot (restic dump, read by Claude Code's adapter). `restore --agent` and
+// `status --agent` are test/restic/restic-agent.test.ts.
 import { execFileSync } from "node:child_process";
-import { existsSync, readdirSync, renameSync } from "node:fs";
+import { renameSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { claudeConfigDir, runClaude, startClaudeModel } from "../helpers/agents/claude.js";
-import { cli, expectOneLineError, ok } from "../helpers/cli.js";
+import { ok } from "../helpers/cli.js";
 import { callTool, say } from "../helpers/fake-model/server.js";
 import { fauxText, makePiSession } from "../helpers/pi-factory.js";
 import { makeSandbox, type Sandbox, writePiConfigFiles } from "../helpers/tmp.js";
@@ -89,11 +89,4 @@ describe("restic engine: every agent's sessions", () => {
     }
   });
 
-  it("status --agent and restore --agent are one-line usage errors that change nothing", async () => {
-    expect(expectOneLineError(await cli(env, ["status", "--agent", "claude"]), 2)).toMatch(/status --agent is not available on a restic repository/);
-    const before = readdirSync(path.join(resticRepo, "snapshots")).sort();
-    expect(expectOneLineError(await cli(env, ["restore", "latest", "--agent", "claude"]), 2)).toMatch(/restore --agent is not available on a restic repository/);
-    expect(readdirSync(path.join(resticRepo, "snapshots")).sort()).toEqual(before);
-    expect(existsSync(transcript)).toBe(false);
-  });
 });
