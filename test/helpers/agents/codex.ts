@@ -12,6 +12,7 @@
 //   server.setScript([say("again")]);
 //   await runCodex(sb, server, "once more", { resume: run.sessionId });
 
+import { spawn } from "node:child_process";
 import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { responsesRoute } from "../fake-model/responses.js";
@@ -152,4 +153,51 @@ export function findRollout(home: string, sessionId: string): string | undefined
     return undefined;
   };
   return walk(path.join(home, "sessions"));
+}
+
+/**
+ * The sessions codex itself lists: `thread/list` asked of `codex app-server` over stdio (the
+ * protocol of its IDE clients), for sessions of `codex exec` and the TUI, ids newest first.
+ * `stateDbOnly` reads the threads table alone; without it, 0.169 first scans the rollouts and
+ * writes the rows it finds missing back into state_5.sqlite ("scan-and-repair"): a listing that
+ * changes the db.
+ */
+export async function codexThreadList(sb: Sandbox, server: FakeModelServer, opts: { stateDbOnly: boolean; timeoutMs?: number }): Promise<string[]> {
+  writeCodexConfig(sb, server);
+  const child = spawn(codexBin(), ["app-server"], { cwd: codexProject(sb), env: codexEnv(sb), stdio: ["pipe", "pipe", "pipe"] });
+  let stderr = "";
+  child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr = (stderr + d).slice(-4000)));
+  const send = (msg: object) => child.stdin.write(`${JSON.stringify(msg)}\n`);
+  try {
+    return await new Promise<string[]>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`codex app-server: no thread/list answer in ${opts.timeoutMs ?? 60_000} ms\nstderr: ${stderr}`)), opts.timeoutMs ?? 60_000);
+      let buf = "";
+      child.stdout.setEncoding("utf8").on("data", (d: string) => {
+        buf += d;
+        for (let nl = buf.indexOf("\n"); nl >= 0; nl = buf.indexOf("\n")) {
+          const line = buf.slice(0, nl);
+          buf = buf.slice(nl + 1);
+          const msg = jsonLines(line)[0] as { id?: number; result?: { data?: { id: string }[] }; error?: unknown } | undefined;
+          if (msg?.id === 1 && !msg.error) {
+            send({ method: "initialized" });
+            send({ id: 2, method: "thread/list", params: { modelProviders: [], sourceKinds: ["exec", "cli"], useStateDbOnly: opts.stateDbOnly, limit: 100 } });
+          } else if (msg?.id === 1 || msg?.id === 2) {
+            clearTimeout(timer);
+            if (msg.error || !Array.isArray(msg.result?.data)) reject(new Error(`codex app-server answered ${line}\nstderr: ${stderr}`));
+            else resolve(msg.result.data.map((t) => t.id));
+          }
+        }
+      });
+      child.on("error", (err) => reject(err));
+      child.on("close", (code) => reject(new Error(`codex app-server exited ${code} before answering\nstderr: ${stderr}`)));
+      send({ id: 1, method: "initialize", params: { clientInfo: { name: "pi-guard-test", version: "0" } } });
+    });
+  } finally {
+    child.stdin.end();
+    if (child.exitCode === null) {
+      const exited = new Promise((r) => child.once("close", r));
+      child.kill("SIGTERM");
+      await exited;
+    }
+  }
 }
