@@ -279,7 +279,8 @@ export function snapshotFindings(own: ListedSnapshot[], anySnapshots: boolean, n
   }
   const newestIsLoss = !!newest && isLoss(newest);
   if (newest && newestIsLoss) {
-    problems.push({ kind: "suspect-loss", message: `the newest snapshot ${newest.id.slice(0, 8)} (${newest.time}) is a suspected loss: most files vanished; restore latest brings back the last good state` });
+    // A snapshot records its tag, not the guard's reason: the reason may be a db's lost rows, with no file gone.
+    problems.push({ kind: "suspect-loss", message: `the newest snapshot ${newest.id.slice(0, 8)} (${newest.time}) is a suspected loss: most files, every session file of an agent, or most rows of a database's sessions table vanished; restore latest brings back the last good state` });
   }
   const brief = (r: ListedSnapshot): SnapshotBrief => ({ id: r.id, time: r.time, ageMs: now.getTime() - Date.parse(r.time), tags: r.tags });
   return { lastGoodSnapshot: lastGood ? brief(lastGood) : null, newestSnapshot: newest ? { ...brief(newest), suspectLoss: newestIsLoss } : null, problems };

@@ -1,13 +1,16 @@
 // Claude Code's cleanupPeriodDays sweep, recognised for what it is, with the real CLI, offline: two
 // real sessions are made; the first one's transcript is aged 40 days and snapshotted, then unlinked
-// as the sweep does (2.1.328 sweeps only ~10 minutes into an interactive session, so the test does
-// what the sweep does), while the second, newer session stays. The next snapshot (by `snapshot`,
-// and by a running watcher for a third session) is no suspected loss: it is tagged agent-cleanup
-// with a cleanup record, the watcher's log names the removed session, `status` lists it (text and
-// --json), and `forget` with a policy that would remove the snapshot holding it keeps that
-// snapshot; the swept session is then restored from it byte for byte.
+// as the sweep does, while the second, newer session stays. The next snapshot (by `snapshot`, and
+// by a running watcher for a third session) is no suspected loss: it is tagged agent-cleanup with a
+// cleanup record, the watcher's log names the removed session, `status` lists it (text and --json),
+// and `forget` with a policy that would remove the snapshot holding it keeps that snapshot; the
+// swept session is then restored from it byte for byte. The last case lets Claude Code sweep by its
+// own hand: 2.1.328 starts its housekeeping in a `-p` run too, and sweeps 5 s after start-up work
+// is released, so a `-p` run whose answer streams for longer than that removes the aged transcript
+// (the interactive REPL starts it at the first prompt and puts it off by 10 minutes while the user
+// is active: bench/claude-sweep.ts waits for that one).
 
-import { readFileSync, unlinkSync, utimesSync } from "node:fs";
+import { existsSync, readFileSync, unlinkSync, utimesSync } from "node:fs";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { claudeConfigDir, runClaude, startClaudeModel } from "../helpers/agents/claude.js";
@@ -115,5 +118,36 @@ describe("Claude Code: the cleanup sweep is recorded, and what it took stays res
     await ok(sb, ["restore", event.against, "--agent", "claude", "--path", rel(third.transcript), "--json"], { env });
     expect(readFileSync(third.transcript).equals(thirdBytes)).toBe(true);
     expect(readFileSync(fresh.transcript).length).toBeGreaterThan(0);
+  });
+
+  it("the real sweep: a `claude -p` run that outlives the 5 s housekeeping delay removes the aged transcript itself; the snapshot after it is agent-cleanup, and restore brings the session back", async () => {
+    const real = makeSandbox("claude-real-sweep");
+    const model = await startClaudeModel([say("An old session.")]);
+    try {
+      const env = watchEnv(real);
+      writePiConfigFiles(real.agentDir);
+      const old = await runClaude(real, model, "old one");
+      const oldBytes = readFileSync(old.transcript);
+      const aged = new Date(Date.now() - 40 * DAY);
+      utimesSync(old.transcript, aged, aged);
+      await initRepo(real);
+      const holder = await snapshot(real, [], { env });
+
+      // An answer streamed word by word for about 10 s: the run outlives the housekeeping delay.
+      model.setScript([say(Array.from({ length: 50 }, (_, i) => `w${i}`).join(" "), { chunkDelayMs: 200 })]);
+      const slow = await runClaude(real, model, "a slow answer please");
+      expect(existsSync(old.transcript)).toBe(false);
+      expect(existsSync(path.join(claudeConfigDir(real), ".last-cleanup"))).toBe(true);
+      expect(existsSync(slow.transcript)).toBe(true);
+
+      const swept = (await ok(real, ["snapshot", "--json"], { env })).json<{ tags: string[]; suspectLoss: unknown; cleanup: { against: string } }>();
+      const rel = path.relative(claudeConfigDir(real), old.transcript).split(path.sep).join("/");
+      expect(swept).toMatchObject({ tags: ["agent-cleanup"], suspectLoss: null, cleanup: { against: holder.snapshotId, agents: [{ agent: "claude", days: 30, sessions: 1, sample: [`claude:${rel}`] }] } });
+      await ok(real, ["restore", holder.snapshotId, "--agent", "claude", "--path", rel, "--json"], { env });
+      expect(readFileSync(old.transcript).equals(oldBytes)).toBe(true);
+    } finally {
+      await model.close();
+      real.cleanup();
+    }
   });
 });

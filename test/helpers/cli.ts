@@ -9,11 +9,11 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { expect } from "vitest";
+import { PROJECT_ROOT } from "./root.js";
 import type { Sandbox } from "./tmp.js";
 
-export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+export { PROJECT_ROOT };
 export const BIN = path.join(PROJECT_ROOT, "bin", "pi-guard.js");
 
 /**

@@ -4,7 +4,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { PROJECT_ROOT } from "./cli.js";
+import { PROJECT_ROOT } from "./root.js";
 
 export const TOOLS_DIR = process.env.PI_GUARD_TEST_TOOLS ?? path.join(os.homedir(), ".cache", "pi-guard-test-tools");
 

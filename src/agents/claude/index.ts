@@ -52,7 +52,7 @@ function cleanupHazard(dir: string): DoctorCheck[] {
     checks.push({
       name,
       status: "warn",
-      message: `${now}: Claude Code unlinks transcripts older than that in a background sweep after an interactive session starts${days === 0 ? "; 0 has meant: write no transcripts at all" : ""}${lastSweep}`,
+      message: `${now}: Claude Code unlinks transcripts older than that in a background sweep (about 10 minutes after the first prompt of an interactive session, 5 s into a claude -p run that lasts longer)${days === 0 ? "; 0 has meant: write no transcripts at all" : ""}${lastSweep}`,
       fix: `set "cleanupPeriodDays": ${KEEP_DAYS} in ${read.path} (never 0); pi-guard keeps what a sweep already took restorable`,
     });
   }

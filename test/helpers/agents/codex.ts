@@ -162,42 +162,48 @@ export interface CodexListedThread {
 }
 
 /**
- * Codex's own listing of the `codex exec` threads, as its app server answers `thread/list` (what
- * the resume picker shows) with `useStateDbOnly`: from state_5.sqlite's threads table alone, so a
- * thread without its row is missing, and the listing does not scan rollouts to repair the table.
+ * The sessions codex itself lists (what its resume picker shows): `thread/list` asked of `codex
+ * app-server` over stdio (the protocol of its IDE clients), for sessions of `codex exec` and the
+ * TUI, newest first. `stateDbOnly` (the default) reads the threads table alone, so a thread without
+ * its row is missing; without it, 0.169 first scans the rollouts and writes the rows it finds
+ * missing back into state_5.sqlite ("scan-and-repair"): a listing that changes the db.
  */
-export async function codexThreadList(sb: Sandbox, server: FakeModelServer, timeoutMs = 60_000): Promise<CodexListedThread[]> {
+export async function codexThreadList(sb: Sandbox, server: FakeModelServer, opts: { stateDbOnly?: boolean; timeoutMs?: number } = {}): Promise<CodexListedThread[]> {
   writeCodexConfig(sb, server);
   const child = spawn(codexBin(), ["app-server"], { cwd: codexProject(sb), env: codexEnv(sb), stdio: ["pipe", "pipe", "pipe"] });
-  const requests = [
-    { id: 1, method: "initialize", params: { clientInfo: { name: "pi-guard-test", version: "1" } } },
-    { method: "initialized" },
-    { id: 2, method: "thread/list", params: { sourceKinds: ["exec"], useStateDbOnly: true, limit: 100 } },
-  ];
-  child.stdin.write(requests.map((r) => JSON.stringify(r)).join("\n") + "\n");
-  let stdout = "";
   let stderr = "";
-  child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+  child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr = (stderr + d).slice(-4000)));
+  const send = (msg: object) => child.stdin.write(`${JSON.stringify(msg)}\n`);
   try {
     return await new Promise<CodexListedThread[]>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`codex app-server: no thread/list answer in ${timeoutMs} ms\nstdout: ${stdout.slice(-4000)}\nstderr: ${stderr.slice(-4000)}`)), timeoutMs);
-      child.on("error", (err) => (clearTimeout(timer), reject(err)));
+      const timer = setTimeout(() => reject(new Error(`codex app-server: no thread/list answer in ${opts.timeoutMs ?? 60_000} ms\nstderr: ${stderr}`)), opts.timeoutMs ?? 60_000);
+      let buf = "";
       child.stdout.setEncoding("utf8").on("data", (d: string) => {
-        stdout += d;
-        const answer = jsonLines(stdout).find((m) => m.id === 2);
-        if (!answer) return;
-        clearTimeout(timer);
-        const data = (answer.result as { data?: CodexListedThread[] } | undefined)?.data;
-        if (data) resolve(data);
-        else reject(new Error(`codex app-server: thread/list failed: ${JSON.stringify(answer).slice(0, 2000)}`));
+        buf += d;
+        for (let nl = buf.indexOf("\n"); nl >= 0; nl = buf.indexOf("\n")) {
+          const line = buf.slice(0, nl);
+          buf = buf.slice(nl + 1);
+          const msg = jsonLines(line)[0] as { id?: number; result?: { data?: CodexListedThread[] }; error?: unknown } | undefined;
+          if (msg?.id === 1 && !msg.error) {
+            send({ method: "initialized" });
+            send({ id: 2, method: "thread/list", params: { modelProviders: [], sourceKinds: ["exec", "cli"], useStateDbOnly: opts.stateDbOnly ?? true, limit: 100 } });
+          } else if (msg?.id === 1 || msg?.id === 2) {
+            clearTimeout(timer);
+            if (msg.error || !Array.isArray(msg.result?.data)) reject(new Error(`codex app-server answered ${line}\nstderr: ${stderr}`));
+            else resolve(msg.result.data);
+          }
+        }
       });
+      child.on("error", (err) => reject(err));
+      child.on("close", (code) => reject(new Error(`codex app-server exited ${code} before answering\nstderr: ${stderr}`)));
+      send({ id: 1, method: "initialize", params: { clientInfo: { name: "pi-guard-test", version: "0" } } });
     });
   } finally {
     child.stdin.end();
-    if (child.exitCode === null && child.signalCode === null) {
-      const closed = new Promise((r) => child.once("close", r));
+    if (child.exitCode === null) {
+      const exited = new Promise((r) => child.once("close", r));
       child.kill("SIGTERM");
-      await closed;
+      await exited;
     }
   }
 }
