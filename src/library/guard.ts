@@ -159,15 +159,9 @@ export class Session {
    */
   async merge(other: Session, opts: { output?: string } = {}): Promise<MergeResult> {
     if (other.id === this.id) throw new TypeError(`merge: ${this.id} is the same session`);
-    const [{ mergeSessions }, { mergedSessionPath, writeNewSession }, { shortIds }] = await Promise.all([import("../sessions/merge.js"), import("../sessions/merge-write.js"), import("../sessions/short-id.js")]);
+    const [{ writeMerged }, { shortIds }] = await Promise.all([import("./sessions.js"), import("../sessions/short-id.js")]);
     const short = shortIds([this.id, other.id]);
-    const merged = mergeSessions(
-      { id: this.id, shortId: short.get(this.id)!, name: this.record.name, session: await this.load() },
-      { id: other.id, shortId: short.get(other.id)!, name: other.record.name, session: await other.load() },
-    );
-    const file = opts.output ?? mergedSessionPath(this.guard.config, merged.header);
-    await writeNewSession(file, merged, !opts.output);
-    return { id: merged.header.id, file, messages: merged.entries.filter((e) => e.type === "message").length, shared: merged.shared };
+    return writeMerged(this.guard.config, { record: this.record, session: await this.load(), shortId: short.get(this.id)! }, { record: other.record, session: await other.load(), shortId: short.get(other.id)! }, opts.output);
   }
 }
 
