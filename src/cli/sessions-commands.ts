@@ -243,7 +243,7 @@ Examples:
     .action(async (id: string, _opts: unknown, cmd: Command) => {
       const ctx = context(cmd);
       const { trashSession } = await import("../library/sessions.js");
-      const r = await trashSession({ ...sessionsHost(ctx), open: () => ctx.open() }, id);
+      const r = await trashSession(sessionsHost(ctx), id);
       if (ctx.out.json) printJson(r);
       else info(ctx.out, `moved ${r.from}\n   to ${r.to}\nsnapshot ${r.snapshotId.slice(0, 8)} holds it; to bring it back: ${r.restoreCommand}`);
     });

@@ -9,6 +9,9 @@ import type { Repository } from "../repo/repository.js";
 
 export type { KeyPlace };
 
+/** A key as `key list` shows it: its id, kind, creation, host, and whether it opened the repository now. */
+export type KeyListing = KeyInfo & { current: boolean };
+
 /** The mirrors of the config as targets (not the repository itself, when --repo names one). */
 async function mirrorTargets(config: Config) {
   const { openTarget } = await import("../targets/open.js");
@@ -16,7 +19,7 @@ async function mirrorTargets(config: Config) {
 }
 
 /** Every key, and whether it is the one that opened `repo`. */
-export async function listKeys(repo: Repository): Promise<(KeyInfo & { current: boolean })[]> {
+export async function listKeys(repo: Repository): Promise<KeyListing[]> {
   const keys = await (await import("../repo/keys.js")).listKeys(repo.target);
   return keys.map((k) => ({ ...k, current: k.id === repo.keyId }));
 }

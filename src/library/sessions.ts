@@ -122,8 +122,9 @@ export async function searchSessions(host: SessionsHost, query: string, filter: 
 }
 
 /** `sessions delete`: snapshot (with pi-guard's tags), then move the live file into pi-guard's trash. */
-export async function trashSession(host: SessionsHost & Required<Pick<SessionsHost, "open">>, id: string): Promise<DeleteResult> {
+export async function trashSession(host: SessionsHost, id: string): Promise<DeleteResult> {
   const [{ buildCatalog, openedRepository, resolveSession }, { deleteSession }, { RepoError }] = await Promise.all([import("../sessions/index.js"), import("../sessions/trash.js"), import("../repo/errors.js")]);
+  if (!host.open) throw new RepoError("sessions delete needs a pi-guard repository to snapshot into first", "usage");
   const repo = await host.open().catch((err: unknown) => {
     if (err instanceof RepoError && err.kind === "not-found") throw new RepoError(`${err.message.replace(/ \(.*$/, "")}: delete snapshots first, so run \`pi-guard init\``, "not-found");
     throw err;
