@@ -1,21 +1,13 @@
 import type { Command } from "commander";
 import type { EmptiedGroup } from "../repo/retention.js";
 import type { EngineForgetResult } from "../engine/types.js";
+import type { RetentionRequest } from "../library/retention.js";
 import type { PruneReport } from "../repo/prune.js";
 import { context, type Context } from "./context.js";
 import { EXIT, formatBytes, info, printJson, table, warn } from "./output.js";
 import { Progress } from "./progress.js";
 
-export interface ForgetFlags {
-  keepLast?: string;
-  keepWithin?: string;
-  keepHourly?: string;
-  keepDaily?: string;
-  keepWeekly?: string;
-  keepMonthly?: string;
-  keepYearly?: string;
-  keepTag?: string[];
-  policy?: boolean;
+export interface ForgetFlags extends RetentionRequest {
   host?: string;
   includeSpecial?: boolean;
   dryRun?: boolean;

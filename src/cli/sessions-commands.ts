@@ -6,16 +6,9 @@ import type { SessionRecord } from "../sessions/catalog.js";
 import type { SessionView } from "../sessions/view.js";
 import type { SessionListFilter, SessionsHost, StatsOptions } from "../library/sessions.js";
 
-export interface ListFlags {
-  project?: string;
-  tag?: string;
-  since?: string;
-  until?: string;
-  date?: string;
-  deleted?: boolean;
-  host?: string;
+/** The list filters as commander parses them: `--live` is the library's liveOnly. */
+export interface ListFlags extends Omit<SessionListFilter, "liveOnly"> {
   live?: boolean;
-  agent?: string;
 }
 
 /** The sessions library (src/library/sessions.ts) over this command's config and engine; what it reports goes to stderr. */

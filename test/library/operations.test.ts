@@ -4,12 +4,13 @@
 // to this checkout) runs them on a sandbox with a real pi session, and the real CLI sees each
 // result: the same repository, tags, trash and snapshots.
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { collect, ok, PROJECT_ROOT } from "../helpers/cli.js";
+import { collect, ok } from "../helpers/cli.js";
 import { fauxText, makePiSession } from "../helpers/pi-factory.js";
 import { makeSandbox, type Sandbox, writePiConfigFiles } from "../helpers/tmp.js";
+import { makePackageApp } from "./package-app.js";
 
 let sb: Sandbox;
 let app: string;
@@ -33,10 +34,7 @@ beforeAll(async () => {
   sessionId = made.sessionId;
   sessionFile = made.file;
   await ok(sb, ["init"]);
-  app = sb.dir("app");
-  mkdirSync(path.join(app, "node_modules"));
-  symlinkSync(PROJECT_ROOT, path.join(app, "node_modules", "pi-guard"), "dir");
-  writeFileSync(path.join(app, "package.json"), JSON.stringify({ name: "app", private: true, type: "module" }));
+  app = makePackageApp(sb);
 }, 120_000);
 
 afterAll(() => sb?.cleanup());
