@@ -344,6 +344,24 @@ export class PiGuard {
     return (await import("./keys.js")).listKeys(await this.repository("key list"));
   }
 
+  /** A new credential: a new key file (mode 0600) at `keyFile`, or a password. */
+  async addKey(cred: { keyFile: string } | { password: string }): Promise<{ id: string; kind: "password" | "keyfile" }> {
+    return (await import("./keys.js")).addKey(await this.repository("key add"), cred);
+  }
+
+  /**
+   * A recovery key in the repository and each mirror; its code goes to `deliver` once, and is
+   * recorded as kept off the machine only after `deliver` returned.
+   */
+  async exportRecoveryKey(deliver: (r: { keyId: string; code: string; places: KeyPlace[] }) => Promise<void>): Promise<{ keyId: string; places: KeyPlace[] }> {
+    return (await import("./keys.js")).exportRecoveryKey(this.config, await this.repository("key export"), deliver);
+  }
+
+  /** A new password for the key in use, in each mirror and the repository. */
+  async changePassword(password: string): Promise<{ oldKeyId: string; newKeyId: string; places: KeyPlace[] }> {
+    return (await import("./keys.js")).changePassword(this.config, await this.repository("key passwd"), password);
+  }
+
   /** Revoke a key (an id or unique prefix) in each mirror and the repository; never the last one. */
   async removeKey(id: string, opts: { allowCurrent?: boolean } = {}): Promise<{ keyId: string; places: KeyPlace[] }> {
     return (await import("./keys.js")).removeKey(this.config, await this.repository("key remove"), id, opts);

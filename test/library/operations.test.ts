@@ -73,14 +73,20 @@ describe("the library's operations", () => {
     expect(left[0].tags).toEqual(["second"]);
   });
 
-  it("checks the repository, verifies the agent dir, reports status and lists the keys", { timeout: 120_000 }, async () => {
-    const r = await withGuard<{ check: { ok: boolean }; verify: { identical: boolean; exit: number }; status: { healthy: boolean; lastGoodSnapshot: { id: string } | null }; keys: { current: boolean }[] }>(`
-    return { check: await guard.check({ readData: true }), verify: await guard.verify(), status: await guard.status(), keys: await guard.keys() };`);
+  it("checks the repository, verifies the agent dir, reports status and manages the keys", { timeout: 120_000 }, async () => {
+    const keyFile = path.join(sb.root, "second.key");
+    const r = await withGuard<{ check: { ok: boolean }; verify: { identical: boolean; exit: number }; status: { healthy: boolean; lastGoodSnapshot: { id: string } | null }; keys: { id: string; current: boolean }[]; added: { id: string; kind: string } }>(`
+    const added = await guard.addKey({ keyFile: ${JSON.stringify(keyFile)} });
+    return { check: await guard.check({ readData: true }), verify: await guard.verify(), status: await guard.status(), keys: await guard.keys(), added };`);
     expect(r.check.ok).toBe(true);
     expect(r.verify).toMatchObject({ identical: true, exit: 0 });
     const newest = (await ok(sb, ["snapshots", "--json"])).json<{ id: string }[]>().at(-1)!;
     expect(r.status.lastGoodSnapshot?.id).toBe(newest.id);
-    expect(r.keys.map((k) => k.current)).toEqual([true]);
+    expect(r.added.kind).toBe("keyfile");
+    expect(r.keys.filter((k) => !k.current).map((k) => k.id)).toEqual([r.added.id]);
+    // The new key file opens the repository, as the CLI's --key-file.
+    const listed = (await ok(sb, ["key", "list", "--json", "--key-file", keyFile])).json<{ id: string; current: boolean }[]>();
+    expect(listed.find((k) => k.current)?.id).toBe(r.added.id);
   });
 
   it("moves a session into the trash after a snapshot, as `sessions delete` does", { timeout: 120_000 }, async () => {
