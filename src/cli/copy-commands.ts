@@ -64,7 +64,7 @@ Examples:
     )
     .action(async (ids: string[], opts: { from?: string; to?: string; host?: string; latest?: boolean }, cmd: Command) => {
       const ctx = context(cmd);
-      const { copyToMirrors } = await import("../library/repository.js");
+      const { copyExit, copyToMirrors } = await import("../library/repository.js");
       const progress = new Progress(!ctx.out.json && !ctx.out.quiet);
       let shipments: MirrorShipment[];
       try {
@@ -79,21 +79,16 @@ Examples:
         progress.done();
       }
       if (ctx.out.json) printJson(shipments.map(shipmentJson));
-      let code: number = EXIT.ok;
       for (const s of shipments) {
         if (s.report) {
           if (!ctx.out.json) info(ctx.out, `${s.mirror}: ${s.created ? "created, " : ""}${copyLine(s.report)}`);
           for (const f of s.report.failed) warn(f.error);
           for (const u of s.report.unreadable) warn(`skipped unreadable snapshot in the source: ${u.error}`);
-          // An unreadable snapshot of the source may be one that was asked for: the copy is not whole.
-          if (s.report.failed.length || s.report.unreadable.length) code = Math.max(code, EXIT.damaged);
           if (s.report.selected === 0 && !ctx.out.json) info(ctx.out, `${s.mirror}: no snapshot matched; nothing to copy`);
         } else {
           warn(s.error?.startsWith(s.mirror) ? s.error : `${s.mirror}: ${s.error}`);
-          code = Math.max(code, EXIT.failure);
         }
       }
-      if (shipments.every((s) => s.report && s.report.selected === 0)) code = Math.max(code, EXIT.failure);
-      process.exitCode = code;
+      process.exitCode = copyExit(shipments);
     });
 }

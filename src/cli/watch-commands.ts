@@ -92,7 +92,7 @@ Examples:
             stopping = true;
             human(`${signal}: taking the pending snapshot and stopping`);
             void running
-              .stop(4500)
+              .stop()
               .then((r) => {
                 if (!r.flushed) warn(`stopped with changes not in any snapshot: ${r.error ?? "unknown error"}`);
                 resolve(r.flushed ? EXIT.ok : EXIT.failure);

@@ -32,6 +32,8 @@ import type { VerifyReport } from "../snapshot/verify.js";
 import type { StatusReport } from "../watch/status.js";
 import type { OpenedCatalog } from "./catalog.js";
 import type { KeyListing, KeyPlace } from "./keys.js";
+import type { CopyRequest } from "./repository.js";
+import type { MirrorShipment } from "../repo/ship.js";
 import type { SalvageHooks, SalvageOutcome, SalvageRequest } from "./salvage.js";
 import type { SessionsHost, StatsOptions } from "./sessions.js";
 import type { RunningWatcher, WatchOptions } from "./watch.js";
@@ -308,6 +310,16 @@ export class PiGuard {
       prune: pruning && { maxUnusedFraction: await unusedShare(pruning.maxUnused), allowDamaged: pruning.allowDamaged },
       lockWaitMs: this.lockWaitMs,
     });
+  }
+
+  /**
+   * Copy snapshots to a mirror (`to`, default every mirror of the config), each verified on the
+   * way; `exit` 0 all there, 1 a destination got nothing, 3 a snapshot could not be copied.
+   */
+  async copy(req: Omit<CopyRequest, "lockWaitMs"> = {}): Promise<{ shipments: MirrorShipment[]; exit: 0 | 1 | 3 }> {
+    const { copyExit, copyToMirrors } = await import("./repository.js");
+    const shipments = await copyToMirrors(this.config, { ...req, lockWaitMs: this.lockWaitMs });
+    return { shipments, exit: copyExit(shipments) };
   }
 
   /** Remove the data no snapshot uses (pi-guard's own format; on restic, forget({prune}) runs restic prune). */

@@ -159,6 +159,22 @@ export async function copyToMirrors(config: Config, req: CopyRequest): Promise<M
   });
 }
 
+/**
+ * What a copy came to: 3 when a snapshot could not be copied or the source had unreadable ones
+ * (one may have been asked for: the copy is not whole), 1 when a destination got nothing or no
+ * snapshot matched anywhere, else 0.
+ */
+export function copyExit(shipments: MirrorShipment[]): 0 | 1 | 3 {
+  let code: 0 | 1 | 3 = 0;
+  const worse = (c: 1 | 3) => (code = Math.max(code, c) as 0 | 1 | 3);
+  for (const s of shipments) {
+    if (!s.report) worse(1);
+    else if (s.report.failed.length || s.report.unreadable.length) worse(3);
+  }
+  if (shipments.every((s) => s.report && s.report.selected === 0)) worse(1);
+  return code;
+}
+
 /** `repair --from A --to B`: heal B, a copy of the same repository, from A. */
 export async function repairFromCopy(
   config: Config,

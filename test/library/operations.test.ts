@@ -1,6 +1,6 @@
 // What the CLI does beyond snapshot, restore and find, a TypeScript program does through the
 // library too (docs/LIBRARY.md): tag and trash a session, stats, forget and prune, check, verify,
-// status, the keys. A program importing pi-guard by its package name (node_modules/pi-guard links
+// status, the keys, copy to a mirror. A program importing pi-guard by its package name (node_modules/pi-guard links
 // to this checkout) runs them on a sandbox with a real pi session, and the real CLI sees each
 // result: the same repository, tags, trash and snapshots.
 import { spawn } from "node:child_process";
@@ -87,6 +87,17 @@ describe("the library's operations", () => {
     // The new key file opens the repository, as the CLI's --key-file.
     const listed = (await ok(sb, ["key", "list", "--json", "--key-file", keyFile])).json<{ id: string; current: boolean }[]>();
     expect(listed.find((k) => k.current)?.id).toBe(r.added.id);
+  });
+
+  it("copies the snapshots to a mirror, as `copy --to` does", { timeout: 120_000 }, async () => {
+    const mirror = path.join(sb.root, "mirror");
+    const r = await withGuard<{ exit: number; shipments: { mirror: string; error?: string; report?: { copied: string[] } }[] }>(`return await guard.copy({ to: ${JSON.stringify(mirror)} });`);
+    expect(r.exit).toBe(0);
+    expect(r.shipments.map((s) => [s.mirror, s.error])).toEqual([[mirror, undefined]]);
+    const primary = (await ok(sb, ["snapshots", "--json"])).json<{ id: string }[]>().map((s) => s.id);
+    const copied = (await ok(sb, ["snapshots", "--json", "--repo", mirror])).json<{ id: string }[]>().map((s) => s.id);
+    expect(copied).toEqual(primary);
+    expect(r.shipments[0].report?.copied).toHaveLength(primary.length);
   });
 
   it("moves a session into the trash after a snapshot, as `sessions delete` does", { timeout: 120_000 }, async () => {
