@@ -183,7 +183,7 @@ Examples:
         printJson({ ...result.report, ...(openFiles ? { openFiles } : {}) });
         return;
       }
-      const { formatReport } = await import("../salvage/report.js");
+      const { formatReport } = await import("../present/salvage.js");
       info(ctx.out, formatReport(result.report));
     });
 }

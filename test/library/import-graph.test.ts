@@ -38,7 +38,7 @@ describe("the CLI's imports", () => {
       "src/cli/main.ts": ["src/targets/retry-report.ts"],
       "src/cli/prune-commands.ts": ["src/present/retention.ts"],
       "src/cli/repo-commands.ts": ["src/present/time.ts"],
-      "src/cli/salvage-commands.ts": ["src/salvage/report.ts"],
+      "src/cli/salvage-commands.ts": ["src/present/salvage.ts"],
       "src/cli/service-commands.ts": ["src/present/time.ts"],
       "src/cli/sessions-commands.ts": ["src/sessions/describe.ts", "src/sessions/list-layout.ts", "src/sessions/render-terminal.ts", "src/sessions/stats-text.ts"],
       "src/cli/snapshot-rows-output.ts": ["src/present/time.ts"],

@@ -47,7 +47,7 @@ export const isAllowed = (to: string): boolean => ALLOWED.some((r) => r.test(to)
  * table formats, the terminal rendering of a session, the text of a stats or salvage report, the
  * line a retrying target prints. src/present/ holds the formatters that lived in policy modules.
  */
-export const PRESENTATION = [/^src\/present\//, /^src\/sessions\/(describe|list-layout|render-terminal|stats-text)\.ts$/, /^src\/salvage\/report\.ts$/, /^src\/targets\/retry-report\.ts$/];
+export const PRESENTATION = [/^src\/present\//, /^src\/sessions\/(describe|list-layout|render-terminal|stats-text)\.ts$/, /^src\/targets\/retry-report\.ts$/];
 
 export const isPresentation = (to: string): boolean => PRESENTATION.some((r) => r.test(to));
 
