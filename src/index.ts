@@ -12,7 +12,19 @@
  */
 import { PiGuard, type OpenOptions } from "./library/guard.js";
 
-export { PiGuard, Session, type ExportCallOptions, type FindQuery, type MergeResult, type OpenOptions, type SnapshotOutcome } from "./library/guard.js";
+export { PiGuard, Session, type ExportCallOptions, type FindQuery, type ForgetCallOptions, type MergeResult, type OpenOptions, type SnapshotOutcome } from "./library/guard.js";
+// What has no repository of its own to hang on (the service, the agents, pi's extension), over a Config (guard.config).
+export { installWatchService, uninstallWatchService, watchServiceStatus, listSchedules, runScheduledJobs, type ServiceInstall, type ServiceUninstall, type ScheduleListing } from "./library/service.js";
+export { describeAgents, installPiExtension, uninstallPiExtension } from "./library/agents.js";
+export type { RunningWatcher, WatchOptions } from "./library/watch.js";
+export type { SalvageRequest, SalvageOutcome, SalvageHooks, OpenFilesOutcome } from "./library/salvage.js";
+export type { KeyListing, KeyPlace } from "./library/keys.js";
+export type { PruneReport } from "./repo/prune.js";
+export type { StatusReport } from "./watch/status.js";
+export type { Stats } from "./sessions/stats.js";
+export type { VerifyReport } from "./snapshot/verify.js";
+export type { DeleteResult } from "./sessions/trash.js";
+export type { AgentReport } from "./agents/detect.js";
 export type { SearchHit } from "./sessions/search-query.js";
 export type { SessionRecord } from "./sessions/catalog.js";
 export type { SessionView } from "./sessions/view.js";

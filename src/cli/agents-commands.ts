@@ -1,7 +1,6 @@
 import type { Command } from "commander";
 import { context } from "./context.js";
 import { formatBytes, printJson, table } from "./output.js";
-import type { AgentName } from "../agents/types.js";
 
 export function registerAgentsCommand(program: Command): void {
   program
@@ -27,10 +26,8 @@ Examples:
     )
     .action(async (opts: { agent?: string }, cmd: Command) => {
       const ctx = context(cmd);
-      const { agentByName } = await import("../agents/registry.js");
-      const only = opts.agent === undefined ? undefined : (agentByName(opts.agent).name as AgentName);
-      const { describeAgents } = await import("../agents/detect.js");
-      const reports = await describeAgents(ctx.config, only);
+      const { describeAgents } = await import("../library/agents.js");
+      const reports = await describeAgents(ctx.config, opts.agent);
       if (ctx.out.json) return printJson(reports);
       const rows = [["AGENT", "GUARDED", "SESSIONS", "SIZE", "WHERE", "FOUND BY"]];
       for (const r of reports) {

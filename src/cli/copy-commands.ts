@@ -1,18 +1,10 @@
 import type { Command } from "commander";
-import type { Config } from "../config/config.js";
-import { RepoError } from "../repo/errors.js";
 import type { CopyReport } from "../repo/replicate.js";
 import type { MirrorShipment } from "../repo/ship.js";
-import { normalizeRepoLocation } from "../targets/location.js";
 import { mirrorFailure } from "../engine/verdict.js";
 import { context, type Context } from "./context.js";
 import { EXIT, formatBytes, info, printJson, warn } from "./output.js";
 import { Progress } from "./progress.js";
-
-/** The config with another repository location: the same credentials open every replica. */
-export function configAt(config: Config, location: string): Config {
-  return { ...config, repo: normalizeRepoLocation(location) };
-}
 
 function copyLine(r: CopyReport): string {
   const copied = `${r.copied.length} snapshot(s) copied, ${r.present.length} already there`;
@@ -72,52 +64,31 @@ Examples:
     )
     .action(async (ids: string[], opts: { from?: string; to?: string; host?: string; latest?: boolean }, cmd: Command) => {
       const ctx = context(cmd);
-      const from = opts.from ? normalizeRepoLocation(opts.from) : ctx.config.repo;
-      const destinations = opts.to ? [normalizeRepoLocation(opts.to)] : ctx.config.mirrors;
-      if (!destinations.length) throw new RepoError("copy needs a destination: --to <location>, or \"mirrors\" in the config file", "usage");
-      if (destinations.includes(from)) throw new RepoError(`--from and --to are the same location (${from})`, "usage");
-      const source = await openAt(ctx, from);
-      const { shipToMirrors } = await import("../repo/ship.js");
+      const { copyExit, copyToMirrors } = await import("../library/repository.js");
       const progress = new Progress(!ctx.out.json && !ctx.out.quiet);
       let shipments: MirrorShipment[];
       try {
-        shipments = await shipToMirrors({ mirrors: destinations, dataDir: ctx.config.dataDir }, source, {
+        shipments = await copyToMirrors(ctx.config, {
+          ...opts,
           ids,
-          host: opts.host,
-          latestOnly: opts.latest,
-          // Everything, unless narrowed: shipToMirrors' policy applies only without any choice.
-          select: ids.length || opts.host || opts.latest ? undefined : (all) => all,
           lockWaitMs: ctx.lockWaitMs,
+          onWarning: warn,
           onProgress: (p) => progress.update(`snapshot ${p.snapshot}/${p.snapshots}: ${p.blobs} blobs, ${formatBytes(p.bytes)}`),
         });
       } finally {
         progress.done();
       }
       if (ctx.out.json) printJson(shipments.map(shipmentJson));
-      let code: number = EXIT.ok;
       for (const s of shipments) {
         if (s.report) {
           if (!ctx.out.json) info(ctx.out, `${s.mirror}: ${s.created ? "created, " : ""}${copyLine(s.report)}`);
           for (const f of s.report.failed) warn(f.error);
           for (const u of s.report.unreadable) warn(`skipped unreadable snapshot in the source: ${u.error}`);
-          // An unreadable snapshot of the source may be one that was asked for: the copy is not whole.
-          if (s.report.failed.length || s.report.unreadable.length) code = Math.max(code, EXIT.damaged);
           if (s.report.selected === 0 && !ctx.out.json) info(ctx.out, `${s.mirror}: no snapshot matched; nothing to copy`);
         } else {
           warn(s.error?.startsWith(s.mirror) ? s.error : `${s.mirror}: ${s.error}`);
-          code = Math.max(code, EXIT.failure);
         }
       }
-      if (shipments.every((s) => s.report && s.report.selected === 0)) code = Math.max(code, EXIT.failure);
-      process.exitCode = code;
+      process.exitCode = copyExit(shipments);
     });
-}
-
-/** Open the repository at `location` with the configured credentials. */
-export async function openAt(ctx: Context, location: string) {
-  const { openRepository } = await import("../engine.js");
-  const { warn: w } = await import("./output.js");
-  const repo = await openRepository(configAt(ctx.config, location));
-  repo.onWarning = w;
-  return repo;
 }

@@ -28,8 +28,8 @@ export function registerPiCommands(program: Command): void {
     .addHelpText("after", `${EXPLAIN}\n\nExamples:\n  $ pi-guard pi install-extension\n  $ pi-guard pi install-extension --dry-run --json\n  $ pi-guard --agent-dir ~/other-agent pi install-extension`)
     .action(async (opts: { dryRun?: boolean }, cmd: Command) => {
       const ctx = context(cmd);
-      const { installExtension } = await import("../pi-extension/install.js");
-      const r = await installExtension(ctx.config.agentDir, extensionFile(), !!opts.dryRun);
+      const { installPiExtension } = await import("../library/agents.js");
+      const r = await installPiExtension(ctx.config.agentDir, extensionFile(), !!opts.dryRun);
       if (ctx.out.json) return printJson(r);
       const verb = { installed: "installed", updated: "updated", unchanged: "already installed (unchanged)", removed: "", absent: "" }[r.action];
       info(ctx.out, `${r.dryRun && r.action !== "unchanged" ? `would be ${verb}` : verb}: ${r.loader} → ${r.extension}`);
@@ -42,8 +42,8 @@ export function registerPiCommands(program: Command): void {
     .addHelpText("after", `${EXPLAIN}\n\nExamples:\n  $ pi-guard pi uninstall-extension\n  $ pi-guard pi uninstall-extension --dry-run --json`)
     .action(async (opts: { dryRun?: boolean }, cmd: Command) => {
       const ctx = context(cmd);
-      const { uninstallExtension } = await import("../pi-extension/install.js");
-      const r = await uninstallExtension(ctx.config.agentDir, extensionFile(), !!opts.dryRun);
+      const { uninstallPiExtension } = await import("../library/agents.js");
+      const r = await uninstallPiExtension(ctx.config.agentDir, extensionFile(), !!opts.dryRun);
       if (ctx.out.json) return printJson(r);
       info(ctx.out, r.action === "absent" ? `not installed: ${r.loader} does not exist` : `${r.dryRun ? "would be removed" : "removed"}: ${r.loader}`);
       for (const other of r.alsoLoadedBy) warn(`pi still loads pi-guard through ${other}`);

@@ -1,23 +1,13 @@
 import type { Command } from "commander";
-import type { RetentionPolicy } from "../config/config.js";
-import { RepoError } from "../repo/errors.js";
-import { emptiedGroupText, parseUnusedShare as unusedShare, type EmptiedGroup } from "../repo/retention.js";
+import type { EmptiedGroup } from "../repo/retention.js";
 import type { EngineForgetResult } from "../engine/types.js";
+import type { RetentionRequest } from "../library/retention.js";
 import type { PruneReport } from "../repo/prune.js";
 import { context, type Context } from "./context.js";
 import { EXIT, formatBytes, info, printJson, table, warn } from "./output.js";
 import { Progress } from "./progress.js";
 
-export interface ForgetFlags {
-  keepLast?: string;
-  keepWithin?: string;
-  keepHourly?: string;
-  keepDaily?: string;
-  keepWeekly?: string;
-  keepMonthly?: string;
-  keepYearly?: string;
-  keepTag?: string[];
-  policy?: boolean;
+export interface ForgetFlags extends RetentionRequest {
   host?: string;
   includeSpecial?: boolean;
   dryRun?: boolean;
@@ -27,29 +17,6 @@ export interface ForgetFlags {
   unsafeAllowRemoveAll?: boolean;
 }
 
-function count(flag: string, value: string | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  if (!/^\d{1,9}$/.test(value)) throw new RepoError(`--${flag} needs a whole number, not "${value}"`, "usage");
-  return Number(value);
-}
-
-export function policyFrom(flags: ForgetFlags, ctx: Context): RetentionPolicy | undefined {
-  const given: RetentionPolicy = {
-    keepLast: count("keep-last", flags.keepLast),
-    keepWithin: flags.keepWithin,
-    keepHourly: count("keep-hourly", flags.keepHourly),
-    keepDaily: count("keep-daily", flags.keepDaily),
-    keepWeekly: count("keep-weekly", flags.keepWeekly),
-    keepMonthly: count("keep-monthly", flags.keepMonthly),
-    keepYearly: count("keep-yearly", flags.keepYearly),
-    keepTags: flags.keepTag,
-  };
-  const any = Object.values(given).some((v) => v !== undefined);
-  if (flags.policy && any) throw new RepoError("--policy uses the configured retention policy; give either it or --keep-* options", "usage");
-  if (flags.policy) return ctx.config.retention;
-  return any ? Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) : undefined;
-}
-
 const short = (id: string) => id.slice(0, 8);
 const when = (t: string) => (t ? t.replace("T", " ").replace(/\.\d+Z$/, "Z") : "(unreadable)");
 
@@ -57,9 +24,10 @@ const when = (t: string) => (t ? t.replace("T", " ").replace(/\.\d+Z$/, "Z") : "
  * The groups a forget empties or would empty, one line each; when it refused, a one-line error and
  * exit 1: the command asked for was not carried out (the same on the restic engine).
  */
-export function reportEmptiedGroups(ctx: Context, r: { dryRun: boolean; refused: boolean; emptiedGroups: EmptiedGroup[]; byIds?: boolean }): void {
+export async function reportEmptiedGroups(ctx: Context, r: { dryRun: boolean; refused: boolean; emptiedGroups: EmptiedGroup[]; byIds?: boolean }): Promise<void> {
   const groups = r.emptiedGroups;
   if (!groups.length) return;
+  const { emptiedGroupText } = await import("../present/retention.js");
   const why = r.byIds ? "the ids name every snapshot of" : "the policy keeps no snapshot of";
   for (const g of groups) {
     if (r.refused) info(ctx.out, `refused: ${why} ${emptiedGroupText(g)}`);
@@ -120,24 +88,19 @@ function printPrune(ctx: Context, r: PruneReport): void {
 }
 
 async function runPrune(ctx: Context, repo: Awaited<ReturnType<Context["open"]>>, opts: { dryRun?: boolean; maxUnused?: string; allowDamaged?: boolean }): Promise<PruneReport> {
-  const { prune } = await import("../repo/prune.js");
+  const { pruneRepository } = await import("../library/retention.js");
   const progress = new Progress(!ctx.out.json && !ctx.out.quiet);
   try {
-    return await prune(repo, {
-      dryRun: opts.dryRun,
-      maxUnusedFraction: unusedShare(opts.maxUnused),
-      allowDamaged: opts.allowDamaged,
-      lockWaitMs: ctx.lockWaitMs,
-      onProgress: (p) => progress.update(`${p.phase} ${p.done}/${p.total}`),
-    });
+    return await pruneRepository(repo, { ...opts, lockWaitMs: ctx.lockWaitMs, onProgress: (p) => progress.update(`${p.phase} ${p.done}/${p.total}`) });
   } finally {
     progress.done();
   }
 }
 
 /** Pruning went on past damage (--allow-damaged): the work is done, the repository is still damaged. */
-function exitForDamage(r: PruneReport | undefined): void {
-  if (r && (r.blobs.missing.length || r.blobs.damaged.length)) process.exitCode = EXIT.damaged;
+async function exitForDamage(r: PruneReport | undefined): Promise<void> {
+  const { pruneLeftDamage } = await import("../library/retention.js");
+  if (pruneLeftDamage(r)) process.exitCode = EXIT.damaged;
 }
 
 export function registerPruneCommands(program: Command): void {
@@ -186,8 +149,9 @@ Examples:
     )
     .action(async (ids: string[], flags: ForgetFlags, cmd: Command) => {
       const ctx = context(cmd);
-      const policy = policyFrom(flags, ctx);
-      const maxUnusedFraction = unusedShare(flags.maxUnused); // a bad value is a usage error before anything is forgotten
+      const { retentionPolicy, unusedShare } = await import("../library/retention.js");
+      const policy = await retentionPolicy(flags, ctx.config);
+      const maxUnusedFraction = await unusedShare(flags.maxUnused); // a bad value is a usage error before anything is forgotten
       const engine = await ctx.engine();
       const progress = new Progress(!!flags.prune && !ctx.out.json && !ctx.out.quiet);
       let report: EngineForgetResult;
@@ -212,8 +176,8 @@ Examples:
         printForget(ctx, forgot, prune && (pruned ? `pruned: ${freed(pruned)}` : `${engine.kind} prune freed their data`), engine.kind === "restic" ? "`pi-guard forget --prune` (or restic prune) frees their data" : "`pi-guard prune` frees their data");
         if (pruned) printPrune(ctx, pruned);
       }
-      reportEmptiedGroups(ctx, { ...report, byIds: ids.length > 0 });
-      exitForDamage(pruned);
+      await reportEmptiedGroups(ctx, { ...report, byIds: ids.length > 0 });
+      await exitForDamage(pruned);
     });
 
   program
@@ -244,11 +208,12 @@ Examples:
     )
     .action(async (opts: { dryRun?: boolean; maxUnused?: string; allowDamaged?: boolean }, cmd: Command) => {
       const ctx = context(cmd);
-      unusedShare(opts.maxUnused);
+      const { unusedShare } = await import("../library/retention.js");
+      await unusedShare(opts.maxUnused); // a bad value is a usage error before the repository is opened
       const repo = await ctx.open();
       const report = await runPrune(ctx, repo, opts);
       if (ctx.out.json) printJson(report);
       else printPrune(ctx, report);
-      exitForDamage(report);
+      await exitForDamage(report);
     });
 }

@@ -1,7 +1,4 @@
 import type { RepairFromReport } from "../repo/repair-from.js";
-import { RepoError } from "../repo/errors.js";
-import { normalizeRepoLocation } from "../targets/location.js";
-import { openAt } from "./copy-commands.js";
 import type { Context } from "./context.js";
 import { EXIT, formatBytes, info, printJson, table, warn } from "./output.js";
 import { Progress } from "./progress.js";
@@ -10,21 +7,15 @@ const ids = (list: string[]) => list.map((id) => id.slice(0, 12)).join(", ");
 
 /** `pi-guard repair --from A --to B [--dry-run]` (registered with `repair` in salvage-commands.ts). */
 export async function runRepairFrom(ctx: Context, fromLocation: string, toLocation: string, dryRun: boolean): Promise<void> {
-  const from = normalizeRepoLocation(fromLocation);
-  const to = normalizeRepoLocation(toLocation);
-  if (from === to) throw new RepoError(`--from and --to are the same location (${from})`, "usage");
-  const source = await openAt(ctx, from);
-  const { openTarget } = await import("../engine.js");
-  const { openReplica } = await import("../repo/replicate.js");
-  const { repairFrom } = await import("../repo/repair-from.js");
-  const { repo: dest } = await openReplica(source, openTarget({ repo: to, retry: ctx.config.retry }), { create: false, dataDir: ctx.config.dataDir });
+  const { repairFromCopy } = await import("../library/repository.js");
   const progress = new Progress(!ctx.out.json && !ctx.out.quiet);
-  let r: RepairFromReport;
+  let repaired: { from: string; to: string; report: RepairFromReport };
   try {
-    r = await repairFrom(source, dest, { dryRun, lockWaitMs: ctx.lockWaitMs, onProgress: (line) => progress.update(line) });
+    repaired = await repairFromCopy(ctx.config, fromLocation, toLocation, { dryRun, lockWaitMs: ctx.lockWaitMs, onProgress: (line) => progress.update(line), onWarning: warn });
   } finally {
     progress.done();
   }
+  const { from, to, report: r } = repaired;
   const unhealed = r.unhealed.blobs.length + r.unhealed.snapshots.length;
   if (ctx.out.json) printJson(r);
   else if (r.sound) info(ctx.out, `${to}: ${r.packs.checked} packs, ${r.indexFiles.listed} index files and ${r.snapshots.checked} snapshots are sound; nothing to repair`);

@@ -23,8 +23,8 @@ Examples:
     .action(async (_opts: unknown, cmd: Command) => {
       const ctx = context(cmd);
       const repo = await ctx.open();
-      const { repairIndex } = await import("../repo/repair-index.js");
-      const r = await repairIndex(repo, { lockWaitMs: ctx.lockWaitMs });
+      const { rebuildIndex } = await import("../library/repository.js");
+      const r = await rebuildIndex(repo, { lockWaitMs: ctx.lockWaitMs });
       if (ctx.out.json) {
         printJson(r);
         return;

@@ -4,8 +4,8 @@ import { EXIT, formatBytes, formatDuration, info, printJson, printJsonArray, tab
 import { Progress } from "./progress.js";
 import { promptHidden } from "./prompt.js";
 import { RepoError } from "../repo/errors.js";
-import { formatLocalTime } from "../restore/select.js";
-import type { KeyPlace } from "../repo/keys.js";
+import { formatLocalTime } from "../present/time.js";
+import type { KeyPlace } from "../library/keys.js";
 
 // verify-command.ts names paths as the snapshot command does.
 export { shownPath } from "../engine/verdict.js";
@@ -19,11 +19,9 @@ function* slices<T>(items: readonly T[], size: number): Generator<readonly T[]> 
  * otherwise look: X is a separate repository, not a copy of that one, and a mirror is made by copy.
  */
 async function noteOtherRepository(ctx: Context): Promise<void> {
-  const [{ loadConfig }, { otherRepository }, { openTarget }] = await Promise.all([import("../config/config.js"), import("../repo/replicate.js"), import("../targets/open.js")]);
+  const { otherRepositoryNear } = await import("../library/repository.js");
   const g = ctx.globals;
-  const flags = { passwordFile: g.passwordFile, keyFile: g.keyFile, agentDir: g.agentDir, configFile: g.config };
-  const usual = [loadConfig(flags).repo, loadConfig(flags, { ...process.env, PI_GUARD_REPO: undefined }).repo];
-  const other = await otherRepository(usual, ctx.config.repo, (location) => openTarget({ repo: location }));
+  const other = await otherRepositoryNear(ctx.config, { passwordFile: g.passwordFile, keyFile: g.keyFile, agentDir: g.agentDir, configFile: g.config });
   if (!other) return;
   warn(
     `note: ${ctx.config.repo} is a new, separate repository, not a copy of repository ${other.id.slice(0, 8)} at ${other.location}; to make a mirror of that one instead, delete this new one and run \`pi-guard copy --to ${ctx.config.repo}\` (a mirror is made by copy into an empty location, never by init)`,
@@ -61,11 +59,10 @@ Examples:
         else info(ctx.out, `created restic repository ${made.id.slice(0, 8)} at ${ctx.config.repo.slice("restic:".length)}`);
         return;
       }
-      const { assertNotAMirror } = await import("../repo/replicate.js");
-      assertNotAMirror(ctx.config);
-      const { resolveCredentials } = await import("../config/credentials.js");
+      const { assertNotAMirror, haveCredential } = await import("../library/repository.js");
+      await assertNotAMirror(ctx.config);
       let password: string | undefined;
-      const haveCred = !opts.keyFileOnly && (await resolveCredentials(ctx.config).catch(() => undefined));
+      const haveCred = !opts.keyFileOnly && (await haveCredential(ctx.config));
       if (!haveCred && !opts.keyFileOnly && process.stdin.isTTY && process.stderr.isTTY) {
         password = await promptHidden("new repository password (empty for a key file): ");
         if (password) {
@@ -149,8 +146,7 @@ Examples:
         return;
       }
       const s = result.summary;
-      const { sessionsLinkNote } = await import("../agents/pi/paths.js");
-      const notes = !restic && !opts.fromTar && ctx.config.sessionsLink ? [sessionsLinkNote(ctx.config.sessionsLink)] : [];
+      const { notes } = taken;
       if (!ctx.out.json) for (const n of notes) info(ctx.out, `note: ${n}`);
       const { findingsExit, snapshotFindings } = await import("../engine/verdict.js");
       // The mirrors' lines come last, from reportShipments, with what each one got.
@@ -214,30 +210,25 @@ Examples:
         return info(ctx.out, table(rows));
       }
       const repo = await engine.repository();
-      const { listingDamage } = await import("../repo/snapshot-damage.js");
-      // Snapshot objects that are all unreadable are damage, never "no snapshots yet".
-      const readableOrDamage = <T>(list: T[]): T[] => {
-        const damage = listingDamage(list.length, repo.unreadableSnapshots, ctx.config);
-        if (damage) throw damage;
-        return list;
-      };
+      // Snapshot objects that are all unreadable are damage, never "no snapshots yet" (the library refuses that).
+      const lib = await import("../library/repository.js");
       if (ctx.out.json) {
         const { printSnapshotRows } = await import("./snapshot-rows-output.js");
         if (!opts.tag && !opts.host) {
           // From the cached rendered records: nothing parsed, nothing pretty-printed again.
-          const rows = readableOrDamage(await repo.listSnapshotRows());
+          const rows = await lib.snapshotRows(repo, ctx.config);
           for (const bad of repo.unreadableSnapshots) warn(`skipped ${bad.error}; run \`pi-guard check\``);
           await printSnapshotRows(rows);
           return;
         }
-        const { snapshotJson } = await import("../repo/snapshot-rows.js");
-        const all = readableOrDamage(await repo.listSnapshots()).filter((r) => wanted(r.snapshot));
+        const { snapshotJson } = lib;
+        const all = await lib.snapshotRecords(repo, ctx.config, opts);
         for (const bad of repo.unreadableSnapshots) warn(`skipped ${bad.error}; run \`pi-guard check\``);
         await printJsonArray(slices(all, 2000), ({ id, snapshot: s }) => snapshotJson(id, s, formatLocalTime(new Date(s.time))));
         return;
       }
       // The table needs only the briefs: 100,000 snapshots list without parsing each in full.
-      const all = readableOrDamage(await repo.listSnapshotBriefs()).filter((r) => wanted(r.snapshot));
+      const all = await lib.snapshotBriefs(repo, ctx.config, opts);
       for (const bad of repo.unreadableSnapshots) warn(`skipped ${bad.error}; run \`pi-guard check\``);
       if (all.length === 0) {
         info(ctx.out, "no snapshots yet (run `pi-guard snapshot`)");
@@ -274,40 +265,38 @@ Examples:
         if (!r.ok) process.exitCode = EXIT.damaged;
         return;
       }
-      const { runCheck } = await import("../repo/check-run.js");
-      const { groupedProblems } = await import("../repo/check.js");
+      const { checkRepositoryAt, openRepositoryAt } = await import("../library/repository.js");
       const targets = [ctx.config.repo, ...ctx.config.mirrors];
       const check = async (repo: Awaited<ReturnType<typeof ctx.open>>, location: string) => {
         const progress = new Progress(!ctx.out.json && !ctx.out.quiet);
         try {
-          const otherCopies = targets.filter((t) => t !== location);
-          return await runCheck(repo, { readData: opts.readData, lockWaitMs: ctx.lockWaitMs, location, otherCopies, onProgress: (p) => progress.update(`reading packs ${p.packs}/${p.total}`) });
+          return await checkRepositoryAt(ctx.config, repo, location, { readData: opts.readData, lockWaitMs: ctx.lockWaitMs, onProgress: (p) => progress.update(`reading packs ${p.packs}/${p.total}`) });
         } finally {
           progress.done();
         }
       };
       // One line per damaged pack, however many files and snapshots need it; --json has them all.
-      const print = (report: Awaited<ReturnType<typeof check>>, prefix: string) => {
-        for (const p of groupedProblems(report)) (p.severity === "error" ? warn : (l: string) => info(ctx.out, l))(`${prefix}${p.severity}: ${p.message}`);
+      const print = ({ report, problems }: Awaited<ReturnType<typeof check>>, prefix: string) => {
+        for (const p of problems) (p.severity === "error" ? warn : (l: string) => info(ctx.out, l))(`${prefix}${p.severity}: ${p.message}`);
         info(ctx.out, `${prefix}${report.snapshots} snapshots, ${report.packs} packs, ${report.blobs} blobs${opts.readData ? `, ${formatBytes(report.bytesRead)} read` : ""}: ${report.ok ? "no errors" : "DAMAGED"}`);
         for (const step of report.nextSteps) info(ctx.out, `${prefix}next: ${step}`);
       };
       if (!opts.all) {
-        const report = await check(await engine.repository(), ctx.config.repo);
-        if (ctx.out.json) printJson(report);
-        else print(report, "");
-        if (!report.ok) process.exitCode = EXIT.damaged;
+        const checked = await check(await engine.repository(), ctx.config.repo);
+        if (ctx.out.json) printJson(checked.report);
+        else print(checked, "");
+        if (!checked.report.ok) process.exitCode = EXIT.damaged;
         return;
       }
-      const { openAt } = await import("./copy-commands.js");
       const { reportError } = await import("./output.js");
       const results: { target: string; ok: boolean; error: string | null; report: unknown }[] = [];
       let code: number = EXIT.ok;
       for (const target of targets) {
         try {
-          const report = await check(await openAt(ctx, target), target);
+          const checked = await check(await openRepositoryAt(ctx.config, target, warn), target);
+          const report = checked.report;
           results.push({ target, ok: report.ok, error: null, report });
-          if (!ctx.out.json) print(report, `${target}: `);
+          if (!ctx.out.json) print(checked, `${target}: `);
           if (!report.ok) code = Math.max(code, EXIT.damaged);
         } catch (err) {
           const message = err instanceof Error ? err.message.split("\n")[0] : String(err);
@@ -330,10 +319,10 @@ export function registerKeyCommands(program: Command): void {
     .action(async (_opts: unknown, cmd: Command) => {
       const ctx = context(cmd);
       const repo = await ctx.open();
-      const { listKeys } = await import("../repo/keys.js");
-      const keys = await listKeys(repo.target);
-      if (ctx.out.json) printJson(keys.map((k) => ({ ...k, current: k.id === repo.keyId })));
-      else info(ctx.out, table([["ID", "KIND", "CREATED", "HOST", ""], ...keys.map((k) => [k.id.slice(0, 8), k.kdf === "scrypt" ? "password" : "key file", k.created, k.host, k.id === repo.keyId ? "(current)" : ""])]));
+      const { listKeys } = await import("../library/keys.js");
+      const keys = await listKeys(repo);
+      if (ctx.out.json) printJson(keys);
+      else info(ctx.out, table([["ID", "KIND", "CREATED", "HOST", ""], ...keys.map((k) => [k.id.slice(0, 8), k.kdf === "scrypt" ? "password" : "key file", k.created, k.host, k.current ? "(current)" : ""])]));
     });
   key
     .command("add")
@@ -343,18 +332,17 @@ export function registerKeyCommands(program: Command): void {
     .action(async (opts: { newKeyFile?: string }, cmd: Command) => {
       const ctx = context(cmd);
       const repo = await ctx.open();
-      const { addKey } = await import("../repo/keys.js");
-      const { createKeyFile } = await import("../config/credentials.js");
-      let cred;
-      if (opts.newKeyFile) cred = await createKeyFile(opts.newKeyFile);
+      const { addKey } = await import("../library/keys.js");
+      let cred: { keyFile: string } | { password: string };
+      if (opts.newKeyFile) cred = { keyFile: opts.newKeyFile };
       else {
         let password = process.env.PI_GUARD_NEW_PASSWORD;
         if (password === undefined && process.stdin.isTTY) password = await promptHidden("new password: ");
         if (!password) throw new RepoError("no new password: set PI_GUARD_NEW_PASSWORD or use --new-key-file", "usage");
-        cred = { kind: "password" as const, password, source: "new password" };
+        cred = { password };
       }
-      const id = await addKey(repo.target, repo.key, cred);
-      if (ctx.out.json) printJson({ id, kind: cred.kind, keyFile: opts.newKeyFile ?? null });
+      const { id, kind } = await addKey(repo, cred);
+      if (ctx.out.json) printJson({ id, kind, keyFile: opts.newKeyFile ?? null });
       else info(ctx.out, `added key ${id.slice(0, 8)}${opts.newKeyFile ? ` (key file ${opts.newKeyFile}; keep a copy somewhere safe)` : ""}`);
     });
   key
@@ -387,16 +375,13 @@ Examples:
         throw new RepoError("key export would show a secret on this terminal (scrollback, screen sharing): redirect it (pi-guard key export > /media/usb/pi-guard-recovery.txt) or pass --yes to show it here", "usage");
       }
       const repo = await ctx.open();
-      const [{ exportRecoveryKey }, { recordCredentialCopy }] = await Promise.all([import("../repo/keys.js"), import("../config/credentials.js")]);
-      const mirrors = await mirrorTargets(ctx);
-      const r = await exportRecoveryKey(repo, mirrors);
+      const { exportRecoveryKey } = await import("../library/keys.js");
+      // Written before it is recorded (the library records it after this): a record must never claim a code nobody received.
+      const r = await exportRecoveryKey(ctx.config, repo, async ({ keyId, code, places }) => {
+        const out = ctx.out.json ? JSON.stringify({ keyId, code, repository: { location: ctx.config.repo, id: repo.config.id }, mirrors: places.slice(1) }, null, 2) : code;
+        await new Promise<void>((resolve, reject) => process.stdout.write(`${out}\n`, (err) => (err ? reject(err) : resolve())));
+      });
       const failed = r.places.filter((p) => !p.ok);
-      const out = ctx.out.json
-        ? JSON.stringify({ keyId: r.keyId, code: r.code, repository: { location: ctx.config.repo, id: repo.config.id }, mirrors: r.places.slice(1) }, null, 2)
-        : r.code;
-      // Written before it is recorded: a record must never claim a code nobody received.
-      await new Promise<void>((resolve, reject) => process.stdout.write(`${out}\n`, (err) => (err ? reject(err) : resolve())));
-      await recordCredentialCopy(ctx.config.stateDir, { repoId: repo.config.id, keyId: r.keyId, kind: "recovery-code", time: new Date().toISOString() });
       const opened = r.places.filter((p) => p.ok && p.present).map((p) => `  PI_GUARD_PASSWORD='<code>' pi-guard snapshots --repo ${p.location}`);
       const later = r.places.filter((p) => !p.present).map((p) => `  ${p.location}: no repository there yet; the next snapshot makes it, with this key`);
       process.stderr.write(
@@ -439,8 +424,8 @@ Examples:
     .action(async (id: string, opts: { allowCurrent?: boolean }, cmd: Command) => {
       const ctx = context(cmd);
       const repo = await ctx.open();
-      const { removeKey } = await import("../repo/keys.js");
-      const r = await removeKey(repo, await mirrorTargets(ctx), id, { allowCurrent: opts.allowCurrent });
+      const { removeKey } = await import("../library/keys.js");
+      const r = await removeKey(ctx.config, repo, id, { allowCurrent: opts.allowCurrent });
       reportKeyPlaces(ctx, r.places, `removed key ${r.keyId.slice(0, 8)} from`, { keyId: r.keyId });
     });
   key
@@ -469,16 +454,10 @@ Examples:
       }
       if (!password) throw new RepoError("no new password: set PI_GUARD_NEW_PASSWORD (or run it on a terminal, which asks)", "usage");
       const repo = await ctx.open();
-      const { changePassword } = await import("../repo/keys.js");
-      const r = await changePassword(repo, await mirrorTargets(ctx), password);
+      const { changePassword } = await import("../library/keys.js");
+      const r = await changePassword(ctx.config, repo, password);
       reportKeyPlaces(ctx, r.places, `changed the password: key ${r.newKeyId.slice(0, 8)} replaces ${r.oldKeyId.slice(0, 8)} in`, { oldKeyId: r.oldKeyId, newKeyId: r.newKeyId });
     });
-}
-
-/** The mirrors of the config file as targets (not the repository itself, when --repo names one). */
-async function mirrorTargets(ctx: Context) {
-  const { openTarget } = await import("../targets/open.js");
-  return ctx.config.mirrors.filter((m) => m !== ctx.config.repo).map((m) => openTarget({ repo: m }));
 }
 
 /** One line per copy a key command changed; a copy it could not change is a warning and exit 1. */
@@ -517,11 +496,10 @@ Examples:
     )
     .action(async (opts: { agent?: string }, cmd: Command) => {
       const ctx = context(cmd);
-      const { runDoctor } = await import("../doctor.js");
-      const agent = opts.agent === undefined ? undefined : (await import("../agents/registry.js")).agentByName(opts.agent).name;
-      const checks = await runDoctor(ctx.config, Date.now(), agent);
-      if (ctx.out.json) printJson({ ok: !checks.some((c) => c.status === "error"), checks });
+      const { doctor } = await import("../library/repository.js");
+      const { ok, checks } = await doctor(ctx.config, opts.agent);
+      if (ctx.out.json) printJson({ ok, checks });
       else info(ctx.out, table(checks.flatMap((c) => [[c.status === "ok" ? "ok" : c.status.toUpperCase(), c.name, c.message], ...(c.fix ? [["", "", `fix: ${c.fix}`]] : [])])));
-      if (checks.some((c) => c.status === "error")) process.exitCode = EXIT.failure;
+      if (!ok) process.exitCode = EXIT.failure;
     });
 }

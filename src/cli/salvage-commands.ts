@@ -1,10 +1,9 @@
 import type { Command } from "commander";
-import { existsSync } from "node:fs";
-import { join } from "node:path";
 import { context, type Context } from "./context.js";
 import { formatBytes, info, printJson, table, warn } from "./output.js";
 import { RepoError } from "../repo/errors.js";
 import { registerRepairIndexCommand } from "./repair-index-command.js";
+import type { OpenFilesOutcome } from "../library/salvage.js";
 
 const collect = (value: string, previous: string[]) => [...previous, value];
 
@@ -70,8 +69,8 @@ Afterwards \`pi-guard check --read-data --repo B\` passes.`,
         return runRepairFrom(ctx, opts.from, opts.to, !!opts.dryRun);
       }
       if (file === undefined) throw new RepoError("missing the session file to repair (or --from/--to to heal a repository)", "usage");
-      const { repairFile } = await import("../salvage/repair-file.js");
-      const result = await repairFile(file, { inPlace: opts.inPlace, out: opts.out, fallbackCwd: opts.cwd });
+      const { repairSessionFile } = await import("../library/salvage.js");
+      const result = await repairSessionFile(file, { inPlace: opts.inPlace, out: opts.out, fallbackCwd: opts.cwd });
       const r = result.report;
       if (ctx.out.json) {
         printJson({
@@ -148,86 +147,55 @@ Examples:
     )
     .action(async (opts: SalvageFlags, cmd: Command) => {
       const ctx = context(cmd);
-      if (opts.install && opts.out) throw new RepoError("--install and --out exclude each other", "usage");
-      const haveSources = opts.fromHtml.length + opts.fromLog.length + opts.fromTerminal.length + opts.fromHermes.length > 0;
-      const hermesSelection = await hermesFlags(opts);
-      const journals = await journalFlags(ctx, opts);
-      if (journals?.length === 0 && opts.fromJournal.length === 0 && !haveSources && !opts.fromOpenFiles) {
+      const { salvageSessions } = await import("../library/salvage.js");
+      const outcome = await salvageSessions(
+        ctx.config,
+        {
+          html: opts.fromHtml,
+          logs: opts.fromLog,
+          terminals: opts.fromTerminal,
+          hermes: opts.fromHermes,
+          journals: opts.fromJournal,
+          allJournals: opts.fromJournals,
+          sessions: opts.session,
+          since: opts.since,
+          all: opts.all,
+          openFiles: opts.fromOpenFiles,
+          match: opts.match,
+          out: opts.out,
+          install: opts.install,
+          cwd: opts.cwd,
+          sessionId: opts.sessionId,
+        },
+        { onSkippedJournal: (file, why) => warn(`skipped ${file}: ${why}`), onOpenFiles: (o) => printOpenFiles(ctx, o) },
+      );
+      const { openFiles, result } = outcome;
+      if (outcome.noJournals) {
         if (ctx.out.json) printJson({ sessions: [], sources: [], journals: [] });
-        else info(ctx.out, `no in-flight journal needs salvage in ${ctx.config.stateDir}/inflight`);
+        else info(ctx.out, `no in-flight journal needs salvage in ${outcome.noJournals.dir}`);
         return;
       }
-      if (journals?.length) opts.fromJournal.push(...journals);
-      const haveAny = haveSources || opts.fromJournal.length > 0;
-      if (!haveAny && !opts.fromOpenFiles) throw new RepoError("name at least one source: --from-html, --from-log, --from-terminal, --from-hermes, --from-journal(s) or --from-open-files", "usage");
-      if (opts.match.length > 0 && !opts.fromOpenFiles) throw new RepoError("--match only applies to --from-open-files", "usage");
-      const outDir = opts.out ?? `${ctx.config.dataDir}/salvage`;
-      const openFiles = opts.fromOpenFiles ? await salvageOpenFiles(ctx, outDir, opts.match) : undefined;
-      if (!haveAny) {
+      if (!result) {
         if (ctx.out.json) printJson({ openFiles });
         return;
       }
-      const { salvage } = await import("../salvage/salvage.js");
-      const { formatReport } = await import("../salvage/report.js");
-      const result = await salvage({
-        html: opts.fromHtml,
-        logs: opts.fromLog,
-        terminals: opts.fromTerminal,
-        hermes: opts.fromHermes,
-        journals: opts.fromJournal,
-        hermesSelection,
-        cwd: opts.cwd,
-        sessionId: opts.sessionId,
-        install: opts.install,
-        outDir: opts.install ? undefined : outDir,
-        agentDir: ctx.config.agentDir,
-      });
       if (ctx.out.json) {
         printJson({ ...result.report, ...(openFiles ? { openFiles } : {}) });
         return;
       }
+      const { formatReport } = await import("../present/salvage.js");
       info(ctx.out, formatReport(result.report));
     });
 }
 
-/** --from-journals: the journals that need salvage (undefined without the flag); the rest are named on stderr. */
-async function journalFlags(ctx: Context, opts: SalvageFlags): Promise<string[] | undefined> {
-  if (!opts.fromJournals) return undefined;
-  const { findJournals } = await import("../salvage/journal.js");
-  const found = await findJournals(ctx.config.stateDir);
-  for (const j of found) if (j.skip) warn(`skipped ${j.file}: ${j.skip}`);
-  return found.filter((j) => !j.skip).map((j) => j.file);
-}
-
-async function hermesFlags(opts: SalvageFlags) {
-  const selecting = opts.session.length > 0 || opts.since !== undefined || opts.all;
-  if (selecting && opts.fromHermes.length === 0) throw new RepoError("--session, --since and --all only apply to --from-hermes", "usage");
-  let since: number | undefined;
-  if (opts.since !== undefined) {
-    const { parseTime } = await import("../restore/select.js");
-    const t = parseTime(opts.since);
-    if (!t) throw new RepoError(`--since: cannot read "${opts.since}" as a time`, "usage");
-    since = t.getTime();
-  }
-  return { sessions: opts.session, since, all: opts.all };
-}
-
-async function salvageOpenFiles(ctx: Context, outDir: string, match: string[]) {
-  const { recoverOpenFiles, macosSteps } = await import("../salvage/open-files.js");
-  if (process.platform === "darwin") {
-    const steps = macosSteps(ctx.config.agentDir, match);
-    info(ctx.out, steps);
-    return { platform: "darwin", steps, files: [], unreadable: 0 };
-  }
-  if (!existsSync("/proc/self/fd")) throw new RepoError(`--from-open-files needs /proc (Linux); ${process.platform} has none`, "usage");
-  const stamp = new Date().toISOString().replace(/[:.]/g, "-");
-  const result = await recoverOpenFiles({ agentDir: ctx.config.agentDir, match, outDir: join(outDir, `open-files-${stamp}`) });
-  if (result.files.length === 0) info(ctx.out, "no deleted files held open by running processes were found");
+/** The held-open files copied out: the steps to take on macOS, else one row per copy. */
+function printOpenFiles(ctx: Context, o: OpenFilesOutcome): void {
+  if (o.steps !== undefined) return info(ctx.out, o.steps);
+  if (o.files.length === 0) info(ctx.out, "no deleted files held open by running processes were found");
   else {
     const rows = [["PID", "COMMAND", "FD", "SIZE", "WAS", "COPY"]];
-    for (const f of result.files) rows.push([String(f.pid), f.command.slice(0, 40), String(f.fd), formatBytes(f.size), f.path, f.copy]);
+    for (const f of o.files) rows.push([String(f.pid), f.command.slice(0, 40), String(f.fd), formatBytes(f.size), f.path, f.copy]);
     info(ctx.out, table(rows));
   }
-  if (result.unreadable > 0) info(ctx.out, `(${result.unreadable} processes of other users were not searched; run as root to include them)`);
-  return { platform: process.platform, ...result };
+  if (o.unreadable > 0) info(ctx.out, `(${o.unreadable} processes of other users were not searched; run as root to include them)`);
 }

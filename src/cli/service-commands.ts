@@ -1,9 +1,9 @@
 import type { Command } from "commander";
 import { context, type Context } from "./context.js";
 import { EXIT, formatBytes, info, printJson, table, warn } from "./output.js";
-import { RepoError } from "../repo/errors.js";
-import { formatLocalTime } from "../restore/select.js";
-import { SCHEDULED_JOBS, type ScheduledJob } from "../config/config.js";
+import { formatLocalTime } from "../present/time.js";
+import { SCHEDULED_JOBS } from "../config/config.js";
+import type { StatusSent } from "../library/service.js";
 import type { StatusReport } from "../watch/status.js";
 
 /** "3d 4h", "2h 5m", "4m 10s", "850 ms". */
@@ -17,12 +17,6 @@ export function formatAge(ms: number): string {
 }
 
 const both = (iso: string) => `${formatLocalTime(new Date(iso)).replace("T", " ")} (${iso.replace(/\.\d+Z$/, "Z")})`;
-
-function parsePlatform(p: string | undefined) {
-  if (p === undefined) return undefined;
-  if (p !== "linux" && p !== "darwin") throw new RepoError(`--platform must be linux or darwin, not "${p}"`, "usage");
-  return p;
-}
 
 export function registerOpsCommands(program: Command): void {
   registerStatus(program);
@@ -71,10 +65,9 @@ Examples:
     )
     .action(async (opts: StatusFlags, cmd: Command) => {
       const ctx = context(cmd);
-      const { maxAgeMs, alert } = await statusOptions(ctx, opts);
-      const agentName = opts.agent === undefined ? undefined : (await import("../agents/registry.js")).agentByName(opts.agent).name;
-      const engine = await ctx.engine();
-      await printStatus(ctx, await engine.status({ maxAgeMs, agent: agentName }), alert);
+      const { checkStatus } = await import("../library/service.js");
+      const { report, sent } = await checkStatus(ctx.config, () => ctx.engine(), opts);
+      printStatus(ctx, report, sent);
     });
 }
 
@@ -84,19 +77,8 @@ export interface StatusFlags {
   agent?: string;
 }
 
-/** The status flags checked (usage errors before any repository is opened). */
-export async function statusOptions(ctx: Context, opts: StatusFlags): Promise<{ maxAgeMs?: number; alert: boolean }> {
-  if (opts.alert && !ctx.config.alerts) throw new RepoError(`--alert: there is no alerts.command in ${ctx.config.configFile} (docs/OPERATIONS.md)`, "usage");
-  if (opts.maxAge === undefined) return { alert: !!opts.alert };
-  const { parseDuration } = await import("../watch/health.js");
-  const maxAgeMs = parseDuration(opts.maxAge);
-  if (maxAgeMs === undefined) throw new RepoError(`--max-age must be a duration such as 90s, 15m, 1h or 2d, not "${opts.maxAge}"`, "usage");
-  return { maxAgeMs, alert: !!opts.alert };
-}
-
-/** Print a status report (both engines), send the alert when asked, and set the exit code. */
-export async function printStatus(ctx: Context, r: StatusReport, alert: boolean): Promise<void> {
-  const sent = alert ? await (await import("../watch/alert.js")).statusAlert(ctx.config, r) : undefined;
+/** Print a status report (both engines) and the alert sent with it, and set the exit code. */
+export function printStatus(ctx: Context, r: StatusReport, sent: StatusSent | undefined): void {
   if (!r.healthy) process.exitCode = EXIT.failure;
   if (ctx.out.json) return printJson(sent ? { ...r, alert: sent } : r);
   for (const p of r.problems) warn(p);
@@ -171,33 +153,12 @@ Examples:
     )
     .action(async (_opts: unknown, cmd: Command) => {
       const ctx = context(cmd);
-      const { crontabLine, crontabPlan, nextRuns, readScheduleState, scheduleStateFile } = await import("../watch/schedule.js");
-      const { programPaths, unattendedEnvironment } = await import("../watch/service.js");
-      const now = new Date();
-      const { state, problem } = await readScheduleState(ctx.config.stateDir);
-      if (problem) warn(problem);
-      let env: Record<string, string> | undefined;
-      let envProblem: string | null = null;
-      try {
-        env = await unattendedEnvironment(ctx.config);
-      } catch (err) {
-        if (!(err instanceof RepoError)) throw err;
-        envProblem = err.message;
-      }
-      const programs = programPaths();
-      const schedules = nextRuns(ctx.config.schedules, now, 3).map((r) => {
-        const cron = env ? crontabLine({ job: r.job, cron: r.cron }, programs, env) : {};
-        return {
-          job: r.job,
-          cron: r.cron,
-          next: r.next.map((d) => ({ utc: d.toISOString(), local: formatLocalTime(d) })),
-          lastRun: state.jobs[r.job]?.lastRun ?? null,
-          crontab: cron.line ?? null,
-          crontabNote: cron.note ?? null,
-        };
-      });
-      const crontab = env ? crontabPlan(ctx.config.schedules, programs, env) : null;
-      if (ctx.out.json) return printJson({ stateFile: scheduleStateFile(ctx.config.stateDir), schedules, crontab, crontabProblem: envProblem });
+      const { listSchedules } = await import("../library/service.js");
+      const listing = await listSchedules(ctx.config);
+      if (listing.stateProblem) warn(listing.stateProblem);
+      const { crontab, crontabProblem: envProblem } = listing;
+      const schedules = listing.schedules.map((s) => ({ ...s, next: s.next.map((d) => ({ utc: d.toISOString(), local: formatLocalTime(d) })) }));
+      if (ctx.out.json) return printJson({ stateFile: listing.stateFile, schedules, crontab, crontabProblem: envProblem });
       if (schedules.length === 0) return info(ctx.out, `no schedules: "schedules" is empty in ${ctx.config.configFile}`);
       const rows = [["JOB", "CRON", "NEXT RUNS: LOCAL (UTC)", "LAST RUN"]];
       for (const s of schedules) {
@@ -242,20 +203,8 @@ Examples:
     )
     .action(async (opts: { job?: string }, cmd: Command) => {
       const ctx = context(cmd);
-      if (opts.job !== undefined && !(SCHEDULED_JOBS as readonly string[]).includes(opts.job)) {
-        throw new RepoError(`--job must be one of ${SCHEDULED_JOBS.join(", ")}, not "${opts.job}"`, "usage");
-      }
-      const { runScheduled, upcomingJobs } = await import("../watch/schedule.js");
-      const { jobContext, runJob } = await import("../watch/jobs.js");
-      const jobCtx = jobContext(ctx.config, () => ctx.engine(), ctx.lockWaitMs);
-      const report = await runScheduled({
-        schedules: ctx.config.schedules,
-        stateDir: ctx.config.stateDir,
-        only: opts.job as ScheduledJob | undefined,
-        run: (job) => runJob(job, jobCtx),
-        onStart: (job) => info(ctx.out, `running ${job}...`),
-      });
-      const next = upcomingJobs(ctx.config.schedules, new Date());
+      const { runScheduledJobs } = await import("../library/service.js");
+      const { report, next } = await runScheduledJobs(ctx.config, () => ctx.engine(), { job: opts.job, lockWaitMs: ctx.lockWaitMs, onStart: (job) => info(ctx.out, `running ${job}...`) });
       const failed = report.ran.filter((r) => !r.ok);
       if (report.busy) {
         process.exitCode = EXIT.failure;
@@ -325,29 +274,17 @@ Examples:
     )
     .action(async (opts: { platform?: string; dryRun?: boolean; enable?: boolean; saveAwsCredentials?: boolean }, cmd: Command) => {
       const ctx = context(cmd);
-      const { planService, installService, haveCommand, runCommands } = await import("../watch/service.js");
-      const plan = await planService(ctx.config, { platform: parsePlatform(opts.platform), saveAwsCredentials: opts.saveAwsCredentials });
-      const enableText = plan.enable.map((c) => c.join(" ")).join(" && ");
-      const awsCredentialsFile = plan.awsCredentials?.file ?? null;
-      info(ctx.out, `checking that the service opens ${ctx.config.repo} with only its own environment...`);
-      const { replaced } = await installService(plan, { dryRun: opts.dryRun });
+      const { installWatchService } = await import("../library/service.js");
+      const { plan, replaced, enableText, awsCredentialsFile, ran, enableFailed, enableNote } = await installWatchService(ctx.config, {
+        ...opts,
+        onCheck: () => info(ctx.out, `checking that the service opens ${ctx.config.repo} with only its own environment...`),
+      });
       if (opts.dryRun) {
         if (ctx.out.json) return printJson({ dryRun: true, platform: plan.platform, file: plan.file, content: plan.content, awsCredentialsFile, enable: enableText, ran: [] });
         info(ctx.out, `would write ${plan.file}:\n\n${plan.content}${awsCredentialsFile ? `\nand the AWS keys into ${awsCredentialsFile} (mode 0600)\n` : ""}\nthen enable it with: ${enableText}`);
         return;
       }
-      let ran: { command: string; ok: boolean; output: string }[] = [];
-      let enableNote: string;
-      if (!opts.enable) enableNote = `enable it with: ${enableText}`;
-      else if (!haveCommand(plan.enable[0][0])) {
-        enableNote = `${plan.enable[0][0]} is not available here: nothing was enabled; on the machine that runs it: ${enableText}`;
-        process.exitCode = EXIT.failure;
-      } else {
-        ran = runCommands(plan.enable);
-        const bad = ran.find((r) => !r.ok);
-        if (bad) process.exitCode = EXIT.failure;
-        enableNote = bad ? `\`${bad.command}\` failed: ${bad.output.split("\n")[0]}` : "enabled and started";
-      }
+      if (enableFailed) process.exitCode = EXIT.failure;
       if (ctx.out.json) return printJson({ dryRun: false, platform: plan.platform, file: plan.file, replaced, content: plan.content, awsCredentialsFile, enable: enableText, ran });
       if (awsCredentialsFile) info(ctx.out, `saved this shell's AWS keys in ${awsCredentialsFile} (mode 0600)`);
       info(ctx.out, `${replaced ? "replaced" : "wrote"} ${plan.file}:\n\n${plan.content}`);
@@ -363,29 +300,13 @@ Examples:
     .addHelpText("after", `\nOnly files with pi-guard's marker line are removed.\n\nExamples:\n  $ pi-guard service uninstall --disable\n  $ pi-guard service uninstall --json`)
     .action(async (opts: { platform?: string; dryRun?: boolean; disable?: boolean }, cmd: Command) => {
       const ctx = context(cmd);
-      const { awsCredentialsFile, defaultPlatform, serviceFile, ownedFileState, removeOwnedFile, haveCommand, runCommands, SYSTEMD_UNIT } = await import("../watch/service.js");
-      const platform = parsePlatform(opts.platform) ?? defaultPlatform();
-      const file = serviceFile(platform, ctx.config);
-      const state = await ownedFileState(file);
-      if (state === "absent") throw new RepoError(`no service file at ${file}: nothing to remove`, "not-found");
-      if (state === "foreign") throw new RepoError(`${file} was not written by pi-guard; it is left alone`, "exists");
-      const credFile = awsCredentialsFile(ctx.config);
-      const withCreds = (await ownedFileState(credFile)) === "ours";
-      const disable = platform === "darwin" ? [["launchctl", "unload", "-w", file]] : [["systemctl", "--user", "disable", "--now", SYSTEMD_UNIT.replace(/\.service$/, "")]];
-      const disableText = disable.map((c) => c.join(" ")).join(" && ");
+      const { uninstallWatchService } = await import("../library/service.js");
+      const { platform, file, awsCredentialsFile: credFile, disableText, ran } = await uninstallWatchService(ctx.config, opts);
+      const withCreds = credFile !== null;
       if (opts.dryRun) {
         if (ctx.out.json) return printJson({ dryRun: true, file, removed: false, removedAwsCredentials: false, ran: [] });
         return info(ctx.out, `would remove ${file}${withCreds ? ` and ${credFile}` : ""}${opts.disable ? ` after: ${disableText}` : ""}`);
       }
-      let ran: { command: string; ok: boolean; output: string }[] = [];
-      if (opts.disable) {
-        if (!haveCommand(disable[0][0])) throw new RepoError(`${disable[0][0]} is not available here: nothing was disabled or removed`, "not-found");
-        ran = runCommands(disable);
-        const bad = ran.find((r) => !r.ok);
-        if (bad) throw new RepoError(`\`${bad.command}\` failed (${bad.output.split("\n")[0]}); ${file} was kept`, "io");
-      }
-      await removeOwnedFile(file);
-      if (withCreds) await removeOwnedFile(credFile);
       if (ctx.out.json) return printJson({ dryRun: false, file, removed: true, removedAwsCredentials: withCreds, ran });
       info(ctx.out, `removed ${file}${withCreds ? ` and ${credFile}` : ""}`);
       if (!opts.disable) info(ctx.out, `if it was running, stop it with: ${disableText}${platform === "linux" ? " (then systemctl --user daemon-reload)" : ""}`);
@@ -398,13 +319,9 @@ Examples:
     .addHelpText("after", `\nExit code 0 when installed, 1 when not.\n\nExamples:\n  $ pi-guard service status\n  $ pi-guard service status --json`)
     .action(async (opts: { platform?: string }, cmd: Command) => {
       const ctx = context(cmd);
-      const { defaultPlatform, serviceFile, ownedFileState, serviceActivity } = await import("../watch/service.js");
-      const platform = parsePlatform(opts.platform) ?? defaultPlatform();
-      const file = serviceFile(platform, ctx.config);
-      const state = await ownedFileState(file);
-      const activity = serviceActivity(platform);
-      if (state !== "ours") process.exitCode = EXIT.failure;
-      const installed = state === "ours";
+      const { watchServiceStatus } = await import("../library/service.js");
+      const { platform, file, state, installed, activity } = await watchServiceStatus(ctx.config, opts.platform);
+      if (!installed) process.exitCode = EXIT.failure;
       if (ctx.out.json) return printJson({ platform, file, installed, foreign: state === "foreign", activity });
       info(
         ctx.out,
@@ -421,18 +338,9 @@ Examples:
     .description("open the repository and each mirror as the watcher would, then exit (run by service install)")
     .action(async (_opts: unknown, cmd: Command) => {
       const ctx = context(cmd);
-      const [{ assertRepoOutsideAgentDir, openTarget }, { CHECK_RETRY_MS }] = await Promise.all([import("../engine.js"), import("../watch/service.js")]);
-      assertRepoOutsideAgentDir(ctx.config);
-      const retry = { maxMs: CHECK_RETRY_MS };
-      const repo = await ctx.open({ retry });
-      for (const mirror of ctx.config.mirrors) {
-        try {
-          await openTarget({ repo: mirror, retry: ctx.config.retry }, process.env, { retry }).head("config");
-        } catch (err) {
-          throw err instanceof RepoError ? new RepoError(`mirror ${mirror}: ${err.message}`, err.kind) : err;
-        }
-      }
-      if (ctx.out.json) return printJson({ repo: ctx.config.repo, id: repo.config.id, mirrors: ctx.config.mirrors });
+      const { probeService } = await import("../library/service.js");
+      const probed = await probeService(ctx.config, (o) => ctx.open(o));
+      if (ctx.out.json) return printJson(probed);
       info(ctx.out, `opened ${ctx.config.repo}`);
     });
 }

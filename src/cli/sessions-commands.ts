@@ -2,44 +2,32 @@ import type { Command } from "commander";
 import { context, type Context } from "./context.js";
 import { EXIT, formatBytes, info, printJson, table, warn } from "./output.js";
 import { RepoError } from "../repo/errors.js";
-import type { renderSession as RenderSession, SessionCatalog, SessionRecord, SessionView } from "../sessions/index.js";
-import type { ExportFormat } from "../export/index.js";
-import type { ByteSource } from "../export/entry-stream.js";
-import type { KnownSecret } from "../export/secrets.js";
-import type { ZoneDays } from "../sessions/time-zone.js";
+import type { SessionRecord } from "../sessions/catalog.js";
+import type { SessionView } from "../sessions/view.js";
+import type { SessionListFilter, SessionsHost, StatsOptions } from "../library/sessions.js";
 
-export interface ListFlags {
-  project?: string;
-  tag?: string;
-  since?: string;
-  until?: string;
-  date?: string;
-  deleted?: boolean;
-  host?: string;
+/** The list filters as commander parses them: `--live` is the library's liveOnly. */
+export interface ListFlags extends Omit<SessionListFilter, "liveOnly"> {
   live?: boolean;
-  agent?: string;
 }
 
-/** `--agent NAME`, checked against the registry: a typo is a usage error, not an empty listing. */
-async function checkAgentFlag(name: string | undefined): Promise<string | undefined> {
-  if (name === undefined) return undefined;
-  const { agentByName } = await import("../agents/registry.js");
-  return agentByName(name).name;
+/** The sessions library (src/library/sessions.ts) over this command's config and engine; what it reports goes to stderr. */
+function sessionsHost(ctx: Context): SessionsHost {
+  return {
+    config: ctx.config,
+    engine: () => ctx.engine(),
+    open: () => ctx.open(),
+    lockWaitMs: ctx.lockWaitMs,
+    // Snapshots the catalog could not read: a warning, or damage (exit 3) when it could read none.
+    onDamage: (damage) => {
+      warn(damage.message);
+      if (damage.all) process.exitCode = EXIT.damaged;
+    },
+    onWarning: warn,
+  };
 }
 
-/** The catalog over live files and (unless --live) every snapshot, from the engine the config selects (library/catalog.ts). */
-async function withCatalog<T>(ctx: Context, liveOnly: boolean, fn: (c: SessionCatalog) => Promise<T>): Promise<T> {
-  const lib = await import("../library/catalog.js");
-  return lib.withEngineCatalog(await ctx.engine(), { liveOnly, lockWaitMs: ctx.lockWaitMs }, fn);
-}
-
-/** Snapshots the catalog could not read: a warning, or damage (exit 3) when it could read none. */
-function reportSnapshotDamage(ctx: Context, catalog: SessionCatalog): void {
-  const damage = catalog.snapshotDamage({ location: ctx.config.repo, mirror: ctx.config.mirrors[0] });
-  if (!damage) return;
-  warn(damage.message);
-  if (damage.all) process.exitCode = EXIT.damaged;
-}
+const listFilter = (opts: ListFlags): SessionListFilter => ({ project: opts.project, tag: opts.tag, since: opts.since, until: opts.until, date: opts.date, deleted: opts.deleted, host: opts.host, agent: opts.agent, liveOnly: !!opts.live });
 
 /** A catalog record as `sessions list --json` shows it: the per-day breakdown and copies are for `stats`. */
 const listRow = ({ usage: _u, turnsBySlot: _t, copied: _c, origins: _o, ...row }: SessionRecord) => row;
@@ -57,14 +45,7 @@ function cut(text: string, max: number): string {
 }
 
 /** The filters and options `stats` and `dashboard` share. */
-export interface StatsFlags {
-  gap: string;
-  since?: string;
-  until?: string;
-  project?: string;
-  agent?: string;
-  tz?: string;
-}
+export type StatsFlags = StatsOptions;
 
 function withStatsFlags(cmd: Command): Command {
   return cmd
@@ -76,32 +57,12 @@ function withStatsFlags(cmd: Command): Command {
     .option("--gap <hours>", "a stretch without a snapshot longer than this is a gap", "24");
 }
 
-/** The catalog and the repository's snapshot list, reduced to the numbers stats and dashboard show. */
-async function gatherStats(ctx: Context, opts: StatsFlags, range?: (zone: ZoneDays) => { since?: Date; until?: Date }) {
-  const gapHours = Number(opts.gap);
-  if (!Number.isFinite(gapHours) || gapHours <= 0) throw new RepoError(`--gap must be a number of hours above 0, not "${opts.gap}"`, "usage");
-  const { checkZone, localZone, ZoneDays } = await import("../sessions/time-zone.js");
-  const zone = new ZoneDays(checkZone(opts.tz ?? localZone()));
-  const { timeRange } = await import("../sessions/time-filter.js");
-  const times = range ? range(zone) : timeRange(opts, zone);
-  const agent = await checkAgentFlag(opts.agent);
-  const { computeStats } = await import("../sessions/stats.js");
-  return withCatalog(ctx, false, async (catalog) => {
-    reportSnapshotDamage(ctx, catalog);
-    const timeline = catalog.snapshots.map((r) => ({ id: r.id, time: r.time, host: r.host, tags: r.tags }));
-    const { statsOriginKeys } = await import("../sessions/index.js");
-    return computeStats(catalog.sessions, { target: ctx.config.repo, timeline }, { gapHours, originKeys: await statsOriginKeys(catalog), zone: zone.zone, ...times, project: opts.project, agent });
-  });
-}
-
 /**
  * `sessions list`'s output. Ids are shown by their
  * shortest prefix that no other id of `all` (every session, not only those listed) starts with,
  * so each one shown can be typed back (src/sessions/short-id.ts).
  */
-async function printSessionList(ctx: Context, list: SessionRecord[], all: readonly { id: string }[] = list): Promise<void> {
-  const { shortIds } = await import("../sessions/short-id.js");
-  const short = shortIds(list.map((s) => s.id), all.map((s) => s.id));
+async function printSessionList(ctx: Context, list: SessionRecord[], short: Map<string, string>): Promise<void> {
   if (ctx.out.json) {
     printJson(list.map((s) => ({ ...listRow(s), shortId: short.get(s.id) })));
     return;
@@ -122,7 +83,7 @@ async function printSessionList(ctx: Context, list: SessionRecord[], all: readon
 }
 
 /** `sessions show`'s output. */
-function printSessionView(ctx: Context, record: SessionRecord, view: SessionView, source: string, opts: { full?: boolean }, render: typeof RenderSession): void {
+async function printSessionView(ctx: Context, record: SessionRecord, view: SessionView, source: string, opts: { full?: boolean }): Promise<void> {
   if (ctx.out.json) {
     printJson({
       session: listRow(record),
@@ -138,7 +99,8 @@ function printSessionView(ctx: Context, record: SessionRecord, view: SessionView
     });
     return;
   }
-  info(ctx.out, render(view, { toolLines: opts.full ? 0 : 8, source }));
+  const { renderSession } = await import("../sessions/render-terminal.js");
+  info(ctx.out, renderSession(view, { toolLines: opts.full ? 0 : 8, source }));
   for (const w of view.warnings) warn(w);
 }
 
@@ -181,15 +143,9 @@ Examples:
     )
     .action(async (opts: ListFlags, cmd: Command) => {
       const ctx = context(cmd);
-      const { filterSessions } = await import("../sessions/query.js");
-      const { timeRange } = await import("../sessions/time-filter.js");
-      const range = timeRange(opts);
-      const agent = await checkAgentFlag(opts.agent);
-      const list = await withCatalog(ctx, !!opts.live, async (c) => {
-        reportSnapshotDamage(ctx, c);
-        return { list: filterSessions(c.sessions, { project: opts.project, tag: opts.tag, deleted: opts.deleted, host: opts.host, agent, ...range }), all: c.sessions };
-      });
-      await printSessionList(ctx, list.list, list.all);
+      const { listSessions } = await import("../library/sessions.js");
+      const listed = await listSessions(sessionsHost(ctx), listFilter(opts));
+      await printSessionList(ctx, listed.sessions, listed.shortIds);
     });
 
   sessions
@@ -213,12 +169,9 @@ Examples:
     )
     .action(async (id: string, opts: { branch?: string; full?: boolean }, cmd: Command) => {
       const ctx = context(cmd);
-      const { loadSession, resolveSession, sessionView, renderSession } = await import("../sessions/index.js");
-      await withCatalog(ctx, false, async (catalog) => {
-        const record = resolveSession(catalog.sessions, id);
-        const view = sessionView(await loadSession(catalog, record), opts.branch);
-        printSessionView(ctx, record, view, catalog.describeSource(record.id), opts, renderSession);
-      });
+      const { showSession } = await import("../library/sessions.js");
+      const shown = await showSession(sessionsHost(ctx), id, opts.branch);
+      await printSessionView(ctx, shown.record, shown.view, shown.source, opts);
     });
 
   withListFilters(
@@ -244,35 +197,25 @@ Examples:
       const ctx = context(cmd);
       const limit = Number(opts.limit);
       if (!Number.isInteger(limit) || limit < 1) throw new RepoError(`--limit must be a whole number above 0, not "${opts.limit}"`, "usage");
-      const [{ timeRange }, { assertSearchable, searchCatalog }] = await Promise.all([import("../sessions/time-filter.js"), import("../library/search.js")]);
-      await assertSearchable(query); // an empty query fails before any work
-      const range = timeRange(opts);
-      const filter = { project: opts.project, tag: opts.tag, deleted: opts.deleted, host: opts.host, agent: await checkAgentFlag(opts.agent), ...range };
-      await withCatalog(ctx, !!opts.live, async (catalog) => {
-        reportSnapshotDamage(ctx, catalog);
-        {
-          const { index: sync, results, capped, queryMs } = await searchCatalog(ctx.config, catalog, query, { filter, limit, all: opts.all, snapshots: !opts.live, onWarning: warn });
-          if (ctx.out.json) {
-            printJson({ query, queryMs, index: sync, ...(capped && { capped }), results: results.map((r) => ({ ...r, session: listRow(r.session) })) });
-            return;
-          }
-          if (results.length === 0) {
-            info(ctx.out, `no sessions match "${query}" (${queryMs} ms)`);
-            return;
-          }
-          const lines: string[] = [];
-          const { shortIds } = await import("../sessions/short-id.js");
-          const short = shortIds(results.map((r) => r.session.id), catalog.ids);
-          for (const r of results) {
-            const s = r.session;
-            lines.push(`${short.get(s.id)}  ${s.name ?? cut(s.project, 40)}  ${day(s.lastActivity)}  ${s.deleted ? "DELETED  " : ""}score ${r.score.toFixed(2)}`);
-            for (const h of r.hits) lines.push(`    ${h.entryId} ${h.kind.padEnd(10)} ${h.snippet}`);
-          }
-          lines.push(`${results.length} session${results.length === 1 ? "" : "s"} in ${queryMs} ms${sync.indexed ? ` (indexed ${sync.indexed} changed session${sync.indexed === 1 ? "" : "s"} in ${sync.ms} ms)` : ""}`);
-          if (capped) lines.push(`more than ${capped.ranked.toLocaleString("en-US")} entries match: ranked the newest ${capped.ranked.toLocaleString("en-US")} (--all ranks every one)`);
-          info(ctx.out, lines.join("\n"));
-        }
-      });
+      const { searchSessions } = await import("../library/sessions.js");
+      const { index: sync, results, capped, queryMs, shortIds: short } = await searchSessions(sessionsHost(ctx), query, { ...listFilter(opts), limit, all: opts.all });
+      if (ctx.out.json) {
+        printJson({ query, queryMs, index: sync, ...(capped && { capped }), results: results.map((r) => ({ ...r, session: listRow(r.session) })) });
+        return;
+      }
+      if (results.length === 0) {
+        info(ctx.out, `no sessions match "${query}" (${queryMs} ms)`);
+        return;
+      }
+      const lines: string[] = [];
+      for (const r of results) {
+        const s = r.session;
+        lines.push(`${short.get(s.id)}  ${s.name ?? cut(s.project, 40)}  ${day(s.lastActivity)}  ${s.deleted ? "DELETED  " : ""}score ${r.score.toFixed(2)}`);
+        for (const h of r.hits) lines.push(`    ${h.entryId} ${h.kind.padEnd(10)} ${h.snippet}`);
+      }
+      lines.push(`${results.length} session${results.length === 1 ? "" : "s"} in ${queryMs} ms${sync.indexed ? ` (indexed ${sync.indexed} changed session${sync.indexed === 1 ? "" : "s"} in ${sync.ms} ms)` : ""}`);
+      if (capped) lines.push(`more than ${capped.ranked.toLocaleString("en-US")} entries match: ranked the newest ${capped.ranked.toLocaleString("en-US")} (--all ranks every one)`);
+      info(ctx.out, lines.join("\n"));
     });
 
   sessions
@@ -292,21 +235,10 @@ Examples:
     )
     .action(async (id: string, _opts: unknown, cmd: Command) => {
       const ctx = context(cmd);
-      const { buildCatalog, openedRepository, resolveSession } = await import("../sessions/index.js");
-      const { deleteSession } = await import("../sessions/trash.js");
-      const repo = await ctx.open().catch((err: unknown) => {
-        if (err instanceof RepoError && err.kind === "not-found") throw new RepoError(`${err.message.replace(/ \(.*$/, "")}: delete snapshots first, so run \`pi-guard init\``, "not-found");
-        throw err;
-      });
-      const catalog = await buildCatalog(ctx.config, openedRepository(repo));
-      try {
-        const record = resolveSession(catalog.sessions, id);
-        const r = await deleteSession(ctx.config, repo, record, ctx.lockWaitMs);
-        if (ctx.out.json) printJson(r);
-        else info(ctx.out, `moved ${r.from}\n   to ${r.to}\nsnapshot ${r.snapshotId.slice(0, 8)} holds it; to bring it back: ${r.restoreCommand}`);
-      } finally {
-        await catalog.close();
-      }
+      const { trashSession } = await import("../library/sessions.js");
+      const r = await trashSession(sessionsHost(ctx), id);
+      if (ctx.out.json) printJson(r);
+      else info(ctx.out, `moved ${r.from}\n   to ${r.to}\nsnapshot ${r.snapshotId.slice(0, 8)} holds it; to bring it back: ${r.restoreCommand}`);
     });
 
   sessions
@@ -329,25 +261,10 @@ Examples:
     )
     .action(async (a: string, b: string, opts: { output?: string }, cmd: Command) => {
       const ctx = context(cmd);
-      const { loadSession, resolveSession } = await import("../sessions/index.js");
-      const { mergeSessions } = await import("../sessions/merge.js");
-      const { mergedSessionPath, writeNewSession } = await import("../sessions/merge-write.js");
-      await withCatalog(ctx, false, async (catalog) => {
-        const ra = resolveSession(catalog.sessions, a);
-        const rb = resolveSession(catalog.sessions, b);
-        if (ra.id === rb.id) throw new RepoError(`"${a}" and "${b}" are the same session ${ra.id}: give two different sessions`, "usage");
-        const [sa, sb] = [await loadSession(catalog, ra), await loadSession(catalog, rb)];
-        // What was read only in part is written so: the merged file holds those parts as text.
-        for (const [r, loaded] of [[ra, sa], [rb, sb]] as const) for (const w of loaded.warnings) warn(`session ${r.id}: ${w}`);
-        const { shortIds } = await import("../sessions/short-id.js");
-        const short = shortIds([ra.id, rb.id], catalog.ids);
-        const merged = mergeSessions({ id: ra.id, shortId: short.get(ra.id)!, name: ra.name, session: sa }, { id: rb.id, shortId: short.get(rb.id)!, name: rb.name, session: sb });
-        const file = opts.output ?? mergedSessionPath(ctx.config, merged.header);
-        await writeNewSession(file, merged, !opts.output);
-        const messages = merged.entries.filter((e) => e.type === "message").length;
-        if (ctx.out.json) printJson({ id: merged.header.id, file, from: [ra.id, rb.id], messages, shared: merged.shared });
-        else info(ctx.out, `merged ${short.get(ra.id)} + ${short.get(rb.id)} (${messages} messages${merged.shared ? `, ${merged.shared} shared written once` : ""}) into ${merged.header.id}: ${file}`);
-      });
+      const { mergeSessionsById } = await import("../library/sessions.js");
+      const m = await mergeSessionsById(sessionsHost(ctx), a, b, opts.output);
+      if (ctx.out.json) printJson({ id: m.id, file: m.file, from: m.from, messages: m.messages, shared: m.shared });
+      else info(ctx.out, `merged ${m.shortIds[0]} + ${m.shortIds[1]} (${m.messages} messages${m.shared ? `, ${m.shared} shared written once` : ""}) into ${m.id}: ${m.file}`);
     });
 
   for (const remove of [false, true]) {
@@ -367,16 +284,9 @@ Examples:
       )
       .action(async (id: string, names: string[], _opts: unknown, cmd: Command) => {
         const ctx = context(cmd);
-        const { changeTags, checkTagNames } = await import("../sessions/tags.js");
-        checkTagNames(names);
-        const { resolveSession } = await import("../sessions/index.js");
-        const { shortId } = await import("../sessions/short-id.js");
-        const { record, short } = await withCatalog(ctx, false, async (c) => {
-          const found = resolveSession(c.sessions, id);
-          return { record: found, short: shortId(found.id, c.ids) };
-        });
-        const tags = await changeTags(ctx.config.dataDir, record.id, names, remove);
-        if (ctx.out.json) printJson({ id: record.id, tags });
+        const { tagSession } = await import("../library/sessions.js");
+        const { id: sessionId, shortId: short, tags } = await tagSession(sessionsHost(ctx), id, names, remove);
+        if (ctx.out.json) printJson({ id: sessionId, tags });
         else info(ctx.out, `${short}: ${tags.length ? tags.map((t) => `#${t}`).join(" ") : "no tags"}`);
       });
   }
@@ -404,15 +314,10 @@ Examples:
     )
     .action(async (opts: StatsFlags & { output: string; range?: string }, cmd: Command) => {
       const ctx = context(cmd);
-      if (opts.range !== undefined && (opts.since !== undefined || opts.until !== undefined)) throw new RepoError("give --range or --since/--until, not both", "usage");
-      const { dashboardRange, rangeStart, renderDashboard } = await import("../export/dashboard.js");
-      const days = opts.since !== undefined || opts.until !== undefined ? undefined : dashboardRange(opts.range ?? "30d");
-      const stats = await gatherStats(ctx, opts, days === undefined ? undefined : (zone) => (days === "all" ? {} : { since: rangeStart(days, zone) }));
-      const { writeExport } = await import("../export/index.js");
-      const html = renderDashboard(stats);
-      await writeExport(opts.output, html);
-      if (ctx.out.json) printJson({ output: opts.output, bytes: Buffer.byteLength(html), sessions: stats.totals.sessions, snapshots: stats.totals.snapshots, range: stats.range });
-      else info(ctx.out, `wrote ${opts.output} (${formatBytes(Buffer.byteLength(html))}): ${stats.totals.sessions} sessions, ${stats.totals.snapshots} snapshots`);
+      const { writeDashboard } = await import("../library/sessions.js");
+      const { stats, bytes } = await writeDashboard(sessionsHost(ctx), opts);
+      if (ctx.out.json) printJson({ output: opts.output, bytes, sessions: stats.totals.sessions, snapshots: stats.totals.snapshots, range: stats.range });
+      else info(ctx.out, `wrote ${opts.output} (${formatBytes(bytes)}): ${stats.totals.sessions} sessions, ${stats.totals.snapshots} snapshots`);
     });
 
   program
@@ -445,12 +350,13 @@ Examples:
     )
     .action(async (id: string, opts: ExportFlags, cmd: Command) => {
       const ctx = context(cmd);
-      const format = await checkExportFlags(ctx, opts);
-      const { withSession } = await import("../library/catalog.js");
-      await withSession(await ctx.engine(), id, { lockWaitMs: ctx.lockWaitMs }, async (catalog, record) => {
-        const secrets = opts.redact ? await catalog.redactionSecrets(record.id) : undefined;
-        await exportAndReport(ctx, { ...opts, secrets }, format, record.id, catalog.describeSource(record.id), await catalog.byteSource(record.id));
-      });
+      const { checkExport, exportSessionById } = await import("../library/sessions.js");
+      // The format and the output are checked before any work, so that a mistake fails fast and alone.
+      const format = await checkExport(ctx.config, opts);
+      const r = await exportSessionById(sessionsHost(ctx), id, opts, format);
+      if (!opts.output) return;
+      if (ctx.out.json) printJson({ id: r.id, format, output: opts.output, bytes: r.bytes, source: r.source, redacted: !!opts.redact });
+      else info(ctx.out, `exported ${r.id} (${format}, ${formatBytes(r.bytes)}) to ${opts.output} from ${r.source}`);
     });
 }
 
@@ -482,7 +388,8 @@ Examples:
       const { renderStatsText, STATS_VIEWS } = await import("../sessions/stats-text.js");
       const view = STATS_VIEWS.find((v) => v === opts.by);
       if (!view) throw new RepoError(`--by must be one of ${STATS_VIEWS.join(", ")}, not "${opts.by}"`, "usage");
-      const stats = await gatherStats(ctx, opts);
+      const { sessionStats } = await import("../library/sessions.js");
+      const stats = await sessionStats(sessionsHost(ctx), opts);
       if (ctx.out.json) printJson(stats);
       else info(ctx.out, renderStatsText(stats, view, table));
     });
@@ -494,36 +401,4 @@ export interface ExportFlags {
   force?: boolean;
   branch?: string;
   redact?: boolean;
-}
-
-/** The format and the output, checked before any work so that a mistake fails fast and alone. */
-async function checkExportFlags(ctx: Context, opts: ExportFlags): Promise<ExportFormat> {
-  const { checkExportTarget, parseFormat } = await import("../export/index.js");
-  const format = parseFormat(opts.format, opts.output);
-  if (opts.force && !opts.output) throw new RepoError("--force goes with --output only", "usage");
-  if (opts.output) await checkExportTarget(opts.output, ctx.config.roots, !!opts.force);
-  return format;
-}
-
-/** `export`'s writing and output, from bytes the caller found (closed here). */
-async function exportAndReport(
-  ctx: Context,
-  opts: ExportFlags & { secrets?: readonly KnownSecret[] },
-  format: ExportFormat,
-  id: string,
-  source: string,
-  bytes: ByteSource & { close(): Promise<void> },
-): Promise<void> {
-  const { exportSessionTo, fileSink, stdoutSink } = await import("../export/index.js");
-  const output = opts.output;
-  let written: number;
-  try {
-    const sink = output ? () => fileSink(output, { overwrite: !!opts.force }) : async () => stdoutSink();
-    written = await exportSessionTo(bytes, sink, { format, branch: opts.branch, redact: opts.redact, secrets: opts.secrets, agentDir: ctx.config.agentDir, source, fallbackId: id, onWarning: warn });
-  } finally {
-    await bytes.close();
-  }
-  if (!output) return;
-  if (ctx.out.json) printJson({ id, format, output, bytes: written, source, redacted: !!opts.redact });
-  else info(ctx.out, `exported ${id} (${format}, ${formatBytes(written)}) to ${output} from ${source}`);
 }

@@ -1,7 +1,7 @@
 // `snapshots --json` from cached rows (src/repo/snapshot-rows.ts): the same bytes printJsonArray
 // prints for those records, written a slice at a time as buffers, with only the local time made
 // here (it depends on TZ).
-import { formatLocalTime } from "../restore/select.js";
+import { formatLocalTime } from "../present/time.js";
 import type { SnapshotRow } from "../repo/snapshot-rows.js";
 
 const SLICE = 2000;

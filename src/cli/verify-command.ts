@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { context } from "./context.js";
-import { EXIT, formatBytes, formatDuration, info, printJson, table, warn } from "./output.js";
+import { formatBytes, formatDuration, info, printJson, table, warn } from "./output.js";
 import { Progress } from "./progress.js";
 import { shownPath } from "./repo-commands.js";
 import type { Difference } from "../snapshot/verify.js";
@@ -48,11 +48,11 @@ Examples:
     .action(async (when: string | undefined, opts: { host?: string }, cmd: Command) => {
       const ctx = context(cmd);
       const repo = await ctx.open();
-      const { verifySnapshot } = await import("../snapshot/verify.js");
+      const { verifyAgainstSnapshot } = await import("../library/repository.js");
       const progress = new Progress(!ctx.out.json && !ctx.out.quiet);
       let report;
       try {
-        report = await verifySnapshot(ctx.config, repo, {
+        report = await verifyAgainstSnapshot(ctx.config, repo, {
           when,
           host: opts.host,
           lockWaitMs: ctx.lockWaitMs,
@@ -62,8 +62,7 @@ Examples:
         progress.done();
       }
       const { snapshot: s, differences } = report;
-      const damaged = differences.some((d) => d.status === "damaged");
-      process.exitCode = damaged ? EXIT.damaged : report.identical ? EXIT.ok : EXIT.failure;
+      process.exitCode = report.exit;
       for (const r of report.rootsNotConfigured) warn(`root "${r.name}" (${r.path}) of the snapshot is not configured now: not compared`);
       if (ctx.out.json) {
         printJson({

@@ -1,7 +1,6 @@
 import type { Command } from "commander";
 import { context } from "./context.js";
 import { EXIT, formatBytes, warn } from "./output.js";
-import { RepoError } from "../repo/errors.js";
 
 /** `pi-guard watch`: the long-running watcher (engine in src/watch/watcher.ts). */
 export function registerWatchCommands(program: Command): void {
@@ -46,103 +45,54 @@ Examples:
     )
     .action(async (opts: { debounce?: string; schedules: boolean }, cmd: Command) => {
       const ctx = context(cmd);
-      const debounceMs = opts.debounce === undefined ? undefined : Number(opts.debounce);
-      if (debounceMs !== undefined && (!Number.isSafeInteger(debounceMs) || debounceMs < 0 || debounceMs > 600_000)) {
-        throw new RepoError(`--debounce must be a whole number of milliseconds from 0 to 600000, not "${opts.debounce}"`, "usage");
-      }
-      const [{ assertRepoOutsideAgentDir }, { watcherFiles }, { acquireWatcherLock }, { WatchLog }, { Watcher }] = await Promise.all([
-        import("../engine.js"),
-        import("../watch/state.js"),
-        import("../watch/watcher-lock.js"),
-        import("../watch/log.js"),
-        import("../watch/watcher.js"),
-      ]);
-      const [{ Scheduler, upcomingJobs }, { jobContext, runJob }] = await Promise.all([import("../watch/schedule.js"), import("../watch/jobs.js")]);
+      const human = (line: string) => {
+        if (!ctx.out.quiet) warn(line);
+      };
+      const { openWatcher } = await import("../library/watch.js");
       const config = ctx.config;
-      assertRepoOutsideAgentDir(config);
-      const files = watcherFiles(config.stateDir, config.agentDir);
-      const lock = await acquireWatcherLock(files.lock, config.agentDir);
+      const running = await openWatcher({
+        config,
+        open: (o) => ctx.open(o),
+        lockWaitMs: ctx.lockWaitMs,
+        debounce: opts.debounce,
+        schedules: opts.schedules,
+        echo: ctx.out.json ? (line) => process.stdout.write(line + "\n") : undefined,
+        onLogFailure: warn,
+        onWarning: human,
+        onJob: (j) => (j.ok ? human : warn)(`scheduled ${j.job}: ${j.ok ? "" : "FAILED: "}${j.summary}`),
+        onReport: (r) => {
+          if (r.kind === "snapshot" && r.cleanupLine) human(r.cleanupLine);
+          if (r.kind === "snapshot" && r.suspect) {
+            // Loud even with --quiet: this is the accident pi-guard exists for.
+            warn(
+              `WARNING: suspected loss: ${r.suspect.reason === "sessions" ? "every session file vanished" : r.suspect.reason === "rows" ? `a database lost most rows of its sessions table (${(r.suspect.rows ?? []).map((x) => `${x.file}: ${x.now} of ${x.before} left`).join(", ")})` : `${r.suspect.lost} of ${r.suspect.filesBefore} files vanished at once`}; ` +
+                `snapshot ${r.id.slice(0, 8)} is tagged suspect-loss. \`pi-guard restore latest\` restores the last whole state; \`pi-guard snapshot --accept-loss\` accepts the deletion`,
+            );
+          } else if (r.kind === "snapshot") human(`snapshot ${r.id.slice(0, 8)}  ${r.files} files, ${formatBytes(r.bytesNew)} new, ${r.ms} ms`);
+          else if (r.kind === "error") warn(`snapshot failed (retry in ${Math.round(r.retryInMs / 1000)} s): ${r.message}`);
+          else if (r.kind === "mirror-error") {
+            warn(`mirror ${r.mirror} failed (retry in ${Math.round(r.retryInMs / 1000)} s): ${r.message}; the snapshots themselves succeeded and are safe in ${config.repo}`);
+          } else if (r.kind === "mirror-recovered") human(`mirror ${r.mirror} is reachable again and has the newest snapshot`);
+          else if (r.kind === "recovered") human(`the files are back: snapshot ${r.id.slice(0, 8)} is whole again; suspected loss cleared`);
+          else if (r.kind === "accepted") human(`snapshot ${r.id.slice(0, 8)} was taken by hand after the suspected loss: the deletion is accepted`);
+          else if (r.kind === "missed") warn(`the full scan found ${r.differences} change(s) no watch event had reported (${r.sample.join(", ")}); taking a snapshot and rebuilding the watches`);
+          else if (r.kind === "alert") {
+            const what = r.outcome.event === "healthy" ? "healthy again" : `unhealthy: ${r.problems.map((p) => p.message).join("; ")}`;
+            if (r.outcome.run.ok) human(`alert sent: ${what}`);
+            else warn(`the alert command failed (${what}): ${r.outcome.run.error}`);
+          }
+        },
+      });
       let exitCode: number = EXIT.failure;
       try {
-        const { CountingTarget } = await import("../targets/counting.js");
-        let counting: InstanceType<typeof CountingTarget> | undefined;
-        const repo = await ctx.open({ wrapStorage: (t, { multipart }) => (counting = new CountingTarget(t, multipart)) });
-        const human = (line: string) => {
-          if (!ctx.out.quiet) warn(line);
-        };
-        const log = new WatchLog({
-          file: files.log,
-          maxBytes: config.watch.log.maxBytes,
-          keep: config.watch.log.keep,
-          echo: ctx.out.json ? (line) => process.stdout.write(line + "\n") : undefined,
-          onFailure: warn,
-        });
-        repo.onWarning = (message) => {
-          log.write("warn", "warning", { message });
-          human(message);
-        };
-        const { engineOver } = await import("../engine/open.js");
-        const jobs = jobContext(config, () => engineOver(config, repo), ctx.lockWaitMs);
-        const scheduler = opts.schedules
-          ? Object.assign(
-              new Scheduler({
-                schedules: config.schedules,
-                stateDir: config.stateDir,
-                run: (job) => runJob(job, jobs),
-                onStart: (job) => log.write("info", "job-start", { job }),
-                onRound: (r) => {
-                  if ("error" in r) return log.write("error", "error", { where: "schedule", message: r.error });
-                  for (const j of r.ran) {
-                    log.write(j.ok ? "info" : "error", "job", { job: j.job, ok: j.ok, summary: j.summary });
-                    (j.ok ? human : warn)(`scheduled ${j.job}: ${j.ok ? "" : "FAILED: "}${j.summary}`);
-                  }
-                },
-              }),
-              { nextJobs: () => upcomingJobs(config.schedules, new Date()) },
-            )
-          : undefined;
-        const watcher = new Watcher({
-          config,
-          repo,
-          log,
-          scheduler,
-          stateFile: files.state,
-          alertFile: files.alert,
-          requestFile: files.request,
-          socketFile: files.socket,
-          debounceMs,
-          requestCounts: () => counting!.counts,
-          onReport: (r) => {
-            if (r.kind === "snapshot" && r.cleanupLine) human(r.cleanupLine);
-            if (r.kind === "snapshot" && r.suspect) {
-              // Loud even with --quiet: this is the accident pi-guard exists for.
-              warn(
-                `WARNING: suspected loss: ${r.suspect.reason === "sessions" ? "every session file vanished" : r.suspect.reason === "rows" ? `a database lost most rows of its sessions table (${(r.suspect.rows ?? []).map((x) => `${x.file}: ${x.now} of ${x.before} left`).join(", ")})` : `${r.suspect.lost} of ${r.suspect.filesBefore} files vanished at once`}; ` +
-                  `snapshot ${r.id.slice(0, 8)} is tagged suspect-loss. \`pi-guard restore latest\` restores the last whole state; \`pi-guard snapshot --accept-loss\` accepts the deletion`,
-              );
-            } else if (r.kind === "snapshot") human(`snapshot ${r.id.slice(0, 8)}  ${r.files} files, ${formatBytes(r.bytesNew)} new, ${r.ms} ms`);
-            else if (r.kind === "error") warn(`snapshot failed (retry in ${Math.round(r.retryInMs / 1000)} s): ${r.message}`);
-            else if (r.kind === "mirror-error") {
-              warn(`mirror ${r.mirror} failed (retry in ${Math.round(r.retryInMs / 1000)} s): ${r.message}; the snapshots themselves succeeded and are safe in ${config.repo}`);
-            } else if (r.kind === "mirror-recovered") human(`mirror ${r.mirror} is reachable again and has the newest snapshot`);
-            else if (r.kind === "recovered") human(`the files are back: snapshot ${r.id.slice(0, 8)} is whole again; suspected loss cleared`);
-            else if (r.kind === "accepted") human(`snapshot ${r.id.slice(0, 8)} was taken by hand after the suspected loss: the deletion is accepted`);
-            else if (r.kind === "missed") warn(`the full scan found ${r.differences} change(s) no watch event had reported (${r.sample.join(", ")}); taking a snapshot and rebuilding the watches`);
-            else if (r.kind === "alert") {
-              const what = r.outcome.event === "healthy" ? "healthy again" : `unhealthy: ${r.problems.map((p) => p.message).join("; ")}`;
-              if (r.outcome.run.ok) human(`alert sent: ${what}`);
-              else warn(`the alert command failed (${what}): ${r.outcome.run.error}`);
-            }
-          },
-        });
         const stopped = new Promise<number>((resolve) => {
           let stopping = false;
           const stop = (signal: NodeJS.Signals) => {
             if (stopping) return;
             stopping = true;
             human(`${signal}: taking the pending snapshot and stopping`);
-            void watcher
-              .stop(4500)
+            void running
+              .stop()
               .then((r) => {
                 if (!r.flushed) warn(`stopped with changes not in any snapshot: ${r.error ?? "unknown error"}`);
                 resolve(r.flushed ? EXIT.ok : EXIT.failure);
@@ -156,24 +106,23 @@ Examples:
           process.on("SIGINT", stop);
           process.on("SIGHUP", () => {
             const failed = (err: unknown) => {
-              log.write("error", "error", { where: "reload", message: (err as Error).message });
+              running.log("error", "error", { where: "reload", message: (err as Error).message });
               warn(`SIGHUP: config not reloaded: ${(err as Error).message}`);
             };
             try {
               // The config file is hostile input too: a bad one keeps the running config.
-              watcher.reload(context(cmd).config).then(() => human("SIGHUP: config reloaded"), failed);
+              running.reload(context(cmd).config).then(() => human("SIGHUP: config reloaded"), failed);
             } catch (err) {
               failed(err);
             }
           });
         });
         // A signal during start-up (chokidar still walking a big tree) must not wait for it.
-        const started = await Promise.race([watcher.start().then(() => true), stopped.then(() => false)]);
-        if (started) human(`watching ${config.roots.map((r) => r.path).join(", ")} (debounce ${watcher.debounceMs} ms; pid ${process.pid})`);
+        const started = await Promise.race([running.start().then(() => true), stopped.then(() => false)]);
+        if (started) human(`watching ${running.roots.join(", ")} (debounce ${running.watcher.debounceMs} ms; pid ${process.pid})`);
         exitCode = await stopped;
-        await log.close();
       } finally {
-        await lock.release();
+        await running.close();
       }
       process.exitCode = exitCode;
       // Whatever still holds the event loop (a seal worker, a stuck read) must not outlive the 5 s promise.

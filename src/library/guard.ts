@@ -12,9 +12,31 @@ import type { SearchHit } from "../sessions/search-query.js";
 import type { SessionView } from "../sessions/view.js";
 import type { SessionEntry } from "../model/session.js";
 import type { OpenedEngine } from "../engine/open.js";
-import type { EngineBackupOptions, EngineBackupResult, EngineRestoreOptions, EngineRestoreResult, EngineSnapshot } from "../engine/types.js";
+import type {
+  EngineBackupOptions,
+  EngineBackupResult,
+  EngineCheckResult,
+  EngineForgetOptions,
+  EngineForgetResult,
+  EngineRestoreOptions,
+  EngineRestoreResult,
+  EngineSnapshot,
+} from "../engine/types.js";
 import type { SnapshotFinding } from "../engine/verdict.js";
+import type { RetentionPolicy } from "../config/config.js";
+import type { PruneReport } from "../repo/prune.js";
+import type { Repository } from "../repo/repository.js";
+import type { DeleteResult } from "../sessions/trash.js";
+import type { Stats } from "../sessions/stats.js";
+import type { VerifyReport } from "../snapshot/verify.js";
+import type { StatusReport } from "../watch/status.js";
 import type { OpenedCatalog } from "./catalog.js";
+import type { KeyListing, KeyPlace } from "./keys.js";
+import type { CopyRequest } from "./repository.js";
+import type { MirrorShipment } from "../repo/ship.js";
+import type { SalvageHooks, SalvageOutcome, SalvageRequest } from "./salvage.js";
+import type { SessionsHost, StatsOptions } from "./sessions.js";
+import type { RunningWatcher, WatchOptions } from "./watch.js";
 
 export interface OpenOptions {
   /** The repository: a folder, s3://bucket/prefix, or restic:<restic repository>. Default: the config's. */
@@ -65,11 +87,14 @@ export interface ExportCallOptions {
   redact?: boolean;
 }
 
-export interface MergeResult {
-  id: string;
-  file: string;
-  messages: number;
-  shared: number;
+export type { MergeWritten as MergeResult } from "./sessions.js";
+import type { MergeWritten as MergeResult } from "./sessions.js";
+
+export interface ForgetCallOptions extends Omit<EngineForgetOptions, "policy" | "prune" | "lockWaitMs"> {
+  /** What to keep; "config": the config's retention policy. Or give `ids`. */
+  policy?: RetentionPolicy | "config";
+  /** Then free the data: the share of kept bytes that may stay unused ("10%", the default), and past damage (native). */
+  prune?: boolean | { maxUnused?: string; allowDamaged?: boolean };
 }
 
 const toDate = (v: Date | string | undefined, what: string): Date | undefined => {
@@ -147,6 +172,33 @@ export class Session {
     return sessionView(await this.load(), entryId);
   }
 
+  /** Add pi-guard tags (pi's files are not touched); the session's tags after. */
+  async tag(...names: string[]): Promise<string[]> {
+    return this.changeTags(names, false);
+  }
+
+  /** Remove pi-guard tags; the session's tags after. */
+  async untag(...names: string[]): Promise<string[]> {
+    return this.changeTags(names, true);
+  }
+
+  private async changeTags(names: string[], remove: boolean): Promise<string[]> {
+    const { changeTags, checkTagNames } = await import("../sessions/tags.js");
+    checkTagNames(names);
+    const tags = await changeTags(this.guard.config.dataDir, this.id, names, remove);
+    this.record.tags = tags;
+    return tags;
+  }
+
+  /**
+   * Snapshot the agent dir (with pi-guard's tags), then move the live file into pi-guard's trash,
+   * as `sessions delete` does; its restoreCommand brings it back. Native repositories only.
+   */
+  async trash(): Promise<DeleteResult> {
+    const { trashSession } = await import("./sessions.js");
+    return trashSession(this.guard.sessionsHost(), this.id);
+  }
+
   /** The session as Markdown, JSON (docs/SESSIONS.md) or one self-contained HTML page. */
   async export(format: ExportFormat, opts: ExportCallOptions = {}): Promise<string> {
     const { exportSession } = await import("../export/index.js");
@@ -160,15 +212,9 @@ export class Session {
    */
   async merge(other: Session, opts: { output?: string } = {}): Promise<MergeResult> {
     if (other.id === this.id) throw new TypeError(`merge: ${this.id} is the same session`);
-    const [{ mergeSessions }, { mergedSessionPath, writeNewSession }, { shortIds }] = await Promise.all([import("../sessions/merge.js"), import("../sessions/merge-write.js"), import("../sessions/short-id.js")]);
+    const [{ writeMerged }, { shortIds }] = await Promise.all([import("./sessions.js"), import("../sessions/short-id.js")]);
     const short = shortIds([this.id, other.id]);
-    const merged = mergeSessions(
-      { id: this.id, shortId: short.get(this.id)!, name: this.record.name, session: await this.load() },
-      { id: other.id, shortId: short.get(other.id)!, name: other.record.name, session: await other.load() },
-    );
-    const file = opts.output ?? mergedSessionPath(this.guard.config, merged.header);
-    await writeNewSession(file, merged, !opts.output);
-    return { id: merged.header.id, file, messages: merged.entries.filter((e) => e.type === "message").length, shared: merged.shared };
+    return writeMerged(this.guard.config, { record: this.record, session: await this.load(), shortId: short.get(this.id)! }, { record: other.record, session: await other.load(), shortId: short.get(other.id)! }, opts.output);
   }
 }
 
@@ -243,6 +289,120 @@ export class PiGuard {
     const catalog = await this.catalog(!!opts.liveOnly);
     const report = await searchCatalog(this.config, catalog, text, { filter: sessionFilter(opts), limit: opts.limit, snapshots: !opts.liveOnly });
     return report.results.map((r) => ({ session: new Session(this, catalog, r.session), score: r.score, hits: r.hits }));
+  }
+
+  /** Usage per day, week, month and session, per model and project, and snapshot gaps (what `stats --json` prints). */
+  async stats(opts: Partial<StatsOptions> = {}): Promise<Stats> {
+    const { sessionStats } = await import("./sessions.js");
+    return sessionStats(this.sessionsHost(), { gap: "24", ...opts });
+  }
+
+  /**
+   * Forget the snapshots a retention policy does not keep (or `ids`), on either engine; never
+   * every snapshot of a group unless allowRemoveAll (with host). With `prune`, their data is freed.
+   */
+  async forget(opts: ForgetCallOptions): Promise<EngineForgetResult> {
+    const { policy, prune, ...rest } = opts;
+    const { unusedShare } = await import("./retention.js");
+    const pruning = prune === undefined || prune === false ? undefined : prune === true ? {} : prune;
+    return this.engine.forget({
+      ...rest,
+      policy: policy === "config" ? this.config.retention : policy,
+      prune: pruning && { maxUnusedFraction: await unusedShare(pruning.maxUnused), allowDamaged: pruning.allowDamaged },
+      lockWaitMs: this.lockWaitMs,
+    });
+  }
+
+  /**
+   * Copy snapshots to a mirror (`to`, default every mirror of the config), each verified on the
+   * way; `exit` 0 all there, 1 a destination got nothing, 3 a snapshot could not be copied.
+   */
+  async copy(req: Omit<CopyRequest, "lockWaitMs"> = {}): Promise<{ shipments: MirrorShipment[]; exit: 0 | 1 | 3 }> {
+    const { copyExit, copyToMirrors } = await import("./repository.js");
+    const shipments = await copyToMirrors(this.config, { ...req, lockWaitMs: this.lockWaitMs });
+    return { shipments, exit: copyExit(shipments) };
+  }
+
+  /** Remove the data no snapshot uses (pi-guard's own format; on restic, forget({prune}) runs restic prune). */
+  async prune(opts: { dryRun?: boolean; maxUnused?: string; allowDamaged?: boolean } = {}): Promise<PruneReport> {
+    const { pruneRepository } = await import("./retention.js");
+    return pruneRepository(await this.repository("prune"), { ...opts, lockWaitMs: this.lockWaitMs });
+  }
+
+  /** The repository's structure, and with readData every byte (either engine). */
+  check(opts: { readData?: boolean } = {}): Promise<EngineCheckResult> {
+    return this.engine.check({ ...opts, lockWaitMs: this.lockWaitMs });
+  }
+
+  /** Is everything backed up: the last good snapshot, the watcher, the mirrors (no alert is sent). */
+  async status(opts: { maxAge?: string; agent?: string } = {}): Promise<StatusReport> {
+    const { checkStatus } = await import("./service.js");
+    return (await checkStatus(this.config, async () => this.engine, opts)).report;
+  }
+
+  /** The live sources against a snapshot ("latest" by default), byte for byte; exit 0 identical, 1 different, 3 damaged. */
+  async verify(opts: { when?: string; host?: string } = {}): Promise<VerifyReport & { exit: 0 | 1 | 3 }> {
+    const { verifyAgainstSnapshot } = await import("./repository.js");
+    return verifyAgainstSnapshot(this.config, await this.repository("verify"), { ...opts, lockWaitMs: this.lockWaitMs });
+  }
+
+  /** Rebuild sessions from what survived (exports, logs, scrollback, hermes databases, journals, files held open). */
+  async salvage(req: SalvageRequest, hooks?: SalvageHooks): Promise<SalvageOutcome> {
+    const { salvageSessions } = await import("./salvage.js");
+    return salvageSessions(this.config, req, hooks);
+  }
+
+  /** The keys that open the repository, and the one that opened it now. */
+  async keys(): Promise<KeyListing[]> {
+    return (await import("./keys.js")).listKeys(await this.repository("key list"));
+  }
+
+  /** A new credential: a new key file (mode 0600) at `keyFile`, or a password. */
+  async addKey(cred: { keyFile: string } | { password: string }): Promise<{ id: string; kind: "password" | "keyfile" }> {
+    return (await import("./keys.js")).addKey(await this.repository("key add"), cred);
+  }
+
+  /**
+   * A recovery key in the repository and each mirror; its code goes to `deliver` once, and is
+   * recorded as kept off the machine only after `deliver` returned.
+   */
+  async exportRecoveryKey(deliver: (r: { keyId: string; code: string; places: KeyPlace[] }) => Promise<void>): Promise<{ keyId: string; places: KeyPlace[] }> {
+    return (await import("./keys.js")).exportRecoveryKey(this.config, await this.repository("key export"), deliver);
+  }
+
+  /** A new password for the key in use, in each mirror and the repository. */
+  async changePassword(password: string): Promise<{ oldKeyId: string; newKeyId: string; places: KeyPlace[] }> {
+    return (await import("./keys.js")).changePassword(this.config, await this.repository("key passwd"), password);
+  }
+
+  /** Revoke a key (an id or unique prefix) in each mirror and the repository; never the last one. */
+  async removeKey(id: string, opts: { allowCurrent?: boolean } = {}): Promise<{ keyId: string; places: KeyPlace[] }> {
+    return (await import("./keys.js")).removeKey(this.config, await this.repository("key remove"), id, opts);
+  }
+
+  /**
+   * Start the watcher of the agent dir (one per agent dir), as `pi-guard watch`; stop() it, then
+   * close() it. The scheduled jobs of the config run from it unless `schedules` is false.
+   */
+  async watch(opts: Omit<WatchOptions, "config" | "open" | "lockWaitMs"> = {}): Promise<RunningWatcher> {
+    const [{ openWatcher }, { openRepository }] = await Promise.all([import("./watch.js"), import("../engine.js")]);
+    const running = await openWatcher({ ...opts, config: this.config, lockWaitMs: this.lockWaitMs, open: (o) => openRepository(this.config, undefined, o) });
+    await running.start();
+    return running;
+  }
+
+  /** What the sessions library needs of this guard. */
+  sessionsHost(): SessionsHost {
+    return { config: this.config, engine: async () => this.engine, open: () => this.repository("sessions delete"), lockWaitMs: this.lockWaitMs };
+  }
+
+  /** pi-guard's own repository, for what only its format has. */
+  private async repository(what: string): Promise<Repository> {
+    if (!this.engine.repository) {
+      const { RepoError } = await import("../repo/errors.js");
+      throw new RepoError(`${what} needs a pi-guard repository; ${this.config.repo} is a ${this.engine.kind} one`, "usage");
+    }
+    return this.engine.repository();
   }
 
   /** Release the catalogs and the repository lock they hold; the sessions they gave stop reading. */

@@ -14,6 +14,15 @@ export interface SnapshotTaken {
   handOff?: string;
   /** The engine that took it ("native" when the watcher did). */
   engine: Engine["kind"];
+  /** What the user should know about how the sources were read (a sessions dir that is a symlink). */
+  notes: string[];
+}
+
+/** A sessions dir that is a symlink to a folder is backed up from that folder: say so (native snapshots of the agent dir). */
+async function sourceNotes(config: Config, engine: Engine["kind"], opts: EngineBackupOptions): Promise<string[]> {
+  if (engine === "restic" || opts.fromTar || !config.sessionsLink) return [];
+  const { sessionsLinkNote } = await import("../agents/pi/paths.js");
+  return [sessionsLinkNote(config.sessionsLink)];
 }
 
 /** Options a watcher's snapshot cannot honour: with any of them the snapshot is taken here. */
@@ -27,10 +36,10 @@ export async function takeSnapshot(config: Config, engine: () => Promise<Engine>
   let handOff: string | undefined;
   if (plain) {
     const asked = await (await import("../watch/socket.js")).snapshotByWatcher(config);
-    if ("result" in asked) return { result: asked.result, via: "watcher", engine: "native" };
+    if ("result" in asked) return { result: asked.result, via: "watcher", engine: "native", notes: await sourceNotes(config, "native", opts) };
     handOff = asked.direct;
   }
   const e = await engine();
   const result = await e.backup(opts);
-  return { result, via: "direct", engine: e.kind, ...(handOff !== undefined ? { handOff } : {}) };
+  return { result, via: "direct", engine: e.kind, notes: await sourceNotes(config, e.kind, opts), ...(handOff !== undefined ? { handOff } : {}) };
 }

@@ -226,14 +226,8 @@ export function emptiedGroups(snapshots: SnapshotRecord[], remove: ReadonlySet<s
     .map((group) => ({ host: group[0].record.snapshot.host, roots: group[0].record.snapshot.roots, snapshots: group.length, newest: group[0].record.id }));
 }
 
-/** One group for a line of text: host, roots, how many and the newest. */
-export function emptiedGroupText(g: EmptiedGroup): string {
-  // Host and roots come from snapshot objects: no control character of theirs reaches a terminal or a log line.
-  // eslint-disable-next-line no-control-regex
-  const clean = (v: unknown) => String(v).replace(/[\u0000-\u001f\u007f]/g, "?");
-  const roots = Array.isArray(g.roots) ? g.roots.map((r) => `${clean(r?.name)} ${clean(r?.path)}`).join(", ") : "?";
-  return `host ${clean(g.host)} (${roots}): ${g.snapshots} snapshot(s), newest ${g.newest.slice(0, 8)}`;
-}
+// The text of a group is presentation: it lives with the CLI's other formatters.
+export { emptiedGroupText } from "../present/retention.js";
 
 /**
  * --unsafe-allow-remove-all by policy needs a host: it may empty that host's groups, never every

@@ -42,6 +42,15 @@ export function cliImports(): CliImport[] {
 
 export const isAllowed = (to: string): boolean => ALLOWED.some((r) => r.test(to));
 
+/**
+ * Modules whose job is presentation, which a CLI may load besides the library: number, time and
+ * table formats, the terminal rendering of a session, the text of a stats or salvage report, the
+ * line a retrying target prints. src/present/ holds the formatters that lived in policy modules.
+ */
+export const PRESENTATION = [/^src\/present\//, /^src\/sessions\/(describe|list-layout|render-terminal|stats-text)\.ts$/, /^src\/targets\/retry-report\.ts$/];
+
+export const isPresentation = (to: string): boolean => PRESENTATION.some((r) => r.test(to));
+
 /** Per CLI file, the modules outside the library API it loads at run time. */
 export function exceptions(): Record<string, string[]> {
   const out: Record<string, string[]> = {};
@@ -61,5 +70,8 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     console.log(`${f.padEnd(26)} ${list.length ? list.map((t) => t.replace(/^src\//, "")).join(", ") : "library API, config and cli/ only"}`);
   }
   const total = Object.values(ex).reduce((n, l) => n + l.length, 0);
+  const presentation = Object.values(ex).reduce((n, l) => n + l.filter(isPresentation).length, 0);
+  const other = Object.entries(ex).filter(([, l]) => l.some((t) => !isPresentation(t)));
   console.log(`\n${total} run-time imports of internals in ${Object.keys(ex).length} of ${files.length} CLI files`);
+  console.log(`${presentation} of them of presentation modules; ${total - presentation} of other internals, in ${other.length} file(s)${other.length ? `: ${other.map(([f]) => f).join(", ")}` : ""}`);
 }

@@ -4,12 +4,13 @@
 // would hold it), and run on a sandbox with a real pi session. The same block type-checks, as
 // TypeScript, against the declarations the package ships, and `npm pack` ships them.
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { collect, ok, PROJECT_ROOT } from "../helpers/cli.js";
 import { fauxText, fauxToolCall, makePiSession } from "../helpers/pi-factory.js";
 import { makeSandbox, type Sandbox, writePiConfigFiles } from "../helpers/tmp.js";
+import { makePackageApp } from "./package-app.js";
 
 /** The first ```js block of docs/LIBRARY.md. */
 function example(): string {
@@ -36,10 +37,7 @@ beforeAll(async () => {
   sessionFile = made.file;
   await ok(sb, ["init"]);
   await ok(sb, ["sessions", "tag", sessionId, "keep"]);
-  app = sb.dir("app");
-  mkdirSync(path.join(app, "node_modules"));
-  symlinkSync(PROJECT_ROOT, path.join(app, "node_modules", "pi-guard"), "dir");
-  writeFileSync(path.join(app, "package.json"), JSON.stringify({ name: "app", private: true, type: "module" }));
+  app = makePackageApp(sb);
 }, 120_000);
 
 afterAll(() => sb?.cleanup());
