@@ -423,8 +423,9 @@ function sessionWritten(selection: UnitSelection, destinations: Record<string, s
 }
 
 /**
- * A live SQLite database must not be swapped in as a side effect: a session's (restoreSessionRows
- * decides), or one a --path's units brought without the paths naming it (refused).
+ * A live SQLite database must not be swapped in as a side effect: a session's rows are merged into
+ * it instead (the merges returned, session-rows.ts), and one a --path's units brought without the
+ * paths naming it is refused.
  */
 function guardLiveDatabases(config: Config, plan: RestorePlan, selection: UnitSelection): SessionMerge[] {
   const { session } = selection;

@@ -222,10 +222,12 @@ companions of the files it names too. The agent's checks (will it list what is r
 the snapshot's bytes before anything is written: --json lists them as "checks"; a failed one is
 named, and the exit status is 1 although the files were restored.
 A session that lives in a SQLite database which is there now (opencode.db, Codex's state_5.sqlite)
-is not restored alone yet: replacing the database would roll back its other sessions. Restore it
-into --target, or the whole agent with --agent NAME (undoable); where the database is gone, the
-session's files come back whole. Likewise a --path whose files would bring such a database along
-unnamed is refused; name the database in --path too to replace it.
+is merged into it: the database then holds the snapshot's rows of that session (its newer rows
+are discarded, and counted), and no other session's row changes; the dry run counts what the merge
+would do, and --undo merges the session back as it was (refused once the agent wrote to it since,
+unless --force). Where the database is gone, the session's files come back whole. A --path whose
+files would bring such a database along unnamed is refused; name the database in --path too to
+replace it.
 
 What it discards: the dry run (and the restore's own report) counts, per session it replaces or
 deletes, the entries and messages of the live file past the part the snapshot shares with it,
