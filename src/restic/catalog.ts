@@ -5,7 +5,7 @@
 // the listing gives. restic lists no content ids, so a file's version is its size and mtime.
 import { createHash } from "node:crypto";
 import { listedFiles } from "../agents/files.js";
-import type { FileInfo } from "../agents/types.js";
+import type { FileInfo, FileReader } from "../agents/types.js";
 import { RepoError } from "../repo/errors.js";
 import type { CatalogSnapshots } from "../sessions/catalog-snapshots.js";
 import { newestRun, originalPath, sessionFileAgent, type FileHistory, type SnapshotHistory, type SnapshotMeta } from "../sessions/snapshot-files.js";
@@ -59,6 +59,19 @@ function filesOf(meta: SnapshotMeta, nodes: readonly ResticNode[]): (FileInfo & 
   }
   return listed.sort((a, b) => compareStrings(a.root, b.root) || compareStrings(a.path, b.path));
 }
+
+/** A FileReader over one restic snapshot's files (`restic dump` reads each), for the agents' session readers. */
+function readerOf(s: ResticSession, snap: SnapshotMeta, listed: readonly (FileInfo & { abs: string })[]): FileReader {
+  const abs = new Map(listed.map((f) => [`${f.root}\0${f.path}`, f]));
+  const infos = listed.map(({ abs: _a, ...f }) => f);
+  return listedFiles(`restic snapshot ${snap.id.slice(0, 8)}`, snap.roots.map((r) => r.name), infos, (ref) => {
+    const f = abs.get(`${ref.root}\0${ref.path}`)!;
+    return dumpResticFile(s, snap.id, f.abs, f.size);
+  });
+}
+
+/** The files of a restic snapshot whose nodes the caller listed already (restore --session). */
+export const resticSnapshotFiles = (s: ResticSession, snap: ResticSnapshotRecord, nodes: readonly ResticNode[]): FileReader => readerOf(s, metaOf(snap), filesOf(metaOf(snap), nodes));
 
 const metaOf = (r: ResticSnapshotRecord): SnapshotMeta => ({ id: r.id, time: r.time, host: r.host, tags: r.tags, roots: r.roots.map((x) => ({ name: x.name, path: x.path })), ...(r.agents ? { agents: { ...r.agents } } : {}), tree: [] });
 
@@ -140,12 +153,7 @@ export function resticCatalogSnapshots(s: ResticSession, opts: { onUnreadable?: 
         listed = filesOf(snap, nodes);
         filesBySnapshot.set(snap.id, listed);
       }
-      const abs = new Map(listed.map((f) => [`${f.root}\0${f.path}`, f]));
-      const infos = listed.map(({ abs: _a, ...f }) => f);
-      return listedFiles(`restic snapshot ${snap.id.slice(0, 8)}`, snap.roots.map((r) => r.name), infos, (ref) => {
-        const f = abs.get(`${ref.root}\0${ref.path}`)!;
-        return dumpResticFile(s, snap.id, f.abs, f.size);
-      });
+      return readerOf(s, snap, listed);
     },
     close: async () => {},
   };

@@ -14,8 +14,15 @@ import picomatch from "picomatch";
 import type { Config } from "../config/config.js";
 import { makeDirs, syncDir, writeFully } from "../fs-safe.js";
 import { parseSessionFileName } from "../agents/pi/writer.js";
+import { type FoundSession, resolveSession, shownName } from "../agents/find-session.js";
+import { findAgent } from "../agents/registry.js";
+import { snapshotRootAgents } from "../agents/roots.js";
+import type { AgentAdapter, CopyRule, FileRef } from "../agents/types.js";
+import { liveDatabases, type MergeDone, mergeFrom, type SessionMerge, sessionMerges } from "../restore/session-rows.js";
+import { SQLITE_SIDE_SUFFIXES } from "../snapshot/sqlite-copy.js";
+import type { SqliteMergeReport } from "../restore/sqlite-merge.js";
 import { RepoError } from "../repo/errors.js";
-import { describeFsError, type FileAction, type RestoreFailure, type RestoreReport, sessionMatcher } from "../restore/restorer.js";
+import { deleteFile, describeFsError, type FileAction, type RestoreFailure, type RestoreReport, sessionMatcher } from "../restore/restorer.js";
 import type { TreeLayout } from "../restore/layout.js";
 import { onlyAgent, refusedRoot, rootDestination, withRestoredRoots } from "../restore/destinations.js";
 import { type FsPath, joinPath, nodeComponents, RefusedPath, resolveDestRoot, walkDirs } from "../restore/safe-path.js";
@@ -24,6 +31,7 @@ import { hostName } from "../host.js";
 import { resticBackup } from "./backup.js";
 import { escapePattern } from "./backup.js";
 import { runRestic, type ResticSession } from "./run.js";
+import { resticSnapshotFiles } from "./catalog.js";
 import { findInResticSnapshots, listResticNodes, listResticSnapshots, nodeRoot, type ResticNode, type ResticSnapshotRecord } from "./snapshots.js";
 
 export interface ResticRestoreOptions extends TreeLayout {
@@ -45,6 +53,8 @@ export interface ResticRestoreResult {
   resolved?: ResolvedTime;
   /** What the choice of snapshot should tell the user (select.ts). */
   warnings: string[];
+  /** With --session into a live SQLite database: each merge of the session's rows (as on a native repository). */
+  rows?: SqliteMergeReport[];
 }
 
 interface Item {
@@ -78,23 +88,25 @@ export async function resticRestore(config: Config, s: ResticSession, when: stri
   const destinations = new Map(Object.entries(chosen));
 
   const wantPath = opts.paths?.length ? picomatch(opts.paths, { dot: true }) : () => true;
-  const wantSession = opts.session ? sessionMatcher(opts.session) : () => true;
+  const listed: ResticNode[] = [];
+  await listResticNodes(s, snap.id, (node) => listed.push(node));
+  const session = opts.session !== undefined ? await sessionUnits(s, snap, listed, opts.session, opts.agent, wantPath) : undefined;
+  const inSnapshot = new Set<string>();
   const nodes: { node: ResticNode; root: string; rel: string }[] = [];
-  const sessionIds = new Set<string>();
-  await listResticNodes(s, snap.id, (node) => {
+  for (const node of listed) {
     const where = nodeRoot(snap, node.path);
-    if (!where || !destinations.has(where.root) || node.type === "dir") return;
-    if (!wantPath(where.rel) || !wantSession(where.rel)) return;
+    if (where) inSnapshot.add(`${where.root}\0${where.rel}`);
+    if (!where || !destinations.has(where.root) || node.type === "dir") continue;
+    if (session ? !session.keys.has(`${where.root}\0${where.rel}`) : !wantPath(where.rel)) continue;
     if (node.type !== "file") {
       failed.push({ path: where.rel, root: where.root, error: `a ${node.type === "symlink" ? "symbolic link" : "special file"}: only files are restored from restic (use restic restore)`, kind: "refused" });
-      return;
+      continue;
     }
-    if (opts.session) sessionIds.add(parseSessionFileName(where.rel)!.id);
     nodes.push({ node, ...where });
-  });
-  if (opts.session) {
-    if (sessionIds.size > 1) throw new RepoError(`session id "${opts.session}" is ambiguous: ${sessionIds.size} sessions match (${[...sessionIds].slice(0, 4).join(", ")}); type more characters`, "usage");
-    if (sessionIds.size === 0) throw await sessionElsewhere(s, snap, opts.session);
+  }
+  if (session && !nodes.length) {
+    const why = failed[0]?.error ?? `its roots are not written by this restore`;
+    throw new RepoError(`session ${shownName(session.found.meta.id)} is not restored: ${shownName(why)}`, "not-found");
   }
 
   const items: Item[] = [];
@@ -127,18 +139,29 @@ export async function resticRestore(config: Config, s: ResticSession, when: stri
         failed.push(failureOf(n.rel, n.root, err));
       }
     }
+    const sides = await staleSideFiles(items, inSnapshot);
+    const merges = session ? sessionMerges(session.found, liveDatabases({ items: [...items, ...sides] }, session.files, copyRulesOf(config, session.found.adapter))) : [];
+    const isMerged = (root: string, rel: string) => merges.some((m) => m.db.ref.root === root && (rel === m.db.ref.path || SQLITE_SIDE_SUFFIXES.some((x) => rel === m.db.ref.path + x)));
+    const files = items.filter((i) => !isMerged(i.root, i.rel));
+    const deletes = sides.filter((d) => !isMerged(d.root, d.rel));
+    // restic staged the snapshot's copy of each merged database: checked and counted before anything is written.
+    const stagedDb = (m: SessionMerge) => path.join(staging, items.find((i) => i.root === m.db.ref.root && i.rel === m.db.ref.path)!.node.path);
+    const counted: MergeDone[] = [];
+    for (const m of merges) counted.push(await mergeFrom(m, stagedDb(m), { dryRun: true }));
     const report: RestoreReport = { snapshotId: snap.id, files: [], failed, bytesWritten: 0, durationMs: 0 };
     const entry = (i: Item) => ({ path: i.rel, root: i.root, action: i.action, size: i.node.size, dest: path.join(i.rootDir, i.rel) });
+    const deleted = (d: SideFile) => ({ path: d.rel, root: d.root, action: "delete" as const, size: 0, dest: path.join(d.rootDir, d.rel) });
+    const rows = (done: MergeDone[]) => (merges.length ? { rows: done.map((d) => d.report) } : {});
     if (opts.dryRun) {
-      report.files = items.map(entry);
+      report.files = [...files.map(entry), ...deletes.map(deleted)];
       report.durationMs = Date.now() - started;
-      return { snapshot: snap, report, resolved, warnings };
+      return { snapshot: snap, report, resolved, warnings, ...rows(counted) };
     }
     if (opts.targetDir) await makeDirs(path.resolve(opts.targetDir));
     let undoSnapshot: string | undefined;
-    // Only a replaced file needs saving first: with no --delete, a created one is undone by hand,
-    // and on a new machine (no agent dir yet) there is nothing to save at all.
-    if (!opts.targetDir && items.some((i) => i.action === "replace")) {
+    // Only a replaced or deleted file, or a merged database, needs saving first: with no --delete, a
+    // created one is undone by hand, and on a new machine (no agent dir yet) there is nothing to save at all.
+    if (!opts.targetDir && (merges.length > 0 || deletes.length > 0 || files.some((i) => i.action === "replace"))) {
       const pre = await resticBackup(withRestoredRoots(config, chosen), s, { tags: [PRE_RESTORE_TAG] });
       undoSnapshot = pre.id;
       if (pre.skipped.length) {
@@ -146,7 +169,7 @@ export async function resticRestore(config: Config, s: ResticSession, when: stri
         throw new RepoError(`cannot save ${first.path || "a file"} (${first.error}) before restoring over it; nothing was restored`, "io");
       }
     }
-    for (const item of items) {
+    for (const item of files) {
       if (item.action !== "unchanged") {
         try {
           await swapIn(item, path.join(staging, item.node.path), !opts.targetDir);
@@ -159,11 +182,86 @@ export async function resticRestore(config: Config, s: ResticSession, when: stri
       report.files.push(entry(item));
       opts.onProgress?.({ files: report.files.length, bytes: report.bytesWritten, current: item.rel });
     }
+    // A database comes back alone (a consistent copy): the -wal/-shm of the one it replaced would be replayed over it.
+    for (const d of deletes) {
+      if (failed.some((f) => f.root === d.root && d.rel.startsWith(f.path))) continue;
+      try {
+        if (await deleteFile(d)) report.files.push(deleted(d));
+      } catch (err) {
+        failed.push(failureOf(d.rel, d.root, err));
+      }
+    }
+    const merged: MergeDone[] = [];
+    for (const m of merges) {
+      try {
+        merged.push(await mergeFrom(m, stagedDb(m), {}));
+      } catch (err) {
+        failed.push(failureOf(m.db.ref.path, m.db.ref.root, err));
+      }
+    }
     report.durationMs = Date.now() - started;
-    return { snapshot: snap, report, undoSnapshot, resolved, warnings };
+    return { snapshot: snap, report, undoSnapshot, resolved, warnings, ...rows(merged) };
   } finally {
     await fs.rm(staging, { recursive: true, force: true });
   }
+}
+
+interface SideFile {
+  root: string;
+  rel: string;
+  rootDir: string;
+  comps: FsPath[];
+  action: "delete";
+}
+
+/** The -wal, -shm and -journal beside each file this restore writes that the snapshot does not hold (restorer.ts dropStaleSqliteSides, for restic's items). */
+async function staleSideFiles(items: readonly Item[], inSnapshot: ReadonlySet<string>): Promise<SideFile[]> {
+  const out: SideFile[] = [];
+  for (const item of items) {
+    const name = item.comps.at(-1);
+    if (item.action === "unchanged" || typeof name !== "string") continue;
+    for (const suffix of SQLITE_SIDE_SUFFIXES) {
+      const rel = item.rel + suffix;
+      if (inSnapshot.has(`${item.root}\0${rel}`) || items.some((i) => i.root === item.root && i.rel === rel)) continue;
+      const comps = [...item.comps.slice(0, -1), name + suffix];
+      const parent = await walkDirs(item.rootDir, comps.slice(0, -1), false).catch(() => undefined);
+      const st = parent ? await fs.lstat(joinPath(parent, comps[comps.length - 1])).catch(() => undefined) : undefined;
+      if (st?.isFile()) out.push({ root: item.root, rel, rootDir: item.rootDir, comps, action: "delete" });
+    }
+  }
+  return out;
+}
+
+/** The copy rules of `adapter` where it is now: which of its files are SQLite databases. */
+function copyRulesOf(config: Config, adapter: AgentAdapter): readonly CopyRule[] {
+  const location = config.agents.find((a) => a.location.agent === adapter.name)?.location;
+  return location ? adapter.copyRules(location) : [];
+}
+
+/**
+ * `--session` on restic, found as on a native repository (agents/find-session.ts): through each
+ * agent's session reader over the snapshot's files, then the session's files grown by the agent's
+ * restore units. A session the snapshot lacks: the pi search of other snapshots, else not found.
+ */
+async function sessionUnits(
+  s: ResticSession,
+  snap: ResticSnapshotRecord,
+  listed: readonly ResticNode[],
+  id: string,
+  agent: string | undefined,
+  wantPath: (rel: string) => boolean,
+): Promise<{ found: FoundSession; keys: Set<string>; files: FileRef[] }> {
+  const files = resticSnapshotFiles(s, snap, listed);
+  const rootAgent = snapshotRootAgents(snap);
+  const adapters = [...new Set(rootAgent.values())].map(findAgent).filter((a): a is AgentAdapter => !!a && (agent === undefined || a.name === agent));
+  const found = await resolveSession(files, id, adapters);
+  if (!found) throw await sessionElsewhere(s, snap, id);
+  const selected = found.meta.files.filter((f) => wantPath(f.path));
+  if (!selected.length) throw new RepoError(`session ${shownName(found.meta.id)} has no file that --path matches`, "not-found");
+  const available: FileRef[] = [];
+  for (const root of files.roots) if (rootAgent.get(root) === found.adapter.name) for await (const f of files.list(root)) available.push({ root: f.root, path: f.path });
+  const unitFiles = found.adapter.restoreUnits(selected, available).flatMap((u) => u.files);
+  return { found, keys: new Set(unitFiles.map((f) => `${f.root}\0${f.path}`)), files: unitFiles };
 }
 
 /**
@@ -189,7 +287,7 @@ async function sessionElsewhere(s: ResticSession, chosen: ResticSnapshotRecord, 
       );
     }
   }
-  return new RepoError(`no pi-guard snapshot in the restic repository holds a session whose id starts with "${session}"`, "not-found");
+  return new RepoError(`restic snapshot ${chosen.id.slice(0, 8)} holds no session whose id starts with "${shownName(session)}", and no other snapshot a pi session of that id (pi-guard sessions list shows every agent's sessions in every snapshot)`, "not-found");
 }
 
 /**

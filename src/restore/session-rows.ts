@@ -29,7 +29,7 @@ export interface LiveDatabase {
  * are now: the db replaced, or a -wal/-shm/-journal of it deleted. A db the plan creates (none
  * there) or leaves unchanged is not one.
  */
-export function liveDatabases(plan: RestorePlan, files: readonly FileRef[], rules: readonly CopyRule[]): LiveDatabase[] {
+export function liveDatabases(plan: { items: readonly Pick<RestorePlan["items"][number], "root" | "rel" | "action" | "rootDir">[] }, files: readonly FileRef[], rules: readonly CopyRule[]): LiveDatabase[] {
   const sqlite = rules.filter((r) => r.kind === "sqlite-wal").map((r) => ({ root: r.root, match: picomatch(r.glob, { dot: true }) }));
   const isDb = (f: FileRef) => sqlite.some((r) => r.root === f.root && r.match(f.path)) && !SQLITE_SIDE_SUFFIXES.some((s) => f.path.endsWith(s));
   const out: LiveDatabase[] = [];
@@ -112,11 +112,7 @@ export async function applyMerges(
   opts: { dryRun?: boolean },
 ): Promise<MergeDone[]> {
   if (!merges.length) return [];
-  const [{ SnapshotReader }, { snapshotFiles }, { mergeSessionRows, sessionRowsDigest }] = await Promise.all([
-    import("./snapshot-reader.js"),
-    import("../agents/files.js"),
-    import("./sqlite-merge.js"),
-  ]);
+  const [{ SnapshotReader }, { snapshotFiles }] = await Promise.all([import("./snapshot-reader.js"), import("../agents/files.js")]);
   const reader = await SnapshotReader.open(repo);
   try {
     const files = await snapshotFiles(reader, { id: snapshot.id, tree: snapshot.snapshot.tree });
@@ -124,8 +120,7 @@ export async function applyMerges(
     for (const merge of merges) {
       const copy = await files.materialize([merge.db.ref]);
       try {
-        const report = mergeSessionRows({ rows: merge.rows, snapshotCopy: copy.path(merge.db.ref), live: merge.db.dest, sessionId: merge.sessionId, dryRun: opts.dryRun });
-        out.push({ merge, report, ...(opts.dryRun ? {} : { digest: sessionRowsDigest(merge.rows, merge.db.dest, merge.sessionId) }) });
+        out.push(await mergeFrom(merge, copy.path(merge.db.ref), opts));
       } finally {
         await copy.dispose();
       }
@@ -134,4 +129,11 @@ export async function applyMerges(
   } finally {
     await reader.close();
   }
+}
+
+/** One merge from `snapshotCopy`, a private copy of the snapshot's database (any engine's: a native snapshot's, restic's staged file). */
+export async function mergeFrom(merge: SessionMerge, snapshotCopy: string, opts: { dryRun?: boolean }): Promise<MergeDone> {
+  const { mergeSessionRows, sessionRowsDigest } = await import("./sqlite-merge.js");
+  const report = mergeSessionRows({ rows: merge.rows, snapshotCopy, live: merge.db.dest, sessionId: merge.sessionId, dryRun: opts.dryRun });
+  return { merge, report, ...(opts.dryRun ? {} : { digest: sessionRowsDigest(merge.rows, merge.db.dest, merge.sessionId) }) };
 }

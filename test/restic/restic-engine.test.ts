@@ -128,7 +128,7 @@ describe("restic engine", () => {
     expect(r.files.map((f) => f.path)).toEqual([path.relative(sb.agentDir, bFile)]);
     expect(readFileSync(path.join(out, path.relative(sb.agentDir, bFile)))).toEqual(readFileSync(bFile));
     const missing = await cli(env, ["restore", "latest", "--session", "ffffffff", "--target", sb.dir("none")]);
-    expect(expectOneLineError(missing, 1)).toMatch(/no pi-guard snapshot in the restic repository holds a session whose id starts with "ffffffff"/);
+    expect(expectOneLineError(missing, 1)).toMatch(/restic snapshot [0-9a-f]{8} holds no session whose id starts with "ffffffff", and no other snapshot a pi session of that id/);
     // Session B came after the first snapshot: asking that one for it names the snapshot that has it.
     const older = await cli(env, ["restore", snap1.snapshotId.slice(0, 8), "--session", bId, "--target", sb.dir("none")]);
     expect(expectOneLineError(older, 1)).toContain(`the last snapshot that does is ${snap2.snapshotId.slice(0, 8)}`);
