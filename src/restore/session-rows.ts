@@ -76,7 +76,7 @@ export function sessionMerges(session: FoundSession, live: readonly LiveDatabase
     if (!rows) {
       const agent = session.adapter.name;
       throw new RepoError(
-        `restoring one ${session.adapter.title} session into the live ${shownName(db.dest)} is not possible: pi-guard does not know which of its rows are one session's, and replacing it would roll back its other sessions; nothing was restored (restore the session into an empty folder with --target, or all of ${agent} with --agent ${agent})`,
+        `restoring one ${session.adapter.title} session into the live ${shownName(db.dest)} is not possible: which of its rows are one session's is not described for ${agent}, and replacing it would roll back its other sessions; nothing was restored (restore the session into an empty folder with --target, or all of ${agent} with --agent ${agent})`,
         "exists",
       );
     }

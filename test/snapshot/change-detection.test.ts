@@ -9,7 +9,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { initRepo, ok, restoreJson, snapshot } from "../helpers/cli.js";
 import { makeSandbox, type Sandbox, writeFileExact } from "../helpers/tmp.js";
-import { jsonl, openEngine } from "./engine.js";
+import { jsonl, openEngine, piSessionJsonl } from "./engine.js";
 import { withSnapshotBuilder } from "../../src/snapshot/snapshotter.js";
 
 function run(cmd: string, args: string[]): void {
@@ -37,7 +37,7 @@ describe("change detection compares ctime too", () => {
   it("a same-size rewrite with its mtime put back by touch -r is backed up", async () => {
     const rel = "sessions/--p--/touched.jsonl";
     const file = path.join(sb.agentDir, rel);
-    const before = jsonl(100_000, "touched");
+    const before = piSessionJsonl(100_000, "touched");
     writeFileExact(file, before, 0o644);
     const ref = path.join(sb.root, "touched.ref");
     run("cp", ["-p", file, ref]);

@@ -46,6 +46,15 @@ export async function openEngine(sb: Sandbox): Promise<Engine> {
 }
 
 /** JSONL of `bytes` or a little more, whose lines differ (so the chunker finds cuts), seeded by `seed`. */
+/**
+ * `jsonl` behind a pi session header, for a file under sessions/: a restore by --path checks that
+ * pi will load what it puts back there (its first line must be a header).
+ */
+export function piSessionJsonl(bytes: number, seed: string): Buffer {
+  const header = JSON.stringify({ type: "session", version: 3, id: `0198${Buffer.from(seed).toString("hex").padEnd(28, "0").slice(0, 28)}`, timestamp: "2026-11-30T09:00:00.000Z", cwd: "/p" }) + "\n";
+  return Buffer.concat([Buffer.from(header), jsonl(bytes, seed)]);
+}
+
 export function jsonl(bytes: number, seed: string): Buffer {
   const lines: string[] = [];
   let size = 0;

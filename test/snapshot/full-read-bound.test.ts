@@ -8,7 +8,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cli, initRepo, restoreJson, snapshot } from "../helpers/cli.js";
 import { makeSandbox, type Sandbox, writeFileExact } from "../helpers/tmp.js";
-import { jsonl, openEngine } from "./engine.js";
+import { jsonl, openEngine, piSessionJsonl } from "./engine.js";
 import { withSnapshotBuilder } from "../../src/snapshot/snapshotter.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -40,7 +40,7 @@ describe("the append window is bounded", () => {
     const env = { PI_GUARD_CONFIG: config };
     const rel = "sessions/--p--/edited.jsonl";
     const file = path.join(sb.agentDir, rel);
-    writeFileExact(file, jsonl(600_000, "edited"), 0o644);
+    writeFileExact(file, piSessionJsonl(600_000, "edited"), 0o644);
     await snapshot(sb, [], { env });
     await sleep(1100);
     editMiddle(file);
