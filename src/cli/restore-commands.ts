@@ -5,11 +5,11 @@ import type { UndoResult } from "../engine.js";
 import type { EngineRestoreResult } from "../engine/types.js";
 import { RepoError } from "../repo/errors.js";
 import type { DiscardReport } from "../restore/discards.js";
-import { META_LAYOUT_HELP } from "../restore/layout.js";
+import { META_LAYOUT_HELP } from "../present/layout.js";
 import type { RestoreReport } from "../restore/restorer.js";
 import { EXIT, formatBytes, formatDuration, info, printJson, table, warn } from "./output.js";
 import { Progress } from "./progress.js";
-import { formatLocalTime, LOCAL_TIME_NOTE } from "../restore/select.js";
+import { formatLocalTime, LOCAL_TIME_NOTE } from "../present/time.js";
 
 export interface RestoreFlags {
   target?: string;
@@ -340,7 +340,7 @@ Examples:
     .option("--keep", "keep the temp folder")
     .action(async (opts: { size: string; keep?: boolean }, cmd: Command) => {
       const ctx = context(cmd);
-      const { runDemo } = await import("../demo.js");
+      const { runDemo } = await import("../library/demo.js");
       const result = await runDemo({ sizeMiB: Number(opts.size), keep: !!opts.keep, log: (l: string) => info(ctx.out, l) });
       if (ctx.out.json) printJson(result);
       if (!result.identical) process.exitCode = EXIT.failure;

@@ -29,8 +29,3 @@ export function targetRootDir(root: string, targetDir: string, layout: TreeLayou
   const folder = rootFolder(root, layout);
   return folder === undefined || folder === "unsafe" ? folder : path.resolve(targetDir, folder);
 }
-
-/** Help text shared by `restore` and `archive`. */
-export const META_LAYOUT_HELP = `Into --target, and in an archive, the tree is an agent dir: pi-guard's own metadata (session
-tags, the ${META_ROOT_NAME} root) is left out unless --with-meta puts it in .${META_ROOT_NAME}/ at
-the top (not something to copy into ~/.pi/agent). In place, it goes back to pi-guard's data dir.`;

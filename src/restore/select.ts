@@ -1,3 +1,4 @@
+import { formatLocalTime } from "../present/time.js";
 import { createRequire } from "node:module";
 import { RepoError } from "../repo/errors.js";
 import { allSnapshotsDamaged } from "../repo/snapshot-damage.js";
@@ -10,8 +11,6 @@ type Choosable = { id: string; snapshot: Pick<Snapshot, "time" | "host" | "tags"
 export const WHEN_HELP = 'use "latest", a snapshot id, an ISO time such as 2026-11-30T14:00, or a phrase such as "2h ago" or "yesterday 14:00"';
 
 /** For every --help that takes a time: people read "14:00" as their own clock, so that is what it means. */
-export const LOCAL_TIME_NOTE = 'A time without a zone (2026-11-30T14:00, "yesterday 14:00") is local time;\nadd Z or +01:00 for another zone.';
-
 const ISO = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2})?$/;
 const BARE_DATE = /^\d{4}-\d{2}-\d{2}$/;
 
@@ -45,14 +44,6 @@ export function parseTime(expr: string, now = new Date()): Date | undefined {
   // A range ("2pm to 3pm") is not one moment.
   if (r.index !== 0 || r.text !== text || r.end) return undefined;
   return r.start.date();
-}
-
-/** Local wall-clock time with its offset, e.g. 2026-11-30T15:00:00+01:00 (TZ decides the zone). */
-export function formatLocalTime(d: Date): string {
-  const pad = (n: number) => String(n).padStart(2, "0");
-  const offset = -d.getTimezoneOffset();
-  const zone = `${offset < 0 ? "-" : "+"}${pad(Math.floor(Math.abs(offset) / 60))}:${pad(Math.abs(offset) % 60)}`;
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}${zone}`;
 }
 
 /** What a time expression was taken to mean, for the user to check. */

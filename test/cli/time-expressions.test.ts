@@ -4,7 +4,8 @@
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SnapshotRecord } from "../../src/repo/repository.js";
-import { formatLocalTime, parseTime, selectSnapshot, selectSnapshotAt } from "../../src/restore/select.js";
+import { formatLocalTime } from "../../src/present/time.js";
+import { parseTime, selectSnapshot, selectSnapshotAt } from "../../src/restore/select.js";
 import { cli, expectOneLineError, initRepo, ok, restoreJson, snapshot, type SnapshotJson } from "../helpers/cli.js";
 import { makeSandbox, type Sandbox, writePiConfigFiles } from "../helpers/tmp.js";
 

@@ -7,10 +7,10 @@
 import { promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { generateAgentDir } from "../bench/generate.js";
-import { compareTrees, hashTree } from "../bench/treeHash.js";
-import { loadConfig } from "./config/config.js";
-import { initRepository, restore, snapshotAgentDir } from "./engine.js";
+import { generateAgentDir } from "../../bench/generate.js";
+import { compareTrees, hashTree } from "../../bench/treeHash.js";
+import { loadConfig } from "../config/config.js";
+import { initRepository, restore, snapshotAgentDir } from "../engine.js";
 
 export interface DemoResult {
   dir: string;
