@@ -21,7 +21,7 @@ import { RepoError } from "../../src/repo/errors.js";
 import { mergeSessionRows, sessionRowsOf, type SqliteMergeReport } from "../../src/restore/sqlite-merge.js";
 import { copySqlite, type SqliteCopy } from "../../src/snapshot/sqlite-copy.js";
 import { codexHome, codexThreadList, runCodex, startCodexModel } from "../helpers/agents/codex.js";
-import { opencodeCli, opencodeDb, runOpencode, startOpencodeModel } from "../helpers/agents/opencode.js";
+import { opencodeCli, opencodeDb, opencodeSessions, runOpencode, startOpencodeModel } from "../helpers/agents/opencode.js";
 import { callTool, type FakeModelServer, say, type Turn } from "../helpers/fake-model/server.js";
 import { makeSandbox, type Sandbox } from "../helpers/tmp.js";
 
@@ -141,7 +141,6 @@ function refusal(run: () => unknown): RepoError {
   throw new Error("the merge was not refused");
 }
 
-const opencodeSessions = async (sb: Sandbox): Promise<string[]> => (JSON.parse((await opencodeCli(sb, ["session", "list", "--format", "json"])).stdout) as { id: string }[]).map((s) => s.id);
 
 /**
  * Sessions A (answered by `aTurns`) and B, made by the real opencode in a new sandbox, and a
