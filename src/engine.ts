@@ -4,7 +4,6 @@
  * Nothing here prints.
  */
 import { makeDirs } from "./fs-safe.js";
-import type { AgentAdapter, CopyRule } from "./agents/types.js";
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import type { Config } from "./config/config.js";
@@ -41,7 +40,7 @@ import {
 import { type AdoptedRoot, sessionsRootInPlace } from "./restore/sessions-root.js";
 import { type AgentRestoreCheck, selectUnits, type UnitSelection } from "./restore/unit-select.js";
 import { shownName } from "./agents/find-session.js";
-import { applyMerges, liveDatabases, type MergeDone, refuseLiveCompanions, type SessionMerge, sessionMerges, withoutMerged } from "./restore/session-rows.js";
+import { applyMerges, copyRulesOf, liveDatabases, type MergeDone, refuseLiveCompanions, type SessionMerge, sessionMerges, withoutMerged } from "./restore/session-rows.js";
 import type { SqliteMergeReport } from "./restore/sqlite-merge.js";
 import { datedInFuture, PRE_RESTORE_TAG, type ResolvedTime, type Selection, selectSnapshotAt, snapshotsOfHost } from "./restore/select.js";
 import { hostName } from "./host.js";
@@ -458,11 +457,6 @@ async function mergeInto(repo: Repository, snapshot: SnapshotRecord, merges: rea
   return done;
 }
 
-/** The copy rules of `adapter` at its current location: which of its files are SQLite databases. */
-function copyRulesOf(config: Config, adapter: AgentAdapter): readonly CopyRule[] {
-  const location = config.agents.find((a) => a.location.agent === adapter.name)?.location;
-  return location ? adapter.copyRules(location) : [];
-}
 
 async function ensureWritableDir(dir: string): Promise<void> {
   const st = await fs.stat(dir).catch(() => undefined);

@@ -17,8 +17,8 @@ import { parseSessionFileName } from "../agents/pi/writer.js";
 import { type FoundSession, resolveSession, shownName } from "../agents/find-session.js";
 import { findAgent } from "../agents/registry.js";
 import { snapshotRootAgents } from "../agents/roots.js";
-import type { AgentAdapter, CopyRule, FileRef } from "../agents/types.js";
-import { liveDatabases, type MergeDone, mergeFrom, type SessionMerge, sessionMerges } from "../restore/session-rows.js";
+import type { AgentAdapter, FileRef } from "../agents/types.js";
+import { copyRulesOf, liveDatabases, type MergeDone, mergeFrom, type SessionMerge, sessionMerges } from "../restore/session-rows.js";
 import { SQLITE_SIDE_SUFFIXES } from "../snapshot/sqlite-copy.js";
 import type { SqliteMergeReport } from "../restore/sqlite-merge.js";
 import { RepoError } from "../repo/errors.js";
@@ -232,11 +232,6 @@ async function staleSideFiles(items: readonly Item[], inSnapshot: ReadonlySet<st
   return out;
 }
 
-/** The copy rules of `adapter` where it is now: which of its files are SQLite databases. */
-function copyRulesOf(config: Config, adapter: AgentAdapter): readonly CopyRule[] {
-  const location = config.agents.find((a) => a.location.agent === adapter.name)?.location;
-  return location ? adapter.copyRules(location) : [];
-}
 
 /**
  * `--session` on restic, found as on a native repository (agents/find-session.ts): through each

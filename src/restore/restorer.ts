@@ -110,7 +110,8 @@ export interface RestorePlan {
 
 /**
  * Matches files pi named `<time>_<session id>.jsonl` whose id starts with `session`: the restic
- * engine's --session (the native engine finds a session through the agents: unit-select.ts).
+ * engine's search of its other snapshots for a pi session the chosen one lacks (a session itself
+ * is found through the agents on both engines: agents/find-session.ts).
  */
 export function sessionMatcher(session: string): (rel: string) => boolean {
   const prefix = session.toLowerCase();

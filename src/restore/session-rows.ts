@@ -12,6 +12,7 @@ import picomatch from "picomatch";
 import type { AgentAdapter, CopyRule, FileRef, SessionRows } from "../agents/types.js";
 import { sessionRowsOf, type SqliteMergeReport } from "./sqlite-merge.js";
 import { type FoundSession, shownName } from "../agents/find-session.js";
+import type { Config } from "../config/config.js";
 import { RepoError } from "../repo/errors.js";
 import type { Repository, SnapshotRecord } from "../repo/repository.js";
 import { SQLITE_SIDE_SUFFIXES } from "../snapshot/sqlite-copy.js";
@@ -40,6 +41,12 @@ export function liveDatabases(plan: { items: readonly Pick<RestorePlan["items"][
     if (touched) out.push({ ref: db, dest: path.join(touched.rootDir, db.path) });
   }
   return out;
+}
+
+/** The copy rules of `adapter` where it is now (which of its files are SQLite databases): what liveDatabases takes. */
+export function copyRulesOf(config: Pick<Config, "agents">, adapter: AgentAdapter): readonly CopyRule[] {
+  const location = config.agents.find((a) => a.location.agent === adapter.name)?.location;
+  return location ? adapter.copyRules(location) : [];
 }
 
 /**
