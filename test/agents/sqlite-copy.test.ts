@@ -67,7 +67,9 @@ const nap = new Int32Array(new SharedArrayBuffer(4));
 const batch = db.transaction((k) => { for (let i = 0; i < k; i++) { n++; ins.run(n, "row " + n + " " + "y".repeat(300 + (n % 700))); } });
 for (;;) {
   batch(50);
-  fs.writeFileSync(countFile, String(n));
+  // Written whole (temp and rename): a reader that met the truncated file read 0 rows committed.
+  fs.writeFileSync(countFile + ".tmp", String(n));
+  fs.renameSync(countFile + ".tmp", countFile);
   Atomics.wait(nap, 0, 0, 2);
 }
 `;
