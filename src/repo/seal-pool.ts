@@ -46,6 +46,12 @@ export class SealPool {
   constructor(
     private readonly size = defaultPoolSize(4),
     private readonly mainHelps = false,
+    /**
+     * A batch runs on the calling thread when the workers already hold this many: a snapshot's
+     * main thread chunks and hashes, and waits whenever compression falls behind, so it
+     * compresses a batch itself rather than idle (PI_GUARD_SEAL_BACKLOG overrides, for the bench).
+     */
+    private readonly inlineAtBacklog = Infinity,
   ) {}
 
   private startWorkers(): void {
@@ -68,8 +74,8 @@ export class SealPool {
   }
 
   /**
-   * `onInput` gets an open request's sealed buffer back once the job is done with it (it asked
-   * with `returnBuffer`), to be reused; not after a failure.
+   * `onInput` gets a request's input buffer back once the job is done with it (it asked with
+   * `returnBuffer`), to be reused; not after a failure.
    */
   run(req: Request, transfer: ArrayBuffer[] = [req.buffer], onInput?: (buffer: ArrayBuffer) => void): Promise<Buffer[]> {
     const job = this.nextJob++;
@@ -78,11 +84,12 @@ export class SealPool {
       this.size === 0 ||
       (this.lost && this.workers.length === 0) ||
       (this.workers.length === 0 && workBytes(req) < INLINE_BELOW) ||
-      (this.mainHelps && job % 2 === 1);
+      (this.mainHelps && job % 2 === 1) ||
+      (this.workers.length > 0 && this.pending.size >= this.inlineAtBacklog);
     if (inline) {
       try {
         const parts = full.op === "seal" ? sealBatch(full) : openBatch(full);
-        if (full.op === "open" && full.returnBuffer) onInput?.(full.buffer);
+        if (full.returnBuffer) onInput?.(full.buffer);
         return Promise.resolve(parts);
       } catch (err) {
         return Promise.reject(err);

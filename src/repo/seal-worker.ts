@@ -9,11 +9,11 @@ parentPort!.on("message", (msg: SealRequest | OpenRequest) => {
   try {
     const reply = packReply(msg.job, msg.op === "seal" ? sealBatch(msg) : openBatch(msg));
     const transfer = [reply.buffer];
-    if (msg.op === "open" && msg.returnBuffer && msg.buffer.byteLength > 0 && msg.buffer !== reply.buffer) {
+    if (msg.returnBuffer && msg.buffer.byteLength > 0 && msg.buffer !== reply.buffer) {
       reply.input = msg.buffer;
       transfer.push(msg.buffer);
-      // Both buffers went back to be reused: this job left nothing big behind.
-      garbage = reply.buffer !== msg.out;
+      // Both buffers of an open went back to be reused: that job left nothing big behind.
+      garbage = msg.op === "seal" || reply.buffer !== msg.out;
     }
     parentPort!.postMessage(reply, transfer);
   } catch (err) {

@@ -13,6 +13,8 @@ export interface SealRequest {
   key: Uint8Array;
   buffer: ArrayBuffer;
   frames: number[];
+  /** Send `buffer` back with the reply (`input`): the snapshot copies its next chunks into it. */
+  returnBuffer?: boolean;
 }
 
 export interface WantedBlob {
@@ -51,7 +53,7 @@ export interface BatchReply {
   lengths: number[];
   /** Where each part starts in `buffer`; without it the parts lie back to back. */
   offsets?: number[];
-  /** The request's sealed bytes, given back when it asked (`returnBuffer`). */
+  /** The request's input bytes, given back when it asked (`returnBuffer`). */
   input?: ArrayBuffer;
 }
 

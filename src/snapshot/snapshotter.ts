@@ -1,4 +1,3 @@
-import { createHash, type Hash } from "node:crypto";
 import { constants, promises as fs, type Stats } from "node:fs";
 import os from "node:os";
 import { BlobReader } from "../repo/blob-reader.js";
@@ -10,7 +9,7 @@ import { removeWriterTempFiles } from "../repo/repair-index.js";
 import { agentRootPath, canBeParent } from "../repo/parent-heads.js";
 import { ObjectNotFound } from "../targets/target.js";
 import type { Repository, SnapshotRecord } from "../repo/repository.js";
-import { SealPool } from "../repo/seal-pool.js";
+import { defaultPoolSize, SealPool } from "../repo/seal-pool.js";
 import { ContentChunker } from "./content-chunker.js";
 import { isPathError, scanSources, type ScannedEntry, type SourceFilter, type SourceRoot } from "./scan.js";
 import { nodeKey, readTree, TreeWriter } from "./tree.js";
@@ -201,7 +200,7 @@ export async function withSnapshotBuilder(
 ): Promise<SnapshotResult> {
   opts.signal?.throwIfAborted();
   const lock = await acquireLock(repo, { mode: "append", command: opts.command, waitMs: opts.lockWaitMs ?? 60_000 });
-  const pool = new SealPool();
+  const pool = new SealPool(defaultPoolSize(4), false, Number(process.env.PI_GUARD_SEAL_BACKLOG ?? Infinity));
   let builder: SnapshotBuilder | undefined;
   try {
     // Other appenders may be writing: only files of writers known to be dead go (docs/FORMAT.md §9).
@@ -472,7 +471,6 @@ export class SnapshotBuilder {
     try {
       const handle = await fs.open(copy.path, "r");
       try {
-        this.readDigest = undefined;
         const bytes = await this.storeWhole(handle, 0, copy.size, []);
         this.sqliteStored.add(key);
         this.count(prev ? "changed" : "new", bytes.size, entry.path);
@@ -549,9 +547,8 @@ export class SnapshotBuilder {
       const settled = now - before.ctimeMs >= RACY_MS;
       const grown = prev && before.ino === prev.ino && typeof prev.size === "number" && before.size > prev.size;
       const interval = this.reading.readAll ? 0 : (this.reading.fullReadIntervalMs ?? DEFAULT_FULL_READ_INTERVAL_MS);
-      this.readDigest = undefined;
+      this.readBlobs = undefined;
       const appended = grown && prefixTrusted(prev.fullReadMs, now, interval) ? await this.storeAppend(handle, prev, before.size) : undefined;
-      if (!appended) this.readDigest = undefined;
       const bytes = appended ?? (await this.storeWhole(handle, 0, before.size, []));
       const after = await handle.stat();
       const onPath = await fs.lstat(entry.abs).catch(() => undefined);
@@ -581,12 +578,12 @@ export class SnapshotBuilder {
       const want = Math.min(space.length, READ_BLOCK, end - pos);
       const { bytesRead } = await handle.read(space, 0, want, pos);
       if (bytesRead === 0) break; // truncated while we read: keep what was there (the stat after the read shows it)
-      this.noteRead(pos, space.subarray(0, bytesRead));
       pos += bytesRead;
       this.counts.bytesRead += bytesRead;
       await this.content.filled(bytesRead);
     }
-    const { ids } = await this.content.end();
+    const { ids, lengths } = await this.content.end();
+    this.readBlobs = { from, ids, lengths };
     return { content: [...kept, ...ids], size: pos };
   }
 
@@ -605,7 +602,6 @@ export class SnapshotBuilder {
     const max = this.repo.dataChunker.params.max;
     const region = Buffer.allocUnsafe(Math.min(end - resume.offset, max));
     const have = await this.readAt(handle, region, resume.offset);
-    this.noteRead(resume.offset, region.subarray(0, have));
     // The bytes after the cut must still be the parent's tail blobs, one after another.
     if (have < oldLength || !this.sameBlobs(region.subarray(0, oldLength), resume.tail)) return undefined;
     if (resume.offset + have < end && have === region.length) {
@@ -614,16 +610,22 @@ export class SnapshotBuilder {
     }
     const bytes = region.subarray(0, have);
     const cuts = [...this.repo.dataChunker.split(bytes)];
+    const tailLengths = resume.tail.map((id) => this.repo.index.get(id)!.rawLength);
     if (cuts.length === 1 && have > oldLength && resume.tail.length < MAX_TAIL_PIECES) {
       const piece = this.repo.blobId(bytes.subarray(oldLength));
       await this.writer.add(BlobType.Data, bytes, [oldLength, have], [piece]);
+      this.readBlobs = { from: resume.offset, ids: [...resume.tail, piece], lengths: [...tailLengths, have - oldLength] };
       return { content: [...resume.kept, ...resume.tail, piece], tail: resume.tail.length + 1, size: resume.offset + have };
     }
-    if (have === oldLength) return { content: [...resume.kept, ...resume.tail], tail: tailField(resume.tail.length), size: prev.size! };
+    if (have === oldLength) {
+      this.readBlobs = { from: resume.offset, ids: resume.tail, lengths: tailLengths };
+      return { content: [...resume.kept, ...resume.tail], tail: tailField(resume.tail.length), size: prev.size! };
+    }
     // A cut appeared, or the pieces reached their limit: store the region as a full re-chunk does.
     const ranges = cuts.flat();
     const ids = cuts.map(([a, b]) => this.repo.blobId(bytes.subarray(a, b)));
     await this.writer.add(BlobType.Data, bytes, ranges, ids);
+    this.readBlobs = { from: resume.offset, ids, lengths: cuts.map(([a, b]) => b - a) };
     return { content: [...resume.kept, ...ids], size: resume.offset + have };
   }
 
@@ -659,27 +661,24 @@ export class SnapshotBuilder {
     return { offset, kept, tail };
   }
 
-  /** What this file's read stored so far (from `from`): checked again when the file grew meanwhile. */
-  private readDigest: { from: number; hash: Hash } | undefined;
-
-  /** `bytes`, read at `offset`, go into the snapshot. */
-  private noteRead(offset: number, bytes: Uint8Array): void {
-    (this.readDigest ??= { from: offset, hash: createHash("sha256") }).hash.update(bytes);
-  }
+  /**
+   * The blobs this file's read stored, from `from` on: checked again, blob by blob, when the file
+   * grew meanwhile. Their ids are keyed hashes of the bytes read, so no second hash of every byte
+   * is needed for the (rare) second look.
+   */
+  private readBlobs: { from: number; ids: string[]; lengths: number[] } | undefined;
 
   /** Whether the file still holds, up to `end`, the bytes this read stored. */
   private async sameBytesAgain(handle: fs.FileHandle, end: number): Promise<boolean> {
-    const stored = this.readDigest;
+    const stored = this.readBlobs;
     if (!stored) return true;
-    const again = createHash("sha256");
-    const buf = Buffer.allocUnsafe(Math.min(READ_BLOCK, Math.max(1, end - stored.from)));
-    for (let pos = stored.from; pos < end; ) {
-      const n = await this.readAt(handle, buf.subarray(0, Math.min(buf.length, end - pos)), pos);
-      if (n === 0) return false;
-      again.update(buf.subarray(0, n));
-      pos += n;
+    let pos = stored.from;
+    for (const [i, len] of stored.lengths.entries()) {
+      const buf = Buffer.allocUnsafe(len);
+      if ((await this.readAt(handle, buf, pos)) !== len || this.repo.blobId(buf) !== stored.ids[i]) return false;
+      pos += len;
     }
-    return again.digest().equals(stored.hash.digest());
+    return pos === end;
   }
 
   /** Whether the file holds blob `id` at `offset`. */
