@@ -139,7 +139,11 @@ export class SealPool {
   }
 }
 
-const workBytes = (req: Request): number => ("file" in req && req.file ? req.file.length : req.buffer.byteLength);
+/** The bytes a request works on: its frames' (a seal's buffer may be a reused one, bigger than the batch), or an open's sealed bytes. */
+function workBytes(req: Request): number {
+  if (req.op === "seal") return req.frames.reduce((n, x, i) => (i % 2 ? n + x - req.frames[i - 1] : n), 0);
+  return req.file ? req.file.length : req.buffer.byteLength;
+}
 
 /** A worker's reply back into its parts (exported for tests). */
 export function split(reply: BatchReply): Buffer[] {
