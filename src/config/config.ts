@@ -1,9 +1,8 @@
 import { existsSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { createRequire } from "node:module";
-import type { z as Zod } from "zod";
 import { RepoError } from "../repo/errors.js";
+import { bool, either, fields, list, member, num, optional, ShapeProblem, str, withDefault } from "../repo/shape.js";
 import { normalizeRepoLocation, parseRepoLocation } from "../targets/location.js";
 import { readSessionsLink, type SessionsLink, sessionsDir as piSessionsDir } from "../agents/pi/paths.js";
 import { DEFAULT_EXCLUDES, DEFAULT_FULL_READ_INTERVAL_MS, type SourceFilter, type SourceRoot } from "../snapshot/sources.js";
@@ -18,83 +17,65 @@ const AGENT_NAMES = ["pi", "claude", "codex", "gemini", "opencode"] as const sat
 
 type Env = Record<string, string | undefined>;
 
-// zod is loaded only when there is a config file to validate: most runs have none, and start-up counts.
-function configSchema(z: typeof Zod) {
-  return z
-  .object({
-    repo: z.string().min(1).optional(),
-    mirrors: z.array(z.string().min(1)).optional(),
-    keyFile: z.string().min(1).optional(),
-    passwordFile: z.string().min(1).optional(),
-    agentDir: z.string().min(1).optional(),
-    sources: z
-      .object({
-        include: z.array(z.string()).default([]),
-        exclude: z.array(z.string()).default([]),
-      })
-      .strict()
-      .default({ include: [], exclude: [] }),
-    watch: z
-      .object({
-        debounceMs: z.number().int().min(0).max(600_000).optional(),
-        maxDelayMs: z.number().int().min(0).max(3_600_000).optional(),
-        remoteBatchMs: z.number().int().min(0).max(86_400_000).optional(),
-        suspectLoss: z.object({ minFiles: z.number().int().min(1).optional(), fraction: z.number().gt(0).lte(1).optional() }).strict().optional(),
-        log: z.object({ maxBytes: z.number().int().min(4096).optional(), keep: z.number().int().min(1).max(100).optional() }).strict().optional(),
-        fullScanMs: z.number().int().min(0).max(86_400_000).optional(),
-      })
-      .strict()
-      .optional(),
-    retention: z
-      .object({
-        keepLast: z.number().int().min(0).optional(),
-        keepWithin: z.string().min(1).optional(),
-        keepHourly: z.number().int().min(0).optional(),
-        keepDaily: z.number().int().min(0).optional(),
-        keepWeekly: z.number().int().min(0).optional(),
-        keepMonthly: z.number().int().min(0).optional(),
-        keepYearly: z.number().int().min(0).optional(),
-        keepTags: z.array(z.string().min(1)).optional(),
-      })
-      .strict()
-      .optional(),
-    schedules: z.array(z.object({ job: z.enum(SCHEDULED_JOBS), cron: z.string().min(1) }).strict()).optional(),
-    retry: z.object({ maxMs: z.number().int().min(0).max(MAX_RETRY_MS).optional() }).strict().optional(),
-    // Health bounds and alerts (docs/OPERATIONS.md §3): durations are written like --max-age.
-    health: z
-      .object({ maxAge: duration(z), mirrorMaxLag: duration(z), stuckAfter: duration(z) })
-      .strict()
-      .optional(),
-    alerts: z
-      .object({
-        command: z.union([z.array(z.string().min(1).max(4096)).min(1).max(64), z.string().min(1).max(4096)]),
-        timeoutMs: z.number().int().min(100).max(600_000).optional(),
-      })
-      .strict()
-      .optional(),
-    // Which agents are guarded (src/agents/roots.ts chooseAgents): a list, or settings per agent.
-    agents: z
-      .union([
-        z.array(z.enum(AGENT_NAMES)).max(AGENT_NAMES.length),
-        z.object(Object.fromEntries(AGENT_NAMES.map((n) => [n, z.object({ enabled: z.boolean().optional(), dir: z.string().min(1).optional() }).strict().optional()]))).strict(),
-      ])
-      .optional(),
-    snapshot: z
-      .object({
-        // At most a week: a longer window is trust without a bound worth the name.
-        fullReadIntervalMs: z.number().int().min(0).max(7 * 86_400_000).optional(),
-      })
-      .strict()
-      .optional(),
-  })
-  .strict();
-}
+const duration = optional(str({ test: (t) => parseDuration(t) !== undefined, message: "must be a duration such as 90s, 15m, 1h or 2d" }));
+const count = (min: number, max?: number) => optional(num({ int: true, min, max }));
 
-function duration(z: typeof Zod) {
-  return z
-    .string()
-    .refine((t) => parseDuration(t) !== undefined, { message: "must be a duration such as 90s, 15m, 1h or 2d" })
-    .optional();
+/** The config file's shape (docs: README "Configuration"); every object is strict: an unknown key is an error. */
+function configFileShape() {
+  return fields({
+    repo: optional(str({ min: 1 })),
+    mirrors: optional(list(str({ min: 1 }))),
+    keyFile: optional(str({ min: 1 })),
+    passwordFile: optional(str({ min: 1 })),
+    agentDir: optional(str({ min: 1 })),
+    sources: withDefault(fields({ include: withDefault(list(str()), () => []), exclude: withDefault(list(str()), () => []) }), () => ({ include: [], exclude: [] })),
+    watch: optional(
+      fields({
+        debounceMs: count(0, 600_000),
+        maxDelayMs: count(0, 3_600_000),
+        remoteBatchMs: count(0, 86_400_000),
+        suspectLoss: optional(fields({ minFiles: count(1), fraction: optional(num({ above: 0, max: 1 })) })),
+        log: optional(fields({ maxBytes: count(4096), keep: count(1, 100) })),
+        fullScanMs: count(0, 86_400_000),
+      }),
+    ),
+    retention: optional(
+      fields({
+        keepLast: count(0),
+        keepWithin: optional(str({ min: 1 })),
+        keepHourly: count(0),
+        keepDaily: count(0),
+        keepWeekly: count(0),
+        keepMonthly: count(0),
+        keepYearly: count(0),
+        keepTags: optional(list(str({ min: 1 }))),
+      }),
+    ),
+    schedules: optional(list(fields({ job: member(SCHEDULED_JOBS), cron: str({ min: 1 }) }))),
+    retry: optional(fields({ maxMs: count(0, MAX_RETRY_MS) })),
+    // Health bounds and alerts (docs/OPERATIONS.md §3): durations are written like --max-age.
+    health: optional(fields({ maxAge: duration, mirrorMaxLag: duration, stuckAfter: duration })),
+    alerts: optional(
+      fields({
+        command: either(list(str({ min: 1, max: 4096 }), { min: 1, max: 64 }), str({ min: 1, max: 4096 }), "expected a command: a string or a list of strings"),
+        timeoutMs: count(100, 600_000),
+      }),
+    ),
+    // Which agents are guarded (src/agents/roots.ts chooseAgents): a list, or settings per agent.
+    agents: optional(
+      either(
+        list(member(AGENT_NAMES), { max: AGENT_NAMES.length }),
+        fields(Object.fromEntries(AGENT_NAMES.map((n) => [n, optional(fields({ enabled: optional(bool), dir: optional(str({ min: 1 })) }))]))),
+        "expected a list of agent names or an object of agent settings",
+      ),
+    ),
+    snapshot: optional(
+      fields({
+        // At most a week: a longer window is trust without a bound worth the name.
+        fullReadIntervalMs: count(0, 7 * 86_400_000),
+      }),
+    ),
+  });
 }
 
 /** What a schedule can run: `retention` is forget by the configured policy, then prune. */
@@ -191,7 +172,7 @@ export interface SnapshotSettings {
 
 export const DEFAULT_SNAPSHOT: SnapshotSettings = { fullReadIntervalMs: DEFAULT_FULL_READ_INTERVAL_MS };
 
-export type ConfigFileShape = Zod.infer<ReturnType<typeof configSchema>>;
+export type ConfigFileShape = ReturnType<ReturnType<typeof configFileShape>>;
 
 /** Everything a command needs to know about where things are, resolved once. */
 export interface Config {
@@ -259,16 +240,16 @@ function readConfigFile(file: string): ConfigFileShape {
   } catch (err) {
     throw new RepoError(`config file ${file} is not valid JSON: ${(err as Error).message}`, "usage");
   }
-  const { z } = createRequire(import.meta.url)("zod") as { z: typeof Zod };
-  const parsed = configSchema(z).safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const where = issue.path.length ? issue.path.join(".") : "(top level)";
-    throw new RepoError(`config file ${file}: ${where}: ${issue.message}`, "usage");
+  let parsed: ConfigFileShape;
+  try {
+    parsed = configFileShape()(raw, []);
+  } catch (err) {
+    if (!(err instanceof ShapeProblem)) throw err;
+    throw new RepoError(`config file ${file}: ${err.describe("(top level)")}`, "usage");
   }
-  const badSchedule = parsed.data.schedules ? scheduleProblems(parsed.data.schedules)[0] : undefined;
+  const badSchedule = parsed.schedules ? scheduleProblems(parsed.schedules)[0] : undefined;
   if (badSchedule) throw new RepoError(`config file ${file}: ${badSchedule}`, "usage");
-  return parsed.data;
+  return parsed;
 }
 
 export function isInside(child: string, parent: string): boolean {

@@ -68,3 +68,89 @@ export function oneOf<T extends string>(v: unknown, path: string[], values: read
 export function holds(ok: boolean, path: string[], message: string): void {
   if (!ok) fail(path, message);
 }
+
+/**
+ * The same checks as composable values, for a bigger shape (the config file): each takes the
+ * value and its path and returns it, defaults filled in, or throws a ShapeProblem.
+ */
+export type Check<T> = (value: unknown, path: string[]) => T;
+
+export function str(opts: { min?: number; max?: number; test?: (s: string) => boolean; message?: string } = {}): Check<string> {
+  return (v, path) => {
+    const s = string(v, path);
+    if (opts.min !== undefined) holds(s.length >= opts.min, path, opts.min === 1 ? "must not be empty" : `shorter than ${opts.min} characters`);
+    if (opts.max !== undefined) holds(s.length <= opts.max, path, `longer than ${opts.max} characters`);
+    if (opts.test) holds(opts.test(s), path, opts.message ?? "malformed");
+    return s;
+  };
+}
+
+/** A number; `int`: a safe integer; `min`/`max` inclusive, `above` exclusive. */
+export function num(opts: { int?: boolean; min?: number; max?: number; above?: number } = {}): Check<number> {
+  return (v, path) => {
+    const n = opts.int ? int(v, path, opts.min, opts.max) : number(v, path);
+    if (!opts.int && opts.min !== undefined) holds(n >= opts.min, path, `too small: ${n} < ${opts.min}`);
+    if (!opts.int && opts.max !== undefined) holds(n <= opts.max, path, `too big: ${n} > ${opts.max}`);
+    if (opts.above !== undefined) holds(n > opts.above, path, `too small: ${n} <= ${opts.above}`);
+    return n;
+  };
+}
+
+export const bool: Check<boolean> = (v, path) => (typeof v === "boolean" ? v : fail(path, `expected true or false, got ${kind(v)}`));
+
+export function member<const T extends string>(values: readonly T[]): Check<T> {
+  return (v, path) => oneOf(v, path, values);
+}
+
+export function list<T>(item: Check<T>, opts: { min?: number; max?: number } = {}): Check<T[]> {
+  return (v, path) => {
+    if (!Array.isArray(v)) return fail(path, `expected a list, got ${kind(v)}`);
+    if (opts.min !== undefined) holds(v.length >= opts.min, path, `fewer than ${opts.min} items`);
+    if (opts.max !== undefined) holds(v.length <= opts.max, path, `more than ${opts.max} items`);
+    return v.map((x, i) => item(x, [...path, String(i)]));
+  };
+}
+
+type Fields = Record<string, Check<unknown>>;
+type Out<F extends Fields> = { [K in keyof F as undefined extends ReturnType<F[K]> ? never : K]: ReturnType<F[K]> } & {
+  [K in keyof F as undefined extends ReturnType<F[K]> ? K : never]?: Exclude<ReturnType<F[K]>, undefined>;
+};
+
+/** An object of exactly these fields (any other key is a problem); a field may be `optional` or `withDefault`. */
+export function fields<F extends Fields>(shape: F): Check<Out<F>> {
+  const keys = Object.keys(shape);
+  return (v, path) => {
+    const o = object(v, path, keys);
+    const out: Record<string, unknown> = {};
+    for (const k of keys) {
+      const value = shape[k](Object.hasOwn(o, k) ? o[k] : undefined, [...path, k]);
+      if (value !== undefined) out[k] = value;
+    }
+    return out as Out<F>;
+  };
+}
+
+export function optional<T>(check: Check<T>): Check<T | undefined> {
+  return (v, path) => (v === undefined ? undefined : check(v, path));
+}
+
+export function withDefault<T>(check: Check<T>, value: () => T): Check<T> {
+  return (v, path) => (v === undefined ? value() : check(v, path));
+}
+
+/**
+ * `a` or `b`: a problem inside the value (deeper than `path`, or about more than its kind) is the
+ * one reported; when neither fits the value's kind, `message`.
+ */
+export function either<A, B>(a: Check<A>, b: Check<B>, message: string): Check<A | B> {
+  return (v, path) => {
+    for (const check of [a, b]) {
+      try {
+        return check(v, path);
+      } catch (err) {
+        if (!(err instanceof ShapeProblem) || err.path.length > path.length || !err.message.startsWith("expected ")) throw err;
+      }
+    }
+    return fail(path, message);
+  };
+}
