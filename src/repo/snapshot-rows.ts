@@ -7,7 +7,7 @@
 import type { Snapshot } from "./format.js";
 
 /** Bumped whenever the printed record changes: an older row is then rendered again, not printed. */
-const ROW_VERSION = 1;
+export const ROW_VERSION = 1;
 const LOCAL_TIME = '"localTime": "';
 
 /** One `snapshots --json` record (its shape is the command's stable output). */
