@@ -24,27 +24,28 @@ export function writeLocalTime(d: Date, out: Buffer, at: number): number {
   const year = d.getFullYear();
   const offset = -d.getTimezoneOffset();
   if (!(year >= 1000 && year <= 9999) || !Number.isInteger(offset)) return at + out.write(formatLocalTime(d), at, "latin1");
-  const two = (n: number, o: number) => {
-    out[o] = ZERO + Math.floor(n / 10);
-    out[o + 1] = ZERO + (n % 10);
-  };
-  two(Math.floor(year / 100), at);
-  two(year % 100, at + 2);
+  twoDigits(out, Math.floor(year / 100), at);
+  twoDigits(out, year % 100, at + 2);
   out[at + 4] = 0x2d; // -
-  two(d.getMonth() + 1, at + 5);
+  twoDigits(out, d.getMonth() + 1, at + 5);
   out[at + 7] = 0x2d;
-  two(d.getDate(), at + 8);
+  twoDigits(out, d.getDate(), at + 8);
   out[at + 10] = 0x54; // T
-  two(d.getHours(), at + 11);
+  twoDigits(out, d.getHours(), at + 11);
   out[at + 13] = 0x3a; // :
-  two(d.getMinutes(), at + 14);
+  twoDigits(out, d.getMinutes(), at + 14);
   out[at + 16] = 0x3a;
-  two(d.getSeconds(), at + 17);
+  twoDigits(out, d.getSeconds(), at + 17);
   const abs = Math.abs(offset);
   if (abs >= 6000) return at + out.write(formatLocalTime(d), at, "latin1");
   out[at + 19] = offset < 0 ? 0x2d : 0x2b; // - or +
-  two(Math.floor(abs / 60), at + 20);
+  twoDigits(out, Math.floor(abs / 60), at + 20);
   out[at + 22] = 0x3a;
-  two(abs % 60, at + 23);
+  twoDigits(out, abs % 60, at + 23);
   return at + 25;
+}
+
+function twoDigits(out: Buffer, n: number, at: number): void {
+  out[at] = ZERO + Math.floor(n / 10);
+  out[at + 1] = ZERO + (n % 10);
 }
