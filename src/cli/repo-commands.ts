@@ -213,12 +213,12 @@ Examples:
       // Snapshot objects that are all unreadable are damage, never "no snapshots yet" (the library refuses that).
       const lib = await import("../library/repository.js");
       if (ctx.out.json) {
-        const { printSnapshotRows } = await import("./snapshot-rows-output.js");
         if (!opts.tag && !opts.host) {
-          // From the cached rendered records: nothing parsed, nothing pretty-printed again.
-          const rows = await lib.snapshotRows(repo, ctx.config);
+          // From the cached rendered listing: nothing parsed, nothing pretty-printed again.
+          const { printRenderedSnapshots } = await import("./snapshot-rows-output.js");
+          const listing = await lib.renderedSnapshots(repo, ctx.config);
           for (const bad of repo.unreadableSnapshots) warn(`skipped ${bad.error}; run \`pi-guard check\``);
-          await printSnapshotRows(rows);
+          await printRenderedSnapshots(listing);
           return;
         }
         const { snapshotJson } = lib;

@@ -9,7 +9,7 @@ import type { CheckProblem, CheckReport } from "../repo/check.js";
 import type { RepairFromReport } from "../repo/repair-from.js";
 import type { RepairIndexReport } from "../repo/repair-index.js";
 import type { Repository, SnapshotBriefRecord, SnapshotRecord } from "../repo/repository.js";
-import type { SnapshotRow } from "../repo/snapshot-rows.js";
+import type { RenderedListing } from "../repo/rendered-listing.js";
 import type { MirrorShipment } from "../repo/ship.js";
 import type { DoctorCheck } from "../doctor.js";
 import type { VerifyOptions, VerifyReport } from "../snapshot/verify.js";
@@ -57,16 +57,16 @@ export interface SnapshotFilter {
 const wanted = (f: SnapshotFilter) => (s: { tags: string[]; host: string }) => (!f.tag || s.tags.includes(f.tag)) && (!f.host || s.host === f.host);
 
 /** Snapshot objects that are all unreadable are damage, never "no snapshots yet". */
-async function readableOrDamage<T>(repo: Repository, config: Config, list: T[]): Promise<T[]> {
+async function readableOrDamage<T extends { length: number } | { count: number }>(repo: Repository, config: Config, list: T): Promise<T> {
   const { listingDamage } = await import("../repo/snapshot-damage.js");
-  const damage = listingDamage(list.length, repo.unreadableSnapshots, config);
+  const damage = listingDamage("count" in list ? list.count : list.length, repo.unreadableSnapshots, config);
   if (damage) throw damage;
   return list;
 }
 
-/** Every snapshot as the cached rendered rows `snapshots --json` prints (nothing parsed). */
-export async function snapshotRows(repo: Repository, config: Config): Promise<SnapshotRow[]> {
-  return readableOrDamage(repo, config, await repo.listSnapshotRows());
+/** Every snapshot as `snapshots --json` prints it, rendered in advance (local times left out). */
+export async function renderedSnapshots(repo: Repository, config: Config): Promise<RenderedListing> {
+  return readableOrDamage(repo, config, await repo.renderedSnapshots());
 }
 
 /** The snapshots that match, parsed in full. */

@@ -7,10 +7,11 @@
 // snapshot objects load with one read and a handful of HMACs (measured: a table of 100,000 rows
 // took 0.43 s to select and 0.32 s to check row by row on the bench machine).
 
-import { createHmac, hkdfSync } from "node:crypto";
+import { createCipheriv, createHmac, hkdfSync } from "node:crypto";
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
+import type { FileHandle } from "node:fs/promises";
 import { makeDirs, writeFully } from "../fs-safe.js";
 import { ID_BYTES } from "./format.js";
 
@@ -30,8 +31,15 @@ interface Loaded {
   damaged: boolean;
 }
 
+/** A running authenticator over bytes fed to it in order (see MetaCache.authenticator). */
+export interface Authenticator {
+  update(bytes: Buffer): void;
+  tag(): Buffer;
+}
+
 export class MetaCache {
   private readonly macKey: Buffer;
+  private readonly gmacKey: Buffer;
   private readonly loaded = new Map<CacheKind, Loaded>();
   private readonly loading = new Map<CacheKind, Promise<Loaded>>();
   /** Writes to one file run one after another: a rewrite must not race an append of this process. */
@@ -47,6 +55,38 @@ export class MetaCache {
     private readonly onWarning: (message: string) => void,
   ) {
     this.macKey = Buffer.from(hkdfSync("sha256", encryptionKey, Buffer.from(repoId, "utf8"), "pi-guard:metadata-cache:v1", 32));
+    this.gmacKey = Buffer.from(hkdfSync("sha256", this.macKey, Buffer.alloc(0), "pi-guard:metadata-cache:gmac", 32));
+  }
+
+  /**
+   * GMAC (AES-256-GCM over associated data only) under a key of this cache, for files too big to
+   * HMAC on every read: 73 MB take ~15 ms against ~95 ms for HMAC-SHA-256 on the bench machine.
+   * `nonce` (12 bytes) must be fresh for every file written: each file draws a random one.
+   */
+  authenticator(nonce: Buffer): Authenticator {
+    const gcm = createCipheriv("aes-256-gcm", this.gmacKey, nonce);
+    return {
+      update: (bytes) => void gcm.setAAD(bytes),
+      tag: () => {
+        gcm.final();
+        return gcm.getAuthTag();
+      },
+    };
+  }
+
+  /** Where this cache keeps a file of its own format (rendered-listing.ts). */
+  path(name: string): string {
+    return path.join(this.dir, name);
+  }
+
+  /** True when the cache folder cannot be used: nothing is read from or written to it. */
+  get unusable(): boolean {
+    return this.disabled;
+  }
+
+  /** Say once that a cache file was damaged and is rebuilt. */
+  noteDamage(file: string): void {
+    this.warnOnce(`metadata cache ${file} was damaged; the damaged part is fetched from the repository again`);
   }
 
   private file(kind: CacheKind): string {
@@ -109,7 +149,7 @@ export class MetaCache {
       }
     }
     const parsed = this.parse(kind, raw);
-    if (parsed.damaged) this.warnOnce(`metadata cache ${this.file(kind)} was damaged; the damaged part is fetched from the repository again`);
+    if (parsed.damaged) this.noteDamage(this.file(kind));
     this.loaded.set(kind, parsed);
     return parsed;
   }
@@ -217,14 +257,23 @@ export class MetaCache {
   private async rewrite(kind: CacheKind, loaded: Loaded): Promise<void> {
     loaded.damaged = false;
     loaded.batches = loaded.entries.size ? 1 : 0;
+    await this.replaceFile(this.file(kind), async (handle) => {
+      await writeFully(handle, this.encode(kind, [...loaded.entries]), 0);
+    });
+  }
+
+  /**
+   * Write `file` whole (temp file + rename, so a reader sees the old file or the new one, and an
+   * open descriptor keeps the bytes it opened); a failure disables the cache and only costs time.
+   */
+  async replaceFile(file: string, write: (handle: FileHandle) => Promise<void>): Promise<void> {
     if (this.disabled) return;
-    const file = this.file(kind);
     const tmp = `${file}.tmp-${randomBytes(6).toString("hex")}`;
     try {
       await this.ensureDir();
       const handle = await fs.open(tmp, "wx", 0o600);
       try {
-        await writeFully(handle, this.encode(kind, [...loaded.entries]), 0);
+        await write(handle);
       } finally {
         await handle.close();
       }
@@ -238,19 +287,20 @@ export class MetaCache {
 
   private encode(kind: CacheKind, items: [string, Buffer][]): Buffer {
     const payloadLength = items.reduce((n, [, body]) => n + ID_BYTES + 4 + body.length, 0);
-    const header = Buffer.alloc(HEADER_BYTES);
-    MAGIC.copy(header, 0);
-    header[4] = VERSION;
-    header.writeUInt32LE(items.length, 5);
-    header.writeUInt32LE(payloadLength, 9);
-    const payload = Buffer.alloc(payloadLength);
-    let o = 0;
+    // One allocation for the whole batch (a cold listing writes 73 MB of rows in one).
+    const batch = Buffer.allocUnsafe(HEADER_BYTES + payloadLength + MAC_BYTES);
+    MAGIC.copy(batch, 0);
+    batch[4] = VERSION;
+    batch.writeUInt32LE(items.length, 5);
+    batch.writeUInt32LE(payloadLength, 9);
+    let o = HEADER_BYTES;
     for (const [name, body] of items) {
-      o += Buffer.from(name, "hex").copy(payload, o);
-      o = payload.writeUInt32LE(body.length, o);
-      o += body.copy(payload, o);
+      o += batch.write(name, o, ID_BYTES, "hex");
+      o = batch.writeUInt32LE(body.length, o);
+      o += body.copy(batch, o);
     }
-    return Buffer.concat([header, payload, this.mac(kind, header, payload)]);
+    this.mac(kind, batch.subarray(0, HEADER_BYTES), batch.subarray(HEADER_BYTES, o)).copy(batch, o);
+    return batch;
   }
 
   private dirReady = false;

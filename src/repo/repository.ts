@@ -30,6 +30,7 @@ import { MemoryIndex } from "./memory-index.js";
 import { scanUnindexedPacks } from "./pack-scan.js";
 import { CONFIG_BOUNDS, listSnapshotIds, readRepoConfig } from "./peek.js";
 import { decodeRow, encodeRow, type SnapshotRow } from "./snapshot-rows.js";
+import { listFingerprint, readRendered, renderRows, writeRendered, type RenderedListing } from "./rendered-listing.js";
 import { decodeListing, encodeListing, LISTING_AAD, listingBatch, listingKey, MAX_LISTINGS } from "./snapshot-listing.js";
 
 export interface RepoConfig {
@@ -775,11 +776,11 @@ export class Repository {
   /**
    * Every readable snapshot as the record `snapshots --json` prints (snapshot-rows.ts), oldest
    * first, from the cache's rows: no snapshot is parsed. Any snapshot without a trusted row makes
-   * this a full listing, which records the missing rows.
+   * this a full listing, which records the missing rows. `listed`: what snapshots/ listed just now.
    */
-  async listSnapshotRows(): Promise<SnapshotRow[]> {
+  async listSnapshotRows(listed?: string[]): Promise<SnapshotRow[]> {
     this.unreadableSnapshots = [];
-    const [names, cached] = await Promise.all([listSnapshotIds(this.target), this.cache ? this.cache.entries("rows") : new Map<string, Buffer>()]);
+    const [names, cached] = await Promise.all([listed ?? listSnapshotIds(this.target), this.cache ? this.cache.entries("rows") : new Map<string, Buffer>()]);
     const live = new Set(names);
     let out: SnapshotRow[] = [];
     for (const [id, body] of cached) {
@@ -802,6 +803,30 @@ export class Repository {
       await this.cache.release("rows");
     }
     return out;
+  }
+
+  /**
+   * What `snapshots --json` prints, local times left out (rendered-listing.ts): from the cache's
+   * rendered listing when it was made for exactly the names snapshots/ lists now, so a snapshot
+   * written or forgotten by any process since is never missed; else from the rows, which are then
+   * rendered and recorded for the next time.
+   */
+  async renderedSnapshots(): Promise<RenderedListing> {
+    this.unreadableSnapshots = [];
+    const names = await listSnapshotIds(this.target);
+    const fingerprint = listFingerprint(names);
+    const cached = this.cache && (await readRendered(this.cache, fingerprint));
+    if (cached) return cached;
+    const rows = await this.listSnapshotRows(names);
+    const rendered = renderRows(rows);
+    // Recorded only when it is the whole truth about these names: every one of them read (a full
+    // listing lists again, and may have seen a snapshot written since), none unreadable (whose
+    // warning every listing must print).
+    const listed = new Set(names);
+    if (this.cache && !this.unreadableSnapshots.length && rows.length === listed.size && rows.every((r) => listed.has(r.id))) {
+      await writeRendered(this.cache, fingerprint, rendered);
+    }
+    return rendered;
   }
 
   /** One snapshot, read and verified from the repository itself (which also proves it still exists). */

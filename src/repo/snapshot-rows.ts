@@ -7,7 +7,7 @@
 import type { Snapshot } from "./format.js";
 
 /** Bumped whenever the printed record changes: an older row is then rendered again, not printed. */
-const ROW_VERSION = 1;
+export const ROW_VERSION = 1;
 const LOCAL_TIME = '"localTime": "';
 
 /** One `snapshots --json` record (its shape is the command's stable output). */
@@ -44,15 +44,18 @@ export interface SnapshotRow {
  */
 export function encodeRow(id: string, s: Snapshot): Buffer {
   // Exactly what JSON.stringify(array, null, 2) puts between "[\n" and "\n]" for this element.
-  const text = Buffer.from(JSON.stringify([snapshotJson(id, s, "")], null, 2).slice(2, -2));
-  const time = Buffer.from(String(s.time));
-  const cut = text.indexOf(LOCAL_TIME) + LOCAL_TIME.length;
-  const head = Buffer.alloc(2);
-  head[0] = ROW_VERSION;
-  head[1] = Math.min(time.length, 255);
-  const at = Buffer.alloc(4);
-  at.writeUInt32LE(cut);
-  return Buffer.concat([head, time.subarray(0, 255), at, text]);
+  const text = JSON.stringify([snapshotJson(id, s, "")], null, 2).slice(2, -2);
+  const time = String(s.time);
+  const timeBytes = Math.min(Buffer.byteLength(time), 255);
+  const cutChar = text.indexOf(LOCAL_TIME) + LOCAL_TIME.length;
+  // One buffer per row, written in place: a cold listing renders 100,000 of them.
+  const row = Buffer.allocUnsafe(2 + timeBytes + 4 + Buffer.byteLength(text));
+  row[0] = ROW_VERSION;
+  row[1] = timeBytes;
+  row.write(time, 2, timeBytes, "utf8");
+  row.writeUInt32LE(Buffer.byteLength(text.slice(0, cutChar)), 2 + timeBytes);
+  row.write(text, 2 + timeBytes + 4, "utf8");
+  return row;
 }
 
 /** A cached row, checked for structure; undefined when it is not one this version prints. */
