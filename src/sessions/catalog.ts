@@ -80,7 +80,7 @@ async function summarizeLive(files: LiveFile[]): Promise<Map<LiveFile, SessionSu
   const out = new Map<LiveFile, SessionSummary>();
   if (!files.length) return out;
   const { ParsePool, parseThreads } = await import("./parse-pool.js");
-  const threads = parseThreads(files.reduce((n, f) => n + f.size, 0), 0);
+  const threads = parseThreads(files.reduce((n, f) => n + f.size, 0));
   const pool = new ParsePool(threads);
   let next = 0;
   const lane = async () => {

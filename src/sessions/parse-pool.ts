@@ -1,27 +1,25 @@
-// Worker threads that parse sessions, so a cold `sessions list` or index build uses every core.
+// Worker threads that summarise sessions, so a cold `sessions list` uses every core.
 // Small jobs never start a thread: a worker's start-up (tens of ms) would cost more than the work.
 
 import { Worker } from "node:worker_threads";
 import os from "node:os";
 import { workerScript } from "../worker-file.js";
-import type { StoredEntry } from "./search-segment.js";
 import type { SessionSummary } from "./summary.js";
 
-export type ParseRequest = { job: number } & ({ op: "summary"; path: string; fallbackId: string } | { op: "segment"; bytes: Uint8Array; from: number; id: string });
-export type Segment = { entries: StoredEntry[]; warnings: string[] };
-export type ParseReply = { job: number; summary?: SessionSummary; segment?: Segment; error?: string };
+export type ParseRequest = { job: number; op: "summary"; path: string; fallbackId: string };
+export type ParseReply = { job: number; summary?: SessionSummary; error?: string };
 
 /** Below this many bytes to parse, sessions are parsed on the caller's thread: a worker's start-up would cost more. */
 const POOL_BYTES = 8 * 1024 * 1024;
 
 /**
- * Threads to parse `bytes` of sessions with: one per core but `spare` (at least 1, at most 4), or
- * none for a small job. PI_GUARD_WORKERS overrides (0: parse on the main thread).
+ * Threads to parse `bytes` of sessions with: one per core (at most 4), or none for a small job.
+ * PI_GUARD_WORKERS overrides (0: parse on the main thread).
  */
-export function parseThreads(bytes: number, spare: number): number {
+export function parseThreads(bytes: number): number {
   const env = Number(process.env.PI_GUARD_WORKERS);
   if (process.env.PI_GUARD_WORKERS && Number.isInteger(env) && env >= 0) return env;
-  return bytes < POOL_BYTES ? 0 : Math.max(1, Math.min(4, os.availableParallelism() - spare));
+  return bytes < POOL_BYTES ? 0 : Math.max(1, Math.min(4, os.availableParallelism()));
 }
 
 class WorkerLost extends Error {}
@@ -46,22 +44,12 @@ export class ParsePool {
     );
   }
 
-  /** segmentEntries of `bytes` (copied to the worker); run again inline when its worker died. */
-  async segment(bytes: Uint8Array, from: number, id: string): Promise<Segment> {
-    const inline = async () => (await import("./search-segment.js")).segmentEntries(bytes, from, id);
-    if (!this.usable()) return inline();
-    return this.run({ op: "segment", bytes, from, id }).then(
-      (r) => r.segment!,
-      (err: Error) => (err instanceof WorkerLost ? inline() : Promise.reject(err)),
-    );
-  }
-
   private usable(): boolean {
     if (!this.lost && this.workers.length < this.size) this.start();
     return this.workers.length > 0;
   }
 
-  private run(req: Omit<Extract<ParseRequest, { op: "summary" }>, "job"> | Omit<Extract<ParseRequest, { op: "segment" }>, "job">): Promise<ParseReply> {
+  private run(req: Omit<ParseRequest, "job">): Promise<ParseReply> {
     const job = this.nextJob++;
     // The least busy worker: summaries of very different sizes would otherwise queue behind a big one.
     const worker = this.workers.reduce((a, b) => ((this.load.get(b) ?? 0) < (this.load.get(a) ?? 0) ? b : a));

@@ -1,14 +1,13 @@
 import { parentPort } from "node:worker_threads";
 import type { ParseReply, ParseRequest } from "./parse-pool.js";
-import { segmentEntries } from "./search-segment.js";
 import { summarizeSession } from "./summary.js";
 
-// Parses sessions off the main thread: summaries for a cold `sessions list` (both cores), segments
-// for the search index (the main thread inserts meanwhile). Session bytes arrive copied.
+// Summarises sessions off the main thread, for a cold `sessions list` on every core. A job names
+// a file; the summary (small: no text) goes back.
 parentPort!.on("message", async (msg: ParseRequest) => {
   let reply: ParseReply;
   try {
-    reply = msg.op === "summary" ? { job: msg.job, summary: await summarizeSession(msg.path, msg.fallbackId) } : { job: msg.job, segment: segmentEntries(Buffer.from(msg.bytes.buffer, msg.bytes.byteOffset, msg.bytes.byteLength), msg.from, msg.id) };
+    reply = { job: msg.job, summary: await summarizeSession(msg.path, msg.fallbackId) };
   } catch (err) {
     reply = { job: msg.job, error: (err as Error).message };
   }

@@ -16,9 +16,8 @@ import { chmodSync, closeSync, openSync, rmSync } from "node:fs";
 import path from "node:path";
 import { makeDirs } from "../fs-safe.js";
 import { RepoError } from "../repo/errors.js";
-import type { SessionCatalog, SessionRecord } from "./catalog.js";
-import type { ParsePool } from "./parse-pool.js";
-import type { StoredEntry } from "./search-segment.js";
+import type { SessionCatalog } from "./catalog.js";
+import type { IndexedEntry } from "./search-text.js";
 
 type Database = BetterSqlite3;
 type Statement = ReturnType<Database["prepare"]>;
@@ -37,9 +36,6 @@ export const ENTRY_SLOTS = 2 ** ENTRY_BITS;
 
 /** Bytes at each end of the indexed part of a file that must be unchanged for an append. */
 const EDGE_BYTES = 4096;
-
-/** Sessions read ahead of the inserts (their bytes in flight to the parser) are at most this many bytes. */
-const AHEAD_BYTES = 8 * 1024 * 1024;
 
 /** Sessions read are indexed in one transaction once they hold this many bytes (and at the end). */
 const BATCH_BYTES = 4 * 1024 * 1024;
@@ -83,6 +79,12 @@ interface DocState {
   edge: string;
 }
 
+/** An entry as indexed: what is shown of it, its text, and where its line is in the file. */
+interface StoredEntry extends IndexedEntry {
+  lineAt: number;
+  lineLen: number;
+}
+
 /** A session read and parsed, waiting for its batch's transaction. */
 interface PendingSession {
   id: string;
@@ -114,20 +116,52 @@ function edgeHash(bytes: Uint8Array, length: number): string {
     .digest("hex");
 }
 
-/** How many lines `bytes` ends (newlines). */
-function linesIn(bytes: Uint8Array): number {
-  let n = 0;
-  for (let i = bytes.indexOf(0x0a); i !== -1; i = bytes.indexOf(0x0a, i + 1)) n++;
-  return n;
+/**
+ * Warnings about one session, named; `before` is the part of the file an append skipped (the
+ * lines of `warnings` count from the header, so they move down by its lines but the header).
+ */
+function sessionWarnings(id: string, warnings: string[], before: Uint8Array | undefined): string[] {
+  let skipped = 0;
+  if (before) for (let i = before.indexOf(0x0a); i !== -1; i = before.indexOf(0x0a, i + 1)) skipped++;
+  const moved = (w: string) => (skipped > 1 ? w.replace(/^line (\d+):/, (_, n: string) => `line ${Number(n) === 1 ? 1 : Number(n) + skipped - 1}:`) : w);
+  return warnings.map((w) => `session ${id}: ${moved(w)}`);
+}
+
+/** The text a segment is parsed from: the whole file, or its first line and the lines from `from`. */
+function segmentText(bytes: Uint8Array, from: number): Uint8Array {
+  return from ? Buffer.concat([bytes.subarray(0, bytes.indexOf(0x0a) + 1), bytes.subarray(from)]) : bytes;
 }
 
 /**
- * Warnings about one session, named; `skipped` lines of the file were left out by an append (the
- * lines of `warnings` count from the header, so they move down by those lines but the header).
+ * Parse a segment and keep the entries the index holds, in rowid order. With `lines`, each entry
+ * also gets the byte range of its line in the file, when lines and entries correspond one to one
+ * (a version 3 file: nothing migrated); otherwise -1.
  */
-function sessionWarnings(id: string, warnings: string[], skipped: number): string[] {
-  const moved = (w: string) => (skipped > 1 ? w.replace(/^line (\d+):/, (_, n: string) => `line ${Number(n) === 1 ? 1 : Number(n) + skipped - 1}:`) : w);
-  return warnings.map((w) => `session ${id}: ${moved(w)}`);
+async function segmentEntries(bytes: Uint8Array, from: number, id: string): Promise<{ entries: StoredEntry[]; warnings: string[] }> {
+  const [{ loadSessionBytes }, { indexedEntry }] = await Promise.all([import("./read.js"), import("./search-text.js")]);
+  const text = segmentText(bytes, from);
+  const loaded = loadSessionBytes(text, id);
+  const direct = loaded.fromVersion === 3 && loaded.entryLines.length === loaded.entries.length;
+  // Line starts in `text`, found once; a line in `text` past the first lies at shift + its start in the file.
+  const starts: number[] = [0];
+  if (direct) for (let i = text.indexOf(0x0a); i !== -1 && i + 1 < text.length; i = text.indexOf(0x0a, i + 1)) starts.push(i + 1);
+  const shift = from ? from - (bytes.indexOf(0x0a) + 1) : 0;
+  const entries: StoredEntry[] = [];
+  loaded.entries.forEach((e, i) => {
+    const ix = indexedEntry(e);
+    if (!ix) return;
+    let lineAt = -1;
+    let lineLen = -1;
+    const line = loaded.entryLines[i];
+    if (direct && line >= 2 && line <= starts.length) {
+      const start = starts[line - 1];
+      const end = text.indexOf(0x0a, start);
+      lineAt = start + shift;
+      lineLen = (end === -1 ? text.length : end) - start;
+    }
+    entries.push({ ...ix, lineAt, lineLen });
+  });
+  return { entries: entries.slice(0, ENTRY_SLOTS), warnings: loaded.warnings };
 }
 
 export function searchIndexFile(dataDir: string): string {
@@ -227,35 +261,25 @@ export class SearchIndex {
         pendingBytes = 0;
       };
       // Oldest activity first, so sids (and rowids) grow with recency: a query's rank cap keeps the newest.
-      const changed = [...catalog.sessions].reverse().filter((s) => docs.get(s.id)?.key !== catalog.versionKey(s.id));
-      // The parser loads only when a session changed: a warm search never needs it. Sessions are
-      // read and parsed ahead, in a worker when there is much to do, while this thread inserts.
-      const { ParsePool, parseThreads } = await import("./parse-pool.js");
-      const pool = new ParsePool(parseThreads(changed.reduce((n, s) => n + s.size, 0), 1));
-      const ahead: { size: number; read: Promise<{ session: PendingSession; bytes: number } | undefined> }[] = [];
-      let aheadBytes = 0;
-      const take = async () => {
-        const next = ahead.shift()!;
-        aheadBytes -= next.size;
-        const read = await next.read;
-        if (!read) unread++; // vanished since the catalog was built (or its parse was lost); the next run picks it up
-        else {
-          pending.push(read.session);
-          pendingBytes += read.bytes;
-          if (pendingBytes >= BATCH_BYTES) flush();
+      for (const s of [...catalog.sessions].reverse()) {
+        const key = catalog.versionKey(s.id);
+        const doc = docs.get(s.id);
+        if (doc?.key === key) continue;
+        const bytes = await catalog.readBytes(s.id).catch(() => undefined);
+        if (!bytes) {
+          unread++; // vanished since the catalog was built; the next run picks it up
+          continue;
         }
-      };
-      try {
-        for (const s of changed) {
-          const read = this.readSession(catalog, s, docs.get(s.id), pool, report.warnings);
-          read.catch(() => {}); // awaited in turn by take()
-          ahead.push({ size: s.size, read });
-          aheadBytes += s.size;
-          while (aheadBytes > AHEAD_BYTES) await take();
-        }
-        while (ahead.length) await take();
-      } finally {
-        await pool.close();
+        // pi only appends to a version 3 file: when the indexed part is unchanged, read the rest.
+        const appendFrom = doc && doc.bytes > 0 && s.version === 3 && bytes.length > doc.bytes && edgeHash(bytes, doc.bytes) === doc.edge ? doc.bytes : 0;
+        // The parser loads only when a session changed: a warm search never needs it.
+        const { entries, warnings } = await segmentEntries(bytes, appendFrom, s.id);
+        if (warnings.length) report.warnings.push(...sessionWarnings(s.id, warnings, appendFrom ? bytes.subarray(0, appendFrom) : undefined));
+        // Appends continue only from a version that ended with a whole line.
+        const indexedBytes = bytes[bytes.length - 1] === 0x0a ? bytes.length : 0;
+        pending.push({ id: s.id, agent: s.agent, doc: { key, bytes: indexedBytes, edge: edgeHash(bytes, indexedBytes) }, entries, from: appendFrom, appendTo: appendFrom ? doc!.key : undefined, keepText: key.startsWith("snapshot:") });
+        pendingBytes += bytes.length - appendFrom;
+        if (pendingBytes >= BATCH_BYTES) flush();
       }
       if (pending.length) flush();
       if (prune) {
@@ -268,27 +292,6 @@ export class SearchIndex {
     }
     report.ms = Math.round(performance.now() - started);
     return report;
-  }
-
-  /**
-   * Read a session and parse what the index lacks of it: the lines it gained when pi only
-   * appended to the indexed version, else all of it. Undefined when it cannot be read now.
-   */
-  private async readSession(catalog: SessionCatalog, s: SessionRecord, doc: DocState | undefined, pool: ParsePool, warnings: string[]): Promise<{ session: PendingSession; bytes: number } | undefined> {
-    const key = catalog.versionKey(s.id);
-    const bytes = await catalog.readBytes(s.id).catch(() => undefined);
-    if (!bytes) return undefined;
-    // pi only appends to a version 3 file: when the indexed part is unchanged, read the rest.
-    const appendFrom = doc && doc.bytes > 0 && s.version === 3 && bytes.length > doc.bytes && edgeHash(bytes, doc.bytes) === doc.edge ? doc.bytes : 0;
-    // Appends continue only from a version that ended with a whole line.
-    const indexedBytes = bytes[bytes.length - 1] === 0x0a ? bytes.length : 0;
-    const state = { key, bytes: indexedBytes, edge: edgeHash(bytes, indexedBytes) };
-    const skipped = appendFrom ? linesIn(bytes.subarray(0, appendFrom)) : 0;
-    const length = bytes.length;
-    const parsed = await pool.segment(bytes, appendFrom, s.id).catch(() => undefined);
-    if (!parsed) return undefined;
-    if (parsed.warnings.length) warnings.push(...sessionWarnings(s.id, parsed.warnings, skipped));
-    return { session: { id: s.id, agent: s.agent, doc: state, entries: parsed.entries, from: appendFrom, appendTo: appendFrom ? doc!.key : undefined, keepText: key.startsWith("snapshot:") }, bytes: length - appendFrom };
   }
 
   /**
@@ -370,7 +373,7 @@ export class SearchIndex {
       .all(JSON.stringify(rids)) as { id: number; entry_id: string; line_at: number; line_len: number; session_id: string; from_bytes: number }[];
     const bySession = new Map<string, typeof rows>();
     for (const r of rows) bySession.set(r.session_id, [...(bySession.get(r.session_id) ?? []), r]);
-    const [{ loadSessionBytes }, { indexedEntry }, { segmentEntries }] = await Promise.all([import("./read.js"), import("./search-text.js"), import("./search-segment.js")]);
+    const [{ loadSessionBytes }, { indexedEntry }] = await Promise.all([import("./read.js"), import("./search-text.js")]);
     for (const [id, list] of bySession) {
       let whole: Uint8Array | undefined;
       const wholeBytes = async () => (whole ??= await source.readBytes(id).catch(() => undefined));
@@ -398,7 +401,7 @@ export class SearchIndex {
       const bytes = reparse.size ? await wholeBytes() : undefined;
       for (const [from, wanted] of bytes ? reparse : []) {
         if (from > bytes!.length) continue;
-        const { entries } = segmentEntries(bytes!, from, id);
+        const { entries } = await segmentEntries(bytes!, from, id);
         for (const r of wanted) {
           const e = entries[r.id % ENTRY_SLOTS];
           if (e && e.entryId === r.entry_id) out.set(r.id, e.text);
