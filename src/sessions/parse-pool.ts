@@ -64,7 +64,7 @@ export class ParsePool {
   private start(): void {
     const { file, execArgv } = workerScript(import.meta.url, "parse-worker");
     // Parsing leaves short-lived garbage only: a small young generation keeps the worker's RSS low.
-    const worker = new Worker(file, { execArgv, resourceLimits: { maxYoungGenerationSizeMb: 8 } });
+    const worker = new Worker(file, { execArgv, resourceLimits: { maxYoungGenerationSizeMb: 4 } });
     worker.unref();
     worker.on("message", (reply: ParseReply) => {
       const p = this.pending.get(reply.job);
