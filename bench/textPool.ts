@@ -2,7 +2,7 @@
 // far worse (or, if repetitive, far better) than real sessions, so the benchmark
 // would measure the wrong thing. node_modules is real code and docs that is
 // always present on a machine that can run the benchmark.
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import type { Prng } from "./prng.js";
 
@@ -17,9 +17,15 @@ export interface TextPool {
 
 function listTextFiles(root: string): string[] {
   const out: string[] = [];
+  // A symlink back up the tree (node_modules/node_modules -> node_modules) would recurse until
+  // ELOOP: each real folder is walked once, so such a link adds nothing and the pool is unchanged.
+  const seen = new Set<string>();
   const walk = (dir: string): void => {
     let names: string[];
     try {
+      const real = realpathSync(dir);
+      if (seen.has(real)) return;
+      seen.add(real);
       names = readdirSync(dir);
     } catch {
       return;

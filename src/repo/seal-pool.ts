@@ -1,7 +1,6 @@
 import { Worker } from "node:worker_threads";
 import os from "node:os";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { workerScript } from "../worker-file.js";
 import { RepoError } from "./errors.js";
 import { openBatch, sealBatch, type BatchReply, type OpenRequest, type SealRequest } from "./seal.js";
 
@@ -55,13 +54,7 @@ export class SealPool {
   ) {}
 
   private startWorkers(): void {
-    const self = fileURLToPath(import.meta.url);
-    // The worker script sits next to this module: seal-worker.js beside seal-pool.js (tsc output)
-    // or beside the bundle chunk holding this code (dist/cli). Under vitest this module is
-    // TypeScript, and tsx lets the worker load the .ts sibling.
-    const ts = self.endsWith(".ts");
-    const workerFile = path.join(path.dirname(self), ts ? "seal-worker.ts" : "seal-worker.js");
-    const execArgv = ts ? ["--import", "tsx"] : [];
+    const { file: workerFile, execArgv } = workerScript(import.meta.url, "seal-worker");
     for (let i = 0; i < this.size; i++) {
       // Workers allocate mostly off-heap buffers; a small young generation keeps their RSS low.
       const worker = new Worker(workerFile, { execArgv, resourceLimits: { maxYoungGenerationSizeMb: 4 } });

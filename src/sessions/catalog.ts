@@ -71,6 +71,32 @@ export interface CatalogOptions {
 
 const fileNameId = (p: string): string | undefined => parseSessionFileName(path.basename(p))?.id;
 
+/**
+ * The summaries of these live files (an unreadable one is left out), parsed on every core when
+ * there is much to parse (a cold `sessions list`), a few files at a time so big and small ones
+ * spread over the workers.
+ */
+async function summarizeLive(files: LiveFile[]): Promise<Map<LiveFile, SessionSummary>> {
+  const out = new Map<LiveFile, SessionSummary>();
+  if (!files.length) return out;
+  const { ParsePool, parseThreads } = await import("./parse-pool.js");
+  const threads = parseThreads(files.reduce((n, f) => n + f.size, 0));
+  const pool = new ParsePool(threads);
+  let next = 0;
+  const lane = async () => {
+    for (let f = files[next++]; f; f = files[next++]) {
+      const summary = await pool.summary(f.path, fileNameId(f.path) ?? path.basename(f.path, ".jsonl")).catch(() => undefined);
+      if (summary) out.set(f, summary);
+    }
+  };
+  try {
+    await Promise.all(Array.from({ length: Math.max(1, 2 * threads) }, lane));
+  } finally {
+    await pool.close();
+  }
+  return out;
+}
+
 export class SessionCatalog {
   private files?: CatalogSnapshots;
   private snapshotIds: string[] = [];
@@ -162,15 +188,15 @@ export class SessionCatalog {
   }
 
   private async scan(catalogDir: string, liveFiles: LiveFile[], tags: Record<string, string[]>, host: string): Promise<Omit<CatalogData, "fingerprint">> {
-    const { summarizeSession } = await import("./summary.js");
     // Live files: summaries cached by path and stat, so only changed files are parsed again.
     const liveCache = await JsonMapCache.load<SessionSummary>(path.join(catalogDir, "live.json"));
+    const fresh = await summarizeLive(liveFiles.filter((f) => !liveCache.get(liveKey(f))));
     const live = new Map<string, { file: LiveFile; summary: SessionSummary }>();
     for (const file of liveFiles) {
       const key = liveKey(file);
       let summary = liveCache.get(key);
       if (!summary) {
-        summary = await summarizeSession(file.path, fileNameId(file.path) ?? path.basename(file.path, ".jsonl")).catch(() => undefined);
+        summary = fresh.get(file);
         if (!summary) continue; // vanished or unreadable since listing
         liveCache.set(key, summary);
       }
