@@ -3,6 +3,7 @@ import { RepoError } from "./errors.js";
 import { packKey, type BlobType, type IndexFile, type PackEntry, type PackedBlob, type TreeNode } from "./format.js";
 import { sha256Hex, type Repository, type SnapshotRecord } from "./repository.js";
 import { SealPool } from "./seal-pool.js";
+import { treeLeaves, type TreeBlobSource } from "../snapshot/tree.js";
 
 /**
  * What prune will do, decided from what is in the repository (read only). Separate from the
@@ -75,18 +76,20 @@ export async function usedBlobs(repo: Repository, snapshots: SnapshotRecord[]): 
     if (!Array.isArray(node.content)) throw new RepoError(`${node.path}: content is not a list`, "corrupt");
     for (const c of node.content) used.add(String(c).toLowerCase());
   };
+  const lists = listCache(reader);
   for (const { id, snapshot } of snapshots) {
     try {
-      if (!Array.isArray(snapshot.tree) || snapshot.tree.some((t) => typeof t !== "string")) throw new RepoError("its tree list is not a list of ids", "corrupt");
+      for (const t of snapshot.treeList ?? []) used.add(t);
+      const leaves = await treeLeaves(lists, snapshot);
       // Tree blobs never read before are fetched in batches (one ranged read per run of them).
-      const fresh = [...new Set(snapshot.tree.filter((t) => !everRead.has(t)))];
+      const fresh = [...new Set(leaves.filter((t) => !everRead.has(t)))];
       const fetched = new Map<string, Buffer>();
       for (let i = 0; i < fresh.length; i += 16) {
         const batch = fresh.slice(i, i + 16);
         (await reader.read(batch)).forEach((b, k) => fetched.set(batch[k], b));
       }
       let carry: Buffer = Buffer.alloc(0);
-      for (const t of snapshot.tree) {
+      for (const t of leaves) {
         used.add(t.toLowerCase());
         const key = `${sha256Hex(carry)}:${t}`;
         const known = seen.get(key);
@@ -117,6 +120,37 @@ export async function usedBlobs(repo: Repository, snapshots: SnapshotRecord[]): 
   }
   return used;
 }
+
+/**
+ * The tree list blobs (docs/FORMAT.md §8) through a cache: snapshots in time order share most of
+ * them, so each is read about once. Bounded: emptied once it holds LIST_CACHE_BYTES.
+ */
+function listCache(reader: BlobReader): TreeBlobSource {
+  const cache = new Map<string, Buffer>();
+  let bytes = 0;
+  return {
+    typeOf: (id) => reader.typeOf(id),
+    async *batches(ids) {
+      const missing = [...new Set(ids.filter((id) => !cache.has(id)))];
+      if (bytes > LIST_CACHE_BYTES) {
+        cache.clear();
+        bytes = 0;
+      }
+      for (let i = 0; i < missing.length; i += 64) {
+        const batch = missing.slice(i, i + 64);
+        (await reader.read(batch)).forEach((b, k) => {
+          cache.set(batch[k], b);
+          bytes += b.length;
+        });
+      }
+      // Read just now, so present even if this snapshot alone is over the bound.
+      const local = new Map(ids.map((id) => [id, cache.get(id)!]));
+      yield ids.map((id) => local.get(id)!);
+    },
+  };
+}
+
+const LIST_CACHE_BYTES = 64 * 1024 * 1024;
 
 /** Read every index file; one that cannot be read and is not superseded stops prune. */
 export async function readIndexFiles(repo: Repository): Promise<{ files: { id: string; index: IndexFile }[]; superseded: Set<string> }> {
