@@ -131,11 +131,12 @@ function listCache(reader: BlobReader): TreeBlobSource {
   return {
     typeOf: (id) => reader.typeOf(id),
     async *batches(ids) {
-      const missing = [...new Set(ids.filter((id) => !cache.has(id)))];
+      // Emptied before, never during, a snapshot's read: every id asked for is then in it.
       if (bytes > LIST_CACHE_BYTES) {
         cache.clear();
         bytes = 0;
       }
+      const missing = [...new Set(ids.filter((id) => !cache.has(id)))];
       for (let i = 0; i < missing.length; i += 64) {
         const batch = missing.slice(i, i + 64);
         (await reader.read(batch)).forEach((b, k) => {
@@ -143,9 +144,7 @@ function listCache(reader: BlobReader): TreeBlobSource {
           bytes += b.length;
         });
       }
-      // Read just now, so present even if this snapshot alone is over the bound.
-      const local = new Map(ids.map((id) => [id, cache.get(id)!]));
-      yield ids.map((id) => local.get(id)!);
+      yield ids.map((id) => cache.get(id)!);
     },
   };
 }
