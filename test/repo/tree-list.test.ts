@@ -230,6 +230,20 @@ describe("version 2 snapshots in a new repository", () => {
       expect(await restoreOf({ treeList: [asData] })).toMatch(/tree list blob [0-9a-f]{12} is a data blob, not a tree blob/);
     });
 
+    it("prune and check refuse it too: prune deletes nothing, check names the snapshot", async () => {
+      const [data] = await store(BlobType.Data, [Buffer.from("not a file list\n")]);
+      const [list] = await store(BlobType.Tree, [idsAsList([data])]);
+      const id = await repo.saveSnapshot({ ...good, time: new Date().toISOString(), treeList: [list] });
+      const packs = readdirSync(path.join(sb.repo, "data"), { recursive: true }).sort();
+      const prune = expectOneLineError(await cli(sb, ["prune"]), 3);
+      expect(prune).toContain(`snapshot ${id.slice(0, 8)} cannot be read (its tree blob ${data.slice(0, 12)} is a data blob, not a tree blob)`);
+      expect(readdirSync(path.join(sb.repo, "data"), { recursive: true }).sort()).toEqual(packs);
+      const check = await cli(sb, ["check"]);
+      expect(check.code).toBe(3);
+      expect(check.stdout + check.stderr).toContain(`snapshot ${id.slice(0, 8)}: its tree blob ${data.slice(0, 12)} is a data blob, not a tree blob`);
+      await ok(sb, ["forget", id]);
+    });
+
     it("a loop: a list that names a list (its own id cannot be in it) is a leaf that is not JSON lines", async () => {
       const [list] = await store(BlobType.Tree, [idsAsList([good.treeList![0], good.treeList![0]])]);
       expect(await restoreOf({ treeList: [list] })).toMatch(/file list is not valid JSON/);
