@@ -53,6 +53,9 @@ export interface PlanOptions {
 /** Packs smaller than this share of the pack size are compacted together, per blob type. */
 const SMALL_PACK_SHARE = 4;
 
+/** What prune keeps of the tree list blobs it read (listCache). */
+const LIST_CACHE_BYTES = 64 * 1024 * 1024;
+
 /**
  * The ids of every blob the snapshots use: their tree blobs and every content blob of every file.
  * A snapshot whose file list cannot be read makes prune refuse: it cannot know what that snapshot
@@ -62,7 +65,7 @@ const SMALL_PACK_SHARE = 4;
  * distinct state it is entered in: the bytes of the line left unfinished by the blobs before it.
  * (The same blob after the same unfinished line yields the same nodes and leaves the same rest.)
  */
-export async function usedBlobs(repo: Repository, snapshots: SnapshotRecord[]): Promise<Set<string>> {
+export async function usedBlobs(repo: Repository, snapshots: SnapshotRecord[], listCacheBytes = LIST_CACHE_BYTES): Promise<Set<string>> {
   const used = new Set<string>();
   const reader = new BlobReader(repo, new SealPool(0));
   /** sha256(carry) + tree blob id -> the carry after that blob. */
@@ -76,7 +79,7 @@ export async function usedBlobs(repo: Repository, snapshots: SnapshotRecord[]): 
     if (!Array.isArray(node.content)) throw new RepoError(`${node.path}: content is not a list`, "corrupt");
     for (const c of node.content) used.add(String(c).toLowerCase());
   };
-  const lists = listCache(reader);
+  const lists = listCache(reader, listCacheBytes);
   for (const { id, snapshot } of snapshots) {
     try {
       for (const t of snapshot.treeList ?? []) used.add(t);
@@ -123,16 +126,16 @@ export async function usedBlobs(repo: Repository, snapshots: SnapshotRecord[]): 
 
 /**
  * The tree list blobs (docs/FORMAT.md §8) through a cache: snapshots in time order share most of
- * them, so each is read about once. Bounded: emptied once it holds LIST_CACHE_BYTES.
+ * them, so each is read about once. Bounded: emptied once it holds `bound` bytes.
  */
-function listCache(reader: BlobReader): TreeBlobSource {
+function listCache(reader: BlobReader, bound: number): TreeBlobSource {
   const cache = new Map<string, Buffer>();
   let bytes = 0;
   return {
     typeOf: (id) => reader.typeOf(id),
     async *batches(ids) {
       // Emptied before, never during, a snapshot's read: every id asked for is then in it.
-      if (bytes > LIST_CACHE_BYTES) {
+      if (bytes > bound) {
         cache.clear();
         bytes = 0;
       }
@@ -148,8 +151,6 @@ function listCache(reader: BlobReader): TreeBlobSource {
     },
   };
 }
-
-const LIST_CACHE_BYTES = 64 * 1024 * 1024;
 
 /** Read every index file; one that cannot be read and is not superseded stops prune. */
 export async function readIndexFiles(repo: Repository): Promise<{ files: { id: string; index: IndexFile }[]; superseded: Set<string> }> {

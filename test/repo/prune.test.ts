@@ -163,6 +163,9 @@ describe("the used-blob walk", () => {
       for await (const node of readTree(new BlobReader(repo, new SealPool(0)), s.snapshot)) for (const c of node.content ?? []) naive.add(c);
     }
     expect([...(await usedBlobs(repo, snapshots))].sort()).toEqual([...naive].sort());
+    // The same when the tree list cache is emptied before every snapshot's lists are read (each
+    // snapshot twice in a row, so that the second time all its lists were read just before).
+    expect([...(await usedBlobs(repo, snapshots.flatMap((s) => [s, s]), 1))].sort()).toEqual([...naive].sort());
     expect(ids).toHaveLength(4);
   });
 });
