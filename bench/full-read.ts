@@ -160,7 +160,7 @@ async function watchPart(workDir: string, agentDir: string, pool: TextPool, file
   const reader = new BlobReader(repo, new SealPool(0));
   const last = new Map<string, number | undefined>();
   for (const [i, s] of taken.entries()) {
-    for await (const node of readTree(reader, s.snapshot.tree)) {
+    for await (const node of readTree(reader, s.snapshot)) {
       if (!growing.has(node.path)) continue;
       if (i > 0 && node.fullReadMs !== last.get(node.path)) run.fullReads++;
       last.set(node.path, node.fullReadMs);

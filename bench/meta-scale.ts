@@ -21,7 +21,7 @@ import { TreeWriter } from "../src/snapshot/tree.js";
 import { LocalTarget } from "../src/targets/local.js";
 import { bodyBuffer, type PutBody } from "../src/targets/target.js";
 import { PROGRAM } from "../src/version.js";
-import type { Snapshot } from "../src/repo/format.js";
+import { SNAPSHOT_VERSION, type Snapshot } from "../src/repo/format.js";
 import { measure, type Measurement } from "./measure.js";
 
 const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -76,19 +76,19 @@ async function generate(repoDir: string, keyFile: string, count: number, roots: 
       for (let i = first; i < Math.min(count, first + BATCH); i++) {
         const tree = new TreeWriter(repo, writer);
         await tree.add({ root: "agent", path: "generated", type: "dir", mode: 0o755, mtimeMs: start + i * 1000 });
-        trees.push(await tree.finish());
+        trees.push((await tree.finish()).treeList);
       }
       await writer.finish();
       for (let k = 0; k < trees.length; k++) {
         const i = first + k;
         const snapshot: Snapshot = {
-          version: 1,
+          version: SNAPSHOT_VERSION,
           time: new Date(start + i * 1000).toISOString(),
           host,
           user: os.userInfo().username,
           tags: [],
           roots: roots as Snapshot["roots"],
-          tree: trees[k],
+          treeList: trees[k],
           program: PROGRAM,
           summary: { files: 0, dirs: 1, bytesTotal: 0, bytesNew: 60, bytesStored: 300, filesNew: 0, filesChanged: 0, filesUnchanged: 0, durationMs: 5 },
         };

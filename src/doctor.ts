@@ -105,7 +105,7 @@ async function agentFilesIn(repo: Repository, record: SnapshotRecord): Promise<S
   const wanted = new Set(PI_AGENT_FILES.map((f) => f.name));
   const found = new Set<string>();
   await repo.loadIndex(true);
-  for await (const node of readTree(new BlobReader(repo, new SealPool(0)), record.snapshot.tree)) {
+  for await (const node of readTree(new BlobReader(repo, new SealPool(0)), record.snapshot)) {
     // The tree is untrusted: only well-formed nodes of the agent root count.
     if (node && node.root === "agent" && node.type === "file" && typeof node.path === "string" && wanted.has(node.path)) found.add(node.path);
     if (found.size === wanted.size) break;

@@ -6,7 +6,7 @@ import os from "node:os";
 import path from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import type { TreeNode } from "../repo/format.js";
+import type { TreeNode, TreeRef } from "../repo/format.js";
 import type { SnapshotReader } from "../restore/snapshot-reader.js";
 import type { SourceRoot } from "../snapshot/sources.js";
 import type { FileInfo, FileReader, FileRef } from "./types.js";
@@ -101,10 +101,10 @@ export function liveFiles(roots: readonly SourceRoot[]): FileReader {
 }
 
 /** The files of one snapshot, listed from its tree once (metadata only) and read blob by verified blob. */
-export async function snapshotFiles(reader: SnapshotReader, snapshot: { id: string; tree: readonly string[] }): Promise<FileReader> {
+export async function snapshotFiles(reader: SnapshotReader, snapshot: { id: string } & TreeRef): Promise<FileReader> {
   const nodes = new Map<string, TreeNode>();
   const roots = new Set<string>();
-  for await (const n of reader.files(snapshot.tree)) {
+  for await (const n of reader.files(snapshot)) {
     // The tree is untrusted: a node without a string root and path is no file an adapter can name.
     if (typeof n?.root !== "string" || typeof n.path !== "string") continue;
     roots.add(n.root);

@@ -1,4 +1,4 @@
-import { packKey } from "./format.js";
+import { packKey, type BlobType } from "./format.js";
 import { RepoError } from "./errors.js";
 import type { Repository } from "./repository.js";
 import type { SealPool } from "./seal-pool.js";
@@ -20,6 +20,10 @@ export class BlobReader {
 
   rawLength(id: string): number {
     return this.repo.index.rawLengthOf(id);
+  }
+
+  typeOf(id: string): BlobType | undefined {
+    return this.repo.index.get(id)?.type;
   }
 
   /**

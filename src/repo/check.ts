@@ -9,7 +9,7 @@ import { BlobReader } from "./blob-reader.js";
 import { checkKeyObjects } from "./check-keys.js";
 import { SealPool } from "./seal-pool.js";
 import type { BlobLocation } from "./memory-index.js";
-import { readTree } from "../snapshot/tree.js";
+import { readTree, treeLeaves } from "../snapshot/tree.js";
 import { ObjectNotFound } from "../targets/target.js";
 
 export interface CheckProblem {
@@ -189,14 +189,19 @@ export async function checkRepository(repo: Repository, opts: CheckOptions = {})
     };
     const packOf = (blob: string) => index.get(blob)?.pack ?? "";
     for (const { id, snapshot } of snapshots) {
-      const brokenTree = snapshot.tree.filter(unusable);
-      if (brokenTree.length) {
+      const broken = (ids: readonly string[]) => {
+        const brokenTree = ids.filter(unusable);
+        if (!brokenTree.length) return false;
         error(`snapshot ${id.slice(0, 8)}: ${brokenTree.length} tree blob(s) missing or damaged; its file list cannot be read`, packOf(brokenTree[0]));
         for (const blob of brokenTree) damage.uses(packOf(blob), blob, id);
-        continue;
-      }
+        return true;
+      };
       try {
-        for await (const node of readTree(reader, snapshot.tree)) {
+        // The tree list first (version 2), then the leaves it names.
+        if (broken(snapshot.treeList ?? [])) continue;
+        const leaves = await treeLeaves(reader, snapshot);
+        if (broken(leaves)) continue;
+        for await (const node of readTree(reader, { tree: leaves })) {
           if (node.type !== "file") continue;
           const missing = (node.content ?? []).filter(unusable);
           if (!missing.length) continue;

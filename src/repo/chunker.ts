@@ -18,14 +18,19 @@ export interface ChunkerParams {
 /** For session data: small enough that an append rewrites ~32 KiB, not restic's ~1 MiB. */
 export const DATA_CHUNKER: ChunkerParams = { min: 8 * 1024, avg: 32 * 1024, max: 128 * 1024 };
 /**
- * For snapshot manifests: mostly hex ids, changed in a few places per snapshot. An append-only
- * snapshot stores about one new tree blob per changed file, but its snapshot object lists every
- * tree blob id, so a smaller average only pays off for small trees: 4 KiB saved 30% of an
- * append's metadata with 20 sessions, broke even at 200 (~50 MB), and loses beyond
- * (bench/README.md, "Appends"). Kept at 8 KiB.
+ * Leaf tree blobs of new repositories: the file list's JSON lines, mostly hex ids, changed in a
+ * few places per snapshot. An append-only snapshot stores about one new leaf per changed file, so
+ * a small leaf is a small rewrite. Before the tree list (LIST_CHUNKER) the snapshot object named
+ * every leaf, and 8 KiB was the best trade; now 2 KiB is (bench/README.md, "Appends").
  */
-export const TREE_CHUNKER: ChunkerParams = { min: 2 * 1024, avg: 8 * 1024, max: 32 * 1024 };
-
+export const TREE_CHUNKER: ChunkerParams = { min: 512, avg: 2 * 1024, max: 8 * 1024 };
+/**
+ * Tree list blobs (docs/FORMAT.md §8): the leaf ids, 32 random-looking bytes each. A snapshot that
+ * changes n leaves rewrites about n list blobs, and names every list blob in its object, so the
+ * cost is about n·avg + leaves·32/avg·35 bytes: 512 is near the best for tens of changes in a
+ * tree of about a thousand leaves (a 1 GiB agent dir), and fine an order of magnitude either way.
+ */
+export const LIST_CHUNKER: ChunkerParams = { min: 128, avg: 512, max: 2 * 1024 };
 export function gearTable(seed: Buffer): Uint32Array {
   const table = new Uint32Array(256);
   for (let i = 0; i < 256; i++) {

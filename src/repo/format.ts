@@ -205,6 +205,19 @@ export function decodeIndex(buf: Buffer, what: string): IndexFile {
   return { supersedes: info.supersedes, packs };
 }
 
+/** What new snapshots are: version 2 keeps the file list in two levels of tree blobs (`treeList`). */
+export const SNAPSHOT_VERSION = 2;
+
+/**
+ * Bounds on a hostile version 2 file list (docs/FORMAT.md §8): ids in `treeList`, and leaf ids in
+ * all its list blobs together (2^20 leaves of 2 KiB is a 2 GiB file list; the ids take 32 MiB).
+ */
+export const MAX_TREE_LISTS = 1 << 16;
+export const MAX_TREE_LEAVES = 1 << 20;
+
+/** Where a snapshot's file list is: `tree` (version 1) or `treeList` (version 2). */
+export type TreeRef = { tree?: readonly string[]; treeList?: readonly string[] };
+
 /** The snapshot object: everything but the file list, which lives in tree blobs. */
 export interface SnapshotRoot {
   /** "agent" for the agent dir; other names for sources outside it (a moved sessions dir). */
@@ -244,7 +257,13 @@ export interface Snapshot {
    * there, the roots `agent` and `sessions` are pi's (docs/FORMAT.md §7, src/agents/roots.ts).
    */
   agents?: Record<string, string>;
-  tree: string[];
+  /** Version 1: the leaf tree blob ids, in order (docs/FORMAT.md §8). Absent in version 2. */
+  tree?: string[];
+  /**
+   * Version 2: the tree list blobs, whose bytes are the leaf tree blob ids (docs/FORMAT.md §8), so
+   * that a snapshot that changes a few nodes writes a few small blobs and a small snapshot object.
+   */
+  treeList?: string[];
   parent?: string;
   /** Set on snapshots imported from an archive: when the import ran (`time` is the archive's). */
   imported?: string;

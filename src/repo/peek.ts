@@ -76,8 +76,9 @@ function repoConfigShape(c: Record<string, unknown>): RepoConfig {
   int(c.version, ["version"], 1, FORMAT_VERSION);
   string(c.id, ["id"], ID_PATTERN, "not 32 hex digits");
   string(c.created, ["created"]);
-  const chunkers = object(c.chunker, ["chunker"], ["data", "tree"]);
-  for (const which of ["data", "tree"] as const) {
+  const chunkers = object(c.chunker, ["chunker"], ["data", "tree", "list"]);
+  for (const which of ["data", "tree", "list"] as const) {
+    if (which === "list" && chunkers.list === undefined) continue; // written before the tree list
     const path = ["chunker", which];
     const k = object(chunkers[which], path, ["min", "avg", "max"]);
     const min = int(k.min, [...path, "min"], b.chunkMin);

@@ -3,6 +3,7 @@ import { RepoError } from "./errors.js";
 import { packKey, type BlobType, type IndexFile, type PackEntry, type PackedBlob, type TreeNode } from "./format.js";
 import { sha256Hex, type Repository, type SnapshotRecord } from "./repository.js";
 import { SealPool } from "./seal-pool.js";
+import { treeLeaves, type TreeBlobSource } from "../snapshot/tree.js";
 
 /**
  * What prune will do, decided from what is in the repository (read only). Separate from the
@@ -52,6 +53,9 @@ export interface PlanOptions {
 /** Packs smaller than this share of the pack size are compacted together, per blob type. */
 const SMALL_PACK_SHARE = 4;
 
+/** What prune keeps of the tree list blobs it read (listCache). */
+const LIST_CACHE_BYTES = 64 * 1024 * 1024;
+
 /**
  * The ids of every blob the snapshots use: their tree blobs and every content blob of every file.
  * A snapshot whose file list cannot be read makes prune refuse: it cannot know what that snapshot
@@ -61,7 +65,7 @@ const SMALL_PACK_SHARE = 4;
  * distinct state it is entered in: the bytes of the line left unfinished by the blobs before it.
  * (The same blob after the same unfinished line yields the same nodes and leaves the same rest.)
  */
-export async function usedBlobs(repo: Repository, snapshots: SnapshotRecord[]): Promise<Set<string>> {
+export async function usedBlobs(repo: Repository, snapshots: SnapshotRecord[], listCacheBytes = LIST_CACHE_BYTES): Promise<Set<string>> {
   const used = new Set<string>();
   const reader = new BlobReader(repo, new SealPool(0));
   /** sha256(carry) + tree blob id -> the carry after that blob. */
@@ -75,18 +79,20 @@ export async function usedBlobs(repo: Repository, snapshots: SnapshotRecord[]): 
     if (!Array.isArray(node.content)) throw new RepoError(`${node.path}: content is not a list`, "corrupt");
     for (const c of node.content) used.add(String(c).toLowerCase());
   };
+  const lists = listCache(reader, listCacheBytes);
   for (const { id, snapshot } of snapshots) {
     try {
-      if (!Array.isArray(snapshot.tree) || snapshot.tree.some((t) => typeof t !== "string")) throw new RepoError("its tree list is not a list of ids", "corrupt");
+      for (const t of snapshot.treeList ?? []) used.add(t);
+      const leaves = await treeLeaves(lists, snapshot);
       // Tree blobs never read before are fetched in batches (one ranged read per run of them).
-      const fresh = [...new Set(snapshot.tree.filter((t) => !everRead.has(t)))];
+      const fresh = [...new Set(leaves.filter((t) => !everRead.has(t)))];
       const fetched = new Map<string, Buffer>();
       for (let i = 0; i < fresh.length; i += 16) {
         const batch = fresh.slice(i, i + 16);
         (await reader.read(batch)).forEach((b, k) => fetched.set(batch[k], b));
       }
       let carry: Buffer = Buffer.alloc(0);
-      for (const t of snapshot.tree) {
+      for (const t of leaves) {
         used.add(t.toLowerCase());
         const key = `${sha256Hex(carry)}:${t}`;
         const known = seen.get(key);
@@ -116,6 +122,34 @@ export async function usedBlobs(repo: Repository, snapshots: SnapshotRecord[]): 
     }
   }
   return used;
+}
+
+/**
+ * The tree list blobs (docs/FORMAT.md §8) through a cache: snapshots in time order share most of
+ * them, so each is read about once. Bounded: emptied once it holds `bound` bytes.
+ */
+function listCache(reader: BlobReader, bound: number): TreeBlobSource {
+  const cache = new Map<string, Buffer>();
+  let bytes = 0;
+  return {
+    typeOf: (id) => reader.typeOf(id),
+    async *batches(ids) {
+      // Emptied before, never during, a snapshot's read: every id asked for is then in it.
+      if (bytes > bound) {
+        cache.clear();
+        bytes = 0;
+      }
+      const missing = [...new Set(ids.filter((id) => !cache.has(id)))];
+      for (let i = 0; i < missing.length; i += 64) {
+        const batch = missing.slice(i, i + 64);
+        (await reader.read(batch)).forEach((b, k) => {
+          cache.set(batch[k], b);
+          bytes += b.length;
+        });
+      }
+      yield ids.map((id) => cache.get(id)!);
+    },
+  };
 }
 
 /** Read every index file; one that cannot be read and is not superseded stops prune. */

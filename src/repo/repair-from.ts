@@ -226,7 +226,7 @@ async function heal(source: Repository, dest: Repository, lock: Lock, dryRun: bo
   };
   for (const s of usable) {
     try {
-      for await (const node of readTree(treeSource(readAny), Array.isArray(s.snapshot.tree) ? s.snapshot.tree : [])) {
+      for await (const node of readTree(treeSource(readAny), s.snapshot)) {
         if (node.type !== "file" || !Array.isArray(node.content)) continue;
         for (const id of node.content) {
           if (typeof id !== "string" || goodIndex.has(id)) continue;

@@ -312,12 +312,13 @@ async function copyInto(source: Repository, dest: Repository, wanted: SnapshotRe
         }
         if (sha256Hex(raw) !== record.id) throw new SourceDamage("its object in the source does not match its name (damaged)");
         // The file list is read once: each tree blob is copied as it is read.
+        // The tree list blobs (version 2) are read, and so copied, through it too.
         const treeReader = treeSource(async (ids) => {
           const plains = await readSource(ids);
           const missing = ids.map((id, i) => [id, plains[i]] as const).filter(([id]) => !writer.has(id));
           if (missing.length) await copyBlobs(BlobType.Tree, missing.map(([id]) => id), missing.map(([, p]) => p));
           return plains;
-        });
+        }, 64, (id) => source.index.get(id)?.type);
         let batch: string[] = [];
         let batchBytes = 0;
         const flush = async () => {
@@ -330,7 +331,7 @@ async function copyInto(source: Repository, dest: Repository, wanted: SnapshotRe
         };
         const queued = new Set<string>();
         try {
-          for await (const node of readTree(treeReader, record.snapshot.tree)) {
+          for await (const node of readTree(treeReader, record.snapshot)) {
             if (node.type !== "file" || !Array.isArray(node.content)) continue;
             for (const id of node.content) {
               if (typeof id !== "string" || writer.has(id) || queued.has(id)) continue;
@@ -345,6 +346,7 @@ async function copyInto(source: Repository, dest: Repository, wanted: SnapshotRe
           }
         } catch (err) {
           if (err instanceof SyntaxError) throw new SourceDamage(`its file list is not valid JSON lines`);
+          if (err instanceof RepoError) throw new SourceDamage(err.message);
           throw err;
         }
         await flush();

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from "node:crypto";
 import os from "node:os";
 import path from "node:path";
 import type { Target } from "../targets/target.js";
-import { Chunker, DATA_CHUNKER, TREE_CHUNKER, gearTable, type ChunkerParams } from "./chunker.js";
+import { Chunker, DATA_CHUNKER, LIST_CHUNKER, TREE_CHUNKER, gearTable, type ChunkerParams } from "./chunker.js";
 import { blobId, decrypt, encrypt } from "./crypto.js";
 import { decode, encode } from "./compress.js";
 import { holds, int, object, ShapeProblem, string } from "./shape.js";
@@ -15,6 +15,8 @@ import {
   AAD,
   CONFIG_KEY,
   FORMAT_VERSION,
+  MAX_TREE_LISTS,
+  SNAPSHOT_VERSION,
   decodeIndex,
   encodeIndex,
   walkEncodedIndex,
@@ -38,7 +40,8 @@ export interface RepoConfig {
   version: number;
   id: string;
   created: string;
-  chunker: { data: ChunkerParams; tree: ChunkerParams };
+  /** `list` cuts the tree list (docs/FORMAT.md §2, §8); configs written before it lack it and use LIST_CHUNKER. */
+  chunker: { data: ChunkerParams; tree: ChunkerParams; list?: ChunkerParams };
   /** Packs are closed once they reach this many bytes. */
   packSize: number;
 }
@@ -129,7 +132,9 @@ function parseSnapshot(body: Buffer, id: string): Snapshot {
 export function snapshotShapeError(raw: unknown): string | undefined {
   try {
     const s = object(raw, []);
-    int(s.version, ["version"]);
+    const version = int(s.version, ["version"]);
+    // A newer form could hold its file list elsewhere: reading it as this one would misread it.
+    holds(version <= SNAPSHOT_VERSION, ["version"], `${version} is newer than this pi-guard reads (${SNAPSHOT_VERSION}); upgrade pi-guard`);
     holds(Number.isFinite(Date.parse(string(s.time, ["time"]))), ["time"], "not an ISO time");
     string(s.host, ["host"]);
     const list = (v: unknown, path: string[]) => {
@@ -142,7 +147,12 @@ export function snapshotShapeError(raw: unknown): string | undefined {
       string(o.name, ["roots", String(i), "name"]);
       string(o.path, ["roots", String(i), "path"]);
     });
-    list(s.tree, ["tree"]).forEach((t, i) => string(t, ["tree", String(i)]));
+    if (version >= 2) {
+      holds(s.tree === undefined, ["tree"], "not allowed in version 2 (the file list is in treeList)");
+      const lists = list(s.treeList, ["treeList"]);
+      holds(lists.length <= MAX_TREE_LISTS, ["treeList"], `more than ${MAX_TREE_LISTS} ids`);
+      lists.forEach((t, i) => string(t, ["treeList", String(i)], ID_HEX, "not a blob id"));
+    } else list(s.tree, ["tree"]).forEach((t, i) => string(t, ["tree", String(i)]));
     object(s.summary, ["summary"]);
     for (const k of ["parent", "imported", "user", "program"]) if (s[k] !== undefined) string(s[k], [k]);
     if (s.agents !== undefined) for (const [k, v] of Object.entries(object(s.agents, ["agents"]))) string(v, ["agents", k]);
@@ -174,6 +184,7 @@ export class Repository {
   onWarning: (message: string) => void = () => undefined;
   readonly dataChunker: Chunker;
   readonly treeChunker: Chunker;
+  readonly listChunker: Chunker;
   /**
    * The local folder BlobWriter builds packs in. For a folder target, its tmp/ (same file system:
    * handing a pack over is a rename); for others a per-repository folder the engine sets in the
@@ -195,6 +206,7 @@ export class Repository {
     const gear = gearTable(key.chunkerSeed);
     this.dataChunker = new Chunker(config.chunker.data, gear);
     this.treeChunker = new Chunker(config.chunker.tree, gear);
+    this.listChunker = new Chunker(config.chunker.list ?? LIST_CHUNKER, gear);
     this.stagingDir = target.localPath ? path.join(target.localPath, "tmp") : path.join(os.tmpdir(), `pi-guard-staging-${config.id}`);
   }
 
@@ -213,7 +225,7 @@ export class Repository {
       // Random, not derived from a key: the id is plaintext and names caches, so it must say nothing about the keys.
       id: randomBytes(16).toString("hex"),
       created: new Date().toISOString(),
-      chunker: { data: DATA_CHUNKER, tree: TREE_CHUNKER },
+      chunker: { data: DATA_CHUNKER, tree: TREE_CHUNKER, list: LIST_CHUNKER },
       packSize,
     };
     try {

@@ -82,7 +82,7 @@ export async function writeArchive(
   const skipped: { path: string; error: string }[] = [];
   const links = new Set<string>();
   try {
-    for await (const node of readTree(reader, record.snapshot.tree)) {
+    for await (const node of readTree(reader, record.snapshot)) {
       if (node.type !== "dir" && !want(node.path)) continue;
       const unsafe = unsafeForArchive(node, links);
       if (unsafe) {

@@ -237,7 +237,7 @@ async function dropStaleSqliteSides(plan: RestorePlan, kept: Map<string, Set<str
 /** The tree's nodes; a line that is not JSON is damage, reported as such (exit 3), not a crash. */
 async function* readTreeChecked(reader: BlobReader, record: SnapshotRecord): AsyncGenerator<TreeNode> {
   try {
-    yield* readTree(reader, record.snapshot.tree);
+    yield* readTree(reader, record.snapshot);
   } catch (err) {
     if (err instanceof SyntaxError) throw new RepoError(`snapshot ${record.id.slice(0, 8)}: its file list is not valid JSON`, "corrupt");
     throw err;

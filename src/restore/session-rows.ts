@@ -122,7 +122,7 @@ export async function applyMerges(
   const [{ SnapshotReader }, { snapshotFiles }] = await Promise.all([import("./snapshot-reader.js"), import("../agents/files.js")]);
   const reader = await SnapshotReader.open(repo);
   try {
-    const files = await snapshotFiles(reader, { id: snapshot.id, tree: snapshot.snapshot.tree });
+    const files = await snapshotFiles(reader, { ...snapshot.snapshot, id: snapshot.id });
     const out: MergeDone[] = [];
     for (const merge of merges) {
       const copy = await files.materialize([merge.db.ref]);

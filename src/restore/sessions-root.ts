@@ -106,7 +106,7 @@ async function namedBySnapshot(repo: Repository, record: SnapshotRecord): Promis
   let link: TreeNode | undefined;
   let settings: TreeNode | undefined;
   try {
-    for await (const node of reader.files(record.snapshot.tree)) {
+    for await (const node of reader.files(record.snapshot)) {
       if (node?.root !== "agent" || node.pathBytes !== undefined) continue;
       if (node.path === SESSIONS && node.type === "symlink" && typeof node.target === "string") link = node;
       if (node.path === "settings.json" && node.type === "file") settings = node;

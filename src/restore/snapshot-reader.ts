@@ -1,5 +1,5 @@
 import { BlobReader } from "../repo/blob-reader.js";
-import type { TreeNode } from "../repo/format.js";
+import type { TreeNode, TreeRef } from "../repo/format.js";
 import type { Repository, SnapshotRecord } from "../repo/repository.js";
 import { SealPool } from "../repo/seal-pool.js";
 import { readTree } from "../snapshot/tree.js";
@@ -27,8 +27,8 @@ export class SnapshotReader {
     return this.repo.listSnapshots();
   }
 
-  /** The nodes of a snapshot's tree (its `tree` blob ids), in (root, path) order. */
-  files(tree: readonly string[]): AsyncGenerator<TreeNode> {
+  /** The nodes of a snapshot's tree (its `tree` or `treeList`), in (root, path) order. */
+  files(tree: TreeRef): AsyncGenerator<TreeNode> {
     return readTree(this.reader, tree);
   }
 

@@ -95,7 +95,7 @@ async function undoMerges(repo: Repository, record: SnapshotRecord, journal: Res
   const [{ SnapshotReader }, { snapshotFiles }, { mergeSessionRows }] = await Promise.all([import("./snapshot-reader.js"), import("../agents/files.js"), import("./sqlite-merge.js")]);
   const reader = await SnapshotReader.open(repo);
   try {
-    const files = await snapshotFiles(reader, { id: record.id, tree: record.snapshot.tree });
+    const files = await snapshotFiles(reader, { ...record.snapshot, id: record.id });
     for (const c of merged) {
       const ref = { root: c.root, path: c.path };
       try {

@@ -51,7 +51,7 @@ function agentsOf(record: SnapshotRecord, agent: string | undefined): { adapters
 /** A snapshot's files through the agents' FileReader; a tree that is not JSON is damage (exit 3), as in planRestore. */
 async function filesOf(reader: SnapshotReader, record: SnapshotRecord): Promise<FileReader> {
   try {
-    return await snapshotFiles(reader, { id: record.id, tree: record.snapshot.tree });
+    return await snapshotFiles(reader, { ...record.snapshot, id: record.id });
   } catch (err) {
     if (err instanceof SyntaxError) throw new RepoError(`snapshot ${record.id.slice(0, 8)}: its file list is not valid JSON`, "corrupt");
     throw err;

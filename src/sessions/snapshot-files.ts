@@ -31,7 +31,9 @@ export interface SnapshotMeta {
   roots: SnapshotRoot[];
   /** Which agent each root belongs to, as the snapshot records it (absent in older snapshots: pi's). */
   agents?: Record<string, string>;
-  tree: string[];
+  /** As the snapshot has them (docs/FORMAT.md §7): one of the two. */
+  tree?: string[];
+  treeList?: string[];
 }
 
 /** [first, last] snapshot index (inclusive, every one in between holds it), size, content key. */
@@ -168,7 +170,7 @@ export class SnapshotFiles {
       for (const id of added) {
         try {
           const s = await repo.loadSnapshot(id);
-          fresh.push({ id, time: s.time, host: s.host, tags: s.tags ?? [], roots: s.roots, ...(s.agents ? { agents: s.agents } : {}), tree: s.tree });
+          fresh.push({ id, time: s.time, host: s.host, tags: s.tags ?? [], roots: s.roots, ...(s.agents ? { agents: s.agents } : {}), ...(s.treeList ? { treeList: s.treeList } : { tree: s.tree }) });
         } catch (err) {
           if (!isRepoError(err)) throw err;
           unreadable.push({ id, error: err.message });
@@ -257,7 +259,7 @@ export class SnapshotFiles {
     const [{ snapshotRootAgents }, { findAgent }] = await Promise.all([import("../agents/roots.js"), import("../agents/registry.js")]);
     const rootAgent = snapshotRootAgents(meta);
     const claims = (agent: string, node: { root: string; path: string }) => findAgent(agent)?.sessions.isSessionFile({ root: node.root, path: node.path }) ?? false;
-    for await (const node of (await this.reader()).files(meta.tree)) {
+    for await (const node of (await this.reader()).files(meta)) {
       const agent = sessionFileAgent(node, rootAgent, claims);
       if (agent) out.push({ root: node.root, path: node.path, size: node.size ?? 0, mtimeMs: node.mtimeMs, content: node.content ?? [], ...(agent !== PI_AGENT ? { agent } : {}) });
     }

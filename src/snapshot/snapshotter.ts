@@ -2,7 +2,7 @@ import { constants, promises as fs, type Stats } from "node:fs";
 import os from "node:os";
 import { BlobReader } from "../repo/blob-reader.js";
 import { BlobWriter } from "../repo/blob-writer.js";
-import { BlobType, type ChangedWhileRead, type CleanupRecord, INCOMPLETE_TAG, type SkippedPath, type Snapshot, type SnapshotSummary, type SpecialPath, type TreeNode } from "../repo/format.js";
+import { BlobType, type ChangedWhileRead, type CleanupRecord, INCOMPLETE_TAG, SNAPSHOT_VERSION, type SkippedPath, type Snapshot, type SnapshotSummary, type SpecialPath, type TreeNode } from "../repo/format.js";
 import { acquireLock } from "../repo/lock.js";
 import { RepoError } from "../repo/errors.js";
 import { removeWriterTempFiles } from "../repo/repair-index.js";
@@ -12,7 +12,7 @@ import type { Repository, SnapshotRecord } from "../repo/repository.js";
 import { defaultPoolSize, SealPool } from "../repo/seal-pool.js";
 import { ContentChunker } from "./content-chunker.js";
 import { isPathError, scanSources, type ScannedEntry, type SourceFilter, type SourceRoot } from "./scan.js";
-import { nodeKey, readTree, TreeWriter } from "./tree.js";
+import { nodeKey, readTree, treeLeaves, TreeWriter } from "./tree.js";
 import { DEFAULT_FULL_READ_INTERVAL_MS } from "./sources.js";
 import { placeIn, rootPathsOf, ScanPlaces } from "./loss-guard.js";
 import { PROGRAM } from "../version.js";
@@ -354,7 +354,7 @@ export class SnapshotBuilder {
   async loadBaseline(baseline: SnapshotRecord, roots: readonly SourceRoot[]): Promise<void> {
     const rootPaths = rootPathsOf(baseline.snapshot.roots);
     const files: { root: string; path: string; place?: string; mtimeMs?: number }[] = [];
-    for await (const node of readTree(new BlobReader(this.repo, new SealPool(0)), baseline.snapshot.tree)) {
+    for await (const node of readTree(new BlobReader(this.repo, new SealPool(0)), baseline.snapshot)) {
       if (node.type === "file" && typeof node.root === "string" && typeof node.path === "string") files.push({ root: node.root, path: node.path, place: placeIn(rootPaths, node.root, node.path), ...mtimeOf(node) });
     }
     this.baseline = { files, scanned: new ScanPlaces(roots) };
@@ -366,17 +366,27 @@ export class SnapshotBuilder {
   async forgetParent(parent: SnapshotRecord): Promise<void> {
     this.parentNodes.clear();
     const reader = new BlobReader(this.repo, new SealPool(0));
-    for (const id of parent.snapshot.tree) {
-      await reader.read([id]).catch((err: unknown) => {
-        if (err instanceof RepoError) this.damagedTree.add(id);
-      });
-    }
+    const readable = async (id: string) =>
+      reader.read([id]).then(
+        () => true,
+        (err: unknown) => {
+          if (!(err instanceof RepoError)) throw err;
+          this.damagedTree.add(id);
+          return false;
+        },
+      );
+    for (const id of parent.snapshot.treeList ?? []) await readable(id);
+    const leaves = await treeLeaves(reader, parent.snapshot).catch((err: unknown) => {
+      if (err instanceof RepoError) return [];
+      throw err;
+    });
+    for (const id of leaves) await readable(id);
   }
 
   async loadParent(parent: SnapshotRecord): Promise<void> {
     // Inline: the parent's tree is a few MB at most, less work than starting a worker thread.
     const inline = new SealPool(0);
-    for await (const node of readTree(new BlobReader(this.repo, inline), parent.snapshot.tree)) {
+    for await (const node of readTree(new BlobReader(this.repo, inline), parent.snapshot)) {
       if (node.type === "file") this.parentNodes.set(nodeKey(node.root, node.pathBytes ?? node.path), node);
     }
   }
@@ -731,10 +741,10 @@ export class SnapshotBuilder {
 
   /** Write the tree, the index, then the snapshot object: only the last makes the snapshot visible. */
   async commit(meta: { host: string; roots: SourceRoot[]; rootAgents?: Record<string, string>; tags: string[]; parent?: string; time?: string; imported?: string; cleanup?: CleanupRecord }): Promise<SnapshotResult> {
-    const tree = await this.tree.finish();
+    const { leaves, treeList } = await this.tree.finish();
     // Deduplication would point this file list at the parent's damaged bytes: refuse rather than
     // save a snapshot that cannot be read back.
-    const reused = tree.filter((id) => this.damagedTree.has(id));
+    const reused = [...leaves, ...treeList].filter((id) => this.damagedTree.has(id));
     if (reused.length) {
       throw new RepoError(
         `this snapshot's file list would reuse ${reused.length} damaged tree blob(s) of an earlier snapshot; nothing was saved (run \`pi-guard check --read-data\`)`,
@@ -753,14 +763,14 @@ export class SnapshotBuilder {
     // Either way the snapshot is not a faithful copy of everything it names.
     const incomplete = this.skipped.length > 0 || this.changedWhileRead.length > 0;
     const snapshot: Snapshot = {
-      version: 1,
+      version: SNAPSHOT_VERSION,
       time: meta.time ?? new Date().toISOString(),
       host: meta.host,
       user: os.userInfo().username,
       tags: incomplete ? [...new Set([...meta.tags, INCOMPLETE_TAG])] : meta.tags,
       roots: meta.roots,
       ...(meta.rootAgents && Object.keys(meta.rootAgents).length ? { agents: meta.rootAgents } : {}),
-      tree,
+      treeList,
       parent: meta.parent,
       imported: meta.imported,
       skipped: this.skipped.length ? this.skipped : undefined,

@@ -123,7 +123,7 @@ export async function verifySnapshot(config: Config, repo: Repository, opts: Ver
 
     const compare = new FileComparer(repo, opts.onProgress);
     const report = { files: 0, same: 0 };
-    for await (const node of readTree(new BlobReader(repo, new SealPool(0)), record.snapshot.tree)) {
+    for await (const node of readTree(new BlobReader(repo, new SealPool(0)), record.snapshot)) {
       // The tree is untrusted: a line that is not a node of a known root is not compared.
       if (!node || typeof node.root !== "string" || typeof node.path !== "string" || !configured.has(node.root)) continue;
       const key = nodeKey(node.root, node.pathBytes ?? node.path);

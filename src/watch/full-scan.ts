@@ -37,7 +37,7 @@ export async function compareWithSnapshot(repo: Repository, id: string, roots: S
   // Paths the snapshot could not read are not differences: they are on disk and never in a list.
   const skipped = new Set((snapshot.skipped ?? []).map((s) => nodeKey(s.root, s.path)));
   const recorded = new Map<string, { root: string; path: string; stamp: string }>();
-  for await (const node of readTree(new BlobReader(repo, new SealPool(0)), snapshot.tree)) {
+  for await (const node of readTree(new BlobReader(repo, new SealPool(0)), snapshot)) {
     if (node.type === "file") recorded.set(nodeKey(node.root, node.pathBytes ?? node.path), { root: node.root, path: node.path, stamp: `${node.ino}:${node.size}:${node.mtimeMs}` });
     else if (node.type === "symlink") recorded.set(nodeKey(node.root, node.pathBytes ?? node.path), { root: node.root, path: node.path, stamp: "symlink" });
   }

@@ -148,7 +148,7 @@ export function agentConformance(opts: AgentConformanceOptions): void {
       try {
         const record = (await reader.snapshots()).find((r) => r.id === id);
         if (!record) throw new Error(`snapshot ${id} is not listed`);
-        return await use(await snapshotFiles(reader, { id, tree: record.snapshot.tree }));
+        return await use(await snapshotFiles(reader, { ...record.snapshot, id }));
       } finally {
         await reader.close();
       }

@@ -52,7 +52,7 @@ async function storedNodes(sb: Sandbox, id: string): Promise<TreeNode[]> {
   const repo = await openRepository(loadConfig({}, sb.env));
   await repo.loadIndex();
   const out: TreeNode[] = [];
-  for await (const n of readTree(new BlobReader(repo, new SealPool(0)), (await repo.loadSnapshot(id)).tree)) if (n.type === "file") out.push(n);
+  for await (const n of readTree(new BlobReader(repo, new SealPool(0)), await repo.loadSnapshot(id))) if (n.type === "file") out.push(n);
   return out;
 }
 

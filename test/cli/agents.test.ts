@@ -85,7 +85,7 @@ describe("pi-guard agents", () => {
     const reader = await SnapshotReader.open(await openRepository(loadConfig({}, sb.env)));
     const files: { root: string; path: string }[] = [];
     try {
-      for await (const n of reader.files(manifest.tree)) files.push(n);
+      for await (const n of reader.files(manifest)) files.push(n);
     } finally {
       await reader.close();
     }

@@ -35,7 +35,7 @@ describe("append-aware snapshots: end-of-file pieces", () => {
     createSnapshot(repo, { roots: roots(), filter: { include: [], exclude: [] }, host: "test-host", parent });
 
   async function nodeOf(s: SnapshotResult, rel: string): Promise<TreeNode> {
-    for await (const node of readTree(reader, s.snapshot.tree)) if (node.path === rel) return node;
+    for await (const node of readTree(reader, s.snapshot)) if (node.path === rel) return node;
     throw new Error(`${rel} not in snapshot ${s.id.slice(0, 8)}`);
   }
   const bytesOf = async (node: TreeNode): Promise<Buffer> => Buffer.concat(await reader.read(node.content ?? []));

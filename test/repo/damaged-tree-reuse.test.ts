@@ -7,7 +7,10 @@
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BlobReader } from "../../src/repo/blob-reader.js";
 import { Repository } from "../../src/repo/repository.js";
+import { SealPool } from "../../src/repo/seal-pool.js";
+import { treeLeaves } from "../../src/snapshot/tree.js";
 import { LocalTarget } from "../../src/targets/local.js";
 import { cli, initRepo, snapshot } from "../helpers/cli.js";
 import { listFiles, makeSandbox, type Sandbox, writeFileExact } from "../helpers/tmp.js";
@@ -28,7 +31,7 @@ describe("a damaged tree blob that the next file list would reuse", () => {
     const keyFile = readFileSync(path.join(sb.configHome, "pi-guard", "key"), "utf8").trim();
     const repo = await Repository.open(new LocalTarget(sb.repo), { kind: "keyfile", secret: Buffer.from(keyFile, "base64"), path: "key" });
     await repo.loadIndex();
-    const tree = (await repo.loadSnapshot(first.snapshotId)).tree;
+    const tree = await treeLeaves(new BlobReader(repo, new SealPool(0)), await repo.loadSnapshot(first.snapshotId));
     const loc = repo.index.get(tree[0])!;
     const pack = listFiles(path.join(sb.repo, "data")).find((f) => path.basename(f) === loc.pack)!;
     const bytes = readFileSync(pack);

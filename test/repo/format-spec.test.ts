@@ -92,8 +92,19 @@ function readRepo(repo: string, keyFile: string) {
     return JSON.parse(decodePayload(unseal(key, raw, "pi-guard v2 snapshot")).toString());
   });
   snapshots.sort((a, b) => a.time.localeCompare(b.time));
-  const nodesOf = (snap: { tree: string[] }) =>
-    Buffer.concat(snap.tree.map(blob))
+  // §8: version 1 names the leaf tree blobs in `tree`; version 2 names tree list blobs in
+  // `treeList`, whose bytes, concatenated, are the leaf ids, 32 bytes each.
+  const leavesOf = (snap: { version: number; tree?: string[]; treeList?: string[] }): string[] => {
+    if (snap.version === 1) return snap.tree!;
+    expect(snap.version).toBe(2);
+    expect(snap.tree).toBeUndefined();
+    const ids = Buffer.concat(snap.treeList!.map(blob));
+    expect(ids.length % 32).toBe(0);
+    return Array.from({ length: ids.length / 32 }, (_, i) => ids.toString("hex", i * 32, i * 32 + 32));
+  };
+  const streamOf = (snap: { version: number; tree?: string[]; treeList?: string[] }) => Buffer.concat(leavesOf(snap).map(blob));
+  const nodesOf = (snap: { version: number; tree?: string[]; treeList?: string[] }) =>
+    streamOf(snap)
       .toString("utf8")
       .split("\n")
       .filter(Boolean)
@@ -105,6 +116,9 @@ function readRepo(repo: string, keyFile: string) {
     allNodes: snapshots.map(nodesOf),
     config,
     chunkerSeed: master.chunkerSeed,
+    leavesOf,
+    streamOf,
+    blob,
     blobId: (data: Buffer) => createHmac("sha256", master!.id).update(data).digest("hex"),
     fileBytes: (node: { content: string[] }) => Buffer.concat(node.content.map(blob)),
   };
@@ -192,6 +206,31 @@ describe("docs/FORMAT.md", () => {
       const full = chunksBySpec(bytes, chunkerSeed, config.chunker.data).map(([a, b]) => blobId(bytes.subarray(a, b)));
       const kept = node.content.slice(0, node.content.length - tail);
       expect(full.slice(0, kept.length)).toEqual(kept);
+    }
+  });
+
+  it("§8 two levels: the stream is cut into leaves by chunker.tree, and the leaf ids into the treeList blobs by chunker.list", () => {
+    const { snapshots, config, chunkerSeed, blobId, leavesOf, streamOf } = readRepo(sb.repo, path.join(sb.configHome, "pi-guard", "key"));
+    expect(config.chunker.list).toEqual({ min: 128, avg: 512, max: 2048 });
+    for (const snap of snapshots) {
+      expect(snap.version).toBe(2);
+      const stream = streamOf(snap);
+      expect(chunksBySpec(stream, chunkerSeed, config.chunker.tree).map(([a, b]) => blobId(stream.subarray(a, b)))).toEqual(leavesOf(snap));
+      const ids = Buffer.concat(leavesOf(snap).map((id) => Buffer.from(id, "hex")));
+      expect(chunksBySpec(ids, chunkerSeed, config.chunker.list).map(([a, b]) => blobId(ids.subarray(a, b)))).toEqual(snap.treeList);
+    }
+  });
+
+  it("§7, §8 version 1: a repository written before the tree list (test/fixtures/repo-v1) reads by the same rules", () => {
+    const fixture = path.join(import.meta.dirname, "..", "fixtures", "repo-v1");
+    const { snapshots, allNodes, fileBytes } = readRepo(path.join(fixture, "repo"), path.join(fixture, "key"));
+    const states = JSON.parse(readFileSync(path.join(fixture, "states.json"), "utf8")) as { files: Record<string, { base64?: string }> }[];
+    expect(snapshots.map((s) => s.version)).toEqual([1, 1, 1]);
+    for (const [i, nodes] of allNodes.entries()) {
+      const files = nodes.filter((n) => n.type === "file" && n.root === "agent");
+      const want = Object.entries(states[i].files).filter(([, f]) => f.base64 !== undefined);
+      expect(files.map((n) => n.path).sort()).toEqual(want.map(([p]) => p).sort());
+      for (const n of files) expect(fileBytes(n).toString("base64")).toBe(states[i].files[n.path].base64);
     }
   });
 

@@ -39,7 +39,7 @@ export async function pipelineFixture(label: string, files: [string, Buffer][]):
   const record = (await repo.listSnapshots())[0];
   const nodes = new Map<string, TreeNode>();
   const reader = new BlobReader(repo, new SealPool(0));
-  for await (const n of readTree(reader, record.snapshot.tree)) if (n.type === "file") nodes.set(n.path, n);
+  for await (const n of readTree(reader, record.snapshot)) if (n.type === "file") nodes.set(n.path, n);
   return { sb, cred, record, nodes, source };
 }
 

@@ -29,7 +29,7 @@ export async function openEngine(sb: Sandbox): Promise<Engine> {
   const reader = new BlobReader(repo, new SealPool(0));
   const nodes = async (s: SnapshotResult) => {
     const out: TreeNode[] = [];
-    for await (const n of readTree(reader, s.snapshot.tree)) out.push(n);
+    for await (const n of readTree(reader, s.snapshot)) out.push(n);
     return out;
   };
   return {

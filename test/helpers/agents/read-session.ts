@@ -22,7 +22,7 @@ export async function readSession(adapter: AgentAdapter, sb: Sandbox, id: string
   const reader = await SnapshotReader.open(repo);
   try {
     const record = (await reader.snapshots()).find((r) => r.id === snapshotId)!;
-    return await read(await snapshotFiles(reader, { id: snapshotId, tree: record.snapshot.tree }));
+    return await read(await snapshotFiles(reader, { ...record.snapshot, id: snapshotId }));
   } finally {
     await reader.close();
   }
