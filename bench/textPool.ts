@@ -2,7 +2,7 @@
 // far worse (or, if repetitive, far better) than real sessions, so the benchmark
 // would measure the wrong thing. node_modules is real code and docs that is
 // always present on a machine that can run the benchmark.
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { lstatSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import type { Prng } from "./prng.js";
 
@@ -29,6 +29,9 @@ function listTextFiles(root: string): string[] {
       // the pool, and so every generated tree, differ from one run to the next.
       if (name.startsWith(".")) continue;
       const full = join(dir, name);
+      // A symlink may loop (a stray node_modules/node_modules -> node_modules made the walk fail
+      // with ELOOP) or repeat a folder already walked: only real files and folders count.
+      if (lstatSync(full, { throwIfNoEntry: false })?.isSymbolicLink()) continue;
       const st = statSync(full, { throwIfNoEntry: false });
       if (!st) continue;
       if (st.isDirectory()) walk(full);
