@@ -5,6 +5,7 @@
 // shorter than the outage fails in one line that names it; a permanent error is not retried.
 // Nothing here times anything: the proxy's counts prove that the outage happened.
 
+import { randomBytes } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -90,7 +91,7 @@ describe("S3 outages are waited out", () => {
       const last = lines.at(-1)!;
       for (const l of lines.slice(0, -1)) expect(l).toMatch(RETRY_LINE);
       expect(lines.length).toBeGreaterThan(1);
-      expect(last).toMatch(/^pi-guard: S3 at 127\.0\.0\.1:\d+ failed head config: HTTP 503, still failing after \d+ tries over \d+(\.\d)? s: the retry budget is 2 s \(PI_GUARD_RETRY_MAX, or retry\.maxMs in the config file\)$/);
+      expect(last).toMatch(/^pi-guard: S3 at 127\.0\.0\.1:\d+ failed get config: SlowDown \(HTTP 503\), still failing after \d+ tries over \d+(\.\d)? s: the retry budget is 2 s \(PI_GUARD_RETRY_MAX, or retry\.maxMs in the config file\)$/);
     }
   });
 
@@ -101,6 +102,44 @@ describe("S3 outages are waited out", () => {
     expect(expectOneLineError(r, 1)).toMatch(/access denied/);
     // The HEAD that failed, and the listing that names what a bare 403 meant: nothing retried.
     expect(proxy.stats.refusedRequests).toBeLessThanOrEqual(2);
+  });
+
+  it("a pack PUT cut part-way through its body is sent again: the snapshot succeeds and reads back exact", { timeout: 120_000 }, async () => {
+    writeFileSync(path.join(sb.agentDir, "cut-1.bin"), randomBytes(300 * 1024));
+    proxy.armBodyFault({ action: "cut", trigger: /^PUT \S+\/data\//, at: 64 * 1024 });
+    const r = await cli(sb, ["snapshot", "--json"], { env });
+    expect(r.code, r.stderr).toBe(0);
+    expect(proxy.bodyFaults).toHaveLength(1);
+    expect(stderrLines(r).join("\n")).toMatch(/retrying in .*put data\//);
+    const check = (await ok(sb, ["check", "--read-data", "--json"], { env })).json<{ ok: boolean }>();
+    expect(check.ok).toBe(true);
+  });
+
+  it("with no retry budget, a pack PUT cut part-way fails the snapshot in one line: no snapshot is listed, and nothing half-stored", { timeout: 120_000 }, async () => {
+    const before = (await ok(sb, ["snapshots", "--json"], { env })).json<{ id: string }[]>();
+    writeFileSync(path.join(sb.agentDir, "cut-2.bin"), randomBytes(300 * 1024));
+    proxy.armBodyFault({ action: "cut", trigger: /^PUT \S+\/data\//, at: 64 * 1024 });
+    const r = await cli(sb, ["snapshot", "--json"], { env: { ...env, PI_GUARD_RETRY_MAX: "0" } });
+    expect(proxy.bodyFaults).toHaveLength(2);
+    expect(expectOneLineError(r, 1)).toMatch(/^pi-guard: cannot reach S3 at 127\.0\.0\.1:\d+: (ECONNRESET|EPIPE) during put data\//);
+    expect(r.stdout).not.toMatch(/snapshotId/);
+    expect((await ok(sb, ["snapshots", "--json"], { env })).json<{ id: string }[]>()).toEqual(before);
+    const check = (await ok(sb, ["check", "--read-data", "--json"], { env })).json<{ ok: boolean; problems: unknown[] }>();
+    expect(check.ok, JSON.stringify(check.problems)).toBe(true);
+    // The next run stores it.
+    await ok(sb, ["snapshot"], { env });
+    expect((await ok(sb, ["snapshots", "--json"], { env })).json<unknown[]>()).toHaveLength(before.length + 1);
+  });
+
+  it("a byte of a pack changed on the way: the server refuses the body against its SHA-256 (BadDigest), the PUT is sent again, and what is stored reads back exact", { timeout: 120_000 }, async () => {
+    writeFileSync(path.join(sb.agentDir, "flip.bin"), randomBytes(300 * 1024));
+    proxy.armBodyFault({ action: "flip", trigger: /^PUT \S+\/data\//, at: 100 * 1024 });
+    const r = await cli(sb, ["snapshot", "--json"], { env });
+    expect(r.code, r.stderr).toBe(0);
+    expect(proxy.bodyFaults).toHaveLength(3);
+    const check = (await ok(sb, ["check", "--read-data", "--json"], { env })).json<{ ok: boolean; problems: unknown[] }>();
+    expect(check.ok, JSON.stringify(check.problems)).toBe(true);
+    expect(stderrLines(r).join("\n")).toMatch(/^pi-guard: retrying in .* failed put data\/\S+: BadDigest \(HTTP 400\)$/m);
   });
 
   it("PI_GUARD_RETRY_MAX that is not a duration is a usage error", async () => {
