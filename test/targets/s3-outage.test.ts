@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cli, expectOneLineError, ok, type CliResult } from "../helpers/cli.js";
 import { startS3Server, type S3Server } from "../helpers/s3-server.js";
 import { copyFixtures, fingerprint, makeSandbox, treeState, writePiConfigFiles, type Sandbox } from "../helpers/tmp.js";
-import { startOutageProxy, type OutageProxy } from "./outage-proxy.js";
+import { startOutageProxy, type BodyFault, type OutageProxy } from "./outage-proxy.js";
 
 const BUCKET = "outage";
 const REPO = `s3://${BUCKET}/pi`;
@@ -44,6 +44,13 @@ afterAll(async () => {
   await server?.stop();
   sb?.cleanup();
 });
+
+/** A snapshot of a new incompressible 300 KiB file, whose first pack PUT long enough gets the body fault. */
+async function snapshotWithBodyFault(name: string, action: BodyFault["action"], at: number, extraEnv: Record<string, string> = {}): Promise<CliResult> {
+  writeFileSync(path.join(sb.agentDir, name), randomBytes(300 * 1024));
+  proxy.armBodyFault({ action, trigger: /^PUT \S+\/data\//, at });
+  return cli(sb, ["snapshot", "--json"], { env: { ...env, ...extraEnv } });
+}
 
 describe("S3 outages are waited out", () => {
   it("snapshot through an outage (connections refused) that starts at the first pack upload: it succeeds, with one progress line per wait", { timeout: 120_000 }, async () => {
@@ -105,9 +112,7 @@ describe("S3 outages are waited out", () => {
   });
 
   it("a pack PUT cut part-way through its body is sent again: the snapshot succeeds and reads back exact", { timeout: 120_000 }, async () => {
-    writeFileSync(path.join(sb.agentDir, "cut-1.bin"), randomBytes(300 * 1024));
-    proxy.armBodyFault({ action: "cut", trigger: /^PUT \S+\/data\//, at: 64 * 1024 });
-    const r = await cli(sb, ["snapshot", "--json"], { env });
+    const r = await snapshotWithBodyFault("cut-1.bin", "cut", 64 * 1024);
     expect(r.code, r.stderr).toBe(0);
     expect(proxy.bodyFaults).toHaveLength(1);
     expect(stderrLines(r).join("\n")).toMatch(/retrying in .*put data\//);
@@ -117,9 +122,7 @@ describe("S3 outages are waited out", () => {
 
   it("with no retry budget, a pack PUT cut part-way fails the snapshot in one line: no snapshot is listed, and nothing half-stored", { timeout: 120_000 }, async () => {
     const before = (await ok(sb, ["snapshots", "--json"], { env })).json<{ id: string }[]>();
-    writeFileSync(path.join(sb.agentDir, "cut-2.bin"), randomBytes(300 * 1024));
-    proxy.armBodyFault({ action: "cut", trigger: /^PUT \S+\/data\//, at: 64 * 1024 });
-    const r = await cli(sb, ["snapshot", "--json"], { env: { ...env, PI_GUARD_RETRY_MAX: "0" } });
+    const r = await snapshotWithBodyFault("cut-2.bin", "cut", 64 * 1024, { PI_GUARD_RETRY_MAX: "0" });
     expect(proxy.bodyFaults).toHaveLength(2);
     expect(expectOneLineError(r, 1)).toMatch(/^pi-guard: cannot reach S3 at 127\.0\.0\.1:\d+: (ECONNRESET|EPIPE) during put data\//);
     expect(r.stdout).not.toMatch(/snapshotId/);
@@ -132,9 +135,7 @@ describe("S3 outages are waited out", () => {
   });
 
   it("a byte of a pack changed on the way: the server refuses the body against its SHA-256 (BadDigest), the PUT is sent again, and what is stored reads back exact", { timeout: 120_000 }, async () => {
-    writeFileSync(path.join(sb.agentDir, "flip.bin"), randomBytes(300 * 1024));
-    proxy.armBodyFault({ action: "flip", trigger: /^PUT \S+\/data\//, at: 100 * 1024 });
-    const r = await cli(sb, ["snapshot", "--json"], { env });
+    const r = await snapshotWithBodyFault("flip.bin", "flip", 100 * 1024);
     expect(r.code, r.stderr).toBe(0);
     expect(proxy.bodyFaults).toHaveLength(3);
     const check = (await ok(sb, ["check", "--read-data", "--json"], { env })).json<{ ok: boolean; problems: unknown[] }>();
