@@ -86,13 +86,27 @@ export async function initRepository(config: Config, opts: { password?: string; 
 
 export async function openRepository(config: Config, promptPassword?: () => Promise<string>, opts: OpenTargetOptions = {}): Promise<Repository> {
   const target = openTarget(config, process.env, opts);
-  if (!(await target.head("config"))) {
-    throw new RepoError(`no repository at ${config.repo} (run \`pi-guard init\` first, or set PI_GUARD_REPO)`, "not-found");
-  }
-  let cred = await resolveCredentials(config);
+  const missing = () => new RepoError(`no repository at ${config.repo} (run \`pi-guard init\` first, or set PI_GUARD_REPO)`, "not-found");
+  // With credentials at hand, reading the config is what tells whether a repository is there: one
+  // request less for every command (S3 bills per request). Without them, or with credentials that
+  // cannot be read, the user learns first whether there is a repository at all, before any prompt.
+  const given = await resolveCredentials(config).then(
+    (cred) => ({ cred, error: undefined }),
+    (error: unknown) => ({ cred: undefined, error }),
+  );
+  if (!given.cred && !(await target.head("config"))) throw missing();
+  if (given.error) throw given.error;
+  let cred = given.cred;
   if (!cred && promptPassword && !config.keyFileSource) cred = { kind: "password", password: await promptPassword(), source: "prompt" };
   if (!cred) throw noCredentialsError(config);
-  return useLocalStaging(config, await Repository.open(target, cred, { dataDir: config.dataDir }));
+  try {
+    return useLocalStaging(config, await Repository.open(target, cred, { dataDir: config.dataDir }));
+  } catch (err) {
+    // Repository.open says not-found only of a missing config; head() tells a missing bucket (or
+    // other storage trouble, which it throws) from a missing repository, as before the open.
+    if (err instanceof RepoError && err.kind === "not-found" && !(await target.head("config"))) throw missing();
+    throw err;
+  }
 }
 
 /**

@@ -301,7 +301,7 @@ export class Repository {
   /** Objects are named by the SHA-256 of their stored bytes, so anyone can verify them without the key. */
   async putContentAddressed(keyOf: (id: string) => string, sealed: Buffer): Promise<{ id: string; size: number }> {
     const id = sha256Hex(sealed);
-    await this.target.put(keyOf(id), sealed);
+    await this.target.put(keyOf(id), sealed, { sha256: id });
     return { id, size: sealed.length };
   }
 
@@ -418,16 +418,21 @@ export class Repository {
    * consolidation, and when CONSOLIDATE_FANOUT live files share a size tier, write one file that
    * supersedes them, read it back, and only then delete them. Safe with other writers doing the
    * same at once: two files may then name the same packs, which readers accept.
+   * `listed`: index/ was listed moments ago (a snapshot lists it when it starts, then adds its own
+   * file): when the files known since make no group and leave nothing to delete, there is no
+   * listing (one request less per snapshot); what other writers added meanwhile is seen by the
+   * next run, which lists index/ when it starts.
    */
-  async consolidateIndex(): Promise<{ written?: string; deleted: string[] }> {
+  async consolidateIndex(opts: { listed?: boolean } = {}): Promise<{ written?: string; deleted: string[] }> {
+    const live = () => [...this.index.files].filter((id) => this.meta.known.has(id));
+    if (opts.listed && this.meta.coveredLeftovers().length === 0 && !this.meta.consolidationGroup(live())) return { deleted: [] };
     await this.refreshIndex();
     const deleted: string[] = [];
     for (const id of this.meta.coveredLeftovers()) {
       await this.target.delete(indexKey(id));
       deleted.push(id);
     }
-    const live = [...this.index.files].filter((id) => this.meta.known.has(id));
-    const group = this.meta.consolidationGroup(live);
+    const group = this.meta.consolidationGroup(live());
     if (!group) return { deleted };
     const packs = new Map<string, PackEntry>();
     try {

@@ -48,7 +48,12 @@ export class StagedPack {
     this.size += frame.length;
   }
 
-  /** Write header and trailer, fsync, store under the pack's hash; the staging file is gone either way. */
+  /**
+   * Write header and trailer, store under the pack's hash; the staging file is gone either way.
+   * fsync only for a target that moves the file into place (local disk): for a remote one the file
+   * is read back once for the upload and deleted, and the target's answer is what makes it durable,
+   * so it is not forced to the disk first (mostly it never reaches the disk at all).
+   */
   async store(): Promise<PackEntry> {
     const header = encrypt(this.repo.key.encryption, encodePackHeader(this.frames), AAD.packHeader);
     const trailer = Buffer.alloc(4);
@@ -58,11 +63,11 @@ export class StagedPack {
     try {
       try {
         await writeFully(this.handle, tail, this.size);
-        await this.handle.sync();
+        if (this.repo.target.localPath) await this.handle.sync();
       } finally {
         await this.handle.close();
       }
-      await this.repo.target.put(packKey(id), fileBody(this.file, this.size + tail.length));
+      await this.repo.target.put(packKey(id), fileBody(this.file, this.size + tail.length), { sha256: id });
     } finally {
       // Moved into place by a local target, uploaded and left behind by others. A file that
       // cannot be removed must not hide the put's own outcome; a later run clears dead staging.

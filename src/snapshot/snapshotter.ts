@@ -785,7 +785,7 @@ export class SnapshotBuilder {
     const id = await this.repo.saveSnapshot(snapshot);
     if (!this.lockLost?.aborted) {
       // The snapshot is committed: keeping index/ small must not turn it into a failure.
-      await this.repo.consolidateIndex().catch((err: unknown) => this.repo.onWarning(`index consolidation skipped: ${err instanceof Error ? err.message : String(err)}`));
+      await this.repo.consolidateIndex({ listed: true }).catch((err: unknown) => this.repo.onWarning(`index consolidation skipped: ${err instanceof Error ? err.message : String(err)}`));
       await this.repo.consolidateListing({ after: "snapshot" }).catch((err: unknown) => this.repo.onWarning(`snapshot listing skipped: ${err instanceof Error ? err.message : String(err)}`));
     }
     return { id, snapshot };

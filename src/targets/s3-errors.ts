@@ -25,7 +25,8 @@ interface SdkError {
 }
 
 const NETWORK = new Set(["ECONNREFUSED", "ECONNRESET", "ECONNABORTED", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EAI_AGAIN", "ENETUNREACH", "EHOSTUNREACH", "ENETDOWN", "EPROTO"]);
-const RETRYABLE_NAMES = new Set(["SlowDown", "Throttling", "ThrottlingException", "RequestTimeout", "RequestTimeTooSkewed", "InternalError", "ServiceUnavailable", "TooManyRequestsException", "TimeoutError", "RequestTimeoutException"]);
+// BadDigest: the body did not match the checksum sent with it (damaged on the way); a retry sends it again.
+const RETRYABLE_NAMES = new Set(["BadDigest", "SlowDown", "Throttling", "ThrottlingException", "RequestTimeout", "RequestTimeTooSkewed", "InternalError", "ServiceUnavailable", "TooManyRequestsException", "TimeoutError", "RequestTimeoutException"]);
 
 function networkCode(e: SdkError): string | undefined {
   for (const c of [e.code, e.cause?.code, ...(e.errors ?? []).map((x) => x.code)]) if (c && NETWORK.has(c)) return c;

@@ -215,7 +215,9 @@ export class S3Target implements Target {
    * that fails aborts the request, and S3 stores nothing of a request cut short. Any other stream
    * is gathered first, so its size is checked before anything is sent (a server such as s3rver
    * keeps what it got of a cut request). A PUT that succeeded is not checked with a HEAD: S3 answers
-   * 200 only once it has stored the whole body of the stated length.
+   * 200 only once it has stored the whole body of the stated length, and with `sha256` (a
+   * content-addressed object: its name) it checks the bytes too (x-amz-checksum-sha256) and stores
+   * nothing that differs (BadDigest, retried); that costs no hashing here, the name is the hash.
    */
   async put(key: string, data: PutBody, opts: PutOptions = {}): Promise<void> {
     if (!Buffer.isBuffer(data) && data.size > this.multipartThreshold) return this.putMultipart(key, data, opts);
@@ -224,13 +226,21 @@ export class S3Target implements Target {
     const { sdk, client } = await this.connect();
     if (opts.ifAbsent && (await this.head(key, opts))) throw new ObjectExists(key);
     const size = Buffer.isBuffer(data) ? data.length : data.size;
+    const checksum = opts.sha256 && /^[0-9a-f]{64}$/.test(opts.sha256) ? Buffer.from(opts.sha256, "hex").toString("base64") : undefined;
     let body: StreamedBody | undefined;
     const send = async (conditional: boolean) => {
       // A stream is opened again for each send (a retried put reads its bytes from the start).
       body = Buffer.isBuffer(data) ? undefined : streamedBody(data, key, opts.signal);
       try {
         return await client.send(
-          new sdk.PutObjectCommand({ Bucket: this.bucket, Key: this.k(key), Body: body ? body.stream : (data as Buffer), ContentLength: size, ...(conditional ? { IfNoneMatch: "*" } : {}) }),
+          new sdk.PutObjectCommand({
+            Bucket: this.bucket,
+            Key: this.k(key),
+            Body: body ? body.stream : (data as Buffer),
+            ContentLength: size,
+            ...(checksum ? { ChecksumSHA256: checksum } : {}),
+            ...(conditional ? { IfNoneMatch: "*" } : {}),
+          }),
           { abortSignal: body ? body.signal : opts.signal },
         );
       } finally {

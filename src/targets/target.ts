@@ -32,6 +32,12 @@ export interface PutOptions extends OpOptions {
    * ObjectExists. Atomic where the storage supports it; see each target for the fallback.
    */
   ifAbsent?: boolean;
+  /**
+   * The body's SHA-256 (hex), when the caller knows it (content-addressed objects are named by
+   * it): a storage that can check the body against it does, and stores nothing that differs (S3:
+   * `x-amz-checksum-sha256`).
+   */
+  sha256?: string;
 }
 
 /**

@@ -3,6 +3,8 @@
 // server that is down), answers every request with 503 SlowDown (a server that is overloaded), or
 // 403 AccessDenied (a permanent refusal); then it lets everything through again. It counts what it
 // did, so a test can assert that the outage really happened without timing anything.
+// A body fault (armBodyFault) hits one request instead: part-way through its body the connection
+// is cut (a network that drops mid-upload), or one byte is changed (damage on the way).
 
 import net from "node:net";
 
@@ -15,11 +17,22 @@ export interface Outage {
   ms: number;
 }
 
+export interface BodyFault {
+  /** "cut": forward `at` bytes of the body, then close both connections; "flip": invert the byte at `at`. */
+  action: "cut" | "flip";
+  trigger: RegExp;
+  at: number;
+}
+
 export interface OutageProxy {
   port: number;
   endpoint: string;
   /** The next request that matches starts the outage. */
   arm(outage: Outage): void;
+  /** The next request that matches, with a body longer than `at`, gets the fault; once. */
+  armBodyFault(fault: BodyFault): void;
+  /** Request lines that got the armed body fault. */
+  bodyFaults: string[];
   /** End the outage now (if one is on). */
   heal(): Promise<void>;
   stats: {
@@ -54,6 +67,8 @@ export async function startOutageProxy(upstreamPort: number): Promise<OutageProx
   let timer: NodeJS.Timeout | undefined;
   let port = 0;
   const stats: OutageProxy["stats"] = { passed: 0, started: false, ended: false, cut: 0, refusedRequests: 0 };
+  let bodyFault: BodyFault | undefined;
+  const bodyFaults: string[] = [];
 
   const refuseRequest = (client: net.Socket, mode: "503" | "403") => {
     stats.refusedRequests++;
@@ -67,9 +82,20 @@ export async function startOutageProxy(upstreamPort: number): Promise<OutageProx
     client.on("error", () => undefined);
     let upstream: net.Socket | undefined;
     let answered = false;
-    client.on("data", (chunk: Buffer) => {
+    /** A request of this connection that is to get the body fault: its line, and body bytes seen (-1: still in the headers). */
+    let faulting: { line: string; fault: BodyFault; seen: number } | undefined;
+    client.on("data", (data: Buffer) => {
       if (answered) return;
+      let chunk = data;
       const line = REQUEST_LINE.exec(chunk.toString("latin1", 0, Math.min(chunk.length, 2048)))?.[1];
+      if (line !== undefined && bodyFault && bodyFault.trigger.test(line)) {
+        const length = Number(/\r\ncontent-length: *(\d+)/i.exec(chunk.toString("latin1", 0, Math.min(chunk.length, 8192)))?.[1] ?? 0);
+        // A body too short to reach the fault leaves it armed for the next request that matches.
+        if (length > bodyFault.at) {
+          faulting = { line, fault: bodyFault, seen: -1 };
+          bodyFault = undefined;
+        }
+      }
       if (line !== undefined && armed && armed.trigger.test(line)) begin(armed, line, client);
       if (active && active.mode !== "refuse" && (line !== undefined || !upstream)) {
         // This connection is answered here from now on: its upstream goes without taking it along.
@@ -85,6 +111,34 @@ export async function startOutageProxy(upstreamPort: number): Promise<OutageProx
         upstream.on("error", () => client.destroy());
         upstream.on("data", (d: Buffer) => client.write(d));
         client.on("close", () => upstream?.destroy());
+      }
+      if (faulting) {
+        let bodyStart = 0;
+        if (faulting.seen < 0) {
+          const end = chunk.indexOf("\r\n\r\n");
+          if (end >= 0) {
+            faulting.seen = 0;
+            bodyStart = end + 4;
+          }
+        }
+        const inBody = faulting.seen >= 0 ? chunk.length - bodyStart : 0;
+        const { fault } = faulting;
+        if (inBody > 0 && faulting.seen + inBody > fault.at) {
+          const cutAt = bodyStart + (fault.at - faulting.seen);
+          bodyFaults.push(faulting.line);
+          faulting = undefined;
+          if (fault.action === "cut") {
+            const up = upstream;
+            up.write(chunk.subarray(0, cutAt), () => {
+              up.destroy();
+              client.destroy();
+            });
+            answered = true;
+            return;
+          }
+          chunk = Buffer.from(chunk);
+          chunk[cutAt] ^= 0xff;
+        } else if (faulting) faulting.seen += inBody;
       }
       upstream.write(chunk);
     });
@@ -130,6 +184,10 @@ export async function startOutageProxy(upstreamPort: number): Promise<OutageProx
       stats.refusedRequests = 0;
       stats.triggeredBy = undefined;
     },
+    armBodyFault: (fault) => {
+      bodyFault = fault;
+    },
+    bodyFaults,
     heal,
     stats,
     close: async () => {

@@ -5,13 +5,14 @@
 // shorter than the outage fails in one line that names it; a permanent error is not retried.
 // Nothing here times anything: the proxy's counts prove that the outage happened.
 
+import { randomBytes } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cli, expectOneLineError, ok, type CliResult } from "../helpers/cli.js";
 import { startS3Server, type S3Server } from "../helpers/s3-server.js";
 import { copyFixtures, fingerprint, makeSandbox, treeState, writePiConfigFiles, type Sandbox } from "../helpers/tmp.js";
-import { startOutageProxy, type OutageProxy } from "./outage-proxy.js";
+import { startOutageProxy, type BodyFault, type OutageProxy } from "./outage-proxy.js";
 
 const BUCKET = "outage";
 const REPO = `s3://${BUCKET}/pi`;
@@ -43,6 +44,13 @@ afterAll(async () => {
   await server?.stop();
   sb?.cleanup();
 });
+
+/** A snapshot of a new incompressible 300 KiB file, whose first pack PUT long enough gets the body fault. */
+async function snapshotWithBodyFault(name: string, action: BodyFault["action"], at: number, extraEnv: Record<string, string> = {}): Promise<CliResult> {
+  writeFileSync(path.join(sb.agentDir, name), randomBytes(300 * 1024));
+  proxy.armBodyFault({ action, trigger: /^PUT \S+\/data\//, at });
+  return cli(sb, ["snapshot", "--json"], { env: { ...env, ...extraEnv } });
+}
 
 describe("S3 outages are waited out", () => {
   it("snapshot through an outage (connections refused) that starts at the first pack upload: it succeeds, with one progress line per wait", { timeout: 120_000 }, async () => {
@@ -90,7 +98,7 @@ describe("S3 outages are waited out", () => {
       const last = lines.at(-1)!;
       for (const l of lines.slice(0, -1)) expect(l).toMatch(RETRY_LINE);
       expect(lines.length).toBeGreaterThan(1);
-      expect(last).toMatch(/^pi-guard: S3 at 127\.0\.0\.1:\d+ failed head config: HTTP 503, still failing after \d+ tries over \d+(\.\d)? s: the retry budget is 2 s \(PI_GUARD_RETRY_MAX, or retry\.maxMs in the config file\)$/);
+      expect(last).toMatch(/^pi-guard: S3 at 127\.0\.0\.1:\d+ failed get config: SlowDown \(HTTP 503\), still failing after \d+ tries over \d+(\.\d)? s: the retry budget is 2 s \(PI_GUARD_RETRY_MAX, or retry\.maxMs in the config file\)$/);
     }
   });
 
@@ -101,6 +109,38 @@ describe("S3 outages are waited out", () => {
     expect(expectOneLineError(r, 1)).toMatch(/access denied/);
     // The HEAD that failed, and the listing that names what a bare 403 meant: nothing retried.
     expect(proxy.stats.refusedRequests).toBeLessThanOrEqual(2);
+  });
+
+  it("a pack PUT cut part-way through its body is sent again: the snapshot succeeds and reads back exact", { timeout: 120_000 }, async () => {
+    const r = await snapshotWithBodyFault("cut-1.bin", "cut", 64 * 1024);
+    expect(r.code, r.stderr).toBe(0);
+    expect(proxy.bodyFaults).toHaveLength(1);
+    expect(stderrLines(r).join("\n")).toMatch(/retrying in .*put data\//);
+    const check = (await ok(sb, ["check", "--read-data", "--json"], { env })).json<{ ok: boolean }>();
+    expect(check.ok).toBe(true);
+  });
+
+  it("with no retry budget, a pack PUT cut part-way fails the snapshot in one line: no snapshot is listed, and nothing half-stored", { timeout: 120_000 }, async () => {
+    const before = (await ok(sb, ["snapshots", "--json"], { env })).json<{ id: string }[]>();
+    const r = await snapshotWithBodyFault("cut-2.bin", "cut", 64 * 1024, { PI_GUARD_RETRY_MAX: "0" });
+    expect(proxy.bodyFaults).toHaveLength(2);
+    expect(expectOneLineError(r, 1)).toMatch(/^pi-guard: cannot reach S3 at 127\.0\.0\.1:\d+: (ECONNRESET|EPIPE) during put data\//);
+    expect(r.stdout).not.toMatch(/snapshotId/);
+    expect((await ok(sb, ["snapshots", "--json"], { env })).json<{ id: string }[]>()).toEqual(before);
+    const check = (await ok(sb, ["check", "--read-data", "--json"], { env })).json<{ ok: boolean; problems: unknown[] }>();
+    expect(check.ok, JSON.stringify(check.problems)).toBe(true);
+    // The next run stores it.
+    await ok(sb, ["snapshot"], { env });
+    expect((await ok(sb, ["snapshots", "--json"], { env })).json<unknown[]>()).toHaveLength(before.length + 1);
+  });
+
+  it("a byte of a pack changed on the way: the server refuses the body against its SHA-256 (BadDigest), the PUT is sent again, and what is stored reads back exact", { timeout: 120_000 }, async () => {
+    const r = await snapshotWithBodyFault("flip.bin", "flip", 100 * 1024);
+    expect(r.code, r.stderr).toBe(0);
+    expect(proxy.bodyFaults).toHaveLength(3);
+    const check = (await ok(sb, ["check", "--read-data", "--json"], { env })).json<{ ok: boolean; problems: unknown[] }>();
+    expect(check.ok, JSON.stringify(check.problems)).toBe(true);
+    expect(stderrLines(r).join("\n")).toMatch(/^pi-guard: retrying in .* failed put data\/\S+: BadDigest \(HTTP 400\)$/m);
   });
 
   it("PI_GUARD_RETRY_MAX that is not a duration is a usage error", async () => {
