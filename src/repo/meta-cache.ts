@@ -155,11 +155,19 @@ export class MetaCache {
   }
 
   private parse(kind: CacheKind, raw: Buffer): Loaded {
-    const out: Loaded = { entries: new Map(), batches: 0, damaged: false };
+    const entries = new Map<string, Buffer>();
+    const { batches, damaged } = this.walk(kind, raw, (name, body) => void entries.set(name, body));
+    return { entries, batches, damaged };
+  }
+
+  /** Every record of every authentic batch of `raw`, in file order (a name may come twice). */
+  private walk(kind: CacheKind, raw: Buffer, onRecord: (name: string, body: Buffer) => void): { batches: number; damaged: boolean } {
+    let batches = 0;
+    let damaged = false;
     let o = 0;
     while (o < raw.length) {
       if (raw.length - o < HEADER_BYTES + MAC_BYTES || !raw.subarray(o, o + 4).equals(MAGIC) || raw[o + 4] !== VERSION) {
-        out.damaged = true; // garbage or a torn append: nothing after it can be located
+        damaged = true; // garbage or a torn append: nothing after it can be located
         break;
       }
       const header = raw.subarray(o, o + HEADER_BYTES);
@@ -167,25 +175,49 @@ export class MetaCache {
       const payloadLength = raw.readUInt32LE(o + 9);
       const end = o + HEADER_BYTES + payloadLength + MAC_BYTES;
       if (end > raw.length) {
-        out.damaged = true;
+        damaged = true;
         break;
       }
       const payload = raw.subarray(o + HEADER_BYTES, o + HEADER_BYTES + payloadLength);
       const mac = raw.subarray(end - MAC_BYTES, end);
       o = end;
-      out.batches++;
+      batches++;
       if (!this.mac(kind, header, payload).equals(mac)) {
-        out.damaged = true;
+        damaged = true;
         continue;
       }
-      const records = parseRecords(payload, count);
-      if (!records) {
-        out.damaged = true; // authentic but malformed: written by a broken version; drop it
-        continue;
-      }
-      for (const [name, body] of records) out.entries.set(name, body);
+      // authentic but malformed: written by a broken version; drop it
+      if (!forEachRecord(payload, count, onRecord)) damaged = true;
     }
-    return out;
+    return { batches, damaged };
+  }
+
+  /**
+   * Each trusted record of `kind`, without keeping them: the body is valid only during the call,
+   * and a name may come more than once (the same bytes: names are content hashes). For a caller
+   * that turns 100,000 records into something smaller (the briefs a restore chooses from): the
+   * map `entries` builds costs a Buffer and a string per record on top. Says whether the file
+   * should be rewritten (damaged, or too many batches); `retain` does that.
+   */
+  async scan(kind: CacheKind, onRecord: (name: string, body: Buffer) => void): Promise<{ untidy: boolean }> {
+    const loaded = this.loaded.get(kind);
+    if (loaded) {
+      for (const [name, body] of loaded.entries) onRecord(name, body);
+      return { untidy: loaded.damaged || loaded.batches > MAX_BATCHES };
+    }
+    let raw: Buffer = Buffer.alloc(0);
+    await this.serial(kind, async () => {
+      if (this.disabled) return;
+      try {
+        raw = await fs.readFile(this.file(kind));
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code !== "ENOENT") this.disable(`cannot read ${this.file(kind)} (${code})`);
+      }
+    });
+    const { batches, damaged } = this.walk(kind, raw, onRecord);
+    if (damaged) this.noteDamage(this.file(kind));
+    return { untidy: damaged || batches > MAX_BATCHES };
   }
 
   /** Add entries; appended as one authenticated batch. Failures only cost a later refetch. */
@@ -322,17 +354,23 @@ export class MetaCache {
   }
 }
 
-function parseRecords(payload: Buffer, count: number): [string, Buffer][] | undefined {
-  const out: [string, Buffer][] = [];
+/** Calls `onRecord` for each record of a batch; false, before any call, when the batch is malformed. */
+function forEachRecord(payload: Buffer, count: number, onRecord: (name: string, body: Buffer) => void): boolean {
   let o = 0;
   for (let i = 0; i < count; i++) {
-    if (o + ID_BYTES + 4 > payload.length) return undefined;
+    if (o + ID_BYTES + 4 > payload.length) return false;
+    const length = payload.readUInt32LE(o + ID_BYTES);
+    if (o + ID_BYTES + 4 + length > payload.length) return false;
+    o += ID_BYTES + 4 + length;
+  }
+  if (o !== payload.length) return false;
+  o = 0;
+  for (let i = 0; i < count; i++) {
     const name = payload.toString("hex", o, o + ID_BYTES);
     const length = payload.readUInt32LE(o + ID_BYTES);
     o += ID_BYTES + 4;
-    if (o + length > payload.length) return undefined;
-    out.push([name, payload.subarray(o, o + length)]);
+    onRecord(name, payload.subarray(o, o + length));
     o += length;
   }
-  return o === payload.length ? out : undefined;
+  return true;
 }

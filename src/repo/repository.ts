@@ -573,7 +573,20 @@ export class Repository {
    * with it: it is left out of the list and recorded in `unreadableSnapshots` (check reports it).
    */
   async listSnapshots(opts: { fromTarget?: boolean } = {}): Promise<SnapshotRecord[]> {
-    const out: SnapshotRecord[] = [];
+    return this.listProjected(opts, (id, snapshot) => ({ id, snapshot }));
+  }
+
+  /**
+   * listSnapshots, each snapshot turned into what the caller keeps as soon as it is parsed: a
+   * cold listing of 100,000 for the briefs must not hold 100,000 parsed snapshots as well. (Not
+   * for the rows: rendering each while the listing objects and the cache batch are alive peaked
+   * 45 MB higher than rendering them after.)
+   */
+  private async listProjected<R extends { id: string; snapshot: { time: string } }>(
+    opts: { fromTarget?: boolean },
+    project: (id: string, snapshot: Snapshot) => R,
+  ): Promise<R[]> {
+    const out: R[] = [];
     this.unreadableSnapshots = [];
     // At once: the listing waits on the file system while the cache is read and checked.
     const [names, cached] = await Promise.all([
@@ -588,7 +601,7 @@ export class Repository {
     for (const [id, body] of cached) {
       if (!live.has(id)) continue;
       try {
-        out.push({ id, snapshot: parseSnapshot(body, id) });
+        out.push(project(id, parseSnapshot(body, id)));
       } catch {
         unparsable.add(id); // authentic but unparsable: fetch it again
       }
@@ -602,7 +615,7 @@ export class Repository {
       const fromListing = listed?.get(id);
       if (fromListing) {
         try {
-          out.push({ id, snapshot: parseSnapshot(fromListing, id) });
+          out.push(project(id, parseSnapshot(fromListing, id)));
           fetched.add(id);
           bodies.set(id, fromListing);
           continue;
@@ -613,7 +626,7 @@ export class Repository {
       try {
         fetchedOneByOne++;
         const fresh = await this.fetchSnapshotBody(id);
-        out.push({ id, snapshot: parseSnapshot(fresh, id) });
+        out.push(project(id, parseSnapshot(fresh, id)));
         if (ID_HEX.test(id)) {
           fetched.add(id);
           bodies.set(id, fresh);
@@ -648,21 +661,32 @@ export class Repository {
   async listSnapshotBriefs(): Promise<SnapshotBriefRecord[]> {
     if (!this.cache) return (await this.listSnapshots()).map((r) => ({ id: r.id, snapshot: briefOf(r.snapshot) }));
     this.unreadableSnapshots = [];
-    const [names, cached] = await Promise.all([listSnapshotIds(this.target), this.cache.entries("briefs")]);
-    const live = new Set(names);
-    let out: SnapshotBriefRecord[] = [];
-    for (const [id, body] of cached) {
-      if (!live.has(id)) continue;
-      const brief = parseBrief(body);
-      if (brief) out.push({ id, snapshot: brief });
-    }
+    const names = await listSnapshotIds(this.target);
+    // Records keep the listed name (the scan's copy is dropped: 8 MB at 100,000), and slot[i] is
+    // where names[i]'s brief is in `found` (-1: none yet). A name may come twice (two processes
+    // filled the cache): the later record counts, as in the cache's own loading.
+    const live = new Map(names.map((n, i) => [n, i]));
+    const slot = new Int32Array(names.length).fill(-1);
+    const found: (SnapshotBriefRecord | undefined)[] = [];
+    let dead = false;
+    // Scanned, not loaded: a restore at 100,000 snapshots must not hold every cached record too.
+    const { untidy } = await this.cache.scan("briefs", (name, body) => {
+      const i = live.get(name);
+      if (i === undefined) dead = true;
+      else {
+        const brief = parseBrief(body);
+        const record = brief && { id: names[i], snapshot: brief };
+        if (slot[i] < 0) slot[i] = found.push(record) - 1;
+        else found[slot[i]] = record;
+      }
+    });
+    let out = found.filter((r) => r !== undefined).sort(byTime);
     if (out.length < live.size) {
       const have = new Set(out.map((r) => r.id));
-      const full = await this.listSnapshots();
-      out = full.map((r) => ({ id: r.id, snapshot: briefOf(r.snapshot) }));
+      out = await this.listProjected({}, (id, snapshot) => ({ id, snapshot: briefOf(snapshot) }));
       await this.cache.put("briefs", out.filter((r) => !have.has(r.id) && ID_HEX.test(r.id)).map((r) => [r.id, Buffer.from(JSON.stringify(r.snapshot))] as [string, Buffer]));
-    } else out.sort(byTime);
-    await this.cache.retain("briefs", live, { rewriteWhenDead: "any" });
+    }
+    if (dead || untidy) await this.cache.retain("briefs", new Set(names), { rewriteWhenDead: "any" });
     await this.cache.release("briefs");
     return out;
   }
