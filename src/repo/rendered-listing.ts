@@ -40,7 +40,7 @@ const ROWS_PER_PIECE = 2000;
 
 /** Which names the listing was made for (in any order), and how rows were rendered. */
 export function listFingerprint(names: readonly string[]): Buffer {
-  return createHash("sha256").update(`pi-guard rows v${ROW_VERSION}\n`).update([...names].sort().join("\n")).digest();
+  return createHash("sha256").update(`pi-guard-rows v${ROW_VERSION}\n`).update([...names].sort().join("\n")).digest();
 }
 
 /** The listing of `rows` (sorted as they are to be printed), in memory. */
