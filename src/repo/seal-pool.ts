@@ -45,12 +45,6 @@ export class SealPool {
   constructor(
     private readonly size = defaultPoolSize(4),
     private readonly mainHelps = false,
-    /**
-     * A batch runs on the calling thread when the workers already hold this many: a snapshot's
-     * main thread chunks and hashes, and waits whenever compression falls behind, so it
-     * compresses a batch itself rather than idle (PI_GUARD_SEAL_BACKLOG overrides, for the bench).
-     */
-    private readonly inlineAtBacklog = Infinity,
   ) {}
 
   private startWorkers(): void {
@@ -77,8 +71,7 @@ export class SealPool {
       this.size === 0 ||
       (this.lost && this.workers.length === 0) ||
       (this.workers.length === 0 && workBytes(req) < INLINE_BELOW) ||
-      (this.mainHelps && job % 2 === 1) ||
-      (this.workers.length > 0 && this.pending.size >= this.inlineAtBacklog);
+      (this.mainHelps && job % 2 === 1);
     if (inline) {
       try {
         const parts = full.op === "seal" ? sealBatch(full) : openBatch(full);

@@ -9,7 +9,7 @@ import { removeWriterTempFiles } from "../repo/repair-index.js";
 import { agentRootPath, canBeParent } from "../repo/parent-heads.js";
 import { ObjectNotFound } from "../targets/target.js";
 import type { Repository, SnapshotRecord } from "../repo/repository.js";
-import { defaultPoolSize, SealPool } from "../repo/seal-pool.js";
+import { SealPool } from "../repo/seal-pool.js";
 import { ContentChunker } from "./content-chunker.js";
 import { isPathError, scanSources, type ScannedEntry, type SourceFilter, type SourceRoot } from "./scan.js";
 import { nodeKey, readTree, treeLeaves, TreeWriter } from "./tree.js";
@@ -200,7 +200,7 @@ export async function withSnapshotBuilder(
 ): Promise<SnapshotResult> {
   opts.signal?.throwIfAborted();
   const lock = await acquireLock(repo, { mode: "append", command: opts.command, waitMs: opts.lockWaitMs ?? 60_000 });
-  const pool = new SealPool(defaultPoolSize(4), false, Number(process.env.PI_GUARD_SEAL_BACKLOG ?? Infinity));
+  const pool = new SealPool();
   let builder: SnapshotBuilder | undefined;
   try {
     // Other appenders may be writing: only files of writers known to be dead go (docs/FORMAT.md §9).
