@@ -106,8 +106,10 @@ describe("dedup and append-aware snapshots", () => {
     const sizeBefore = statSync(bigFile).size;
     const appended = appendToLargest(sb.agentDir, pool, 1, 1024);
     expect(appended.files).toEqual([bigFile]);
-    expect(appended.bytes).toBeGreaterThan(900);
-    expect(appended.bytes).toBeLessThan(1300);
+    // About 1 KB: the generator aims at it, but a short user line can leave the assistant line at
+    // its minimum (its name is the real session's, so the draw differs per run: 868 B in one CI run).
+    expect(appended.bytes).toBeGreaterThan(600);
+    expect(appended.bytes).toBeLessThan(1600);
     expect(statSync(bigFile).size).toBe(sizeBefore + appended.bytes);
     validateWithPi(readFileSync(bigFile, "utf8"));
 
