@@ -11,3 +11,9 @@ export function workerScript(moduleUrl: string, name: string): { file: string; e
   const ts = self.endsWith(".ts");
   return { file: path.join(path.dirname(self), `${name}${ts ? ".ts" : ".js"}`), execArgv: ts ? ["--import", "tsx"] : [] };
 }
+
+/** PI_GUARD_WORKERS, when it is a whole number (0: all work on the calling thread); else undefined. */
+export function workersSetting(): number | undefined {
+  const env = Number(process.env.PI_GUARD_WORKERS);
+  return process.env.PI_GUARD_WORKERS && Number.isInteger(env) && env >= 0 ? env : undefined;
+}

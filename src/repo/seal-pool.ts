@@ -1,15 +1,13 @@
 import { Worker } from "node:worker_threads";
 import os from "node:os";
-import { workerScript } from "../worker-file.js";
+import { workerScript, workersSetting } from "../worker-file.js";
 import { RepoError } from "./errors.js";
 import { openBatch, sealBatch, type BatchReply, type OpenRequest, type SealRequest } from "./seal.js";
 
 /** One worker per spare core, at least 1 and at most `max`; PI_GUARD_WORKERS overrides (0 = all work on the main thread). */
 export function defaultPoolSize(max = 4): number {
-  const env = Number(process.env.PI_GUARD_WORKERS);
-  if (process.env.PI_GUARD_WORKERS && Number.isInteger(env) && env >= 0) return env;
   // The main thread chunks and hashes; leave it a core.
-  return Math.max(1, Math.min(max, os.availableParallelism() - 1));
+  return workersSetting() ?? Math.max(1, Math.min(max, os.availableParallelism() - 1));
 }
 
 type Request = Omit<SealRequest, "job"> | Omit<OpenRequest, "job">;

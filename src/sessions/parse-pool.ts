@@ -3,7 +3,7 @@
 
 import { Worker } from "node:worker_threads";
 import os from "node:os";
-import { workerScript } from "../worker-file.js";
+import { workerScript, workersSetting } from "../worker-file.js";
 import type { SessionSummary } from "./summary.js";
 
 export type ParseRequest = { job: number; op: "summary"; path: string; fallbackId: string };
@@ -17,9 +17,7 @@ const POOL_BYTES = 8 * 1024 * 1024;
  * PI_GUARD_WORKERS overrides (0: parse on the main thread).
  */
 export function parseThreads(bytes: number): number {
-  const env = Number(process.env.PI_GUARD_WORKERS);
-  if (process.env.PI_GUARD_WORKERS && Number.isInteger(env) && env >= 0) return env;
-  return bytes < POOL_BYTES ? 0 : Math.max(1, Math.min(4, os.availableParallelism()));
+  return workersSetting() ?? (bytes < POOL_BYTES ? 0 : Math.max(1, Math.min(4, os.availableParallelism())));
 }
 
 class WorkerLost extends Error {}
