@@ -160,7 +160,8 @@ describe("restic engine: damage is exit 3 and named", () => {
 
   it("a damaged tree pack", { timeout: 60_000 }, async () => {
     damaged((p) => `data/${p.tree[0].slice(0, 2)}/${p.tree[0]}`);
-    expect(await run(["sessions", "list"])).toMatch(/restic repository is damaged: tree [0-9a-f]{8} of snapshot [0-9a-f]{8} cannot be read/);
+    // restic find names the snapshot the tree belongs to in some runs and not in others, on the same damage (CI saw both).
+    expect(await run(["sessions", "list"])).toMatch(/restic repository is damaged: tree [0-9a-f]{8}( of snapshot [0-9a-f]{8})? cannot be read/);
     expect(await run(["restore", "latest", "--target", s.sb.dir("never-2")])).toMatch(/restic repository is damaged: blob [0-9a-f]{8} cannot be decrypted/);
   });
 
