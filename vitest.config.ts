@@ -7,5 +7,6 @@ export default defineConfig({
     hookTimeout: 120_000,
     // Crash and CLI tests spawn real processes; two cores, so keep parallelism modest.
     maxWorkers: 2,
+    setupFiles: ["test/helpers/cleanup.ts"],
   },
 });

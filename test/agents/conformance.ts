@@ -4,8 +4,7 @@
 // the others: their runners in test/helpers/agents/). Real parts throughout: the built CLI, real
 // files in a sandbox, the repository read back through the library.
 
-import { appendFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import os from "node:os";
+import { appendFileSync, existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -18,7 +17,7 @@ import { knownMarker } from "../../src/export/redact.js";
 import { SnapshotReader } from "../../src/restore/snapshot-reader.js";
 import { copyKindOf } from "../../src/snapshot/copy-kind.js";
 import { cli, initRepo, ok, snapshot, type SnapshotJson } from "../helpers/cli.js";
-import { fingerprint, treeState, type Sandbox } from "../helpers/tmp.js";
+import { fingerprint, treeState, type Sandbox, tempRoot } from "../helpers/tmp.js";
 
 /** What a fixture's real session holds, for the reader's assertions. */
 export interface MadeSession {
@@ -89,7 +88,7 @@ export interface DbContent {
 
 /** The content of a db held in `db` (and `wal`), read from a private copy: the original and its folder stay as they are. */
 export function sqliteContent(db: Buffer, wal?: Buffer): DbContent {
-  const dir = mkdtempSync(path.join(os.tmpdir(), "conformance-db-"));
+  const dir = tempRoot("conformance-db");
   try {
     const file = path.join(dir, "copy.db");
     writeFileSync(file, db);

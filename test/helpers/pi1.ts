@@ -5,12 +5,13 @@
 // imports pi. The child gets only the agent dir and a temp HOME: never the real ~/.pi.
 
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { sessionDirName } from "../../src/agents/pi/writer.js";
 import { pi1Dir, pi1Node } from "./tools.js";
+import { tempRoot } from "./tmp.js";
 
 const run = promisify(execFile);
 const HERE = import.meta.dirname;
@@ -100,7 +101,7 @@ export interface Pi1SessionResult {
 }
 
 async function driver<T>(request: Record<string, unknown>, home: string): Promise<T> {
-  const dir = mkdtempSync(path.join(os.tmpdir(), "pi-guard-pi1-"));
+  const dir = tempRoot("pi1");
   try {
     const req = path.join(dir, "request.json");
     const res = path.join(dir, "result.json");
@@ -135,7 +136,7 @@ export function pi1Env(home: string, agentDir?: string, extra: Record<string, st
  */
 export async function makePi1Session(options: MakePi1SessionOptions): Promise<Pi1SessionResult> {
   mkdirSync(options.agentDir, { recursive: true });
-  const runtimeDir = mkdtempSync(path.join(os.tmpdir(), "pi-guard-pi1-home-"));
+  const runtimeDir = tempRoot("pi1-home");
   try {
     const sessionDir = path.join(options.agentDir, "sessions", sessionDirName(options.cwd));
     return await driver<Pi1SessionResult>({ op: "session", options: { ...options, sessionDir, runtimeDir } }, runtimeDir);
@@ -161,7 +162,7 @@ export interface Pi1Validation {
 
 /** Check session text with pi 1.6.0's in-memory code (parseSessionEntries, migrateSessionEntries, buildSessionContext); throws when pi would not load it. */
 export async function validatePi1(text: string, options: { expectEntries?: boolean; expectMessages?: boolean } = {}): Promise<Pi1Validation> {
-  const home = mkdtempSync(path.join(os.tmpdir(), "pi-guard-pi1-home-"));
+  const home = tempRoot("pi1-home");
   try {
     const out = await driver<({ ok: true } & Pi1Validation) | { ok: false; why: string }>({ op: "validate", text }, home);
     if (!out.ok) throw new Error(`pi 1.6.0 would not load this session: ${out.why}`);
@@ -222,7 +223,7 @@ export interface Pi1JsonOptions extends Pi1CliOptions {
  */
 export function spawnPi1Json(options: Pi1JsonOptions): { child: ChildProcess; cleanup(): void } {
   mkdirSync(options.cwd, { recursive: true });
-  const dir = mkdtempSync(path.join(os.tmpdir(), "pi-guard-pi1-script-"));
+  const dir = tempRoot("pi1-script");
   const script = path.join(dir, "script.json");
   writeFileSync(script, JSON.stringify({ replies: options.replies, tokenSize: options.tokenSize ?? { min: 2, max: 4 }, tokensPerSecond: options.tokensPerSecond }));
   const extensions = [PI1_FAUX_EXTENSION, ...(options.extensions ?? [])].flatMap((e) => ["-e", e]);

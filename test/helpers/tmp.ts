@@ -32,8 +32,32 @@ export interface Sandbox {
   cleanup(): void;
 }
 
+/** Temp folders made by `tempRoot` and `makeSandbox` in this test file, not yet removed. */
+const roots = new Set<string>();
+
+/**
+ * A fresh temp folder `pi-guard-<label>-XXXXXX` that test/helpers/cleanup.ts removes after the test
+ * file, so a run leaves no session data behind in the system's temp folder.
+ */
+export function tempRoot(label: string): string {
+  const root = mkdtempSync(path.join(os.tmpdir(), `pi-guard-${label}-`));
+  roots.add(root);
+  return root;
+}
+
+/** Remove every folder `tempRoot` made (and every sandbox not cleaned up yet). */
+export function removeTempRoots(): void {
+  for (const root of roots) {
+    // A folder still mounted (a test's tmpfs it failed to unmount) stays; that test has failed already.
+    try {
+      rmSync(root, { recursive: true, force: true });
+    } catch {}
+  }
+  roots.clear();
+}
+
 export function makeSandbox(label = "t"): Sandbox {
-  const root = mkdtempSync(path.join(os.tmpdir(), `pi-guard-test-${label}-`));
+  const root = tempRoot(`test-${label}`);
   const home = path.join(root, "home");
   const agentDir = path.join(home, ".pi", "agent");
   const sessionsDir = path.join(agentDir, "sessions");

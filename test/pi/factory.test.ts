@@ -1,5 +1,5 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { homedir, tmpdir } from "node:os";
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { parseSessionFile, parseSessionText, readSessionText } from "../../src/agents/pi/parse.js";
@@ -8,6 +8,7 @@ import { branchPoints, buildTree, labels, sessionName } from "../../src/model/tr
 import { sessionDirName } from "../../src/agents/pi/writer.js";
 import { bigText, fauxText, fauxThinking, fauxToolCall, forkPiSession, makePiSession, type PiSessionResult } from "../helpers/pi-factory.js";
 import { validateWithPi } from "../helpers/pi-validate.js";
+import { tempRoot } from "../helpers/tmp.js";
 
 describe("makePiSession: real pi sessions with the faux model", () => {
   let root: string;
@@ -16,7 +17,7 @@ describe("makePiSession: real pi sessions with the faux model", () => {
   let made: PiSessionResult;
 
   beforeAll(async () => {
-    root = mkdtempSync(join(tmpdir(), "pi-guard-factory-"));
+    root = tempRoot("factory");
     agentDir = join(root, "agent");
     cwd = join(root, "project");
     mkdirSync(cwd, { recursive: true });
@@ -103,7 +104,7 @@ describe("makePiSession: real pi sessions with the faux model", () => {
 
 describe("makePiSession at scale", () => {
   it("makes a multi-MB session in a few seconds that parses the same streamed and in memory", async () => {
-    const root = mkdtempSync(join(tmpdir(), "pi-guard-big-"));
+    const root = tempRoot("big");
     const chunk = bigText(200_000);
     const turns = Array.from({ length: 12 }, (_, i) => ({
       user: `turn ${i}`,

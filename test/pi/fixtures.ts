@@ -2,12 +2,11 @@
 // by every engineer's tests, so nothing may ever open them for writing.
 
 import { createHash } from "node:crypto";
-import { copyFileSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { copyFileSync, readdirSync, readFileSync } from "node:fs";
 import { basename, join } from "node:path";
 
 export { FIXTURES_DIR } from "../helpers/tmp.js";
-import { FIXTURES_DIR } from "../helpers/tmp.js";
+import { FIXTURES_DIR, tempRoot } from "../helpers/tmp.js";
 
 export function fixturePaths(): string[] {
   return ["pi-mono-v1", "pi-v3"].flatMap((dir) =>
@@ -19,7 +18,7 @@ export function fixturePaths(): string[] {
 
 /** Copy every fixture into a fresh temp dir; returns the copies' paths by fixture name. */
 export function copyFixtures(): Map<string, string> {
-  const dir = mkdtempSync(join(tmpdir(), "pi-guard-fixtures-"));
+  const dir = tempRoot("fixtures");
   const out = new Map<string, string>();
   for (const src of fixturePaths()) {
     const dest = join(dir, basename(src));

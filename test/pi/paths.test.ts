@@ -1,8 +1,8 @@
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { agentDir, expandTilde, readSettings, sessionsDir } from "../../src/agents/pi/paths.js";
+import { tempRoot } from "../helpers/tmp.js";
 
 const home = "/home/someone";
 
@@ -17,7 +17,7 @@ describe("agentDir", () => {
 
 describe("sessionsDir", () => {
   function setup() {
-    const root = mkdtempSync(join(tmpdir(), "pi-guard-paths-"));
+    const root = tempRoot("paths");
     const agent = join(root, "agent");
     const cwd = join(root, "proj");
     mkdirSync(agent, { recursive: true });
@@ -47,7 +47,7 @@ describe("sessionsDir", () => {
 
 describe("readSettings", () => {
   it("tolerates a missing file, reports invalid JSON, and never writes", () => {
-    const agent = mkdtempSync(join(tmpdir(), "pi-guard-settings-"));
+    const agent = tempRoot("settings");
     const path = join(agent, "settings.json");
     expect(readSettings(path)).toEqual({ path, settings: null });
     writeFileSync(path, "{ nope");

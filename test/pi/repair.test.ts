@@ -1,5 +1,4 @@
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { parseSessionText } from "../../src/agents/pi/parse.js";
@@ -7,6 +6,7 @@ import { repairSessionText } from "../../src/agents/pi/repair.js";
 import { fauxText, fauxToolCall, makePiSession } from "../helpers/pi-factory.js";
 import { validateWithPi } from "../helpers/pi-validate.js";
 import { copyFixtures } from "./fixtures.js";
+import { tempRoot } from "../helpers/tmp.js";
 
 /** A real multi-turn session written by pi, as lines (no trailing newline element). */
 let file: string;
@@ -14,7 +14,7 @@ let lines: string[];
 let ids: string[];
 
 beforeAll(async () => {
-  const root = mkdtempSync(join(tmpdir(), "pi-guard-repair-"));
+  const root = tempRoot("repair");
   const made = await makePiSession({
     agentDir: join(root, "agent"),
     cwd: join(root, "proj"),

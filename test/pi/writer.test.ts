@@ -1,5 +1,4 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseSessionText } from "../../src/agents/pi/parse.js";
@@ -7,6 +6,7 @@ import type { SessionEntry, SessionHeader } from "../../src/model/session.js";
 import { parseSessionFileName, serializeSession, sessionDirName, sessionFileName, sessionFilePath, writeFileAtomic } from "../../src/agents/pi/writer.js";
 import { makePiSession } from "../helpers/pi-factory.js";
 import { copyFixtures } from "./fixtures.js";
+import { tempRoot } from "../helpers/tmp.js";
 
 describe("serializeSession", () => {
   it.each(["branched.jsonl", "forked.jsonl"])("reproduces %s (written by pi) byte for byte", (name) => {
@@ -32,7 +32,7 @@ describe("pi's file naming", () => {
   });
 
   it("predicts where pi itself put a real session", async () => {
-    const root = mkdtempSync(join(tmpdir(), "pi-guard-naming-"));
+    const root = tempRoot("naming");
     const agentDir = join(root, "agent");
     const cwd = join(root, "my:proj");
     const { file } = await makePiSession({ agentDir, cwd, turns: [{ user: "hi", assistant: ["hello"] }] });
@@ -43,7 +43,7 @@ describe("pi's file naming", () => {
 
 describe("writeFileAtomic", () => {
   it("writes whole files, refuses to overwrite unless asked, and leaves no temp files", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "pi-guard-atomic-"));
+    const dir = tempRoot("atomic");
     const target = join(dir, "sub", "s.jsonl");
     await writeFileAtomic(target, "one\n", { mkdir: true });
     expect(readFileSync(target, "utf8")).toBe("one\n");
@@ -55,7 +55,7 @@ describe("writeFileAtomic", () => {
   });
 
   it("cleans up its temp file when the target dir is missing", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "pi-guard-atomic-"));
+    const dir = tempRoot("atomic");
     writeFileSync(join(dir, "keep"), "x");
     await expect(writeFileAtomic(join(dir, "missing", "f"), "x")).rejects.toBeDefined();
     expect(readdirSync(dir)).toEqual(["keep"]);

@@ -3,7 +3,6 @@
 // without leaving a pack, a staging file or a snapshot behind.
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { MAX_PACK_UPLOADS, PackUploads } from "../../src/repo/pack-uploads.js";
@@ -13,6 +12,7 @@ import { LimitTarget } from "../../src/targets/limit.js";
 import { MemoryTarget } from "../../src/targets/memory.js";
 import { listNames, TargetError, type PutBody, type PutOptions } from "../../src/targets/target.js";
 import { TargetWrapper } from "../../src/targets/wrap.js";
+import { tempRoot } from "../helpers/tmp.js";
 
 // Seal on this thread: vitest cannot start the .ts worker script.
 process.env.PI_GUARD_WORKERS = "0";
@@ -52,7 +52,7 @@ class PackGate extends TargetWrapper {
 }
 
 const cred = () => ({ kind: "keyfile" as const, secret: randomBytes(32), path: "test-key" });
-const scratch = mkdtempSync(path.join(os.tmpdir(), "pi-guard-pack-uploads-"));
+const scratch = tempRoot("pack-uploads");
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 /** An agent dir of `files` random files of 1 MiB: each 1 MiB pack holds about one. */

@@ -8,9 +8,8 @@
 
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import os from "node:os";
 import path from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
@@ -23,7 +22,7 @@ import { copySqlite, type SqliteCopy } from "../../src/snapshot/sqlite-copy.js";
 import { codexHome, codexThreadList, runCodex, startCodexModel } from "../helpers/agents/codex.js";
 import { opencodeCli, opencodeDb, opencodeSessions, runOpencode, startOpencodeModel } from "../helpers/agents/opencode.js";
 import { callTool, type FakeModelServer, say, type Turn } from "../helpers/fake-model/server.js";
-import { makeSandbox, type Sandbox } from "../helpers/tmp.js";
+import { makeSandbox, type Sandbox, tempRoot } from "../helpers/tmp.js";
 
 const OPENCODE_ROWS = opencodeAdapter.sessionRows![0];
 const CODEX_STATE_ROWS = codexAdapter.sessionRows!.find((r) => r.glob === CODEX_STATE_DB)!;
@@ -50,7 +49,7 @@ type Rows = Record<string, unknown[]>;
 
 /** Runs `read` on a self-contained db file, opened read-only in a copy of its own (a read-only open leaves side files beside the file). */
 function readDb<T>(file: string, read: (db: Database) => T): T {
-  const dir = mkdtempSync(path.join(os.tmpdir(), "pi-guard-test-rows-"));
+  const dir = tempRoot("test-rows");
   copyFileSync(file, path.join(dir, "db"));
   const db = new Database(path.join(dir, "db"), { readonly: true, fileMustExist: true });
   try {

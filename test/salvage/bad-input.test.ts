@@ -1,12 +1,12 @@
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { runCli, tempEnv } from "./cli.js";
+import { tempRoot } from "../helpers/tmp.js";
 
-const root = mkdtempSync(join(tmpdir(), "pi-guard-bad-input-"));
+const root = tempRoot("bad-input");
 const env = tempEnv(root);
 const sha = (file: string) => createHash("sha256").update(readFileSync(file)).digest("hex");
 

@@ -3,7 +3,6 @@
 // parts are kept as raw JSON text (salvage says so), the rest is recovered, and pi loads it.
 
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { parseSessionText } from "../../src/agents/pi/parse.js";
@@ -12,6 +11,7 @@ import { validateWithPi } from "../helpers/pi-validate.js";
 import { appendHostileEntry, deepObject } from "../sessions/hostile.js";
 import { runCli, tempEnv } from "./cli.js";
 import { jsonModeLog } from "./log-shapes.js";
+import { tempRoot } from "../helpers/tmp.js";
 
 let root: string;
 let made: PiSessionResult;
@@ -25,7 +25,7 @@ const noCrash = (r: { exitCode: number; stderr: string }) => {
 };
 
 beforeAll(async () => {
-  root = mkdtempSync(join(tmpdir(), "pi-guard-salvage-deep-"));
+  root = tempRoot("salvage-deep");
   made = await makePiSession({ agentDir: join(root, "agent"), cwd: join(root, "proj"), turns: [{ user: "describe the heron", assistant: [fauxText("The heron waits.")] }] });
   const before = readFileSync(made.file, "utf8");
   appendHostileEntry(made.file, deepObject(5_000), "deadbee5");

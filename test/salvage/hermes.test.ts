@@ -1,6 +1,5 @@
 import { createHash } from "node:crypto";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { isDeepStrictEqual } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -12,6 +11,7 @@ import { validateWithPi } from "../helpers/pi-validate.js";
 import { runCli, tempEnv } from "./cli.js";
 import { fillAgentDb, fillMemoryDb, hermesTruncate, piIndexed, piMessages, textOf } from "./hermes-fill.js";
 import { formatRecall, jsonModeLog, measureRecall } from "./log-shapes.js";
+import { tempRoot } from "../helpers/tmp.js";
 
 type Ev = Record<string, unknown>;
 type Msg = ReturnType<typeof piMessages>[number];
@@ -36,7 +36,7 @@ function textRecall(original: Msg[], got: Msg[], truncate: (t: string) => string
 }
 
 beforeAll(async () => {
-  root = mkdtempSync(join(tmpdir(), "pi-guard-hermes-"));
+  root = tempRoot("hermes");
   cwdA = join(root, "proj-a");
   cwdB = join(root, "proj-b");
   a = await makePiSession({

@@ -1,12 +1,12 @@
 import { execa } from "execa";
 import { copyFileSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { sessionDirName } from "../../src/agents/pi/writer.js";
 import { fauxText, fauxToolCall, makePiSession } from "../helpers/pi-factory.js";
 import { validateWithPi } from "../helpers/pi-validate.js";
 import { runCli, tempEnv } from "./cli.js";
+import { tempRoot } from "../helpers/tmp.js";
 
 const PI_CLI = join(process.cwd(), "node_modules/@mariozechner/pi-coding-agent/dist/cli.js");
 
@@ -26,7 +26,7 @@ export async function piExport(sessionFile: string, dir: string, agentDir: strin
 }
 
 beforeAll(async () => {
-  root = mkdtempSync(join(tmpdir(), "pi-guard-html-"));
+  root = tempRoot("html");
   env = tempEnv(root);
   cwd = join(root, "proj");
   const made = await makePiSession({

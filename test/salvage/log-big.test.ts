@@ -1,12 +1,12 @@
 import { execa } from "execa";
-import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { closeSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { BIN } from "../helpers/cli.js";
 import { bigText, makePiSession } from "../helpers/pi-factory.js";
+import { tempRoot } from "../helpers/tmp.js";
 
-const root = mkdtempSync(join(tmpdir(), "pi-guard-log-big-"));
+const root = tempRoot("log-big");
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 describe("salvage --from-log with 100 MB lines", () => {

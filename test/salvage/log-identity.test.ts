@@ -3,8 +3,7 @@
 // sends, and the log wraps every line pi printed as {type:"rpc_event",event} beside the UI's own
 // plain lines ("spawning: pi --mode rpc (cwd=...)", "rpc ready, session <uuid>").
 
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { sessionDirName } from "../../src/agents/pi/writer.js";
@@ -14,6 +13,7 @@ import { expectOneLineError } from "../helpers/cli.js";
 import { validateWithPi } from "../helpers/pi-validate.js";
 import { runCli, tempEnv } from "./cli.js";
 import { runPiRpc, type RpcLine } from "./rpc-run.js";
+import { tempRoot } from "../helpers/tmp.js";
 
 let root: string;
 let agentDir: string;
@@ -48,7 +48,7 @@ function write(text: string): string {
 }
 
 beforeAll(async () => {
-  root = mkdtempSync(join(tmpdir(), "pi-guard-logid-"));
+  root = tempRoot("logid");
   agentDir = join(root, "agent");
   cwd = join(root, "my proj (v2)");
   mkdirSync(agentDir, { recursive: true });

@@ -1,5 +1,4 @@
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { parseSessionText } from "../../src/agents/pi/parse.js";
@@ -9,6 +8,7 @@ import { fauxText, fauxThinking, fauxToolCall, makePiSession, type PiSessionResu
 import { validateWithPi } from "../helpers/pi-validate.js";
 import { runCli, tempEnv } from "./cli.js";
 import { deltaOnly, formatRecall, fullMessageOnly, jsonModeLog, measureRecall, rpcModeLog, webUiLog, type Recall } from "./log-shapes.js";
+import { tempRoot } from "../helpers/tmp.js";
 
 type Ev = Record<string, unknown>;
 let root: string;
@@ -19,7 +19,7 @@ let messages: Ev[];
 let n = 0;
 
 beforeAll(async () => {
-  root = mkdtempSync(join(tmpdir(), "pi-guard-log-"));
+  root = tempRoot("log");
   made = await makePiSession({
     agentDir: join(root, "agent"),
     cwd: join(root, "proj"),

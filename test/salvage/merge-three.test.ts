@@ -4,8 +4,7 @@
 // documented mapping (text only, no tool results). Merged, they give more than any one alone.
 
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -15,9 +14,10 @@ import { fillMemoryDb, piIndexed } from "./hermes-fill.js";
 import { runPiTui, piEnv, type ScriptBlock, type TuiRun } from "./tui/pi-tui.js";
 import { parseJsonl } from "./tui/recall.js";
 import { TUI_TURNS } from "./tui/turns.js";
+import { tempRoot } from "../helpers/tmp.js";
 
 const PI_CLI = fileURLToPath(new URL("../../node_modules/@mariozechner/pi-coding-agent/dist/cli.js", import.meta.url));
-const root = mkdtempSync(join(tmpdir(), "pi-guard-merge3-"));
+const root = tempRoot("merge3");
 const piRoot = join(root, "pi");
 let run: TuiRun;
 const files = { terminal: join(root, "screen.txt"), log: join(root, "turn4.jsonl"), hermes: join(root, "sessions.db") };

@@ -1,5 +1,4 @@
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { salvage } from "../../src/salvage/salvage.js";
@@ -7,6 +6,7 @@ import { fauxText, fauxToolCall, makePiSession, type PiSessionResult } from "../
 import { validateWithPi } from "../helpers/pi-validate.js";
 import { runCli, tempEnv } from "./cli.js";
 import { formatRecall, jsonModeLog, measureRecall, rpcModeLog, type Recall } from "./log-shapes.js";
+import { tempRoot } from "../helpers/tmp.js";
 
 type Ev = Record<string, unknown>;
 let root: string;
@@ -21,7 +21,7 @@ const sequence = (text: string) =>
     .map((e) => JSON.stringify((e as unknown as { message: Ev }).message));
 
 beforeAll(async () => {
-  root = mkdtempSync(join(tmpdir(), "pi-guard-merge-"));
+  root = tempRoot("merge");
   made = await makePiSession({
     agentDir: join(root, "agent"),
     cwd: join(root, "proj"),

@@ -1,11 +1,11 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { macosSteps } from "../../src/salvage/open-files.js";
 import { runCli, tempEnv } from "./cli.js";
+import { tempRoot } from "../helpers/tmp.js";
 
 const sha = (b: Buffer) => createHash("sha256").update(b).digest("hex");
 const children: ChildProcess[] = [];
@@ -27,7 +27,7 @@ async function holdOpen(files: string[]): Promise<ChildProcess> {
 
 describe.runIf(process.platform === "linux")("salvage --from-open-files", () => {
   it("copies a deleted session held open by another process out byte-identical, with pid, command, fd and size", async () => {
-    const root = mkdtempSync(join(tmpdir(), "pi-guard-openfiles-"));
+    const root = tempRoot("openfiles");
     const env = tempEnv(root);
     const sessions = join(env.PI_CODING_AGENT_DIR, "sessions", "--proj--");
     mkdirSync(sessions, { recursive: true });
@@ -64,7 +64,7 @@ describe.runIf(process.platform === "linux")("salvage --from-open-files", () => 
   });
 
   it("says so when nothing is held open", async () => {
-    const root = mkdtempSync(join(tmpdir(), "pi-guard-openfiles-none-"));
+    const root = tempRoot("openfiles-none");
     const run = await runCli(["salvage", "--from-open-files", "--out", join(root, "out")], tempEnv(root));
     expect(run.exitCode).toBe(0);
     expect(run.stdout).toMatch(/no deleted files held open/);

@@ -3,12 +3,11 @@
 // a session that already has one, wherever that one lives.
 
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { sessionDirName } from "../../src/agents/pi/writer.js";
 import { fauxText, fauxToolCall, makePiSession, type PiSessionResult } from "../helpers/pi-factory.js";
-import { listFiles } from "../helpers/tmp.js";
+import { listFiles, tempRoot } from "../helpers/tmp.js";
 import { runCli, tempEnv } from "./cli.js";
 import { jsonModeLog } from "./log-shapes.js";
 
@@ -19,7 +18,7 @@ let log: string;
 const mode = (p: string) => (statSync(p).mode & 0o777).toString(8);
 
 beforeAll(async () => {
-  root = mkdtempSync(join(tmpdir(), "pi-guard-private-"));
+  root = tempRoot("private");
   made = await makePiSession({
     agentDir: join(root, "agent"),
     cwd: join(root, "proj"),

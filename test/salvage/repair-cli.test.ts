@@ -1,12 +1,12 @@
 import { createHash } from "node:crypto";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { parseSessionText } from "../../src/agents/pi/parse.js";
 import { fauxText, fauxToolCall, makePiSession } from "../helpers/pi-factory.js";
 import { validateWithPi } from "../helpers/pi-validate.js";
 import { runCli, tempEnv } from "./cli.js";
+import { tempRoot } from "../helpers/tmp.js";
 
 let root: string;
 let env: Record<string, string>;
@@ -25,7 +25,7 @@ function damaged(dir: string): string {
 }
 
 beforeAll(async () => {
-  root = mkdtempSync(join(tmpdir(), "pi-guard-repair-cli-"));
+  root = tempRoot("repair-cli");
   env = tempEnv(root);
   const made = await makePiSession({
     agentDir: join(root, "agent"),

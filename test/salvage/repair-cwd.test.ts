@@ -5,12 +5,12 @@
 // folder is refused until --cwd names the project.
 
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { fauxText, makePiSession, type PiSessionResult } from "../helpers/pi-factory.js";
 import { validateWithPi } from "../helpers/pi-validate.js";
 import { runCli, tempEnv } from "./cli.js";
+import { tempRoot } from "../helpers/tmp.js";
 
 let root: string;
 let env: Record<string, string>;
@@ -28,7 +28,7 @@ function headerless(file: string): string {
 }
 
 beforeAll(async () => {
-  root = mkdtempSync(join(tmpdir(), "pi-guard-repair-cwd-"));
+  root = tempRoot("repair-cwd");
   env = tempEnv(root);
   project = join(root, "code", "my-app");
   made = await makePiSession({ agentDir: join(root, "agent"), cwd: project, turns: [{ user: "hello there", assistant: [fauxText("hi back")] }] });

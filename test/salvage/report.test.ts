@@ -4,8 +4,7 @@
 // pi TUI captured with and without escapes. Every report lists facts kept and not kept, counted.
 
 import { execa } from "execa";
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { copyFileSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bigText, fauxText, fauxThinking, fauxToolCall, makePiSession, type PiSessionResult } from "../helpers/pi-factory.js";
@@ -15,9 +14,10 @@ import { fillAgentDb, fillMemoryDb, piIndexed, piMessages } from "./hermes-fill.
 import { webUiLog } from "./log-shapes.js";
 import { runPiTui, type TuiRun } from "./tui/pi-tui.js";
 import { THINKING_TURNS } from "./tui/turns.js";
+import { tempRoot } from "../helpers/tmp.js";
 
 const PI_CLI = join(process.cwd(), "node_modules/@mariozechner/pi-coding-agent/dist/cli.js");
-const root = mkdtempSync(join(tmpdir(), "pi-guard-report-"));
+const root = tempRoot("report");
 const cwd = join(root, "proj");
 let made: PiSessionResult;
 let tui: TuiRun;

@@ -1,8 +1,7 @@
 // Logs hand each session on as soon as the log moves to the next one, and sessions wait for
 // merging on disk (spill.ts): memory holds one session, not the log.
 
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { salvageLog } from "../../src/salvage/log.js";
@@ -10,8 +9,9 @@ import { SessionSpill } from "../../src/salvage/spill.js";
 import type { SalvagedSession } from "../../src/salvage/types.js";
 import { makePiSession } from "../helpers/pi-factory.js";
 import { jsonModeLog } from "./log-shapes.js";
+import { tempRoot } from "../helpers/tmp.js";
 
-const root = mkdtempSync(join(tmpdir(), "pi-guard-spill-"));
+const root = tempRoot("spill");
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 describe("streaming log sessions through the spill file", () => {

@@ -2,8 +2,7 @@
 // typed with send-keys, the scrollback is captured with and without escapes, salvaged by the
 // built CLI, loaded by pi's own in-memory functions and compared with the file pi wrote.
 
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { validateWithPi } from "../helpers/pi-validate.js";
@@ -11,8 +10,9 @@ import { runCli, tempEnv } from "./cli.js";
 import { type TuiRun, runPiTui } from "./tui/pi-tui.js";
 import { EDGE_TURNS, THINKING_TURNS, TUI_TURNS } from "./tui/turns.js";
 import { parseJsonl, recall } from "./tui/recall.js";
+import { tempRoot } from "../helpers/tmp.js";
 
-const root = mkdtempSync(join(tmpdir(), "pi-guard-terminal-"));
+const root = tempRoot("terminal");
 let run: TuiRun;
 beforeAll(async () => {
   run = await runPiTui(join(root, "pi"), TUI_TURNS);

@@ -2,11 +2,11 @@
 // Keys use the repository's real shapes (data/ab/<hex>, locks/<hex>, config).
 
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import os from "node:os";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fileBody, ObjectExists, ObjectNotFound, type ObjectInfo, type PutStream, type Target } from "../../src/targets/target.js";
+import { tempRoot } from "../helpers/tmp.js";
 
 export interface ConformanceOptions {
   /** A fresh, empty target for each test (tests do not share objects). */
@@ -38,7 +38,7 @@ export function targetConformance(name: string, opts: ConformanceOptions): void 
   describe(`target conformance: ${name}`, () => {
     let scratch: string;
     beforeAll(() => {
-      scratch = mkdtempSync(path.join(os.tmpdir(), "pi-guard-conf-"));
+      scratch = tempRoot("conf");
     });
     afterAll(() => rmSync(scratch, { recursive: true, force: true }));
     const localFile = (data: Buffer) => {

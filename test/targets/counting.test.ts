@@ -1,17 +1,17 @@
 // CountingTarget: the requests that reach the storage, by billing class, counted exactly.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import os from "node:os";
+import { rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { CountingTarget } from "../../src/targets/counting.js";
 import { MemoryTarget } from "../../src/targets/memory.js";
 import { fileBody, ObjectNotFound } from "../../src/targets/target.js";
 import { targetConformance } from "./conformance.js";
+import { tempRoot } from "../helpers/tmp.js";
 
 targetConformance("counting(memory)", { make: async () => new CountingTarget(new MemoryTarget(), { partSize: 5 * 1024 * 1024, threshold: 64 * 1024 * 1024 }) });
 
 describe("CountingTarget", () => {
-  const scratch = mkdtempSync(path.join(os.tmpdir(), "pi-guard-counting-"));
+  const scratch = tempRoot("counting");
   afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
   it("counts puts, deletes and the parts of a multipart upload (a stream above the threshold) as PUTs, gets/ranges/range streams/heads as GETs, listings by page; failures count too", async () => {

@@ -1,11 +1,11 @@
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { afterAll, expect, it } from "vitest";
 import { LocalTarget, TEMP_INFIX } from "../../src/targets/local.js";
 import { fileBody } from "../../src/targets/target.js";
 import { targetConformance } from "./conformance.js";
+import { tempRoot } from "../helpers/tmp.js";
 
 const made: string[] = [];
 afterAll(() => {
@@ -14,7 +14,7 @@ afterAll(() => {
 
 targetConformance("local folder", {
   async make() {
-    const dir = mkdtempSync(path.join(os.tmpdir(), "pi-guard-local-target-"));
+    const dir = tempRoot("local-target");
     made.push(dir);
     return new LocalTarget(path.join(dir, "repo"));
   },
@@ -26,7 +26,7 @@ targetConformance("local folder", {
 });
 
 it("list of everything skips the staging folder tmp/ of a folder repository", async () => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), "pi-guard-local-target-"));
+  const dir = tempRoot("local-target");
   made.push(dir);
   const t = new LocalTarget(dir);
   await t.put("config", Buffer.from("{}"));
@@ -51,7 +51,7 @@ function openUnder(dir: string): number {
 }
 
 it("cached pack handles: a read survives its handle being pushed out; unused handles are closed, so a dropped target holds no descriptor", async () => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), "pi-guard-local-target-"));
+  const dir = tempRoot("local-target");
   made.push(dir);
   const t = new LocalTarget(dir);
   const packs = Array.from({ length: 20 }, (_, i) => [`data/0${i % 10}/pack${i}`, randomBytes(2 * 1024 * 1024)] as const);
@@ -75,7 +75,7 @@ it("cached pack handles: a read survives its handle being pushed out; unused han
 });
 
 it("a file body on another file system (rename gives EXDEV) is copied through a temp file and fsynced; a wrong size stores nothing", async () => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), "pi-guard-local-target-"));
+  const dir = tempRoot("local-target");
   made.push(dir);
   const elsewhere = mkdtempSync("/dev/shm/pi-guard-exdev-");
   made.push(elsewhere);

@@ -2,9 +2,8 @@
 // (retry, concurrency limit) that openTarget puts around it for users.
 
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
-import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { openTarget } from "../../src/targets/open.js";
@@ -13,13 +12,14 @@ import { fileBody, ObjectExists, TargetError } from "../../src/targets/target.js
 import { TEMP_INFIX } from "../../src/targets/local.js";
 import { startS3Server, type S3Server } from "../helpers/s3-server.js";
 import { targetConformance } from "./conformance.js";
+import { tempRoot } from "../helpers/tmp.js";
 
 let server: S3Server;
 let dir: string;
 let n = 0;
 
 beforeAll(async () => {
-  dir = mkdtempSync(path.join(os.tmpdir(), "pi-guard-s3-target-"));
+  dir = tempRoot("s3-target");
   server = await startS3Server(path.join(dir, "s3"), "conformance");
 });
 afterAll(async () => {
