@@ -215,8 +215,13 @@ export const SNAPSHOT_VERSION = 2;
 export const MAX_TREE_LISTS = 1 << 16;
 export const MAX_TREE_LEAVES = 1 << 20;
 
-/** Where a snapshot's file list is: `tree` (version 1) or `treeList` (version 2). */
-export type TreeRef = { tree?: readonly string[]; treeList?: readonly string[] };
+/**
+ * Where a snapshot's file list is, exactly one of:
+ * - `tree` (version 1): the leaf tree blob ids, in order (docs/FORMAT.md §8);
+ * - `treeList` (version 2): the tree list blobs, whose bytes are the leaf tree blob ids, so that a
+ *   snapshot that changes a few nodes writes a few small blobs and a small snapshot object.
+ */
+export type TreeRef = { tree: readonly string[]; treeList?: undefined } | { tree?: undefined; treeList: readonly string[] };
 
 /** The snapshot object: everything but the file list, which lives in tree blobs. */
 export interface SnapshotRoot {
@@ -244,7 +249,10 @@ export interface SnapshotSummary {
   bytesRead?: number;
 }
 
-export interface Snapshot {
+/** A snapshot object: its fields, and its file list in the form its version has (`TreeRef`). */
+export type Snapshot = SnapshotFields & TreeRef;
+
+export interface SnapshotFields {
   version: number;
   time: string;
   host: string;
@@ -257,13 +265,6 @@ export interface Snapshot {
    * there, the roots `agent` and `sessions` are pi's (docs/FORMAT.md §7, src/agents/roots.ts).
    */
   agents?: Record<string, string>;
-  /** Version 1: the leaf tree blob ids, in order (docs/FORMAT.md §8). Absent in version 2. */
-  tree?: string[];
-  /**
-   * Version 2: the tree list blobs, whose bytes are the leaf tree blob ids (docs/FORMAT.md §8), so
-   * that a snapshot that changes a few nodes writes a few small blobs and a small snapshot object.
-   */
-  treeList?: string[];
   parent?: string;
   /** Set on snapshots imported from an archive: when the import ran (`time` is the archive's). */
   imported?: string;

@@ -15,7 +15,7 @@ import { rm } from "node:fs/promises";
 import path from "node:path";
 import { compareStrings } from "../compare.js";
 import { isRepoError } from "../repo/errors.js";
-import type { SnapshotRoot, TreeNode } from "../repo/format.js";
+import type { SnapshotRoot, TreeNode, TreeRef } from "../repo/format.js";
 import type { SnapshotReader } from "../restore/snapshot-reader.js";
 import { readJsonCache, writeJsonCache } from "./cache.js";
 import { META_ROOT_NAME } from "./meta.js";
@@ -23,7 +23,9 @@ import type { RepositorySource } from "./source.js";
 import { PI_AGENT } from "./agent-name.js";
 
 /** What the catalog keeps of a snapshot: enough to list it and to walk its tree again. */
-export interface SnapshotMeta {
+export type SnapshotMeta = SnapshotMetaFields & TreeRef;
+
+interface SnapshotMetaFields {
   id: string;
   time: string;
   host: string;
@@ -31,9 +33,6 @@ export interface SnapshotMeta {
   roots: SnapshotRoot[];
   /** Which agent each root belongs to, as the snapshot records it (absent in older snapshots: pi's). */
   agents?: Record<string, string>;
-  /** As the snapshot has them (docs/FORMAT.md §7): one of the two. */
-  tree?: string[];
-  treeList?: string[];
 }
 
 /** [first, last] snapshot index (inclusive, every one in between holds it), size, content key. */
@@ -170,7 +169,7 @@ export class SnapshotFiles {
       for (const id of added) {
         try {
           const s = await repo.loadSnapshot(id);
-          fresh.push({ id, time: s.time, host: s.host, tags: s.tags ?? [], roots: s.roots, ...(s.agents ? { agents: s.agents } : {}), ...(s.treeList ? { treeList: s.treeList } : { tree: s.tree }) });
+          fresh.push({ id, time: s.time, host: s.host, tags: s.tags ?? [], roots: s.roots, ...(s.agents ? { agents: s.agents } : {}), ...(s.treeList ? { treeList: s.treeList } : { tree: s.tree }) } as SnapshotMeta);
         } catch (err) {
           if (!isRepoError(err)) throw err;
           unreadable.push({ id, error: err.message });

@@ -5,12 +5,12 @@
 
 import { describe, expect, it } from "vitest";
 import type { RetentionPolicy } from "../../src/config/config.js";
-import { SUSPECT_LOSS_TAG, type Snapshot } from "../../src/repo/format.js";
+import { SUSPECT_LOSS_TAG, type Snapshot, type SnapshotFields } from "../../src/repo/format.js";
 import type { SnapshotRecord } from "../../src/repo/repository.js";
 import { applyPolicy, isoWeek, parseKeepWithin, subtractDuration } from "../../src/repo/retention.js";
 
 /** A snapshot record named `name`, at local time [y, month (1-12), d, h, min]. */
-function snap(name: string, t: [number, number, number, number?, number?], extra: Partial<Snapshot> = {}): SnapshotRecord {
+function snap(name: string, t: [number, number, number, number?, number?], extra: Partial<SnapshotFields> = {}): SnapshotRecord {
   const time = new Date(t[0], t[1] - 1, t[2], t[3] ?? 12, t[4] ?? 0).toISOString();
   return {
     id: name,

@@ -210,7 +210,8 @@ describe("version 2 snapshots in a new repository", () => {
       }
     };
     const restoreOf = async (s: Partial<Snapshot>) => {
-      const id = await repo.saveSnapshot({ ...good, time: new Date().toISOString(), ...s });
+      // Hostile shapes on purpose (both lists, neither, wrong version): past the type, as a forged object would be.
+      const id = await repo.saveSnapshot({ ...good, time: new Date().toISOString(), ...s } as Snapshot);
       const r = await cli(sb, ["restore", id, "--target", path.join(sb.root, `hostile-${id.slice(0, 8)}`)]);
       await ok(sb, ["forget", id]);
       return expectOneLineError(r, 3);
@@ -233,7 +234,7 @@ describe("version 2 snapshots in a new repository", () => {
     it("prune and check refuse it too: prune deletes nothing, check names the snapshot", async () => {
       const [data] = await store(BlobType.Data, [Buffer.from("not a file list\n")]);
       const [list] = await store(BlobType.Tree, [idsAsList([data])]);
-      const id = await repo.saveSnapshot({ ...good, time: new Date().toISOString(), treeList: [list] });
+      const id = await repo.saveSnapshot({ ...good, time: new Date().toISOString(), treeList: [list] } as Snapshot);
       const packs = readdirSync(path.join(sb.repo, "data"), { recursive: true }).sort();
       const prune = expectOneLineError(await cli(sb, ["prune"]), 3);
       expect(prune).toContain(`snapshot ${id.slice(0, 8)} cannot be read (its tree blob ${data.slice(0, 12)} is a data blob, not a tree blob)`);

@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { DEFAULT_WATCH } from "../../src/config/config.js";
 import { claudeCleanup } from "../../src/agents/claude/index.js";
 import { retentionDays } from "../../src/agents/gemini/index.js";
-import { AGENT_CLEANUP_TAG, type Snapshot } from "../../src/repo/format.js";
+import { AGENT_CLEANUP_TAG, type Snapshot, type SnapshotFields } from "../../src/repo/format.js";
 import type { SnapshotRecord } from "../../src/repo/repository.js";
 import { applyPolicy } from "../../src/repo/retention.js";
 import { shipSelection } from "../../src/repo/replicate.js";
@@ -128,7 +128,7 @@ describe("the adapters' ageCleanup settings", () => {
 });
 
 describe("forget keeps what a cleanup removed", () => {
-  const snap = (id: string, day: number, extra: Partial<Snapshot> = {}): SnapshotRecord => ({
+  const snap = (id: string, day: number, extra: Partial<SnapshotFields> = {}): SnapshotRecord => ({
     id: id.padEnd(64, "0"),
     snapshot: { version: 1, time: new Date(2026, 10, day, 12).toISOString(), host: "h", user: "u", tags: [], roots: [{ name: "claude", path: "/c" }], tree: [], program: "t", summary: {} as Snapshot["summary"], ...extra },
   });
@@ -151,7 +151,7 @@ describe("forget keeps what a cleanup removed", () => {
 
 describe("mirrors get what a cleanup removed", () => {
   it("the ship policy sends the snapshot a cleanup record names, though it is neither newest nor tagged", () => {
-    const rec = (id: string, minute: number, extra: Partial<Snapshot> = {}): SnapshotRecord => ({
+    const rec = (id: string, minute: number, extra: Partial<SnapshotFields> = {}): SnapshotRecord => ({
       id: id.padEnd(64, "0"),
       snapshot: { version: 1, time: `2026-11-30T10:${String(minute).padStart(2, "0")}:00Z`, host: "h", user: "u", tags: [], roots: [], tree: [], program: "t", summary: {} as Snapshot["summary"], ...extra },
     });
