@@ -12,7 +12,7 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { promises as fs, readSync } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
-import { writeFully } from "../fs-safe.js";
+import { readExactly, writeFully } from "../fs-safe.js";
 import type { MetaCache } from "./meta-cache.js";
 import { ROW_VERSION, type SnapshotRow } from "./snapshot-rows.js";
 
@@ -185,15 +185,4 @@ export async function readRendered(cache: MetaCache, fingerprint: Buffer): Promi
 function damaged(cache: MetaCache, file: string): undefined {
   cache.noteDamage(file);
   return undefined;
-}
-
-async function readExactly(handle: FileHandle, position: number, length: number): Promise<Buffer> {
-  const buf = Buffer.allocUnsafe(length);
-  let done = 0;
-  while (done < length) {
-    const { bytesRead } = await handle.read(buf, done, length - done, position + done);
-    if (bytesRead <= 0) break;
-    done += bytesRead;
-  }
-  return buf.subarray(0, done);
 }

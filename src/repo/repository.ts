@@ -4,13 +4,13 @@ import path from "node:path";
 import type { Target } from "../targets/target.js";
 import { Chunker, DATA_CHUNKER, LIST_CHUNKER, TREE_CHUNKER, gearTable, type ChunkerParams } from "./chunker.js";
 import { blobId, decrypt, encrypt } from "./crypto.js";
-import { decode, encode } from "./compress.js";
+import { decode, decodePieces, encode } from "./compress.js";
 import { holds, int, object, ShapeProblem, string } from "./shape.js";
 import { RepoError } from "./errors.js";
 import { listNames, ObjectExists, ObjectNotFound } from "../targets/target.js";
 import { IndexFiles } from "./index-files.js";
-import { MetaCache } from "./meta-cache.js";
-import { agentRootPath, ParentHeads } from "./parent-heads.js";
+import { BATCH_BYTES, MetaCache } from "./meta-cache.js";
+import { agentRootPath, ParentHeads, type HeadSource } from "./parent-heads.js";
 import {
   AAD,
   CONFIG_KEY,
@@ -33,7 +33,7 @@ import { scanUnindexedPacks } from "./pack-scan.js";
 import { CONFIG_BOUNDS, listSnapshotIds, readRepoConfig } from "./peek.js";
 import { decodeRow, encodeRow, type SnapshotRow } from "./snapshot-rows.js";
 import { listFingerprint, readRendered, renderRows, writeRendered, type RenderedListing } from "./rendered-listing.js";
-import { decodeListing, encodeListing, LISTING_AAD, listingBatch, listingKey, MAX_LISTINGS } from "./snapshot-listing.js";
+import { checkedListingEntries, decodeListing, encodeListing, LISTING_AAD, listingBatch, listingKey, MAX_LISTINGS } from "./snapshot-listing.js";
 
 export interface RepoConfig {
   format: "pi-guard";
@@ -64,6 +64,40 @@ export type SnapshotBrief = Pick<Snapshot, "time" | "host" | "tags" | "imported"
 export interface SnapshotBriefRecord {
   id: string;
   snapshot: SnapshotBrief;
+}
+
+/** What choosing a parent needs of a snapshot (listSnapshotHeads). */
+export interface HeadRecord {
+  id: string;
+  snapshot: HeadSource;
+}
+
+/**
+ * Snapshot bodies read from the repository, on their way to the metadata cache: appended a bounded
+ * batch at a time, each oldest first (so that the next listing finds them nearly sorted).
+ */
+class FreshBodies {
+  private items: { id: string; body: Buffer; time: string }[] = [];
+  private bytes = 0;
+
+  constructor(private readonly cache: MetaCache | undefined) {}
+
+  add(id: string, body: Buffer, time: string): void {
+    if (!this.cache || !ID_HEX.test(id)) return;
+    this.items.push({ id, body, time: String(time) });
+    this.bytes += body.length;
+  }
+
+  get full(): boolean {
+    return this.bytes >= BATCH_BYTES;
+  }
+
+  async flush(): Promise<void> {
+    const items = this.items.sort((a, b) => (a.time < b.time ? -1 : a.time > b.time ? 1 : 0));
+    this.items = [];
+    this.bytes = 0;
+    if (items.length) await this.cache?.put("snapshots", items.map((x) => [x.id, x.body]));
+  }
 }
 
 const countOrNull = (n: unknown): number | null => (typeof n === "number" && Number.isFinite(n) ? n : null);
@@ -530,7 +564,7 @@ export class Repository {
   }
 
   /** After a full listing, for `latestSnapshotFor`: the newest snapshots of each host and roots. */
-  rememberParents(records: SnapshotRecord[]): Promise<void> {
+  rememberParents(records: HeadRecord[]): Promise<void> {
     return this.heads.rebuild(records);
   }
 
@@ -577,79 +611,101 @@ export class Repository {
   }
 
   /**
-   * listSnapshots, each snapshot turned into what the caller keeps as soon as it is parsed: a
-   * cold listing of 100,000 for the briefs must not hold 100,000 parsed snapshots as well. (Not
-   * for the rows: rendering each while the listing objects and the cache batch are alive peaked
-   * 45 MB higher than rendering them after.)
+   * listSnapshots with only what choosing a parent needs of each (ParentHeads, findBases): a cold
+   * first snapshot at 100,000 must not hold 100,000 parsed snapshots. Load the chosen ones in full.
+   */
+  async listSnapshotHeads(): Promise<HeadRecord[]> {
+    return this.listProjected({}, (id, s) => {
+      const snapshot: HeadRecord["snapshot"] = { time: s.time, host: s.host, roots: s.roots, tags: s.tags };
+      if (s.imported !== undefined) snapshot.imported = s.imported;
+      return { id, snapshot };
+    });
+  }
+
+  /**
+   * listSnapshots, each snapshot turned into what the caller keeps as soon as it is parsed, and
+   * read as a stream: the cache one batch at a time, the listing objects one at a time, and what
+   * was fetched recorded in the cache in bounded batches as it comes. At 100,000 snapshots, what is
+   * held at once is the projections, one listing object and one cache batch.
    */
   private async listProjected<R extends { id: string; snapshot: { time: string } }>(
-    opts: { fromTarget?: boolean },
+    opts: { fromTarget?: boolean; listed?: string[] },
     project: (id: string, snapshot: Snapshot) => R,
   ): Promise<R[]> {
-    const out: R[] = [];
     this.unreadableSnapshots = [];
-    // At once: the listing waits on the file system while the cache is read and checked.
-    const [names, cached] = await Promise.all([
-      listSnapshotIds(this.target),
-      this.cache && !opts.fromTarget ? this.cache.entries("snapshots") : new Map<string, Buffer>(),
-    ]);
-    const live = new Set(names);
-    const fetched = new Set<string>();
-    const bodies = new Map<string, Buffer>();
-    const unparsable = new Set<string>();
-    // The cache in its own order first: it was written oldest first, so the sort below has little to do.
-    for (const [id, body] of cached) {
-      if (!live.has(id)) continue;
+    // `listed`: what snapshots/ listed moments ago (a second copy of 100,000 names is 10 MB).
+    const names = opts.listed ?? (await listSnapshotIds(this.target));
+    // slot[i]: where names[i]'s record is in `found` (-1: none yet). Records keep the listed name,
+    // not the cache's or a listing's copy of it.
+    const live = new Map(names.map((n, i) => [n, i]));
+    const slot = new Int32Array(names.length).fill(-1);
+    const found: R[] = [];
+    const take = (i: number, body: Buffer): R | undefined => {
       try {
-        out.push(project(id, parseSnapshot(body, id)));
+        const record = project(names[i], parseSnapshot(body, names[i]));
+        slot[i] = found.push(record) - 1;
+        return record;
       } catch {
-        unparsable.add(id); // authentic but unparsable: fetch it again
+        return undefined; // authentic but unparsable: read the object itself
       }
+    };
+    let dead = false;
+    let untidy = false;
+    if (this.cache && !opts.fromTarget) {
+      // Written oldest first, so the sort below has little to do. A name may come twice (the same
+      // bytes: names are content hashes); the first that parses counts.
+      ({ untidy } = await this.cache.scan("snapshots", (name, body) => {
+        const i = live.get(name);
+        if (i === undefined) dead = true;
+        else if (slot[i] < 0) take(i, body);
+      }));
     }
+    const fresh = new FreshBodies(this.cache);
+    let missing = 0;
+    for (let i = 0; i < names.length; i++) if (slot[i] < 0) missing++;
     // Many not cached (a new machine, a deleted cache): the listing objects hold most of them (§7a).
-    const missing = names.filter((id) => !cached.has(id) || unparsable.has(id));
-    const listed = !opts.fromTarget && missing.length >= listingBatch() ? await this.listedBodies(new Set(missing)) : undefined;
-    let fetchedOneByOne = 0;
-    for (const id of names) {
-      if (cached.has(id) && !unparsable.has(id)) continue;
-      const fromListing = listed?.get(id);
-      if (fromListing) {
-        try {
-          out.push(project(id, parseSnapshot(fromListing, id)));
-          fetched.add(id);
-          bodies.set(id, fromListing);
-          continue;
-        } catch {
-          // authentic but unparsable: read the object itself
+    const listed = !opts.fromTarget && missing >= listingBatch();
+    if (listed) {
+      await this.eachListing(async (entries) => {
+        for (const [id, body] of entries) {
+          const i = live.get(id);
+          if (i === undefined || slot[i] >= 0) continue;
+          const record = take(i, body);
+          if (record) fresh.add(names[i], Buffer.from(body), record.snapshot.time); // the body is reused by the decoder
+          if (fresh.full) await fresh.flush();
         }
-      }
+      });
+    }
+    let fetchedOneByOne = 0;
+    for (let i = 0; i < names.length; i++) {
+      if (slot[i] >= 0) continue;
+      const id = names[i];
       try {
         fetchedOneByOne++;
-        const fresh = await this.fetchSnapshotBody(id);
-        out.push(project(id, parseSnapshot(fresh, id)));
-        if (ID_HEX.test(id)) {
-          fetched.add(id);
-          bodies.set(id, fresh);
-        }
+        const body = await this.fetchSnapshotBody(id);
+        const record = project(id, parseSnapshot(body, id));
+        slot[i] = found.push(record) - 1;
+        fresh.add(id, body, record.snapshot.time);
+        if (fresh.full) await fresh.flush();
       } catch (err) {
         if (err instanceof ObjectNotFound) continue; // deleted (forget) between the listing and the read
         if (!(err instanceof RepoError)) throw err;
         this.unreadableSnapshots.push({ id, error: err.message });
       }
     }
-    out.sort(byTime);
+    await fresh.flush();
+    found.sort(byTime);
     if (listed) await this.setUncovered(fetchedOneByOne);
     // Not known yet (a new cache): no more than all of them are outside a listing. An upper bound
     // only brings the next real count (consolidateListing) sooner, and spares a snapshot that
     // follows the two listings it would make to find fewer than listingBatch() (§7a).
     else if (!opts.fromTarget && (await this.uncoveredCount()) === undefined) await this.setUncovered(names.length);
     if (this.cache) {
-      // Oldest first, so that the next listing finds them nearly sorted.
-      await this.cache.put("snapshots", out.filter((r) => fetched.has(r.id)).map((r) => [r.id, bodies.get(r.id)!] as [string, Buffer]));
-      await this.cache.retain("snapshots", live, { rewriteWhenDead: "any" });
+      // Rewritten only when it holds what is gone, or damage: loading it whole costs what the scan saved.
+      if (opts.fromTarget || dead || untidy) await this.cache.retain("snapshots", new Set(names), { rewriteWhenDead: "any" });
       await this.cache.release("snapshots");
     }
-    return out;
+    return found;
   }
 
   /**
@@ -665,13 +721,14 @@ export class Repository {
     // Records keep the listed name (the scan's copy is dropped: 8 MB at 100,000), and slot[i] is
     // where names[i]'s brief is in `found` (-1: none yet). A name may come twice (two processes
     // filled the cache): the later record counts, as in the cache's own loading.
-    const live = new Map(names.map((n, i) => [n, i]));
+    let live: Map<string, number> | undefined = new Map(names.map((n, i) => [n, i]));
+    const liveCount = live.size;
     const slot = new Int32Array(names.length).fill(-1);
     const found: (SnapshotBriefRecord | undefined)[] = [];
     let dead = false;
     // Scanned, not loaded: a restore at 100,000 snapshots must not hold every cached record too.
     const { untidy } = await this.cache.scan("briefs", (name, body) => {
-      const i = live.get(name);
+      const i = live!.get(name);
       if (i === undefined) dead = true;
       else {
         const brief = parseBrief(body);
@@ -680,10 +737,11 @@ export class Repository {
         else found[slot[i]] = record;
       }
     });
+    live = undefined; // a full listing below makes its own
     let out = found.filter((r) => r !== undefined).sort(byTime);
-    if (out.length < live.size) {
+    if (out.length < liveCount) {
       const have = new Set(out.map((r) => r.id));
-      out = await this.listProjected({}, (id, snapshot) => ({ id, snapshot: briefOf(snapshot) }));
+      out = await this.listProjected({ listed: names }, (id, snapshot) => ({ id, snapshot: briefOf(snapshot) }));
       await this.cache.put("briefs", out.filter((r) => !have.has(r.id) && ID_HEX.test(r.id)).map((r) => [r.id, Buffer.from(JSON.stringify(r.snapshot))] as [string, Buffer]));
     }
     if (dead || untidy) await this.cache.retain("briefs", new Set(names), { rewriteWhenDead: "any" });
@@ -699,32 +757,48 @@ export class Repository {
    */
   async readListings(): Promise<Map<string, Map<string, Buffer>>> {
     const out = new Map<string, Map<string, Buffer>>();
+    await this.forEachListing((id, plain, what) => void out.set(id, decodeListing(decode(plain, what), what)));
+    return out;
+  }
+
+  /**
+   * Each listing object whose name and authentication verify, decrypted but not decoded, one at a
+   * time. A RepoError from `use` (its structure) makes it unreadable too; `use` must not have
+   * applied anything of it then.
+   */
+  private async forEachListing(use: (id: string, plain: Buffer, what: string) => void | Promise<void>): Promise<void> {
     this.unreadableListings = [];
     for (const id of await listNames(this.target, "listing")) {
       const what = `snapshot listing ${id.slice(0, 12)}`;
       try {
-        out.set(id, decodeListing(this.unseal(await this.getVerified(listingKey(id), id, what), what, LISTING_AAD), what));
+        await use(id, decrypt(this.key.encryption, await this.getVerified(listingKey(id), id, what), what, LISTING_AAD), what);
       } catch (err) {
         if (err instanceof ObjectNotFound) continue;
         if (!(err instanceof RepoError)) throw err;
         this.unreadableListings.push({ id, error: err.message });
       }
     }
-    return out;
+  }
+
+  private warnUnreadableListings(): void {
+    for (const bad of this.unreadableListings) this.onWarning(`skipped ${bad.error}; its snapshots are read one by one (\`pi-guard repair index\` rebuilds the listing)`);
   }
 
   /** readListings, each one skipped named in a warning. */
   private async readListingsWarned(): Promise<Map<string, Map<string, Buffer>>> {
     const out = await this.readListings();
-    for (const bad of this.unreadableListings) this.onWarning(`skipped ${bad.error}; its snapshots are read one by one (\`pi-guard repair index\` rebuilds the listing)`);
+    this.warnUnreadableListings();
     return out;
   }
 
-  /** The bodies the listing objects hold of `wanted`. */
-  private async listedBodies(wanted: Set<string>): Promise<Map<string, Buffer>> {
-    const out = new Map<string, Buffer>();
-    for (const entries of (await this.readListingsWarned()).values()) for (const [id, body] of entries) if (wanted.has(id)) out.set(id, body);
-    return out;
+  /**
+   * Each readable listing object's entries, decoded as a stream and checked for structure first
+   * (a body is valid only until the next entry is asked for), one object at a time; each one
+   * skipped is named in a warning.
+   */
+  private async eachListing(use: (entries: Iterable<[string, Buffer]>) => Promise<void>): Promise<void> {
+    await this.forEachListing((_, plain, what) => use(checkedListingEntries(() => decodePieces(plain, what), what)));
+    this.warnUnreadableListings();
   }
 
   /** How many listed snapshots no listing covers, as this machine last counted; undefined: not known. */
@@ -831,13 +905,13 @@ export class Repository {
     }
     if (out.length < live.size) {
       const have = new Set(out.map((r) => r.id));
-      const fresh: [string, Buffer][] = [];
-      out = (await this.listSnapshots()).map(({ id, snapshot }) => {
+      // Rendered as each snapshot is parsed: the rows are what is kept, not 100,000 parsed snapshots.
+      const listed = await this.listProjected({ listed: names }, (id, snapshot) => {
         const body = encodeRow(id, snapshot);
-        if (!have.has(id) && ID_HEX.test(id)) fresh.push([id, body]);
-        return decodeRow(id, body)!;
+        return { id, snapshot: { time: snapshot.time }, body, row: decodeRow(id, body)! };
       });
-      await this.cache?.put("rows", fresh);
+      out = listed.map((r) => r.row);
+      await this.cache?.put("rows", listed.filter((r) => !have.has(r.id) && ID_HEX.test(r.id)).map((r) => [r.id, r.body] as [string, Buffer]));
     } else out.sort((a, b) => byTime({ id: a.id, snapshot: a }, { id: b.id, snapshot: b }));
     if (this.cache) {
       await this.cache.retain("rows", live, { rewriteWhenDead: "any" });
