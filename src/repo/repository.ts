@@ -9,7 +9,7 @@ import { holds, int, object, ShapeProblem, string } from "./shape.js";
 import { RepoError } from "./errors.js";
 import { listNames, ObjectExists, ObjectNotFound } from "../targets/target.js";
 import { IndexFiles } from "./index-files.js";
-import { BATCH_BYTES, MetaCache } from "./meta-cache.js";
+import { BatchBuilder, MetaCache } from "./meta-cache.js";
 import { agentRootPath, ParentHeads, type HeadSource } from "./parent-heads.js";
 import {
   AAD,
@@ -31,8 +31,9 @@ import { addKey, newMasterKey, unlock, type Credentials, type MasterKey } from "
 import { MemoryIndex } from "./memory-index.js";
 import { scanUnindexedPacks } from "./pack-scan.js";
 import { CONFIG_BOUNDS, listSnapshotIds, readRepoConfig } from "./peek.js";
-import { decodeRow, encodeRow, type SnapshotRow } from "./snapshot-rows.js";
-import { listFingerprint, readRendered, renderRows, writeRendered, type RenderedListing } from "./rendered-listing.js";
+import { decodeRow, encodeRow, rowLayout, type SnapshotRow } from "./snapshot-rows.js";
+import { RowSpool } from "./row-spool.js";
+import { listFingerprint, readRendered, renderRows, rowsInMemory, writeRendered, type RenderedListing, type RowSource } from "./rendered-listing.js";
 import { checkedListingEntries, decodeListing, encodeListing, LISTING_AAD, listingBatch, listingKey, MAX_LISTINGS } from "./snapshot-listing.js";
 
 export interface RepoConfig {
@@ -77,26 +78,31 @@ export interface HeadRecord {
  * batch at a time, each oldest first (so that the next listing finds them nearly sorted).
  */
 class FreshBodies {
-  private items: { id: string; body: Buffer; time: string }[] = [];
-  private bytes = 0;
+  private readonly batch: BatchBuilder;
+  private times: string[] = [];
 
-  constructor(private readonly cache: MetaCache | undefined) {}
+  constructor(cache: MetaCache | undefined) {
+    this.batch = new BatchBuilder(cache, "snapshots");
+  }
 
+  /** `body` is copied. */
   add(id: string, body: Buffer, time: string): void {
-    if (!this.cache || !ID_HEX.test(id)) return;
-    this.items.push({ id, body, time: String(time) });
-    this.bytes += body.length;
+    if (!ID_HEX.test(id)) return;
+    this.batch.add(id, body);
+    this.times.push(String(time));
   }
 
   get full(): boolean {
-    return this.bytes >= BATCH_BYTES;
+    return this.batch.full;
   }
 
   async flush(): Promise<void> {
-    const items = this.items.sort((a, b) => (a.time < b.time ? -1 : a.time > b.time ? 1 : 0));
-    this.items = [];
-    this.bytes = 0;
-    if (items.length) await this.cache?.put("snapshots", items.map((x) => [x.id, x.body]));
+    const times = this.times;
+    this.times = [];
+    await this.batch.put((items) => {
+      const order = items.map((_, i) => i).sort((a, b) => (times[a] < times[b] ? -1 : times[a] > times[b] ? 1 : 0));
+      return order.map((i) => items[i]);
+    });
   }
 }
 
@@ -671,7 +677,7 @@ export class Repository {
           const i = live.get(id);
           if (i === undefined || slot[i] >= 0) continue;
           const record = take(i, body);
-          if (record) fresh.add(names[i], Buffer.from(body), record.snapshot.time); // the body is reused by the decoder
+          if (record) fresh.add(names[i], body, record.snapshot.time);
           if (fresh.full) await fresh.flush();
         }
       });
@@ -891,33 +897,64 @@ export class Repository {
   /**
    * Every readable snapshot as the record `snapshots --json` prints (snapshot-rows.ts), oldest
    * first, from the cache's rows: no snapshot is parsed. Any snapshot without a trusted row makes
-   * this a full listing, which records the missing rows. `listed`: what snapshots/ listed just now.
+   * this a full listing, which spools the rows (row-spool.ts) and records the missing ones in
+   * rows.log. `listed`: what snapshots/ listed just now. Call `close` when done with the rows.
    */
-  async listSnapshotRows(listed?: string[]): Promise<SnapshotRow[]> {
+  async listSnapshotRows(listed?: string[]): Promise<RowSource & { close(): void }> {
     this.unreadableSnapshots = [];
-    const [names, cached] = await Promise.all([listed ?? listSnapshotIds(this.target), this.cache ? this.cache.entries("rows") : new Map<string, Buffer>()]);
+    const names = listed ?? (await listSnapshotIds(this.target));
     const live = new Set(names);
-    let out: SnapshotRow[] = [];
-    for (const [id, body] of cached) {
-      if (!live.has(id)) continue;
-      const row = decodeRow(id, body);
-      if (row) out.push(row);
+    let rows: SnapshotRow[] = [];
+    let dead = false;
+    const scan = this.cache ? await this.cache.scan("rows", (id, body) => {
+      if (!live.has(id)) dead = true;
+      else rows.push(decodeRow(id, Buffer.from(body))!); // the scan's bytes are reused
+    }) : { untidy: false };
+    rows = rows.filter((r) => r !== undefined);
+    const byId = new Map(rows.map((r) => [r.id, r])); // a name may come twice; the later counts
+    let source: RowSource & { close(): void };
+    if (byId.size < live.size) {
+      rows = [];
+      source = await this.spoolRows(names, new Set(byId.keys()));
+    } else {
+      const sorted = [...byId.values()].sort((a, b) => byTime({ id: a.id, snapshot: a }, { id: b.id, snapshot: b }));
+      source = { ...rowsInMemory(sorted), close: () => undefined };
     }
-    if (out.length < live.size) {
-      const have = new Set(out.map((r) => r.id));
-      // Rendered as each snapshot is parsed: the rows are what is kept, not 100,000 parsed snapshots.
-      const listed = await this.listProjected({ listed: names }, (id, snapshot) => {
-        const body = encodeRow(id, snapshot);
-        return { id, snapshot: { time: snapshot.time }, body, row: decodeRow(id, body)! };
-      });
-      out = listed.map((r) => r.row);
-      await this.cache?.put("rows", listed.filter((r) => !have.has(r.id) && ID_HEX.test(r.id)).map((r) => [r.id, r.body] as [string, Buffer]));
-    } else out.sort((a, b) => byTime({ id: a.id, snapshot: a }, { id: b.id, snapshot: b }));
     if (this.cache) {
-      await this.cache.retain("rows", live, { rewriteWhenDead: "any" });
+      if (dead || scan.untidy) await this.cache.retain("rows", live, { rewriteWhenDead: "any" });
       await this.cache.release("rows");
     }
-    return out;
+    return source;
+  }
+
+  /**
+   * A full listing rendered to rows as each snapshot is parsed: the rows go to a spool, and what is
+   * kept per snapshot is where its row is. The rows `have` (rows.log holds them) are not recorded again.
+   */
+  private async spoolRows(names: string[], have: Set<string>): Promise<RowSource & { close(): void }> {
+    const spool = await RowSpool.open(this.cache);
+    const listed = await this.listProjected({ listed: names }, (id, snapshot) => {
+      const body = encodeRow(id, snapshot);
+      const { textAt, cut } = rowLayout(body);
+      return { id, snapshot: { time: snapshot.time }, at: spool.append(body), length: body.length, textAt, cut };
+    });
+    // Into rows.log oldest first, a bounded batch at a time.
+    const batch = new BatchBuilder(this.cache, "rows");
+    for (const r of listed) {
+      if (have.has(r.id) || !ID_HEX.test(r.id)) continue;
+      batch.add(r.id, spool.read(r.at, r.length));
+      if (batch.full) await batch.put();
+    }
+    await batch.put();
+    return {
+      count: listed.length,
+      id: (i) => listed[i].id,
+      time: (i) => String(listed[i].snapshot.time),
+      cut: (i) => listed[i].cut,
+      length: (i) => listed[i].length - listed[i].textAt,
+      text: (i) => spool.read(listed[i].at + listed[i].textAt, listed[i].length - listed[i].textAt),
+      close: () => spool.close(),
+    };
   }
 
   /**
@@ -938,10 +975,27 @@ export class Repository {
     // listing lists again, and may have seen a snapshot written since), none unreadable (whose
     // warning every listing must print).
     const listed = new Set(names);
-    if (this.cache && !this.unreadableSnapshots.length && rows.length === listed.size && rows.every((r) => listed.has(r.id))) {
-      await writeRendered(this.cache, fingerprint, rendered);
+    let whole = this.cache && !this.unreadableSnapshots.length && rows.count === listed.size;
+    for (let i = 0; whole && i < rows.count; i++) whole = listed.has(rows.id(i));
+    if (whole) {
+      await writeRendered(this.cache!, fingerprint, rendered);
+      // Printed from the file just written (verified again), so the rows can go now.
+      const back = await readRendered(this.cache!, fingerprint);
+      if (back) {
+        rows.close();
+        return back;
+      }
     }
-    return rendered;
+    return {
+      ...rendered,
+      async *text() {
+        try {
+          yield* rendered.text();
+        } finally {
+          rows.close();
+        }
+      },
+    };
   }
 
   /** One snapshot, read and verified from the repository itself (which also proves it still exists). */
