@@ -106,6 +106,21 @@ class FreshBodies {
   }
 }
 
+/**
+ * One shared copy of equal values (by their JSON): 100,000 snapshots of one machine carry the
+ * same host, roots and tags, and a copy each was a third of a cold listing's heap.
+ */
+function interner(): <T>(value: T) => T {
+  const seen = new Map<string, unknown>();
+  return <T>(value: T): T => {
+    const key = JSON.stringify(value) ?? "undefined";
+    const got = seen.get(key);
+    if (got !== undefined) return got as T;
+    seen.set(key, value);
+    return value;
+  };
+}
+
 const countOrNull = (n: unknown): number | null => (typeof n === "number" && Number.isFinite(n) ? n : null);
 
 function briefOf(s: Snapshot): SnapshotBrief {
@@ -621,8 +636,9 @@ export class Repository {
    * first snapshot at 100,000 must not hold 100,000 parsed snapshots. Load the chosen ones in full.
    */
   async listSnapshotHeads(): Promise<HeadRecord[]> {
+    const same = interner();
     return this.listProjected({}, (id, s) => {
-      const snapshot: HeadRecord["snapshot"] = { time: s.time, host: s.host, roots: s.roots, tags: s.tags };
+      const snapshot: HeadRecord["snapshot"] = { time: s.time, host: same(s.host), roots: same(s.roots), tags: same(s.tags) };
       if (s.imported !== undefined) snapshot.imported = s.imported;
       return { id, snapshot };
     });
@@ -747,7 +763,13 @@ export class Repository {
     let out = found.filter((r) => r !== undefined).sort(byTime);
     if (out.length < liveCount) {
       const have = new Set(out.map((r) => r.id));
-      out = await this.listProjected({ listed: names }, (id, snapshot) => ({ id, snapshot: briefOf(snapshot) }));
+      const same = interner();
+      out = await this.listProjected({ listed: names }, (id, snapshot) => {
+        const brief = briefOf(snapshot);
+        brief.host = same(brief.host);
+        brief.tags = same(brief.tags);
+        return { id, snapshot: brief };
+      });
       await this.cache.put("briefs", out.filter((r) => !have.has(r.id) && ID_HEX.test(r.id)).map((r) => [r.id, Buffer.from(JSON.stringify(r.snapshot))] as [string, Buffer]));
     }
     if (dead || untidy) await this.cache.retain("briefs", new Set(names), { rewriteWhenDead: "any" });
