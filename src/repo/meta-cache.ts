@@ -307,12 +307,12 @@ export class MetaCache {
    * when it carries dead entries, many batches or damage; a concurrent append to the old file is
    * then lost, which only costs that process's entries a refetch.
    */
-  async retain(kind: CacheKind, live: Set<string>, opts: { rewriteWhenDead: "any" | "most" }): Promise<void> {
+  async retain(kind: CacheKind, live: { has(name: string): boolean }, opts: { rewriteWhenDead: "any" | "most" }): Promise<void> {
     const loaded = await this.load(kind);
     return this.serial(kind, () => this.retainLoaded(kind, loaded, live, opts));
   }
 
-  private async retainLoaded(kind: CacheKind, loaded: Loaded, live: Set<string>, opts: { rewriteWhenDead: "any" | "most" }): Promise<void> {
+  private async retainLoaded(kind: CacheKind, loaded: Loaded, live: { has(name: string): boolean }, opts: { rewriteWhenDead: "any" | "most" }): Promise<void> {
     let dead = 0;
     for (const name of loaded.entries.keys()) {
       if (!live.has(name)) {

@@ -33,6 +33,7 @@ import { scanUnindexedPacks } from "./pack-scan.js";
 import { CONFIG_BOUNDS, listSnapshotIds, readRepoConfig } from "./peek.js";
 import { decodeRow, encodeRow, rowLayout, type SnapshotRow } from "./snapshot-rows.js";
 import { RowSpool } from "./row-spool.js";
+import { NameSlots } from "./name-slots.js";
 import { listFingerprint, readRendered, renderRows, rowsInMemory, writeRendered, type RenderedListing, type RowSource } from "./rendered-listing.js";
 import { checkedListingEntries, decodeListing, encodeListing, LISTING_AAD, listingBatch, listingKey, MAX_LISTINGS } from "./snapshot-listing.js";
 
@@ -659,7 +660,7 @@ export class Repository {
     const names = opts.listed ?? (await listSnapshotIds(this.target));
     // slot[i]: where names[i]'s record is in `found` (-1: none yet). Records keep the listed name,
     // not the cache's or a listing's copy of it.
-    const live = new Map(names.map((n, i) => [n, i]));
+    const live = new NameSlots(names);
     const slot = new Int32Array(names.length).fill(-1);
     const found: R[] = [];
     const take = (i: number, body: Buffer): R | undefined => {
@@ -724,7 +725,7 @@ export class Repository {
     else if (!opts.fromTarget && (await this.uncoveredCount()) === undefined) await this.setUncovered(names.length);
     if (this.cache) {
       // Rewritten only when it holds what is gone, or damage: loading it whole costs what the scan saved.
-      if (opts.fromTarget || dead || untidy) await this.cache.retain("snapshots", new Set(names), { rewriteWhenDead: "any" });
+      if (opts.fromTarget || dead || untidy) await this.cache.retain("snapshots", live, { rewriteWhenDead: "any" });
       await this.cache.release("snapshots");
     }
     return found;
@@ -743,7 +744,7 @@ export class Repository {
     // Records keep the listed name (the scan's copy is dropped: 8 MB at 100,000), and slot[i] is
     // where names[i]'s brief is in `found` (-1: none yet). A name may come twice (two processes
     // filled the cache): the later record counts, as in the cache's own loading.
-    let live: Map<string, number> | undefined = new Map(names.map((n, i) => [n, i]));
+    let live: NameSlots | undefined = new NameSlots(names);
     const liveCount = live.size;
     const slot = new Int32Array(names.length).fill(-1);
     const found: (SnapshotBriefRecord | undefined)[] = [];
@@ -772,7 +773,7 @@ export class Repository {
       });
       await this.cache.put("briefs", out.filter((r) => !have.has(r.id) && ID_HEX.test(r.id)).map((r) => [r.id, Buffer.from(JSON.stringify(r.snapshot))] as [string, Buffer]));
     }
-    if (dead || untidy) await this.cache.retain("briefs", new Set(names), { rewriteWhenDead: "any" });
+    if (dead || untidy) await this.cache.retain("briefs", new NameSlots(names), { rewriteWhenDead: "any" });
     await this.cache.release("briefs");
     return out;
   }
@@ -925,7 +926,7 @@ export class Repository {
   async listSnapshotRows(listed?: string[]): Promise<RowSource & { close(): void }> {
     this.unreadableSnapshots = [];
     const names = listed ?? (await listSnapshotIds(this.target));
-    const live = new Set(names);
+    const live = new NameSlots(names);
     let rows: SnapshotRow[] = [];
     let dead = false;
     const scan = this.cache ? await this.cache.scan("rows", (id, body) => {
@@ -996,7 +997,7 @@ export class Repository {
     // Recorded only when it is the whole truth about these names: every one of them read (a full
     // listing lists again, and may have seen a snapshot written since), none unreadable (whose
     // warning every listing must print).
-    const listed = new Set(names);
+    const listed = new NameSlots(names);
     let whole = this.cache && !this.unreadableSnapshots.length && rows.count === listed.size;
     for (let i = 0; whole && i < rows.count; i++) whole = listed.has(rows.id(i));
     if (whole) {

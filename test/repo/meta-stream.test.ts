@@ -10,6 +10,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { decode, decodePieces, encode } from "../../src/repo/compress.js";
 import { BATCH_BYTES, MetaCache } from "../../src/repo/meta-cache.js";
 import { checkedListingEntries, decodeListing, encodeListing } from "../../src/repo/snapshot-listing.js";
+import { NameSlots } from "../../src/repo/name-slots.js";
 import { makeSandbox, type Sandbox } from "../helpers/tmp.js";
 
 let sb: Sandbox;
@@ -92,5 +93,17 @@ describe("snapshot listings decoded as a stream", () => {
   it("a truncated zstd frame is damage, not a short listing", () => {
     const plain = encode(encodeListing(bodies(500)));
     expect(() => [...decodePieces(plain.subarray(0, plain.length - 10), "l")]).toThrow(/does not decompress|truncated/);
+  });
+});
+
+describe("NameSlots", () => {
+  it("finds each name's position as a Map built from the list does, a name listed twice at its later place", () => {
+    const names = Array.from({ length: 5000 }, (_, i) => id(i * 7919));
+    names.push(names[10], "not-hex", "");
+    const slots = new NameSlots(names);
+    const map = new Map(names.map((n, i) => [n, i]));
+    expect(slots.size).toBe(map.size);
+    for (const n of map.keys()) expect(slots.get(n)).toBe(map.get(n));
+    for (const n of [id(1), "x", id(7919 * 5000)]) expect(slots.has(n)).toBe(false);
   });
 });
