@@ -80,6 +80,18 @@ const MAX_WRITE_BYTES = 1 << 30;
  * piece, so any amount (a run of one repeated blob can be gigabytes) is written exactly. Throws
  * rather than return with bytes missing. Returns the position after the data.
  */
+/** Up to `length` bytes at `position` (fewer only at the end of the file). */
+export async function readExactly(handle: fs.FileHandle, position: number, length: number): Promise<Buffer> {
+  const buf = Buffer.allocUnsafe(length);
+  let done = 0;
+  while (done < length) {
+    const { bytesRead } = await handle.read(buf, done, length - done, position + done);
+    if (bytesRead <= 0) break;
+    done += bytesRead;
+  }
+  return buf.subarray(0, done);
+}
+
 export async function writeFully(handle: fs.FileHandle, data: Uint8Array | readonly Uint8Array[], position: number): Promise<number> {
   const parts = (data instanceof Uint8Array ? [data] : data).filter((p) => p.length > 0);
   let pos = position;

@@ -6,7 +6,11 @@ type Zstd = typeof import("zstd-napi");
 // The package's low-level binding (zstd-napi/binding.js; no "exports" map, so the path resolves),
 // typed by the subset used here.
 interface ZstdBinding {
-  DCtx: new () => { decompress(dst: Uint8Array, src: Uint8Array): number };
+  DCtx: new () => {
+    decompress(dst: Uint8Array, src: Uint8Array): number;
+    /** [bytes the frame still needs (0: complete), bytes written to dst, bytes read from src] */
+    decompressStream(dst: Uint8Array, src: Uint8Array): [number, number, number];
+  };
   getFrameContentSize(frame: Uint8Array): number | null;
 }
 let zstd: Zstd | undefined;
@@ -119,4 +123,34 @@ export function decodeInto(plain: Buffer, dest: Buffer, what: string): Buffer {
   }
   if (n !== dest.length) throw new RepoError(`${what} decodes to ${n} bytes, not the ${dest.length} its header declares`, "corrupt");
   return dest;
+}
+
+const PIECE_BYTES = 256 * 1024;
+
+/**
+ * What `decode` returns, a piece at a time: each piece is valid only until the next is asked for
+ * (one buffer is reused). For objects decoded to tens of MB (a snapshot listing: 43 MB at 100,000
+ * snapshots) that are read once, front to back.
+ */
+export function* decodePieces(plain: Buffer, what: string): Generator<Buffer> {
+  const tag = plain[0];
+  const body = plain.subarray(1);
+  if (tag === Encoding.Raw) return yield body;
+  if (tag !== Encoding.Zstd) throw new RepoError(`${what} has unknown encoding ${tag}`, "corrupt");
+  const ctx = new (raw().DCtx)(); // its own: the shared one may be mid-frame in another generator
+  const dst = Buffer.allocUnsafe(PIECE_BYTES);
+  let at = 0;
+  for (;;) {
+    let left: number, written: number, read: number;
+    try {
+      [left, written, read] = ctx.decompressStream(dst, body.subarray(at));
+    } catch {
+      throw new RepoError(`${what} does not decompress`, "corrupt");
+    }
+    at += read;
+    if (written) yield dst.subarray(0, written);
+    // Done when every input byte is read, the frame is complete and nothing is left to flush.
+    if (at === body.length && left === 0 && written < dst.length) return;
+    if (!written && !read) throw new RepoError(`${what} is truncated`, "corrupt");
+  }
 }

@@ -12,7 +12,7 @@ import { promises as fs } from "node:fs";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
 import type { FileHandle } from "node:fs/promises";
-import { makeDirs, writeFully } from "../fs-safe.js";
+import { makeDirs, readExactly, writeFully } from "../fs-safe.js";
 import { ID_BYTES } from "./format.js";
 
 export type CacheKind = "index" | "snapshots" | "heads" | "briefs" | "listing" | "rows";
@@ -22,8 +22,14 @@ const VERSION = 1;
 const HEADER_BYTES = MAGIC.length + 1 + 4 + 4;
 const MAC_BYTES = 32;
 const KIND_BYTE: Record<CacheKind, number> = { index: 1, snapshots: 2, heads: 3, briefs: 4, listing: 5, rows: 6 };
-/** Beyond this many batches (one per write), a load rewrites the file as one batch. */
+/** Beyond this many batches (one per write), a load rewrites the file. */
 const MAX_BATCHES = 256;
+/**
+ * A batch holds at most this many payload bytes (more records are split over several batches), so
+ * that writing or scanning 100,000 snapshots never holds the whole file at once: one batch of a
+ * cold listing's 43 MB of snapshots, and its copy, were most of the 290-390 MB those peaked at.
+ */
+export const BATCH_BYTES = 4 << 20;
 
 interface Loaded {
   entries: Map<string, Buffer>;
@@ -77,6 +83,18 @@ export class MetaCache {
   /** Where this cache keeps a file of its own format (rendered-listing.ts). */
   path(name: string): string {
     return path.join(this.dir, name);
+  }
+
+  /** The cache folder, made if need be (private, as ensureDir makes it); undefined when it cannot be used. */
+  async ready(): Promise<string | undefined> {
+    if (this.disabled) return undefined;
+    try {
+      await this.ensureDir();
+      return this.dir;
+    } catch (err) {
+      this.disable(`cannot use ${this.dir} (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
+      return undefined;
+    }
   }
 
   /** True when the cache folder cannot be used: nothing is read from or written to it. */
@@ -205,19 +223,48 @@ export class MetaCache {
       for (const [name, body] of loaded.entries) onRecord(name, body);
       return { untidy: loaded.damaged || loaded.batches > MAX_BATCHES };
     }
-    let raw: Buffer = Buffer.alloc(0);
+    let result = { batches: 0, damaged: false };
     await this.serial(kind, async () => {
       if (this.disabled) return;
+      let handle: FileHandle;
       try {
-        raw = await fs.readFile(this.file(kind));
+        handle = await fs.open(this.file(kind), "r");
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code;
         if (code !== "ENOENT") this.disable(`cannot read ${this.file(kind)} (${code})`);
+        return;
+      }
+      try {
+        result = await this.walkFile(kind, handle, onRecord);
+      } finally {
+        await handle.close();
       }
     });
-    const { batches, damaged } = this.walk(kind, raw, onRecord);
-    if (damaged) this.noteDamage(this.file(kind));
-    return { untidy: damaged || batches > MAX_BATCHES };
+    if (result.damaged) this.noteDamage(this.file(kind));
+    return { untidy: result.damaged || result.batches > MAX_BATCHES };
+  }
+
+  /** As walk, reading one batch at a time: what is held is the biggest batch, not the file. */
+  private async walkFile(kind: CacheKind, handle: FileHandle, onRecord: (name: string, body: Buffer) => void): Promise<{ batches: number; damaged: boolean }> {
+    const size = (await handle.stat()).size;
+    let batches = 0;
+    let damaged = false;
+    for (let o = 0; o < size; ) {
+      const header = await readExactly(handle, o, Math.min(HEADER_BYTES, size - o));
+      const payloadLength = header.length === HEADER_BYTES ? header.readUInt32LE(9) : 0;
+      // A length past the end is a torn append (or garbage): nothing after it can be located.
+      if (header.length < HEADER_BYTES || o + HEADER_BYTES + payloadLength + MAC_BYTES > size) {
+        damaged = true;
+        break;
+      }
+      const batch = await readExactly(handle, o, HEADER_BYTES + payloadLength + MAC_BYTES);
+      const walked = this.walk(kind, batch, onRecord);
+      batches += walked.batches;
+      if (walked.damaged) damaged = true;
+      if (walked.batches === 0) break;
+      o += batch.length;
+    }
+    return { batches, damaged };
   }
 
   /** Add entries; appended as one authenticated batch. Failures only cost a later refetch. */
@@ -229,24 +276,27 @@ export class MetaCache {
   private async append(kind: CacheKind, items: [string, Buffer][]): Promise<void> {
     // Appending needs nothing read: a snapshot must not load 100,000 cached snapshots to add one.
     const loaded = this.loaded.get(kind);
-    if (loaded) for (const [name, body] of items) loaded.entries.set(name, body);
+    // Copied: a caller may reuse its buffers once the put is done (BatchBuilder).
+    if (loaded) for (const [name, body] of items) loaded.entries.set(name, Buffer.from(body));
     if (this.disabled) return;
-    const batch = this.encode(kind, items);
     try {
       await this.ensureDir();
       const handle = await fs.open(this.file(kind), "a", 0o600);
       try {
-        // One write with O_APPEND: concurrent writers each land a whole batch; the HMAC catches the rest.
-        let done = 0;
-        while (done < batch.length) {
-          const { bytesWritten } = await handle.write(batch, done, batch.length - done, null);
-          if (bytesWritten <= 0) throw Object.assign(new Error("short write"), { code: "EIO" });
-          done += bytesWritten;
+        for (const group of bounded(items)) {
+          const batch = this.encode(kind, group);
+          // One write with O_APPEND: concurrent writers each land a whole batch; the HMAC catches the rest.
+          let done = 0;
+          while (done < batch.length) {
+            const { bytesWritten } = await handle.write(batch, done, batch.length - done, null);
+            if (bytesWritten <= 0) throw Object.assign(new Error("short write"), { code: "EIO" });
+            done += bytesWritten;
+          }
+          if (loaded) loaded.batches++;
         }
       } finally {
         await handle.close();
       }
-      if (loaded) loaded.batches++;
     } catch (err) {
       this.disable(`cannot write ${this.file(kind)} (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
     }
@@ -257,12 +307,12 @@ export class MetaCache {
    * when it carries dead entries, many batches or damage; a concurrent append to the old file is
    * then lost, which only costs that process's entries a refetch.
    */
-  async retain(kind: CacheKind, live: Set<string>, opts: { rewriteWhenDead: "any" | "most" }): Promise<void> {
+  async retain(kind: CacheKind, live: { has(name: string): boolean }, opts: { rewriteWhenDead: "any" | "most" }): Promise<void> {
     const loaded = await this.load(kind);
     return this.serial(kind, () => this.retainLoaded(kind, loaded, live, opts));
   }
 
-  private async retainLoaded(kind: CacheKind, loaded: Loaded, live: Set<string>, opts: { rewriteWhenDead: "any" | "most" }): Promise<void> {
+  private async retainLoaded(kind: CacheKind, loaded: Loaded, live: { has(name: string): boolean }, opts: { rewriteWhenDead: "any" | "most" }): Promise<void> {
     let dead = 0;
     for (const name of loaded.entries.keys()) {
       if (!live.has(name)) {
@@ -288,9 +338,13 @@ export class MetaCache {
 
   private async rewrite(kind: CacheKind, loaded: Loaded): Promise<void> {
     loaded.damaged = false;
-    loaded.batches = loaded.entries.size ? 1 : 0;
+    loaded.batches = 0;
     await this.replaceFile(this.file(kind), async (handle) => {
-      await writeFully(handle, this.encode(kind, [...loaded.entries]), 0);
+      let at = 0;
+      for (const group of bounded([...loaded.entries])) {
+        at = await writeFully(handle, this.encode(kind, group), at);
+        loaded.batches++;
+      }
     });
   }
 
@@ -317,10 +371,22 @@ export class MetaCache {
     }
   }
 
+  /** Per kind (writes of one kind run one at a time), reused by every batch encoded. */
+  private readonly scratch = new Map<CacheKind, Buffer>();
+
+  /** A batch of `items`, valid until the next batch of `kind` is encoded. */
   private encode(kind: CacheKind, items: [string, Buffer][]): Buffer {
     const payloadLength = items.reduce((n, [, body]) => n + ID_BYTES + 4 + body.length, 0);
-    // One allocation for the whole batch (a cold listing writes 73 MB of rows in one).
-    const batch = Buffer.allocUnsafe(HEADER_BYTES + payloadLength + MAC_BYTES);
+    // Reused: a fresh buffer per batch was garbage V8 collects only every 64 MB or so (external
+    // memory), which a cold listing at 100,000 snapshots paid in peak RSS.
+    const size = HEADER_BYTES + payloadLength + MAC_BYTES;
+    let scratch = this.scratch.get(kind);
+    if (!scratch || scratch.length < size) {
+      scratch = Buffer.allocUnsafe(Math.max(size, Math.min(BATCH_BYTES + HEADER_BYTES + MAC_BYTES + (1 << 16), 2 * size)));
+      // Only batches of the usual size are kept; a bigger one (a single huge record) is not.
+      if (scratch.length <= BATCH_BYTES + (1 << 20)) this.scratch.set(kind, scratch);
+    }
+    const batch = scratch.subarray(0, size);
     MAGIC.copy(batch, 0);
     batch[4] = VERSION;
     batch.writeUInt32LE(items.length, 5);
@@ -374,3 +440,57 @@ function forEachRecord(payload: Buffer, count: number, onRecord: (name: string, 
   }
   return true;
 }
+
+/**
+ * Records gathered for one put, copied into one buffer reused from put to put: 100,000 small
+ * copies of their own became tens of MB of garbage between collections in a cold listing.
+ */
+export class BatchBuilder {
+  private readonly arena = Buffer.allocUnsafe(BATCH_BYTES);
+  private used = 0;
+  private items: [string, Buffer][] = [];
+
+  constructor(
+    private readonly cache: MetaCache | undefined,
+    private readonly kind: CacheKind,
+  ) {}
+
+  /** Full: put() it before adding more. */
+  get full(): boolean {
+    return this.used >= BATCH_BYTES - (64 << 10);
+  }
+
+  add(name: string, body: Buffer): void {
+    if (!this.cache) return;
+    if (body.length > BATCH_BYTES - this.used) return void this.items.push([name, Buffer.from(body)]);
+    body.copy(this.arena, this.used);
+    this.items.push([name, this.arena.subarray(this.used, this.used + body.length)]);
+    this.used += body.length;
+  }
+
+  /** Append what was added (in `order`, if given) and start again. */
+  async put(order?: (items: [string, Buffer][]) => [string, Buffer][]): Promise<void> {
+    const items = order ? order(this.items) : this.items;
+    this.items = [];
+    if (items.length) await this.cache?.put(this.kind, items);
+    this.used = 0;
+  }
+}
+
+/** `items` in groups of at most BATCH_BYTES of payload (a bigger record is a group of its own). */
+function* bounded(items: [string, Buffer][]): Generator<[string, Buffer][]> {
+  let group: [string, Buffer][] = [];
+  let bytes = 0;
+  for (const item of items) {
+    const size = ID_BYTES + 4 + item[1].length;
+    if (group.length && bytes + size > BATCH_BYTES) {
+      yield group;
+      group = [];
+      bytes = 0;
+    }
+    group.push(item);
+    bytes += size;
+  }
+  if (group.length) yield group;
+}
+

@@ -39,14 +39,17 @@ export function agentRootPath(roots: unknown): string | undefined {
   return typeof found?.path === "string" ? found.path : undefined;
 }
 
+/** What a snapshot is recorded by (a full one, or listSnapshotHeads' projection of it). */
+export type HeadSource = Pick<Snapshot, "time" | "host" | "roots" | "tags" | "imported">;
+
 /** The keys a snapshot is recorded under: its roots, and its agent root alone. */
-function keysOf(s: Snapshot): string[] {
+function keysOf(s: HeadSource): string[] {
   const agent = agentRootPath(s.roots);
   return agent === undefined ? [keyOf(s.host, s.roots)] : [keyOf(s.host, s.roots), keyOf(s.host, { agent })];
 }
 
 /** Snapshots that may be a parent: an import's time is a claim, and a suspect loss is no base. */
-export function canBeParent(s: Snapshot): boolean {
+export function canBeParent(s: HeadSource): boolean {
   return typeof s.host === "string" && typeof s.time === "string" && !isImport(s) && !(Array.isArray(s.tags) && s.tags.includes(SUSPECT_LOSS_TAG));
 }
 
@@ -85,7 +88,7 @@ export class ParentHeads {
     return ((await this.load()).get(keyOf(host, { agent: agentPath })) ?? []).filter((h) => h.time > after).map((h) => h.id);
   }
 
-  async record(records: { id: string; snapshot: Snapshot }[]): Promise<void> {
+  async record(records: { id: string; snapshot: HeadSource }[]): Promise<void> {
     const map = await this.load();
     let changed = false;
     for (const { id, snapshot: s } of records) {
@@ -102,7 +105,7 @@ export class ParentHeads {
   }
 
   /** From a full listing: exactly what the repository holds now. */
-  async rebuild(records: { id: string; snapshot: Snapshot }[]): Promise<void> {
+  async rebuild(records: { id: string; snapshot: HeadSource }[]): Promise<void> {
     const before = JSON.stringify(Object.fromEntries(await this.load()));
     this.map = new Map();
     const map = this.map;

@@ -12,7 +12,7 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { promises as fs, readSync } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
-import { writeFully } from "../fs-safe.js";
+import { readExactly, writeFully } from "../fs-safe.js";
 import type { MetaCache } from "./meta-cache.js";
 import { ROW_VERSION, type SnapshotRow } from "./snapshot-rows.js";
 
@@ -43,31 +43,59 @@ export function listFingerprint(names: readonly string[]): Buffer {
   return createHash("sha256").update(`pi-guard-rows v${ROW_VERSION}\n`).update([...names].sort().join("\n")).digest();
 }
 
-/** The listing of `rows` (sorted as they are to be printed), in memory. */
-export function renderRows(rows: readonly SnapshotRow[]): RenderedListing {
-  const cuts = new Uint32Array(rows.length);
-  const times = new Float64Array(rows.length);
-  let pos = 0;
-  rows.forEach((row, i) => {
-    pos += 2 + row.before.length; // "[\n" or ",\n"
-    cuts[i] = pos;
-    pos += row.after.length;
-    times[i] = new Date(row.time).getTime();
-  });
+/** Rows in the order they are printed. */
+export interface RowSource {
+  count: number;
+  id(i: number): string;
+  time(i: number): string;
+  /** Where in row i's text its local time goes. */
+  cut(i: number): number;
+  length(i: number): number;
+  /** Row i's text: valid until the next call. */
+  text(i: number): Buffer;
+}
+
+/** Rows held in memory (from rows.log), sorted as they are to be printed. */
+export function rowsInMemory(rows: readonly SnapshotRow[]): RowSource {
   return {
     count: rows.length,
+    id: (i) => rows[i].id,
+    time: (i) => rows[i].time,
+    cut: (i) => rows[i].cut,
+    length: (i) => rows[i].text.length,
+    text: (i) => rows[i].text,
+  };
+}
+
+/** The listing of `rows`; its text is read from them again each time it is iterated. */
+export function renderRows(rows: RowSource): RenderedListing {
+  const cuts = new Uint32Array(rows.count);
+  const times = new Float64Array(rows.count);
+  let pos = 0;
+  for (let i = 0; i < rows.count; i++) {
+    cuts[i] = pos + 2 + rows.cut(i); // after "[\n" or ",\n"
+    pos += 2 + rows.length(i);
+    times[i] = new Date(rows.time(i)).getTime();
+  }
+  return {
+    count: rows.count,
     cuts,
     times,
-    textLength: rows.length ? pos + 3 : 3, // "\n]\n", or "[]\n"
+    textLength: rows.count ? pos + 3 : 3, // "\n]\n", or "[]\n"
     async *text() {
       // The bytes JSON.stringify(records, null, 2) + "\n" would print, local times left out.
-      if (!rows.length) return yield Buffer.from("[]\n");
-      const open = Buffer.from("[\n");
-      const comma = Buffer.from(",\n");
-      for (let start = 0; start < rows.length; start += ROWS_PER_PIECE) {
-        const parts: Buffer[] = [];
-        for (let i = start; i < Math.min(rows.length, start + ROWS_PER_PIECE); i++) parts.push(i === 0 ? open : comma, rows[i].before, rows[i].after);
-        yield Buffer.concat(parts);
+      if (!rows.count) return yield Buffer.from("[]\n");
+      for (let start = 0; start < rows.count; start += ROWS_PER_PIECE) {
+        const end = Math.min(rows.count, start + ROWS_PER_PIECE);
+        let size = 0;
+        for (let i = start; i < end; i++) size += 2 + rows.length(i);
+        const piece = Buffer.allocUnsafe(size);
+        let o = 0;
+        for (let i = start; i < end; i++) {
+          o += piece.write(i === 0 ? "[\n" : ",\n", o, "latin1");
+          o += rows.text(i).copy(piece, o); // copied at once: a spooled row's bytes are reused
+        }
+        yield piece;
       }
       yield Buffer.from("\n]\n");
     },
@@ -185,15 +213,4 @@ export async function readRendered(cache: MetaCache, fingerprint: Buffer): Promi
 function damaged(cache: MetaCache, file: string): undefined {
   cache.noteDamage(file);
   return undefined;
-}
-
-async function readExactly(handle: FileHandle, position: number, length: number): Promise<Buffer> {
-  const buf = Buffer.allocUnsafe(length);
-  let done = 0;
-  while (done < length) {
-    const { bytesRead } = await handle.read(buf, done, length - done, position + done);
-    if (bytesRead <= 0) break;
-    done += bytesRead;
-  }
-  return buf.subarray(0, done);
 }

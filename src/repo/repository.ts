@@ -4,13 +4,13 @@ import path from "node:path";
 import type { Target } from "../targets/target.js";
 import { Chunker, DATA_CHUNKER, LIST_CHUNKER, TREE_CHUNKER, gearTable, type ChunkerParams } from "./chunker.js";
 import { blobId, decrypt, encrypt } from "./crypto.js";
-import { decode, encode } from "./compress.js";
+import { decode, decodePieces, encode } from "./compress.js";
 import { holds, int, object, ShapeProblem, string } from "./shape.js";
 import { RepoError } from "./errors.js";
 import { listNames, ObjectExists, ObjectNotFound } from "../targets/target.js";
 import { IndexFiles } from "./index-files.js";
-import { MetaCache } from "./meta-cache.js";
-import { agentRootPath, ParentHeads } from "./parent-heads.js";
+import { BatchBuilder, MetaCache } from "./meta-cache.js";
+import { agentRootPath, ParentHeads, type HeadSource } from "./parent-heads.js";
 import {
   AAD,
   CONFIG_KEY,
@@ -31,9 +31,11 @@ import { addKey, newMasterKey, unlock, type Credentials, type MasterKey } from "
 import { MemoryIndex } from "./memory-index.js";
 import { scanUnindexedPacks } from "./pack-scan.js";
 import { CONFIG_BOUNDS, listSnapshotIds, readRepoConfig } from "./peek.js";
-import { decodeRow, encodeRow, type SnapshotRow } from "./snapshot-rows.js";
-import { listFingerprint, readRendered, renderRows, writeRendered, type RenderedListing } from "./rendered-listing.js";
-import { decodeListing, encodeListing, LISTING_AAD, listingBatch, listingKey, MAX_LISTINGS } from "./snapshot-listing.js";
+import { decodeRow, encodeRow, rowLayout, type SnapshotRow } from "./snapshot-rows.js";
+import { RowSpool } from "./row-spool.js";
+import { NameSlots } from "./name-slots.js";
+import { listFingerprint, readRendered, renderRows, rowsInMemory, writeRendered, type RenderedListing, type RowSource } from "./rendered-listing.js";
+import { checkedListingEntries, decodeListing, encodeListing, LISTING_AAD, listingBatch, listingKey, MAX_LISTINGS } from "./snapshot-listing.js";
 
 export interface RepoConfig {
   format: "pi-guard";
@@ -64,6 +66,60 @@ export type SnapshotBrief = Pick<Snapshot, "time" | "host" | "tags" | "imported"
 export interface SnapshotBriefRecord {
   id: string;
   snapshot: SnapshotBrief;
+}
+
+/** What choosing a parent needs of a snapshot (listSnapshotHeads). */
+export interface HeadRecord {
+  id: string;
+  snapshot: HeadSource;
+}
+
+/**
+ * Snapshot bodies read from the repository, on their way to the metadata cache: appended a bounded
+ * batch at a time, each oldest first (so that the next listing finds them nearly sorted).
+ */
+class FreshBodies {
+  private readonly batch: BatchBuilder;
+  private times: string[] = [];
+
+  constructor(cache: MetaCache | undefined) {
+    this.batch = new BatchBuilder(cache, "snapshots");
+  }
+
+  /** `body` is copied. */
+  add(id: string, body: Buffer, time: string): void {
+    if (!ID_HEX.test(id)) return;
+    this.batch.add(id, body);
+    this.times.push(String(time));
+  }
+
+  get full(): boolean {
+    return this.batch.full;
+  }
+
+  async flush(): Promise<void> {
+    const times = this.times;
+    this.times = [];
+    await this.batch.put((items) => {
+      const order = items.map((_, i) => i).sort((a, b) => (times[a] < times[b] ? -1 : times[a] > times[b] ? 1 : 0));
+      return order.map((i) => items[i]);
+    });
+  }
+}
+
+/**
+ * One shared copy of equal values (by their JSON): 100,000 snapshots of one machine carry the
+ * same host, roots and tags, and a copy each was a third of a cold listing's heap.
+ */
+function interner(): <T>(value: T) => T {
+  const seen = new Map<string, unknown>();
+  return <T>(value: T): T => {
+    const key = JSON.stringify(value) ?? "undefined";
+    const got = seen.get(key);
+    if (got !== undefined) return got as T;
+    seen.set(key, value);
+    return value;
+  };
 }
 
 const countOrNull = (n: unknown): number | null => (typeof n === "number" && Number.isFinite(n) ? n : null);
@@ -530,7 +586,7 @@ export class Repository {
   }
 
   /** After a full listing, for `latestSnapshotFor`: the newest snapshots of each host and roots. */
-  rememberParents(records: SnapshotRecord[]): Promise<void> {
+  rememberParents(records: HeadRecord[]): Promise<void> {
     return this.heads.rebuild(records);
   }
 
@@ -577,79 +633,102 @@ export class Repository {
   }
 
   /**
-   * listSnapshots, each snapshot turned into what the caller keeps as soon as it is parsed: a
-   * cold listing of 100,000 for the briefs must not hold 100,000 parsed snapshots as well. (Not
-   * for the rows: rendering each while the listing objects and the cache batch are alive peaked
-   * 45 MB higher than rendering them after.)
+   * listSnapshots with only what choosing a parent needs of each (ParentHeads, findBases): a cold
+   * first snapshot at 100,000 must not hold 100,000 parsed snapshots. Load the chosen ones in full.
+   */
+  async listSnapshotHeads(): Promise<HeadRecord[]> {
+    const same = interner();
+    return this.listProjected({}, (id, s) => {
+      const snapshot: HeadRecord["snapshot"] = { time: s.time, host: same(s.host), roots: same(s.roots), tags: same(s.tags) };
+      if (s.imported !== undefined) snapshot.imported = s.imported;
+      return { id, snapshot };
+    });
+  }
+
+  /**
+   * listSnapshots, each snapshot turned into what the caller keeps as soon as it is parsed, and
+   * read as a stream: the cache one batch at a time, the listing objects one at a time, and what
+   * was fetched recorded in the cache in bounded batches as it comes. At 100,000 snapshots, what is
+   * held at once is the projections, one listing object and one cache batch.
    */
   private async listProjected<R extends { id: string; snapshot: { time: string } }>(
-    opts: { fromTarget?: boolean },
+    opts: { fromTarget?: boolean; listed?: string[] },
     project: (id: string, snapshot: Snapshot) => R,
   ): Promise<R[]> {
-    const out: R[] = [];
     this.unreadableSnapshots = [];
-    // At once: the listing waits on the file system while the cache is read and checked.
-    const [names, cached] = await Promise.all([
-      listSnapshotIds(this.target),
-      this.cache && !opts.fromTarget ? this.cache.entries("snapshots") : new Map<string, Buffer>(),
-    ]);
-    const live = new Set(names);
-    const fetched = new Set<string>();
-    const bodies = new Map<string, Buffer>();
-    const unparsable = new Set<string>();
-    // The cache in its own order first: it was written oldest first, so the sort below has little to do.
-    for (const [id, body] of cached) {
-      if (!live.has(id)) continue;
+    // `listed`: what snapshots/ listed moments ago (a second copy of 100,000 names is 10 MB).
+    const names = opts.listed ?? (await listSnapshotIds(this.target));
+    // slot[i]: where names[i]'s record is in `found` (-1: none yet). Records keep the listed name,
+    // not the cache's or a listing's copy of it.
+    const live = new NameSlots(names);
+    const slot = new Int32Array(names.length).fill(-1);
+    const found: R[] = [];
+    const take = (i: number, body: Buffer): R | undefined => {
       try {
-        out.push(project(id, parseSnapshot(body, id)));
+        const record = project(names[i], parseSnapshot(body, names[i]));
+        slot[i] = found.push(record) - 1;
+        return record;
       } catch {
-        unparsable.add(id); // authentic but unparsable: fetch it again
+        return undefined; // authentic but unparsable: read the object itself
       }
+    };
+    let dead = false;
+    let untidy = false;
+    if (this.cache && !opts.fromTarget) {
+      // Written oldest first, so the sort below has little to do. A name may come twice (the same
+      // bytes: names are content hashes); the first that parses counts.
+      ({ untidy } = await this.cache.scan("snapshots", (name, body) => {
+        const i = live.get(name);
+        if (i === undefined) dead = true;
+        else if (slot[i] < 0) take(i, body);
+      }));
     }
+    const fresh = new FreshBodies(this.cache);
+    let missing = 0;
+    for (let i = 0; i < names.length; i++) if (slot[i] < 0) missing++;
     // Many not cached (a new machine, a deleted cache): the listing objects hold most of them (§7a).
-    const missing = names.filter((id) => !cached.has(id) || unparsable.has(id));
-    const listed = !opts.fromTarget && missing.length >= listingBatch() ? await this.listedBodies(new Set(missing)) : undefined;
-    let fetchedOneByOne = 0;
-    for (const id of names) {
-      if (cached.has(id) && !unparsable.has(id)) continue;
-      const fromListing = listed?.get(id);
-      if (fromListing) {
-        try {
-          out.push(project(id, parseSnapshot(fromListing, id)));
-          fetched.add(id);
-          bodies.set(id, fromListing);
-          continue;
-        } catch {
-          // authentic but unparsable: read the object itself
+    const listed = !opts.fromTarget && missing >= listingBatch();
+    if (listed) {
+      await this.eachListing(async (entries) => {
+        for (const [id, body] of entries) {
+          const i = live.get(id);
+          if (i === undefined || slot[i] >= 0) continue;
+          const record = take(i, body);
+          if (record) fresh.add(names[i], body, record.snapshot.time);
+          if (fresh.full) await fresh.flush();
         }
-      }
+      });
+    }
+    let fetchedOneByOne = 0;
+    for (let i = 0; i < names.length; i++) {
+      if (slot[i] >= 0) continue;
+      const id = names[i];
       try {
         fetchedOneByOne++;
-        const fresh = await this.fetchSnapshotBody(id);
-        out.push(project(id, parseSnapshot(fresh, id)));
-        if (ID_HEX.test(id)) {
-          fetched.add(id);
-          bodies.set(id, fresh);
-        }
+        const body = await this.fetchSnapshotBody(id);
+        const record = project(id, parseSnapshot(body, id));
+        slot[i] = found.push(record) - 1;
+        fresh.add(id, body, record.snapshot.time);
+        if (fresh.full) await fresh.flush();
       } catch (err) {
         if (err instanceof ObjectNotFound) continue; // deleted (forget) between the listing and the read
         if (!(err instanceof RepoError)) throw err;
         this.unreadableSnapshots.push({ id, error: err.message });
       }
     }
-    out.sort(byTime);
+    await fresh.flush();
+    found.sort(byTime);
     if (listed) await this.setUncovered(fetchedOneByOne);
     // Not known yet (a new cache): no more than all of them are outside a listing. An upper bound
     // only brings the next real count (consolidateListing) sooner, and spares a snapshot that
     // follows the two listings it would make to find fewer than listingBatch() (§7a).
     else if (!opts.fromTarget && (await this.uncoveredCount()) === undefined) await this.setUncovered(names.length);
     if (this.cache) {
-      // Oldest first, so that the next listing finds them nearly sorted.
-      await this.cache.put("snapshots", out.filter((r) => fetched.has(r.id)).map((r) => [r.id, bodies.get(r.id)!] as [string, Buffer]));
-      await this.cache.retain("snapshots", live, { rewriteWhenDead: "any" });
+      // Rewritten only when it holds what is gone, or damage: loading it whole costs what the scan saved.
+      if (opts.fromTarget || dead || untidy) await this.cache.retain("snapshots", live, { rewriteWhenDead: "any" });
       await this.cache.release("snapshots");
     }
-    return out;
+    return found;
   }
 
   /**
@@ -665,13 +744,14 @@ export class Repository {
     // Records keep the listed name (the scan's copy is dropped: 8 MB at 100,000), and slot[i] is
     // where names[i]'s brief is in `found` (-1: none yet). A name may come twice (two processes
     // filled the cache): the later record counts, as in the cache's own loading.
-    const live = new Map(names.map((n, i) => [n, i]));
+    let live: NameSlots | undefined = new NameSlots(names);
+    const liveCount = live.size;
     const slot = new Int32Array(names.length).fill(-1);
     const found: (SnapshotBriefRecord | undefined)[] = [];
     let dead = false;
     // Scanned, not loaded: a restore at 100,000 snapshots must not hold every cached record too.
     const { untidy } = await this.cache.scan("briefs", (name, body) => {
-      const i = live.get(name);
+      const i = live!.get(name);
       if (i === undefined) dead = true;
       else {
         const brief = parseBrief(body);
@@ -680,13 +760,20 @@ export class Repository {
         else found[slot[i]] = record;
       }
     });
+    live = undefined; // a full listing below makes its own
     let out = found.filter((r) => r !== undefined).sort(byTime);
-    if (out.length < live.size) {
+    if (out.length < liveCount) {
       const have = new Set(out.map((r) => r.id));
-      out = await this.listProjected({}, (id, snapshot) => ({ id, snapshot: briefOf(snapshot) }));
+      const same = interner();
+      out = await this.listProjected({ listed: names }, (id, snapshot) => {
+        const brief = briefOf(snapshot);
+        brief.host = same(brief.host);
+        brief.tags = same(brief.tags);
+        return { id, snapshot: brief };
+      });
       await this.cache.put("briefs", out.filter((r) => !have.has(r.id) && ID_HEX.test(r.id)).map((r) => [r.id, Buffer.from(JSON.stringify(r.snapshot))] as [string, Buffer]));
     }
-    if (dead || untidy) await this.cache.retain("briefs", new Set(names), { rewriteWhenDead: "any" });
+    if (dead || untidy) await this.cache.retain("briefs", new NameSlots(names), { rewriteWhenDead: "any" });
     await this.cache.release("briefs");
     return out;
   }
@@ -699,32 +786,48 @@ export class Repository {
    */
   async readListings(): Promise<Map<string, Map<string, Buffer>>> {
     const out = new Map<string, Map<string, Buffer>>();
+    await this.forEachListing((id, plain, what) => void out.set(id, decodeListing(decode(plain, what), what)));
+    return out;
+  }
+
+  /**
+   * Each listing object whose name and authentication verify, decrypted but not decoded, one at a
+   * time. A RepoError from `use` (its structure) makes it unreadable too; `use` must not have
+   * applied anything of it then.
+   */
+  private async forEachListing(use: (id: string, plain: Buffer, what: string) => void | Promise<void>): Promise<void> {
     this.unreadableListings = [];
     for (const id of await listNames(this.target, "listing")) {
       const what = `snapshot listing ${id.slice(0, 12)}`;
       try {
-        out.set(id, decodeListing(this.unseal(await this.getVerified(listingKey(id), id, what), what, LISTING_AAD), what));
+        await use(id, decrypt(this.key.encryption, await this.getVerified(listingKey(id), id, what), what, LISTING_AAD), what);
       } catch (err) {
         if (err instanceof ObjectNotFound) continue;
         if (!(err instanceof RepoError)) throw err;
         this.unreadableListings.push({ id, error: err.message });
       }
     }
-    return out;
+  }
+
+  private warnUnreadableListings(): void {
+    for (const bad of this.unreadableListings) this.onWarning(`skipped ${bad.error}; its snapshots are read one by one (\`pi-guard repair index\` rebuilds the listing)`);
   }
 
   /** readListings, each one skipped named in a warning. */
   private async readListingsWarned(): Promise<Map<string, Map<string, Buffer>>> {
     const out = await this.readListings();
-    for (const bad of this.unreadableListings) this.onWarning(`skipped ${bad.error}; its snapshots are read one by one (\`pi-guard repair index\` rebuilds the listing)`);
+    this.warnUnreadableListings();
     return out;
   }
 
-  /** The bodies the listing objects hold of `wanted`. */
-  private async listedBodies(wanted: Set<string>): Promise<Map<string, Buffer>> {
-    const out = new Map<string, Buffer>();
-    for (const entries of (await this.readListingsWarned()).values()) for (const [id, body] of entries) if (wanted.has(id)) out.set(id, body);
-    return out;
+  /**
+   * Each readable listing object's entries, decoded as a stream and checked for structure first
+   * (a body is valid only until the next entry is asked for), one object at a time; each one
+   * skipped is named in a warning.
+   */
+  private async eachListing(use: (entries: Iterable<[string, Buffer]>) => Promise<void>): Promise<void> {
+    await this.forEachListing((_, plain, what) => use(checkedListingEntries(() => decodePieces(plain, what), what)));
+    this.warnUnreadableListings();
   }
 
   /** How many listed snapshots no listing covers, as this machine last counted; undefined: not known. */
@@ -817,33 +920,64 @@ export class Repository {
   /**
    * Every readable snapshot as the record `snapshots --json` prints (snapshot-rows.ts), oldest
    * first, from the cache's rows: no snapshot is parsed. Any snapshot without a trusted row makes
-   * this a full listing, which records the missing rows. `listed`: what snapshots/ listed just now.
+   * this a full listing, which spools the rows (row-spool.ts) and records the missing ones in
+   * rows.log. `listed`: what snapshots/ listed just now. Call `close` when done with the rows.
    */
-  async listSnapshotRows(listed?: string[]): Promise<SnapshotRow[]> {
+  async listSnapshotRows(listed?: string[]): Promise<RowSource & { close(): void }> {
     this.unreadableSnapshots = [];
-    const [names, cached] = await Promise.all([listed ?? listSnapshotIds(this.target), this.cache ? this.cache.entries("rows") : new Map<string, Buffer>()]);
-    const live = new Set(names);
-    let out: SnapshotRow[] = [];
-    for (const [id, body] of cached) {
-      if (!live.has(id)) continue;
-      const row = decodeRow(id, body);
-      if (row) out.push(row);
+    const names = listed ?? (await listSnapshotIds(this.target));
+    const live = new NameSlots(names);
+    let rows: SnapshotRow[] = [];
+    let dead = false;
+    const scan = this.cache ? await this.cache.scan("rows", (id, body) => {
+      if (!live.has(id)) dead = true;
+      else rows.push(decodeRow(id, Buffer.from(body))!); // the scan's bytes are reused
+    }) : { untidy: false };
+    rows = rows.filter((r) => r !== undefined);
+    const byId = new Map(rows.map((r) => [r.id, r])); // a name may come twice; the later counts
+    let source: RowSource & { close(): void };
+    if (byId.size < live.size) {
+      rows = [];
+      source = await this.spoolRows(names, new Set(byId.keys()));
+    } else {
+      const sorted = [...byId.values()].sort((a, b) => byTime({ id: a.id, snapshot: a }, { id: b.id, snapshot: b }));
+      source = { ...rowsInMemory(sorted), close: () => undefined };
     }
-    if (out.length < live.size) {
-      const have = new Set(out.map((r) => r.id));
-      const fresh: [string, Buffer][] = [];
-      out = (await this.listSnapshots()).map(({ id, snapshot }) => {
-        const body = encodeRow(id, snapshot);
-        if (!have.has(id) && ID_HEX.test(id)) fresh.push([id, body]);
-        return decodeRow(id, body)!;
-      });
-      await this.cache?.put("rows", fresh);
-    } else out.sort((a, b) => byTime({ id: a.id, snapshot: a }, { id: b.id, snapshot: b }));
     if (this.cache) {
-      await this.cache.retain("rows", live, { rewriteWhenDead: "any" });
+      if (dead || scan.untidy) await this.cache.retain("rows", live, { rewriteWhenDead: "any" });
       await this.cache.release("rows");
     }
-    return out;
+    return source;
+  }
+
+  /**
+   * A full listing rendered to rows as each snapshot is parsed: the rows go to a spool, and what is
+   * kept per snapshot is where its row is. The rows `have` (rows.log holds them) are not recorded again.
+   */
+  private async spoolRows(names: string[], have: Set<string>): Promise<RowSource & { close(): void }> {
+    const spool = await RowSpool.open(this.cache);
+    const listed = await this.listProjected({ listed: names }, (id, snapshot) => {
+      const body = encodeRow(id, snapshot);
+      const { textAt, cut } = rowLayout(body);
+      return { id, snapshot: { time: snapshot.time }, at: spool.append(body), length: body.length, textAt, cut };
+    });
+    // Into rows.log oldest first, a bounded batch at a time.
+    const batch = new BatchBuilder(this.cache, "rows");
+    for (const r of listed) {
+      if (have.has(r.id) || !ID_HEX.test(r.id)) continue;
+      batch.add(r.id, spool.read(r.at, r.length));
+      if (batch.full) await batch.put();
+    }
+    await batch.put();
+    return {
+      count: listed.length,
+      id: (i) => listed[i].id,
+      time: (i) => String(listed[i].snapshot.time),
+      cut: (i) => listed[i].cut,
+      length: (i) => listed[i].length - listed[i].textAt,
+      text: (i) => spool.read(listed[i].at + listed[i].textAt, listed[i].length - listed[i].textAt),
+      close: () => spool.close(),
+    };
   }
 
   /**
@@ -863,11 +997,28 @@ export class Repository {
     // Recorded only when it is the whole truth about these names: every one of them read (a full
     // listing lists again, and may have seen a snapshot written since), none unreadable (whose
     // warning every listing must print).
-    const listed = new Set(names);
-    if (this.cache && !this.unreadableSnapshots.length && rows.length === listed.size && rows.every((r) => listed.has(r.id))) {
-      await writeRendered(this.cache, fingerprint, rendered);
+    const listed = new NameSlots(names);
+    let whole = this.cache && !this.unreadableSnapshots.length && rows.count === listed.size;
+    for (let i = 0; whole && i < rows.count; i++) whole = listed.has(rows.id(i));
+    if (whole) {
+      await writeRendered(this.cache!, fingerprint, rendered);
+      // Printed from the file just written (verified again), so the rows can go now.
+      const back = await readRendered(this.cache!, fingerprint);
+      if (back) {
+        rows.close();
+        return back;
+      }
     }
-    return rendered;
+    return {
+      ...rendered,
+      async *text() {
+        try {
+          yield* rendered.text();
+        } finally {
+          rows.close();
+        }
+      },
+    };
   }
 
   /** One snapshot, read and verified from the repository itself (which also proves it still exists). */

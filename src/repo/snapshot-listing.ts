@@ -51,23 +51,82 @@ export function encodeListing(entries: Iterable<[string, Buffer]>): Buffer {
 
 /** Every entry of a decoded listing, checked for structure: snapshot id (64 hex) -> snapshot JSON. */
 export function decodeListing(buf: Buffer, what: string): Map<string, Buffer> {
-  const bad = (why: string) => new RepoError(`${what} ${why}`, "corrupt");
-  if (buf.length < HEADER_BYTES || !buf.subarray(0, 4).equals(MAGIC)) throw bad("is not a snapshot listing");
-  if (buf[4] !== VERSION) throw bad(`has version ${buf[4]}; this pi-guard reads version ${VERSION}`);
-  const count = buf.readUInt32LE(5);
-  // Bounded before anything is allocated: every entry takes at least its id and length.
-  if (count > (buf.length - HEADER_BYTES) / (ID_BYTES + 4)) throw bad("is truncated");
   const out = new Map<string, Buffer>();
-  let o = HEADER_BYTES;
-  for (let i = 0; i < count; i++) {
-    if (o + ID_BYTES + 4 > buf.length) throw bad("is truncated");
-    const id = buf.toString("hex", o, o + ID_BYTES);
-    const length = buf.readUInt32LE(o + ID_BYTES);
-    o += ID_BYTES + 4;
-    if (length > MAX_BODY_BYTES || o + length > buf.length) throw bad("is truncated");
-    out.set(id, buf.subarray(o, o + length));
-    o += length;
-  }
-  if (o !== buf.length) throw bad("has trailing bytes");
+  // One piece: every body is a slice of `buf`, good for as long as it is.
+  for (const [id, body] of listingEntries(() => [buf][Symbol.iterator](), what, buf.length)) out.set(id, body);
   return out;
+}
+
+/**
+ * The entries of a decoded listing that arrives in pieces (compress.ts decodePieces), without
+ * holding it whole: `pieces()` is read twice, first here, to check the structure (a malformed
+ * listing throws before any entry is given, so it changes nothing), then as the result is
+ * iterated. A body is valid only until the next entry is asked for.
+ */
+export function checkedListingEntries(pieces: () => Iterator<Buffer>, what: string): Iterable<[string, Buffer]> {
+  for (const entry of listingEntries(pieces, what)) void entry;
+  return listingEntries(pieces, what);
+}
+
+/** `size`, when known, bounds the count before anything is read. */
+function* listingEntries(pieces: () => Iterator<Buffer>, what: string, size?: number): Generator<[string, Buffer]> {
+  const bad = (why: string) => new RepoError(`${what} ${why}`, "corrupt");
+  const r = new PieceReader(pieces());
+  const header = r.take(HEADER_BYTES);
+  if (header.length < HEADER_BYTES || !header.subarray(0, 4).equals(MAGIC)) throw bad("is not a snapshot listing");
+  if (header[4] !== VERSION) throw bad(`has version ${header[4]}; this pi-guard reads version ${VERSION}`);
+  const count = header.readUInt32LE(5);
+  // Every entry takes at least its id and length.
+  if (size !== undefined && count > (size - HEADER_BYTES) / (ID_BYTES + 4)) throw bad("is truncated");
+  for (let i = 0; i < count; i++) {
+    const head = r.take(ID_BYTES + 4);
+    if (head.length < ID_BYTES + 4) throw bad("is truncated");
+    const id = head.toString("hex", 0, ID_BYTES);
+    const length = head.readUInt32LE(ID_BYTES);
+    if (length > MAX_BODY_BYTES) throw bad("is truncated");
+    const body = r.take(length);
+    if (body.length < length) throw bad("is truncated");
+    yield [id, body];
+  }
+  if (!r.atEnd()) throw bad("has trailing bytes");
+}
+
+/** Bytes taken from a run of pieces; what take() returns is valid until the next take. */
+class PieceReader {
+  private piece: Buffer = Buffer.alloc(0);
+  private at = 0;
+
+  constructor(private readonly pieces: Iterator<Buffer>) {}
+
+  /** The next `n` bytes (fewer only at the end): a slice of one piece, or a copy across pieces. */
+  take(n: number): Buffer {
+    if (this.piece.length - this.at >= n) {
+      this.at += n;
+      return this.piece.subarray(this.at - n, this.at);
+    }
+    const out = Buffer.allocUnsafe(n);
+    let o = 0;
+    while (o < n && this.more()) {
+      const k = Math.min(n - o, this.piece.length - this.at);
+      this.piece.copy(out, o, this.at, this.at + k);
+      o += k;
+      this.at += k;
+    }
+    return out.subarray(0, o);
+  }
+
+  atEnd(): boolean {
+    return !this.more();
+  }
+
+  /** False when every piece is used up. */
+  private more(): boolean {
+    while (this.at >= this.piece.length) {
+      const next = this.pieces.next();
+      if (next.done) return false;
+      this.piece = next.value;
+      this.at = 0;
+    }
+    return true;
+  }
 }

@@ -33,9 +33,9 @@ export function snapshotJson(id: string, s: Snapshot, localTime: string): Record
 export interface SnapshotRow {
   id: string;
   time: string;
-  /** The record's text up to the local time's value, and from its closing quote on. */
-  before: Buffer;
-  after: Buffer;
+  /** The record's text, with an empty local time whose value goes at byte `cut`. */
+  text: Buffer;
+  cut: number;
 }
 
 /**
@@ -58,6 +58,12 @@ export function encodeRow(id: string, s: Snapshot): Buffer {
   return row;
 }
 
+/** Where a row's text starts in its encoded form (encodeRow), and its local time's place in the text. */
+export function rowLayout(body: Buffer): { textAt: number; cut: number } {
+  const textAt = 2 + body[1] + 4;
+  return { textAt, cut: body.readUInt32LE(textAt - 4) };
+}
+
 /** A cached row, checked for structure; undefined when it is not one this version prints. */
 export function decodeRow(id: string, body: Buffer): SnapshotRow | undefined {
   if (body.length < 6 || body[0] !== ROW_VERSION) return undefined;
@@ -66,5 +72,5 @@ export function decodeRow(id: string, body: Buffer): SnapshotRow | undefined {
   const cut = body.readUInt32LE(timeEnd);
   const text = body.subarray(timeEnd + 4);
   if (cut < LOCAL_TIME.length || cut > text.length || text.toString("latin1", cut - LOCAL_TIME.length, cut) !== LOCAL_TIME) return undefined;
-  return { id, time: body.toString("utf8", 2, timeEnd), before: text.subarray(0, cut), after: text.subarray(cut) };
+  return { id, time: body.toString("utf8", 2, timeEnd), text, cut };
 }

@@ -245,13 +245,24 @@ export async function findBases(repo: Repository, parentId: string | undefined, 
     const newer = agent === undefined ? null : await repo.newerSnapshotOfAgent(host, agent, recorded);
     return { parent: recorded, baseline: newer ?? recorded };
   }
-  const all = await repo.listSnapshots();
+  const all = await repo.listSnapshotHeads();
   await repo.rememberParents(all);
   // Never an import (its tree came from an archive, its time is the archive's), never a suspect loss.
   const whole = all.filter((r) => r.snapshot.host === host && canBeParent(r.snapshot));
-  const parent = whole.filter((r) => JSON.stringify(r.snapshot.roots) === JSON.stringify(roots)).at(-1);
-  const baseline = agent === undefined ? parent : whole.filter((r) => agentRootPath(r.snapshot.roots) === agent).at(-1);
-  return { parent, baseline };
+  const newestId = whole.filter((r) => JSON.stringify(r.snapshot.roots) === JSON.stringify(roots)).at(-1)?.id;
+  const baselineId = agent === undefined ? newestId : whole.filter((r) => agentRootPath(r.snapshot.roots) === agent).at(-1)?.id;
+  // Only these two are read in full, from the repository; one forgotten since the listing is no base.
+  const full = async (id: string | undefined): Promise<SnapshotRecord | undefined> => {
+    if (id === undefined) return undefined;
+    try {
+      return { id, snapshot: await repo.loadSnapshotFromTarget(id) };
+    } catch (err) {
+      if (err instanceof RepoError || err instanceof ObjectNotFound) return undefined;
+      throw err;
+    }
+  };
+  const parent = await full(newestId);
+  return { parent, baseline: baselineId === newestId ? parent : await full(baselineId) };
 }
 
 /** New files a builder remembers for the loss guard: enough to see that a new session began, bounded on a first snapshot. */

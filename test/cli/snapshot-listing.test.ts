@@ -183,4 +183,25 @@ describe("snapshot listing objects", () => {
     const check = await cli(sb, ["check", "--json"]);
     expect(check.code, check.stdout).toBe(0);
   });
+
+  it("a cold listing read from the listing objects prints the bytes of the full path, spooled or (cache unusable) in memory, and leaves no spool file", async () => {
+    sb = sandbox("listing-bytes");
+    await ok(sb, ["init"]);
+    await snap(sb, 5);
+    const reference = (await ok(sb, ["snapshots", "--json", "--host", (await warmRows(sb) as { host: string }[])[0].host], { env: { TZ: "America/St_Johns" } })).stdout;
+    dropCache(sb);
+    const cold = await ok(sb, ["snapshots", "--json"], { env: { TZ: "America/St_Johns" } });
+    expect(cold.stdout).toBe(reference);
+    expect(cold.stderr).toBe("");
+    const cacheFiles = (dir: string): string[] => readdirSync(dir, { withFileTypes: true }).flatMap((d) => (d.isDirectory() ? cacheFiles(path.join(dir, d.name)) : [d.name]));
+    const files = cacheFiles(path.join(sb.dataHome, "pi-guard", "cache"));
+    expect(files).toContain("rows.log");
+    expect(files.filter((f) => f.includes("spool"))).toEqual([]);
+    // A data dir that cannot hold a cache: the rows stay in memory, the bytes are the same.
+    dropCache(sb);
+    writeFileSync(path.join(sb.dataHome, "pi-guard", "cache"), "not a folder");
+    const noCache = await ok(sb, ["snapshots", "--json"], { env: { TZ: "America/St_Johns" } });
+    expect(noCache.stdout).toBe(reference);
+    expect(noCache.stderr).toMatch(/metadata cache disabled/);
+  });
 });
