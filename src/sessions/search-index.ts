@@ -46,6 +46,7 @@ const BATCH_BYTES = 4 * 1024 * 1024;
  * cold build's largest allocation (its peak RSS).
  */
 const SLICE_BYTES = 1024 * 1024;
+
 const TOKENIZE = "tokenize='porter unicode61 remove_diacritics 2'";
 
 // segments.from_bytes: where in the file the segment's lines begin (0: the whole file).
