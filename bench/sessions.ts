@@ -17,7 +17,7 @@ import { loadTextPool } from "./textPool.js";
 const PROJECT_ROOT = findProjectRoot(dirname(fileURLToPath(import.meta.url)));
 let BIN = join(PROJECT_ROOT, "bin", "pi-guard.js");
 const WARM_RUNS = 5;
-const TARGET_WARM_SEARCH_MS = 200;
+const TARGET_WARM_SEARCH_MS = 100; // issue 20
 const QUERIES = ["function", "deprecated callback", '"error handling"', "xyzzyplugh"];
 
 function findProjectRoot(from: string): string {
