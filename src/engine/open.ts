@@ -32,8 +32,11 @@ export async function openEngine(config: Config, opts: OpenEngineOptions = {}): 
     const [{ resticEngine }, { resticSession }] = await Promise.all([import("./restic.js"), import("../restic/repository.js")]);
     return resticEngine(config, (isNew = false) => resticSession(config, opts.promptPassword, { confirm: isNew }));
   }
-  const [{ nativeEngine }, { openRepository }] = await Promise.all([import("./native.js"), import("../engine.js")]);
+  const { nativeEngine } = await import("./native.js");
   return nativeEngine(config, async () => {
+    // The whole engine (backup, restore, storage, worker pools) loads only when the repository
+    // is opened: a warm `sessions list` or `search` reads cached views and never opens it.
+    const { openRepository } = await import("../engine.js");
     const repo = await openRepository(config, opts.promptPassword, opts.target);
     if (opts.onWarning) repo.onWarning = opts.onWarning;
     return repo;

@@ -40,6 +40,13 @@ const EDGE_BYTES = 4096;
 /** Sessions read are indexed in one transaction once they hold this many bytes (and at the end). */
 const BATCH_BYTES = 4 * 1024 * 1024;
 
+/**
+ * A version 3 session larger than this is parsed this many bytes of lines at a time, each slice
+ * indexed before the next is parsed: the parsed objects of a whole multi-MB session were the
+ * cold build's largest allocation (its peak RSS).
+ */
+const SLICE_BYTES = 1024 * 1024;
+
 const TOKENIZE = "tokenize='porter unicode61 remove_diacritics 2'";
 
 // segments.from_bytes: where in the file the segment's lines begin (0: the whole file).
@@ -85,12 +92,12 @@ interface StoredEntry extends IndexedEntry {
   lineLen: number;
 }
 
-/** A session read and parsed, waiting for its batch's transaction. */
+/** A session read and parsed (or, when large, to be parsed as it is stored), waiting for its batch's transaction. */
 interface PendingSession {
   id: string;
   agent: string;
   doc: DocState;
-  entries: StoredEntry[];
+  entries: Iterable<StoredEntry>;
   /** Where the new segment's lines begin in the file (0: all of it). */
   from: number;
   /** The version key this one extends, for an append. */
@@ -127,19 +134,29 @@ function sessionWarnings(id: string, warnings: string[], before: Uint8Array | un
   return warnings.map((w) => `session ${id}: ${moved(w)}`);
 }
 
-/** The text a segment is parsed from: the whole file, or its first line and the lines from `from`. */
-function segmentText(bytes: Uint8Array, from: number): Uint8Array {
-  return from ? Buffer.concat([bytes.subarray(0, bytes.indexOf(0x0a) + 1), bytes.subarray(from)]) : bytes;
+/** The text a segment is parsed from: the file up to `to`, or its first line and the lines from `from` up to `to`. */
+function segmentText(bytes: Uint8Array, from: number, to: number): Uint8Array {
+  return from ? Buffer.concat([bytes.subarray(0, bytes.indexOf(0x0a) + 1), bytes.subarray(from, to)]) : bytes.subarray(0, to);
+}
+
+/** The session parser and the indexed text of an entry, loaded only when a session is read. */
+interface Parser {
+  loadSessionBytes: typeof import("./read.js").loadSessionBytes;
+  indexedEntry: typeof import("./search-text.js").indexedEntry;
+}
+
+async function loadParser(): Promise<Parser> {
+  const [{ loadSessionBytes }, { indexedEntry }] = await Promise.all([import("./read.js"), import("./search-text.js")]);
+  return { loadSessionBytes, indexedEntry };
 }
 
 /**
- * Parse a segment and keep the entries the index holds, in rowid order. With `lines`, each entry
- * also gets the byte range of its line in the file, when lines and entries correspond one to one
- * (a version 3 file: nothing migrated); otherwise -1.
+ * Parse a segment (the lines from `from` up to `to`) and keep the entries the index holds, in
+ * rowid order. Each entry also gets the byte range of its line in the file, when lines and
+ * entries correspond one to one (a version 3 file: nothing migrated); otherwise -1.
  */
-async function segmentEntries(bytes: Uint8Array, from: number, id: string): Promise<{ entries: StoredEntry[]; warnings: string[] }> {
-  const [{ loadSessionBytes }, { indexedEntry }] = await Promise.all([import("./read.js"), import("./search-text.js")]);
-  const text = segmentText(bytes, from);
+function segmentEntries({ loadSessionBytes, indexedEntry }: Parser, bytes: Uint8Array, from: number, id: string, to = bytes.length): { entries: StoredEntry[]; warnings: string[] } {
+  const text = segmentText(bytes, from, to);
   const loaded = loadSessionBytes(text, id);
   const direct = loaded.fromVersion === 3 && loaded.entryLines.length === loaded.entries.length;
   // Line starts in `text`, found once; a line in `text` past the first lies at shift + its start in the file.
@@ -161,7 +178,35 @@ async function segmentEntries(bytes: Uint8Array, from: number, id: string): Prom
     }
     entries.push({ ...ix, lineAt, lineLen });
   });
-  return { entries: entries.slice(0, ENTRY_SLOTS), warnings: loaded.warnings };
+  return { entries, warnings: loaded.warnings };
+}
+
+/** Whether the file's first line is a version 3 header, so that its lines parse alone (appends and slices rely on it). */
+function hasV3Header(bytes: Uint8Array): boolean {
+  const end = bytes.indexOf(0x0a);
+  if (end < 1 || end > HEADER_PEEK) return false;
+  try {
+    const h = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, end).toString("utf8")) as { type?: unknown; version?: unknown };
+    return h?.type === "session" && h.version === 3;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The entries of a large version 3 session, parsed a slice of whole lines at a time as they are
+ * consumed: the same entries, in the same order, as parsing the file at once (each line of a
+ * version 3 file parses alone, after its header). Warnings go to `warnings` as slices are parsed.
+ */
+function* slicedEntries(parser: Parser, bytes: Uint8Array, id: string, warnings: string[]): Generator<StoredEntry> {
+  for (let at = bytes.indexOf(0x0a) + 1; at > 0 && at < bytes.length; ) {
+    const nl = at + SLICE_BYTES < bytes.length ? bytes.indexOf(0x0a, at + SLICE_BYTES) : -1;
+    const end = nl === -1 ? bytes.length : nl + 1;
+    const slice = segmentEntries(parser, bytes, at, id, end);
+    if (slice.warnings.length) warnings.push(...sessionWarnings(id, slice.warnings, bytes.subarray(0, at)));
+    yield* slice.entries;
+    at = end;
+  }
 }
 
 export function searchIndexFile(dataDir: string): string {
@@ -246,6 +291,7 @@ export class SearchIndex {
     const report: SyncReport = { sessions: catalog.size, indexed: 0, appended: 0, removed: 0, ms: 0, warnings: [] };
     if (synced !== stamp) {
       const docs = this.docState;
+      let parser: Parser | undefined;
       let unread = 0;
       let pending: PendingSession[] = [];
       let pendingBytes = 0;
@@ -273,11 +319,20 @@ export class SearchIndex {
         // pi only appends to a version 3 file: when the indexed part is unchanged, read the rest.
         const appendFrom = doc && doc.bytes > 0 && s.version === 3 && bytes.length > doc.bytes && edgeHash(bytes, doc.bytes) === doc.edge ? doc.bytes : 0;
         // The parser loads only when a session changed: a warm search never needs it.
-        const { entries, warnings } = await segmentEntries(bytes, appendFrom, s.id);
-        if (warnings.length) report.warnings.push(...sessionWarnings(s.id, warnings, appendFrom ? bytes.subarray(0, appendFrom) : undefined));
+        parser ??= await loadParser();
         // Appends continue only from a version that ended with a whole line.
         const indexedBytes = bytes[bytes.length - 1] === 0x0a ? bytes.length : 0;
-        pending.push({ id: s.id, agent: s.agent, doc: { key, bytes: indexedBytes, edge: edgeHash(bytes, indexedBytes) }, entries, from: appendFrom, appendTo: appendFrom ? doc!.key : undefined, keepText: key.startsWith("snapshot:") });
+        const next = { id: s.id, agent: s.agent, doc: { key, bytes: indexedBytes, edge: edgeHash(bytes, indexedBytes) }, from: appendFrom, appendTo: appendFrom ? doc!.key : undefined, keepText: key.startsWith("snapshot:") };
+        if (!appendFrom && bytes.length > SLICE_BYTES && hasV3Header(bytes)) {
+          // A large session is a batch of its own, parsed slice by slice inside its transaction.
+          if (pending.length) flush();
+          pending.push({ ...next, entries: slicedEntries(parser, bytes, s.id, report.warnings) });
+          flush();
+          continue;
+        }
+        const { entries, warnings } = segmentEntries(parser, bytes, appendFrom, s.id);
+        if (warnings.length) report.warnings.push(...sessionWarnings(s.id, warnings, appendFrom ? bytes.subarray(0, appendFrom) : undefined));
+        pending.push({ ...next, entries });
         pendingBytes += bytes.length - appendFrom;
         if (pendingBytes >= BATCH_BYTES) flush();
       }
@@ -321,15 +376,19 @@ export class SearchIndex {
         if (!ok) continue;
         if (p.appendTo === undefined) this.drop(p.id);
         upsert.run(p.id, p.agent, p.doc.key, p.doc.bytes, p.doc.edge);
-        if (!p.entries.length) continue;
-        sid++;
-        segment.run(sid, p.id, p.from);
-        added.push([sid, p.id]);
-        p.entries.forEach((e, i) => {
+        let i = 0;
+        for (const e of p.entries) {
+          if (i === ENTRY_SLOTS) break;
+          if (i === 0) {
+            // A segment only for a session with entries.
+            segment.run(++sid, p.id, p.from);
+            added.push([sid, p.id]);
+          }
           entry.run(sid * ENTRY_SLOTS + i, e.entryId, e.kind, e.timestamp, e.lineAt, e.lineLen);
           words.run(sid * ENTRY_SLOTS + i, e.text);
           if (p.keepText) kept.run(sid * ENTRY_SLOTS + i, e.text);
-        });
+          i++;
+        }
       }
     });
     // Committed: the in-memory maps follow, or are read again when another process added segments.
@@ -373,7 +432,8 @@ export class SearchIndex {
       .all(JSON.stringify(rids)) as { id: number; entry_id: string; line_at: number; line_len: number; session_id: string; from_bytes: number }[];
     const bySession = new Map<string, typeof rows>();
     for (const r of rows) bySession.set(r.session_id, [...(bySession.get(r.session_id) ?? []), r]);
-    const [{ loadSessionBytes }, { indexedEntry }] = await Promise.all([import("./read.js"), import("./search-text.js")]);
+    const parser = await loadParser();
+    const { loadSessionBytes, indexedEntry } = parser;
     for (const [id, list] of bySession) {
       let whole: Uint8Array | undefined;
       const wholeBytes = async () => (whole ??= await source.readBytes(id).catch(() => undefined));
@@ -401,7 +461,7 @@ export class SearchIndex {
       const bytes = reparse.size ? await wholeBytes() : undefined;
       for (const [from, wanted] of bytes ? reparse : []) {
         if (from > bytes!.length) continue;
-        const { entries } = await segmentEntries(bytes!, from, id);
+        const { entries } = segmentEntries(parser, bytes!, from, id);
         for (const r of wanted) {
           const e = entries[r.id % ENTRY_SLOTS];
           if (e && e.entryId === r.entry_id) out.set(r.id, e.text);
