@@ -82,9 +82,12 @@ async function summarizeLive(files: LiveFile[]): Promise<Map<LiveFile, SessionSu
   const { ParsePool, parseThreads } = await import("./parse-pool.js");
   const threads = parseThreads(files.reduce((n, f) => n + f.size, 0));
   const pool = new ParsePool(threads);
+  // Largest first: the last files to finish are then small ones, and every worker ends at about
+  // the same time (in path order one 80 MB session could come last and leave a core idle).
+  const order = [...files].sort((a, b) => b.size - a.size);
   let next = 0;
   const lane = async () => {
-    for (let f = files[next++]; f; f = files[next++]) {
+    for (let f = order[next++]; f; f = order[next++]) {
       const summary = await pool.summary(f.path, fileNameId(f.path) ?? path.basename(f.path, ".jsonl")).catch(() => undefined);
       if (summary) out.set(f, summary);
     }

@@ -2,7 +2,7 @@
 // cached (catalog-cache.ts), so `sessions list` does not re-read unchanged sessions.
 
 import { createHash } from "node:crypto";
-import { migrateToV3InMemory, streamSessionItems } from "../agents/pi/parse.js";
+import { fileSessionItemsSync, migrateToV3InMemory, streamSessionItems, type SessionItem } from "../agents/pi/parse.js";
 import { sessionName } from "../model/tree.js";
 import { countedUsage, sessionStats, type CountedUsage, type TokenCounts } from "../model/stats.js";
 import type { RawSessionEntry, SessionEntry, SessionHeader } from "../model/session.js";
@@ -195,33 +195,60 @@ export type SessionSummary = SessionFacts & UsageBreakdown;
 
 /** Summarise a file path or a byte stream. Only I/O errors reject. */
 export async function summarizeSession(source: string | AsyncIterable<Uint8Array>, fallbackId: string): Promise<SessionSummary> {
-  const parsed: { header: SessionHeader | null; headerFragment?: Record<string, unknown>; entries: RawSessionEntry[] } = { header: null, entries: [] };
-  for await (const item of streamSessionItems(source)) {
-    if (item.kind === "header") parsed.header = item.header;
-    else if (item.kind === "header-fragment") parsed.headerFragment = item.fields;
-    else if (item.kind === "entry") parsed.entries.push(slimEntry(item.entry, Date.parse(String(parsed.header?.timestamp ?? ""))));
+  if (typeof source === "string") return summarizeFile(source, fallbackId);
+  const parsed = new SlimParse();
+  for await (const item of streamSessionItems(source)) parsed.add(item);
+  return parsed.summary(fallbackId);
+}
+
+/**
+ * Summarise a session file, read synchronously: what a parse worker runs, and the main thread
+ * for a few files. Only I/O errors throw.
+ */
+export function summarizeFile(file: string, fallbackId: string): SessionSummary {
+  const parsed = new SlimParse();
+  for (const item of fileSessionItemsSync(file)) parsed.add(item);
+  return parsed.summary(fallbackId);
+}
+
+/** The header and slim entries of a session, item by item. */
+class SlimParse {
+  private header: SessionHeader | null = null;
+  private headerFragment?: Record<string, unknown>;
+  private headerTime = NaN;
+  private readonly entries: RawSessionEntry[] = [];
+
+  add(item: SessionItem): void {
+    if (item.kind === "header") {
+      this.header = item.header;
+      this.headerTime = Date.parse(String(item.header.timestamp ?? ""));
+    } else if (item.kind === "header-fragment") this.headerFragment = item.fields;
+    else if (item.kind === "entry") this.entries.push(slimEntry(item.entry, this.headerTime));
   }
-  const header = parsed.header;
-  const id = header?.id ?? (typeof parsed.headerFragment?.id === "string" ? parsed.headerFragment.id : fallbackId);
-  const { entries, fromVersion } = migrateToV3InMemory(header, parsed.entries, { generateId: stableIdGenerator(id) });
-  const stats = sessionStats(entries);
-  const cwd = header?.cwd ?? parsed.headerFragment?.cwd;
-  return {
-    id,
-    name: sessionName(entries) ?? null,
-    project: typeof cwd === "string" ? cwd : "",
-    parentSession: typeof header?.parentSession === "string" ? header.parentSession : null,
-    started: typeof header?.timestamp === "string" ? header.timestamp : stats.firstTimestamp,
-    lastActivity: stats.lastTimestamp ?? (typeof header?.timestamp === "string" ? header.timestamp : null),
-    turns: stats.turns,
-    userMessages: stats.userMessages,
-    assistantMessages: stats.assistantMessages,
-    toolCalls: stats.toolCalls,
-    tokens: stats.tokens,
-    cost: stats.cost,
-    entries: stats.entries,
-    models: stats.models,
-    version: fromVersion,
-    ...usageBreakdown(header ?? undefined, entries),
-  };
+
+  summary(fallbackId: string): SessionSummary {
+    const header = this.header;
+    const id = header?.id ?? (typeof this.headerFragment?.id === "string" ? this.headerFragment.id : fallbackId);
+    const { entries, fromVersion } = migrateToV3InMemory(header, this.entries, { generateId: stableIdGenerator(id) });
+    const stats = sessionStats(entries);
+    const cwd = header?.cwd ?? this.headerFragment?.cwd;
+    return {
+      id,
+      name: sessionName(entries) ?? null,
+      project: typeof cwd === "string" ? cwd : "",
+      parentSession: typeof header?.parentSession === "string" ? header.parentSession : null,
+      started: typeof header?.timestamp === "string" ? header.timestamp : stats.firstTimestamp,
+      lastActivity: stats.lastTimestamp ?? (typeof header?.timestamp === "string" ? header.timestamp : null),
+      turns: stats.turns,
+      userMessages: stats.userMessages,
+      assistantMessages: stats.assistantMessages,
+      toolCalls: stats.toolCalls,
+      tokens: stats.tokens,
+      cost: stats.cost,
+      entries: stats.entries,
+      models: stats.models,
+      version: fromVersion,
+      ...usageBreakdown(header ?? undefined, entries),
+    };
+  }
 }
