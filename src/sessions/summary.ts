@@ -54,11 +54,17 @@ export interface UsageBreakdown {
 
 const SLOT_MS = 15 * 60_000;
 
+/** The last slot named, by its number: a session's entries mostly fall in the slot of the one before. */
+let lastSlot = { n: NaN, name: "" };
+
 /** The UsageCell slot an ISO time falls in. */
 export function slotOf(ts: unknown): string | undefined {
   if (typeof ts !== "string" || !/^\d{4}-\d{2}-\d{2}/.test(ts)) return undefined;
   const t = Date.parse(ts);
-  return Number.isFinite(t) ? `${new Date(Math.floor(t / SLOT_MS) * SLOT_MS).toISOString().slice(0, 16)}Z` : undefined;
+  if (!Number.isFinite(t)) return undefined;
+  const n = Math.floor(t / SLOT_MS);
+  if (n !== lastSlot.n) lastSlot = { n, name: `${new Date(n * SLOT_MS).toISOString().slice(0, 16)}Z` };
+  return lastSlot.name;
 }
 
 /**
@@ -83,7 +89,7 @@ const KEY = Symbol("entryKey");
  */
 function slimEntry(e: RawSessionEntry, headerTime: number): RawSessionEntry {
   const { message, summary: _s, content: _c, details: _d, data, ...rest } = e;
-  const out: RawSessionEntry = { ...rest };
+  const out = rest as RawSessionEntry;
   // Any entry may be a copy: usage, compaction and branch_summary entries carry usage too.
   if (Date.parse(String(e.timestamp ?? "")) <= headerTime) (out as { [KEY]?: string })[KEY] = entryKey(e as unknown as SessionEntry);
   if (e.type === "custom" && e.customType === MERGE_MARKER) out.data = data;
