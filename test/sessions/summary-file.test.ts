@@ -56,7 +56,7 @@ function hostileFiles(): Record<string, Buffer> {
   out["only newlines"] = Buffer.from("\n\n\n");
   out["bom, blank lines, garbage, glued"] = Buffer.from(`\uFEFF${header(id)}\n\n${entry(0, 500)}\nnot json\n${entry(1, 700)}${entry(2, 800)}\n${entry(3, 90)}\n`);
   out["invalid utf-8 in a long line"] = Buffer.concat([Buffer.from(`${header(id)}\n${entry(0, 1.2 * MiB).slice(0, 600_000)}`), Buffer.from([0xff, 0xc3]), Buffer.from(`${entry(0, 1.2 * MiB).slice(600_000)}\n${entry(1, 50)}\n`)]);
-  out["deep nesting"] = Buffer.from(`${header(id)}\n${entry(0, 300, { x: JSON.parse("1") })}\n${entry(1, 300).slice(0, -1)},"deep":${deepObject(3000)}}\n`);
+  out["deep nesting"] = Buffer.from(`${header(id)}\n${entry(0, 300, { x: 1 })}\n${entry(1, 300).slice(0, -1)},"deep":${deepObject(3000)}}\n`);
   out["header lost, copies older than the header"] = Buffer.from([entry(0, 2 * MiB), header(id, "2026-03-01T10:01:00.000Z"), entry(1, 100), entry(2, 1.1 * MiB)].join("\n") + "\n");
   out["CRLF lines"] = Buffer.from(lines([MiB, 10, 20]).join("\r\n") + "\r\n");
   return out;
