@@ -59,6 +59,21 @@ export interface SnapshotOptions {
   copyKind?: (root: string, path: string) => CopyKind | undefined;
   /** A `sqlite-wal` db's key table (CopyRule.keyTable): its rows are counted in the copy and recorded in the node (`rows`). */
   keyTable?: (root: string, path: string) => string | undefined;
+  /** A long-running process's memory of its last snapshot's files (a watcher): see LastFiles. */
+  lastFiles?: LastFiles;
+}
+
+/**
+ * The file nodes of the last snapshot a long-running process (the watcher) committed, kept in
+ * memory so that the next snapshot, when that one is its parent, does not read and parse the
+ * parent's tree again (most of an append-only snapshot's work and garbage at 1 GiB). Keyed by
+ * snapshot id: when another process wrote a newer snapshot, or a prune forgot this one, findBases
+ * finds another parent and that one is read from the repository as before. createSnapshot
+ * replaces it after each commit.
+ */
+export interface LastFiles {
+  id?: string;
+  files?: ReadonlyMap<string, TreeNode>;
 }
 
 /** How much of the parent a snapshot may trust instead of reading, and how files are copied (SnapshotOptions). */
@@ -159,7 +174,16 @@ export function createSnapshot(repo: Repository, opts: SnapshotOptions): Promise
   return withSnapshotBuilder(repo, settings, async (builder) => {
     const host = opts.host ?? hostName();
     let { parent, baseline } = await findBases(repo, opts.parent, host, opts.roots);
-    if (parent) {
+    const last = opts.lastFiles;
+    const remembered = parent && last?.id === parent.id ? last.files : undefined;
+    if (last) {
+      // Whatever happens to this snapshot, these nodes are no use to the next one but as its parent.
+      last.id = undefined;
+      last.files = undefined;
+      builder.keepFiles();
+    }
+    if (remembered) builder.useParentFiles(remembered);
+    else if (parent) {
       try {
         await builder.loadParent(parent);
       } catch (err) {
@@ -184,7 +208,12 @@ export function createSnapshot(repo: Repository, opts: SnapshotOptions): Promise
     for await (const entry of scanSources(opts.roots, opts.filter, skip)) await builder.addEntry(entry);
     const extra = opts.tagsAtCommit?.({ files: builder.files, parent, baseline, parentFiles: () => builder.parentFiles(), newFiles: () => builder.newFiles }) ?? [];
     const cleanup = opts.cleanupAtCommit?.();
-    return builder.commit({ host, roots: opts.roots, rootAgents: opts.rootAgents, tags: [...(opts.tags ?? []), ...extra], parent: parent?.id, cleanup });
+    const result = await builder.commit({ host, roots: opts.roots, rootAgents: opts.rootAgents, tags: [...(opts.tags ?? []), ...extra], parent: parent?.id, cleanup });
+    if (last) {
+      last.id = result.id;
+      last.files = builder.keptFiles();
+    }
+    return result;
   });
 }
 
@@ -383,6 +412,22 @@ export class SnapshotBuilder {
     for (const id of leaves) await readable(id);
   }
 
+  /** The parent's file nodes as this process committed them (LastFiles): no tree to read. */
+  useParentFiles(files: ReadonlyMap<string, TreeNode>): void {
+    for (const [key, node] of files) this.parentNodes.set(key, node);
+  }
+
+  /** The file nodes this snapshot stores, by node key, when keepFiles() was called first. */
+  private kept?: Map<string, TreeNode>;
+
+  keepFiles(): void {
+    this.kept = new Map();
+  }
+
+  keptFiles(): ReadonlyMap<string, TreeNode> | undefined {
+    return this.kept;
+  }
+
   async loadParent(parent: SnapshotRecord): Promise<void> {
     // Inline: the parent's tree is a few MB at most, less work than starting a worker thread.
     const inline = new SealPool(0);
@@ -416,7 +461,11 @@ export class SnapshotBuilder {
       // A side file whose db is not there (or not SQLite) is only bytes: it is never opened as a database.
       const sqlite = db === undefined && !entry.pathBytes && this.reading.copyKind?.(entry.root, entry.path) === "sqlite-wal";
       const stored = sqlite ? await this.storeSqlite(entry) : await this.storeFile(entry);
-      if (stored) await this.tree.add(fileNode(base, stored));
+      if (stored) {
+        const node = fileNode(base, stored);
+        await this.tree.add(node);
+        this.kept?.set(nodeKey(entry.root, entry.pathBytes ?? entry.path), node);
+      }
     }
   }
 
