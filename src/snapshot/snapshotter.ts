@@ -12,7 +12,7 @@ import type { Repository, SnapshotRecord } from "../repo/repository.js";
 import { SealPool } from "../repo/seal-pool.js";
 import { ContentChunker } from "./content-chunker.js";
 import { isPathError, scanSources, type ScannedEntry, type SourceFilter, type SourceRoot } from "./scan.js";
-import { nodeKey, readTree, treeLeaves, TreeWriter } from "./tree.js";
+import { nodeKey, readTree, treeLeaves, treeLine, TreeWriter } from "./tree.js";
 import { DEFAULT_FULL_READ_INTERVAL_MS } from "./sources.js";
 import { placeIn, rootPathsOf, ScanPlaces } from "./loss-guard.js";
 import { PROGRAM } from "../version.js";
@@ -74,6 +74,11 @@ export interface SnapshotOptions {
 export interface LastFiles {
   id?: string;
   files?: ReadonlyMap<string, TreeNode>;
+  /**
+   * Each remembered node's line in the tree stream: a file that did not change gets a node equal
+   * to its parent's, and its line is reused rather than serialised again (most of a large tree).
+   */
+  lines?: WeakMap<TreeNode, Buffer>;
 }
 
 /** How much of the parent a snapshot may trust instead of reading, and how files are copied (SnapshotOptions). */
@@ -176,13 +181,15 @@ export function createSnapshot(repo: Repository, opts: SnapshotOptions): Promise
     let { parent, baseline } = await findBases(repo, opts.parent, host, opts.roots);
     const last = opts.lastFiles;
     const remembered = parent && last?.id === parent.id ? last.files : undefined;
+    const lines = last?.lines;
     if (last) {
       // Whatever happens to this snapshot, these nodes are no use to the next one but as its parent.
       last.id = undefined;
       last.files = undefined;
+      last.lines = undefined;
       builder.keepFiles();
     }
-    if (remembered) builder.useParentFiles(remembered);
+    if (remembered) builder.useParentFiles(remembered, lines);
     else if (parent) {
       try {
         await builder.loadParent(parent);
@@ -211,7 +218,7 @@ export function createSnapshot(repo: Repository, opts: SnapshotOptions): Promise
     const result = await builder.commit({ host, roots: opts.roots, rootAgents: opts.rootAgents, tags: [...(opts.tags ?? []), ...extra], parent: parent?.id, cleanup });
     if (last) {
       last.id = result.id;
-      last.files = builder.keptFiles();
+      ({ files: last.files, lines: last.lines } = builder.keptFiles());
     }
     return result;
   });
@@ -314,6 +321,20 @@ function fileNode(base: Pick<TreeNode, "root" | "path" | "pathBytes" | "mode">, 
 }
 
 /**
+ * Whether two nodes serialise alike: the same fields in the same order, each the same value (the
+ * content list the same array), so JSON.stringify gives the same line for both.
+ */
+function sameFields(a: TreeNode, b: TreeNode): boolean {
+  const ka = Object.keys(a);
+  const kb = Object.keys(b);
+  if (ka.length !== kb.length) return false;
+  for (let i = 0; i < ka.length; i++) {
+    if (ka[i] !== kb[i] || a[ka[i] as keyof TreeNode] !== b[kb[i] as keyof TreeNode]) return false;
+  }
+  return true;
+}
+
+/**
  * Builds one snapshot. Files are compared with the parent snapshot:
  * - same inode, size, mtime and ctime: the parent's chunk list is reused without reading the file;
  * - same inode, grown, last read in full less than fullReadIntervalMs ago, and the parent's bytes
@@ -413,19 +434,23 @@ export class SnapshotBuilder {
   }
 
   /** The parent's file nodes as this process committed them (LastFiles): no tree to read. */
-  useParentFiles(files: ReadonlyMap<string, TreeNode>): void {
+  useParentFiles(files: ReadonlyMap<string, TreeNode>, lines?: WeakMap<TreeNode, Buffer>): void {
     for (const [key, node] of files) this.parentNodes.set(key, node);
+    this.parentLines = lines;
   }
 
-  /** The file nodes this snapshot stores, by node key, when keepFiles() was called first. */
-  private kept?: Map<string, TreeNode>;
+  /** The remembered parent's lines in the tree stream (LastFiles.lines). */
+  private parentLines?: WeakMap<TreeNode, Buffer>;
+
+  /** The file nodes this snapshot stores, by node key, and their lines, when keepFiles() was called first. */
+  private kept?: { files: Map<string, TreeNode>; lines: WeakMap<TreeNode, Buffer> };
 
   keepFiles(): void {
-    this.kept = new Map();
+    this.kept = { files: new Map(), lines: new WeakMap() };
   }
 
-  keptFiles(): ReadonlyMap<string, TreeNode> | undefined {
-    return this.kept;
+  keptFiles(): { files?: ReadonlyMap<string, TreeNode>; lines?: WeakMap<TreeNode, Buffer> } {
+    return this.kept ?? {};
   }
 
   async loadParent(parent: SnapshotRecord): Promise<void> {
@@ -462,9 +487,14 @@ export class SnapshotBuilder {
       const sqlite = db === undefined && !entry.pathBytes && this.reading.copyKind?.(entry.root, entry.path) === "sqlite-wal";
       const stored = sqlite ? await this.storeSqlite(entry) : await this.storeFile(entry);
       if (stored) {
+        const key = nodeKey(entry.root, entry.pathBytes ?? entry.path);
         const node = fileNode(base, stored);
-        await this.tree.add(node);
-        this.kept?.set(nodeKey(entry.root, entry.pathBytes ?? entry.path), node);
+        const prev = this.parentNodes.get(key);
+        const prevLine = prev && this.parentLines?.get(prev);
+        const line = prevLine && sameFields(prev, node) ? prevLine : treeLine(node);
+        await this.tree.addLine(line);
+        this.kept?.files.set(key, node);
+        this.kept?.lines.set(node, line);
       }
     }
   }
