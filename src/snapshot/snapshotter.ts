@@ -732,12 +732,16 @@ export class SnapshotBuilder {
     const kept = content.slice(0, content.length - tailCount);
     const tail = content.slice(content.length - tailCount);
     // The blobs must add up to the recorded size, or the pieces would not sit where they claim.
+    // A grown file of 80 MB has 2,500 blobs: look each up without allocating (0: not in the index,
+    // or empty, which no blob of a file's content list is; either way, read it all).
     let offset = 0;
     let total = 0;
-    for (const [i, id] of content.entries()) {
-      const loc = typeof id === "string" ? this.repo.index.get(id) : undefined;
-      if (!loc) return undefined;
-      total += loc.rawLength;
+    const index = this.repo.index;
+    for (let i = 0; i < content.length; i++) {
+      const id: unknown = content[i];
+      const raw = typeof id === "string" ? index.rawLengthOf(id) : 0;
+      if (raw === 0) return undefined;
+      total += raw;
       if (i === kept.length - 1) offset = total;
     }
     if (total !== prev.size) return undefined;
