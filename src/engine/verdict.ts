@@ -31,7 +31,9 @@ export function mirrorFailure(m: MirrorShipment, snapshotId: string, repo: strin
 export async function snapshotFindings(r: EngineBackupResult, repo: string): Promise<SnapshotFinding[]> {
   const s = r.snapshot;
   if (!s) return [];
-  const [{ describeLoss, describeCleanup }, { shipped }] = await Promise.all([import("../snapshot/loss-guard.js"), import("../repo/ship.js")]);
+  // Loaded only when there is something to describe: ship.js brings in the whole repository code,
+  // which a snapshot handed to the watcher otherwise never loads.
+  const [guard, ship] = await Promise.all([s.loss || s.cleanup ? import("../snapshot/loss-guard.js") : undefined, r.mirrors.length ? import("../repo/ship.js") : undefined]);
   const out: SnapshotFinding[] = [];
   for (const k of s.special) out.push({ level: "warning", kind: "special", message: `not backed up: ${shownPath(k.root, k.path)} (a ${k.kind.replace("-", " ")}: no bytes to copy)` });
   for (const k of s.changedWhileRead) out.push({ level: "warning", kind: "changed", message: `${shownPath(k.root, k.path)} changed while it was read (${k.reads} reads): stored as last read, which may mix two versions` });
@@ -41,10 +43,10 @@ export async function snapshotFindings(r: EngineBackupResult, repo: string): Pro
     const what = r.engine === "restic" ? "restic snapshot" : "snapshot";
     out.push({ level: "damaged", kind: "incomplete", message: `${what} ${s.id.slice(0, 8)} is incomplete: ${why}${r.engine === "native" ? ' (tagged "incomplete")' : ""}` });
   }
-  if (s.loss && !r.lossAccepted) out.push({ level: "failure", kind: "loss", message: describeLoss(s.loss, s.id, s.parent ?? undefined) });
+  if (s.loss && !r.lossAccepted) out.push({ level: "failure", kind: "loss", message: guard!.describeLoss(s.loss, s.id, s.parent ?? undefined) });
   // Not a failure: the agent deleted its own old files, and what it took stays restorable.
-  if (s.cleanup) out.push({ level: "warning", kind: "cleanup", message: describeCleanup(s.cleanup, s.id) });
-  for (const m of r.mirrors) if (!shipped(m)) out.push({ level: "failure", kind: "mirror", message: mirrorFailure(m, s.id, repo) });
+  if (s.cleanup) out.push({ level: "warning", kind: "cleanup", message: guard!.describeCleanup(s.cleanup, s.id) });
+  for (const m of r.mirrors) if (!ship!.shipped(m)) out.push({ level: "failure", kind: "mirror", message: mirrorFailure(m, s.id, repo) });
   return out;
 }
 

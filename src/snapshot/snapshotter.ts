@@ -12,7 +12,7 @@ import type { Repository, SnapshotRecord } from "../repo/repository.js";
 import { SealPool } from "../repo/seal-pool.js";
 import { ContentChunker } from "./content-chunker.js";
 import { isPathError, scanSources, type ScannedEntry, type SourceFilter, type SourceRoot } from "./scan.js";
-import { nodeKey, readTree, treeLeaves, TreeWriter } from "./tree.js";
+import { nodeKey, readTree, treeLeaves, treeLine, TreeWriter } from "./tree.js";
 import { DEFAULT_FULL_READ_INTERVAL_MS } from "./sources.js";
 import { placeIn, rootPathsOf, ScanPlaces } from "./loss-guard.js";
 import { PROGRAM } from "../version.js";
@@ -59,6 +59,26 @@ export interface SnapshotOptions {
   copyKind?: (root: string, path: string) => CopyKind | undefined;
   /** A `sqlite-wal` db's key table (CopyRule.keyTable): its rows are counted in the copy and recorded in the node (`rows`). */
   keyTable?: (root: string, path: string) => string | undefined;
+  /** A long-running process's memory of its last snapshot's files (a watcher): see LastFiles. */
+  lastFiles?: LastFiles;
+}
+
+/**
+ * The file nodes of the last snapshot a long-running process (the watcher) committed, kept in
+ * memory so that the next snapshot, when that one is its parent, does not read and parse the
+ * parent's tree again (most of an append-only snapshot's work and garbage at 1 GiB). Keyed by
+ * snapshot id: when another process wrote a newer snapshot, or a prune forgot this one, findBases
+ * finds another parent and that one is read from the repository as before. createSnapshot
+ * replaces it after each commit.
+ */
+export interface LastFiles {
+  id?: string;
+  files?: ReadonlyMap<string, TreeNode>;
+  /**
+   * Each remembered node's line in the tree stream: a file that did not change gets a node equal
+   * to its parent's, and its line is reused rather than serialised again (most of a large tree).
+   */
+  lines?: WeakMap<TreeNode, Buffer>;
 }
 
 /** How much of the parent a snapshot may trust instead of reading, and how files are copied (SnapshotOptions). */
@@ -159,7 +179,18 @@ export function createSnapshot(repo: Repository, opts: SnapshotOptions): Promise
   return withSnapshotBuilder(repo, settings, async (builder) => {
     const host = opts.host ?? hostName();
     let { parent, baseline } = await findBases(repo, opts.parent, host, opts.roots);
-    if (parent) {
+    const last = opts.lastFiles;
+    const remembered = parent && last?.id === parent.id ? last.files : undefined;
+    const lines = last?.lines;
+    if (last) {
+      // Whatever happens to this snapshot, these nodes are no use to the next one but as its parent.
+      last.id = undefined;
+      last.files = undefined;
+      last.lines = undefined;
+      builder.keepFiles();
+    }
+    if (remembered) builder.useParentFiles(remembered, lines);
+    else if (parent) {
       try {
         await builder.loadParent(parent);
       } catch (err) {
@@ -184,7 +215,12 @@ export function createSnapshot(repo: Repository, opts: SnapshotOptions): Promise
     for await (const entry of scanSources(opts.roots, opts.filter, skip)) await builder.addEntry(entry);
     const extra = opts.tagsAtCommit?.({ files: builder.files, parent, baseline, parentFiles: () => builder.parentFiles(), newFiles: () => builder.newFiles }) ?? [];
     const cleanup = opts.cleanupAtCommit?.();
-    return builder.commit({ host, roots: opts.roots, rootAgents: opts.rootAgents, tags: [...(opts.tags ?? []), ...extra], parent: parent?.id, cleanup });
+    const result = await builder.commit({ host, roots: opts.roots, rootAgents: opts.rootAgents, tags: [...(opts.tags ?? []), ...extra], parent: parent?.id, cleanup });
+    if (last) {
+      last.id = result.id;
+      ({ files: last.files, lines: last.lines } = builder.keptFiles());
+    }
+    return result;
   });
 }
 
@@ -296,6 +332,20 @@ function fileNode(base: Pick<TreeNode, "root" | "path" | "pathBytes" | "mode">, 
 }
 
 /**
+ * Whether two nodes serialise alike: the same fields in the same order, each the same value (the
+ * content list the same array), so JSON.stringify gives the same line for both.
+ */
+function sameFields(a: TreeNode, b: TreeNode): boolean {
+  const ka = Object.keys(a);
+  const kb = Object.keys(b);
+  if (ka.length !== kb.length) return false;
+  for (let i = 0; i < ka.length; i++) {
+    if (ka[i] !== kb[i] || a[ka[i] as keyof TreeNode] !== b[kb[i] as keyof TreeNode]) return false;
+  }
+  return true;
+}
+
+/**
  * Builds one snapshot. Files are compared with the parent snapshot:
  * - same inode, size, mtime and ctime: the parent's chunk list is reused without reading the file;
  * - same inode, grown, last read in full less than fullReadIntervalMs ago, and the parent's bytes
@@ -394,6 +444,26 @@ export class SnapshotBuilder {
     for (const id of leaves) await readable(id);
   }
 
+  /** The parent's file nodes as this process committed them (LastFiles): no tree to read. */
+  useParentFiles(files: ReadonlyMap<string, TreeNode>, lines?: WeakMap<TreeNode, Buffer>): void {
+    for (const [key, node] of files) this.parentNodes.set(key, node);
+    this.parentLines = lines;
+  }
+
+  /** The remembered parent's lines in the tree stream (LastFiles.lines). */
+  private parentLines?: WeakMap<TreeNode, Buffer>;
+
+  /** The file nodes this snapshot stores, by node key, and their lines, when keepFiles() was called first. */
+  private kept?: { files: Map<string, TreeNode>; lines: WeakMap<TreeNode, Buffer> };
+
+  keepFiles(): void {
+    this.kept = { files: new Map(), lines: new WeakMap() };
+  }
+
+  keptFiles(): { files?: ReadonlyMap<string, TreeNode>; lines?: WeakMap<TreeNode, Buffer> } {
+    return this.kept ?? {};
+  }
+
   async loadParent(parent: SnapshotRecord): Promise<void> {
     // Inline: the parent's tree is a few MB at most, less work than starting a worker thread.
     const inline = new SealPool(0);
@@ -427,7 +497,16 @@ export class SnapshotBuilder {
       // A side file whose db is not there (or not SQLite) is only bytes: it is never opened as a database.
       const sqlite = db === undefined && !entry.pathBytes && this.reading.copyKind?.(entry.root, entry.path) === "sqlite-wal";
       const stored = sqlite ? await this.storeSqlite(entry) : await this.storeFile(entry);
-      if (stored) await this.tree.add(fileNode(base, stored));
+      if (stored) {
+        const key = nodeKey(entry.root, entry.pathBytes ?? entry.path);
+        const node = fileNode(base, stored);
+        const prev = this.parentNodes.get(key);
+        const prevLine = prev && this.parentLines?.get(prev);
+        const line = prevLine && sameFields(prev, node) ? prevLine : treeLine(node);
+        await this.tree.addLine(line);
+        this.kept?.files.set(key, node);
+        this.kept?.lines.set(node, line);
+      }
     }
   }
 
@@ -664,12 +743,16 @@ export class SnapshotBuilder {
     const kept = content.slice(0, content.length - tailCount);
     const tail = content.slice(content.length - tailCount);
     // The blobs must add up to the recorded size, or the pieces would not sit where they claim.
+    // A grown file of 80 MB has 2,500 blobs: look each up without allocating (0: not in the index,
+    // or empty, which no blob of a file's content list is; either way, read it all).
     let offset = 0;
     let total = 0;
-    for (const [i, id] of content.entries()) {
-      const loc = typeof id === "string" ? this.repo.index.get(id) : undefined;
-      if (!loc) return undefined;
-      total += loc.rawLength;
+    const index = this.repo.index;
+    for (let i = 0; i < content.length; i++) {
+      const id: unknown = content[i];
+      const raw = typeof id === "string" ? index.rawLengthOf(id) : 0;
+      if (raw === 0) return undefined;
+      total += raw;
       if (i === kept.length - 1) offset = total;
     }
     if (total !== prev.size) return undefined;

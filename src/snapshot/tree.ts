@@ -5,6 +5,9 @@ import { RepoError } from "../repo/errors.js";
 import type { Repository } from "../repo/repository.js";
 import { ContentChunker } from "./content-chunker.js";
 
+/** A node as the tree stream holds it: one JSON line. */
+export const treeLine = (node: TreeNode): Buffer => Buffer.from(JSON.stringify(node) + "\n");
+
 /**
  * The file list of a snapshot is a stream of JSON lines (one TreeNode each), cut into leaf tree
  * blobs by the content-defined chunker. An unchanged file yields the same line as last time, so a
@@ -23,7 +26,12 @@ export class TreeWriter {
   }
 
   add(node: TreeNode): Promise<void> {
-    return this.stream.push(Buffer.from(JSON.stringify(node) + "\n"));
+    return this.addLine(treeLine(node));
+  }
+
+  /** A node already serialised by treeLine. */
+  addLine(line: Buffer): Promise<void> {
+    return this.stream.push(line);
   }
 
   /** The leaf ids, and the list blobs that hold them (the snapshot's `treeList`). */

@@ -23,7 +23,7 @@ import { RepoError } from "../repo/errors.js";
 import type { Repository } from "../repo/repository.js";
 import { compileFilter } from "../snapshot/scan.js";
 import { watchPath } from "../snapshot/sources.js";
-import { createSnapshot } from "../snapshot/snapshotter.js";
+import { createSnapshot, type LastFiles } from "../snapshot/snapshotter.js";
 import { PRE_RESTORE_TAG } from "../restore/select.js";
 import type { WatchLog } from "./log.js";
 import { ACCEPT_LOSS_COMMAND, describeCleanup, judgeSnapshot, type LossVerdict } from "../snapshot/loss-guard.js";
@@ -184,6 +184,8 @@ export class Watcher {
   /** Hears `pi-guard snapshot` (socketFile), and who waits for the next snapshot, and for the one under way. */
   private socket: SnapshotSocket | undefined;
   private handOffs: HandOffWaiter[] = [];
+  /** The last snapshot's file nodes, the next one's parent unless another process wrote since (LastFiles). */
+  private readonly lastFiles: LastFiles = {};
 
   constructor(private readonly opts: WatcherOptions) {
     this.config = opts.config;
@@ -608,6 +610,7 @@ export class Watcher {
           return [...(verdict ? [SUSPECT_LOSS_TAG] : []), ...(cleanup ? [AGENT_CLEANUP_TAG] : [])];
         },
         cleanupAtCommit: () => cleanup,
+        lastFiles: this.lastFiles,
       });
       this.settlingSince = 0;
       const ms = Date.now() - started;
