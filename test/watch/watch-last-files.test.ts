@@ -4,7 +4,7 @@
 // snapshot. After each, the snapshots `pi-guard snapshot` gets from the watcher must hold the live
 // bytes, and check --read-data must pass.
 import { randomBytes } from "node:crypto";
-import { appendFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { cli, collect, ok, spawnCli } from "../helpers/cli.js";
@@ -12,6 +12,17 @@ import { restoredBytes, stopWatch, waitFor, waitReady, watchEnv, watchScene } fr
 import type { Sandbox } from "../helpers/tmp.js";
 
 const { setup, watch } = watchScene();
+
+/**
+ * A watcher that snapshots only when `pi-guard snapshot` hands it the work: --debounce alone is not
+ * enough, a change is still taken watch.maxDelayMs (1 s) after it, and on a busy machine that fell
+ * between another process's snapshot and the next handed-off one (whose parent it then was).
+ */
+function handOffOnly(sb: Sandbox): ReturnType<typeof watch> {
+  mkdirSync(path.join(sb.configHome, "pi-guard"), { recursive: true });
+  writeFileSync(path.join(sb.configHome, "pi-guard", "config.json"), JSON.stringify({ watch: { debounceMs: 3_600_000, maxDelayMs: 3_600_000 } }));
+  return watch(sb);
+}
 
 interface Taken {
   snapshotId: string;
@@ -42,7 +53,7 @@ async function checkPasses(sb: Sandbox): Promise<void> {
 describe("the watcher's remembered parent beside other writers", () => {
   it("a snapshot by another process: the next handed-off snapshot takes it as parent when this machine recorded it, and holds the live bytes either way", async () => {
     const sb = await setup("last-other");
-    const w = watch(sb, ["--debounce", "60000"]);
+    const w = handOffOnly(sb);
     await waitReady(sb, w);
     append(sb, "w1");
     const first = await handedOff(sb);
@@ -70,7 +81,7 @@ describe("the watcher's remembered parent beside other writers", () => {
 
   it("a forget and prune by another process, of old data and then of the remembered snapshot itself: the handed-off snapshots hold the live bytes and check --read-data passes", async () => {
     const sb = await setup("last-prune");
-    const w = watch(sb, ["--debounce", "60000"]);
+    const w = handOffOnly(sb);
     await waitReady(sb, w);
     const blob = path.join(sb.agentDir, "notes.bin");
     writeFileSync(blob, randomBytes(3 * 1024 * 1024));
@@ -101,7 +112,7 @@ describe("the watcher's remembered parent beside other writers", () => {
 
   it("kill -9 of the watcher in the middle of a handed-off snapshot: the CLI takes it itself, and the repository checks clean", async () => {
     const sb = await setup("last-kill9");
-    const w = watch(sb, ["--debounce", "60000"]);
+    const w = handOffOnly(sb);
     await waitReady(sb, w);
     append(sb, "k1");
     await handedOff(sb);
