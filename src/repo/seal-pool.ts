@@ -38,8 +38,8 @@ export class SealPool {
   private lost = false;
 
   /**
-   * With `mainHelps`, every other batch runs on the calling thread too: right for restore, where
-   * the main thread would otherwise only wait, and cheaper in memory than another worker.
+   * With `mainHelps`, one batch in (workers + 1) runs on the calling thread too, each thread
+   * taking its share: right for restore, where the main thread would otherwise only wait.
    */
   constructor(
     private readonly size = defaultPoolSize(4),
@@ -85,7 +85,7 @@ export class SealPool {
       this.size === 0 ||
       (this.lost && this.workers.length === 0) ||
       (this.workers.length === 0 && workBytes(req) < INLINE_BELOW) ||
-      (this.mainHelps && job % 2 === 1);
+      (this.mainHelps && job % (this.size + 1) === this.size);
     if (inline) {
       try {
         const out = inlineRun(full);
