@@ -289,12 +289,18 @@ describe("restore from a remote target (shared reads across files)", () => {
 });
 
 describe("the built CLI (worker threads, reused buffers)", () => {
+  /** A sandbox whose repository holds one snapshot of the source files, taken by the CLI. */
+  async function cliSandbox(label: string): Promise<Sandbox> {
+    const cliSb = makeSandbox(label);
+    for (const [rel, data] of source) writeFileExact(path.join(cliSb.agentDir, rel), data, 0o600);
+    await initRepo(cliSb);
+    await snapshot(cliSb);
+    return cliSb;
+  }
+
   it("restores the same files byte-identical", async () => {
-    const cliSb = makeSandbox("pipeline-cli");
+    const cliSb = await cliSandbox("pipeline-cli");
     try {
-      for (const [rel, data] of source) writeFileExact(path.join(cliSb.agentDir, rel), data, 0o600);
-      await initRepo(cliSb);
-      await snapshot(cliSb);
       const dest = cliSb.dir("dest");
       const r = await restoreJson(cliSb, ["latest", "--target", dest]);
       expect(r.failed).toEqual([]);
@@ -306,11 +312,8 @@ describe("the built CLI (worker threads, reused buffers)", () => {
   });
 
   it("a blob that does not match its id, through the built CLI whose decoding threads write the files themselves: that file is refused and absent, exit 3 (damage), the others exact", async () => {
-    const cliSb = makeSandbox("pipeline-cli-damage");
+    const cliSb = await cliSandbox("pipeline-cli-damage");
     try {
-      for (const [rel, data] of source) writeFileExact(path.join(cliSb.agentDir, rel), data, 0o600);
-      await initRepo(cliSb);
-      await snapshot(cliSb);
       const repo = await Repository.open(new LocalTarget(cliSb.repo), (await readKeyFile(path.join(cliSb.configHome, "pi-guard", "key")))!);
       await repo.loadIndex();
       const [snap] = await repo.listSnapshots();
