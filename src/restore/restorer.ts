@@ -260,9 +260,9 @@ export async function applyRestore(repo: Repository, plan: RestorePlan): Promise
   // Restore is decryption-bound and the main thread mostly waits, so it decrypts too. The threads
   // write what they decode, so a local restore runs a worker per core as well: on a machine
   // others keep busy, three threads get a larger share of the two cores than two (3 of 3
-  // interleaved pairs faster, 1 GiB, load 10-11), for about 18 MB. Remote restores keep one: their
-  // streams' buffers already take that memory.
-  const workers = repo.target.localPath !== undefined ? (workersSetting() ?? Math.max(1, Math.min(3, os.availableParallelism()))) : defaultPoolSize(3);
+  // interleaved pairs faster, 1 GiB, load 10-11), for about 18 MB each, so no more than two.
+  // Remote restores keep one: their streams' buffers already take that memory.
+  const workers = repo.target.localPath !== undefined ? (workersSetting() ?? Math.max(1, Math.min(2, os.availableParallelism()))) : defaultPoolSize(3);
   const pool = new SealPool(workers, true);
   const report = emptyReport(plan);
   const done = (item: PlanItem) => {
