@@ -1,9 +1,12 @@
 // Interleaved full restores from the repositories a `npm run bench:s3 -- --keep` run left behind:
 // restic, one pi-guard build ("before") and another ("after"), from s3rver (through the counting
-// proxy) and from the local disk, N rounds, each restore checked by sha256 of every file.
+// proxy) and from the local disk, N rounds, each restore checked by sha256 of every file. With GNU
+// time at /usr/bin/time, each restore's CPU time (user + system, every thread) is reported too:
+// the figure that does not depend on how busy the machine is (its own RSS, about 1 MB, may add to
+// the polled peak).
 //   node dist/bench/restore-rounds.js --work /tmp/pi-guard-bench-s3-XXXXXX --before /other/checkout [--after .] [--rounds 5] [--only s3|local]
 import { spawn } from "node:child_process";
-import { mkdirSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -80,7 +83,9 @@ for (const place of args.only ? [args.only] : ["s3", "local"]) {
 }
 
 const expected = await hashTree(join(W, "agent"));
-const results = new Map<string, { s: number; mb: number; requests: number; ranges: number }[]>(tools.map((t) => [t.name, []]));
+const TIME = existsSync("/usr/bin/time") ? "/usr/bin/time" : undefined;
+const cpuFile = join(W, "cpu.txt");
+const results = new Map<string, { s: number; cpu: number; mb: number; requests: number; ranges: number }[]>(tools.map((t) => [t.name, []]));
 for (let r = 1; r <= Number(args.rounds); r++) {
   for (const t of tools) {
     const target = join(W, "rt");
@@ -88,20 +93,24 @@ for (let r = 1; r <= Number(args.rounds); r++) {
     mkdirSync(target);
     await new Promise((res) => spawn("sync").on("exit", res));
     const before = proxy.snapshot().get(t.countKey);
-    const m = await measure(t.cmd, t.args(target), { env: t.env, timeoutMs: 600_000 });
+    const m = TIME
+      ? await measure(TIME, ["-f", "%U %S", "-o", cpuFile, t.cmd, ...t.args(target)], { env: t.env, timeoutMs: 600_000 })
+      : await measure(t.cmd, t.args(target), { env: t.env, timeoutMs: 600_000 });
+    const cpu = TIME ? readFileSync(cpuFile, "utf8").trim().split("\n").pop()!.split(" ").map(Number).reduce((a, b) => a + b, 0) : NaN;
     const req = diffCounts(proxy.snapshot().get(t.countKey), before);
     const verdict = m.exitCode === 0 ? compareTrees(expected, await hashTree(target)) : `exit ${m.exitCode}: ${m.stderr.slice(-300)}`;
     const ranges = req.byKind["GET range"] ?? 0;
-    results.get(t.name)!.push({ s: m.ms / 1000, mb: m.peakRssMB, requests: req.total, ranges });
-    console.log(`round ${r} ${t.name}: ${(m.ms / 1000).toFixed(2)} s, ${m.peakRssMB.toFixed(1)} MB, ${req.total} requests (${ranges} range GETs), ${verdict}`);
+    results.get(t.name)!.push({ s: m.ms / 1000, cpu, mb: m.peakRssMB, requests: req.total, ranges });
+    console.log(`round ${r} ${t.name}: ${(m.ms / 1000).toFixed(2)} s, cpu ${cpu.toFixed(2)} s, ${m.peakRssMB.toFixed(1)} MB, ${req.total} requests (${ranges} range GETs), ${verdict}`);
   }
 }
 rmSync(join(W, "rt"), { recursive: true, force: true });
+rmSync(cpuFile, { force: true });
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 console.log("\nmedians:");
 for (const [name, rs] of results) {
   const mbs = rs.map((x) => x.mb);
-  console.log(`${name}: ${median(rs.map((x) => x.s)).toFixed(2)} s, peak ${Math.min(...mbs).toFixed(0)}–${Math.max(...mbs).toFixed(0)} MB, ${median(rs.map((x) => x.requests))} requests, ${median(rs.map((x) => x.ranges))} range GETs`);
+  console.log(`${name}: ${median(rs.map((x) => x.s)).toFixed(2)} s, cpu ${median(rs.map((x) => x.cpu)).toFixed(2)} s, peak ${Math.min(...mbs).toFixed(0)}–${Math.max(...mbs).toFixed(0)} MB, ${median(rs.map((x) => x.requests))} requests, ${median(rs.map((x) => x.ranges))} range GETs`);
 }
 await proxy.close();
 child.kill();

@@ -1,4 +1,4 @@
-import { constants, promises as fs } from "node:fs";
+import { constants, promises as fs, writevSync } from "node:fs";
 import path from "node:path";
 import { RepoError } from "./repo/errors.js";
 
@@ -93,36 +93,65 @@ export async function readExactly(handle: fs.FileHandle, position: number, lengt
 }
 
 export async function writeFully(handle: fs.FileHandle, data: Uint8Array | readonly Uint8Array[], position: number): Promise<number> {
-  const parts = (data instanceof Uint8Array ? [data] : data).filter((p) => p.length > 0);
-  let pos = position;
-  let next = 0;
-  let skip = 0; // bytes of parts[next] already written
-  while (next < parts.length) {
+  const w = new PartWriter(data, position);
+  while (!w.done) w.wrote((await handle.writev(w.piece(), w.pos)).bytesWritten);
+  return w.pos;
+}
+
+/** `writeFully` on a descriptor, blocking: for a worker thread that writes what it decoded. */
+export function writeFullySync(fd: number, data: Uint8Array | readonly Uint8Array[], position: number): number {
+  const w = new PartWriter(data, position);
+  while (!w.done) w.wrote(writevSync(fd, w.piece(), w.pos));
+  return w.pos;
+}
+
+/** Where a write of many parts stands: the next bounded piece, and the position after each write. */
+class PartWriter {
+  private readonly parts: Uint8Array[];
+  private next = 0;
+  private skip = 0; // bytes of parts[next] already written
+  private bytes = 0; // of the last piece
+
+  constructor(
+    data: Uint8Array | readonly Uint8Array[],
+    public pos: number,
+  ) {
+    this.parts = (data instanceof Uint8Array ? [data] : data).filter((p) => p.length > 0);
+  }
+
+  get done(): boolean {
+    return this.next >= this.parts.length;
+  }
+
+  piece(): Uint8Array[] {
     const piece: Uint8Array[] = [];
-    let bytes = 0;
-    for (let i = next; i < parts.length && piece.length < MAX_IOV && bytes < MAX_WRITE_BYTES; i++) {
-      const p = i === next ? parts[i].subarray(skip) : parts[i];
-      const take = p.subarray(0, MAX_WRITE_BYTES - bytes);
+    this.bytes = 0;
+    for (let i = this.next; i < this.parts.length && piece.length < MAX_IOV && this.bytes < MAX_WRITE_BYTES; i++) {
+      const p = i === this.next ? this.parts[i].subarray(this.skip) : this.parts[i];
+      const take = p.subarray(0, MAX_WRITE_BYTES - this.bytes);
       piece.push(take);
-      bytes += take.length;
+      this.bytes += take.length;
     }
-    const { bytesWritten } = await handle.writev(piece, pos);
+    return piece;
+  }
+
+  wrote(bytesWritten: number): void {
+    const bytes = this.bytes;
     if (!(bytesWritten > 0)) throw Object.assign(new Error(`EIO: wrote 0 of ${bytes} bytes, write`), { code: "EIO" });
     if (bytesWritten > bytes) throw Object.assign(new Error(`EIO: a write of ${bytes} bytes reported ${bytesWritten}`), { code: "EIO" });
-    pos += bytesWritten;
+    this.pos += bytesWritten;
     let left = bytesWritten;
     while (left > 0) {
-      const rest = parts[next].length - skip;
+      const rest = this.parts[this.next].length - this.skip;
       if (left < rest) {
-        skip += left;
+        this.skip += left;
         break;
       }
       left -= rest;
-      next++;
-      skip = 0;
+      this.next++;
+      this.skip = 0;
     }
   }
-  return pos;
 }
 
 /** Too many open files: this process's limit (EMFILE) or the system's (ENFILE). */

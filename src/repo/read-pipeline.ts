@@ -6,6 +6,8 @@ import { collectYoung } from "./collect.js";
 import { RepoError } from "./errors.js";
 import type { Repository } from "./repository.js";
 import type { SealPool } from "./seal-pool.js";
+import type { OpenRequest } from "./seal.js";
+import { allZero, type FileWrite, type Placed, toRuns, writeError } from "./blob-writes.js";
 import type { Target } from "../targets/target.js";
 import { LimitTarget } from "../targets/limit.js";
 import { TargetWrapper } from "../targets/wrap.js";
@@ -141,6 +143,15 @@ export interface BlobSink {
    * file stays sparse). They count as written.
    */
   hole?(file: number, pos: number, length: number): void;
+  /**
+   * Set by a sink whose files another thread may write directly: open the files (not failed yet)
+   * and keep their descriptors open until `unpin`. Resolves with each file's descriptor (a file
+   * that failed meanwhile is absent), or undefined when no more can be held open now (the blobs
+   * then go through `write`).
+   */
+  pin?(files: number[]): Promise<Map<number, number> | undefined>;
+  /** A pinned file's writes are over: bytes written or left as holes, the end of the last byte written, or the error that failed it. */
+  unpin?(file: number, bytes: number, end: number, err?: Error): void;
 }
 
 interface Place {
@@ -430,13 +441,15 @@ export class PackOrderedRead {
    */
   private async runJob(read: PackRead, job: PackJob, src: DecodeSource, sink: BlobSink, remaining: number[], beforeIsolate?: () => void): Promise<void> {
     const blobs = job.frames.flatMap((fr, f) => [...fr.blobs.values()].map((b) => ({ frame: f, b })));
-    let parts: Buffer[];
+    // A local pack that cannot be opened for want of descriptors is opened again once some are
+    // closed (a fresh source each time: the last one went to the worker).
+    const again = <T>(run: (src: DecodeSource) => Promise<T>): Promise<T> =>
+      src.file ? retryOutOfDescriptors(() => run(this.localSource(read, job.start, job.end))) : run(src);
+    let parts: Buffer[] | undefined;
     try {
-      // A local pack that cannot be opened for want of descriptors is opened again once some are
-      // closed (a fresh source each time: the last one went to the worker).
-      parts = src.file
-        ? await retryOutOfDescriptors(() => this.open(job.start, job.frames, blobs, this.localSource(read, job.start, job.end), job.raw))
-        : await this.open(job.start, job.frames, blobs, src, job.raw);
+      const pinned = sink.pin ? await sink.pin(filesOf(blobs, sink)) : undefined;
+      if (pinned) return await this.openAndWrite(job, blobs, pinned, sink, remaining, again);
+      parts = await again((s) => this.open(job.start, job.frames, blobs, s, job.raw));
     } catch (err) {
       if (this.opts.signal?.aborted) return;
       beforeIsolate?.();
@@ -447,6 +460,49 @@ export class PackOrderedRead {
       await this.deliver(blobs.map((x, i) => ({ blob: x.b, data: parts[i] })), sink, remaining);
     } finally {
       this.recycle(parts);
+    }
+  }
+
+  /**
+   * The decoding thread writes the job's blobs itself into the pinned files: the decoded bytes
+   * never cross threads. Throws when the job cannot be opened (nothing was written then); the
+   * pins are given back either way.
+   */
+  private async openAndWrite(
+    job: PackJob,
+    blobs: { frame: number; b: PackBlob }[],
+    pinned: Map<number, number>,
+    sink: BlobSink,
+    remaining: number[],
+    again: (run: (src: DecodeSource) => Promise<FileWrite[]>) => Promise<FileWrite[]>,
+  ): Promise<void> {
+    if (pinned.size === 0) return;
+    const count = new Map<number, number>();
+    const places = blobs.map(({ b }) =>
+      b.places.flatMap((p) => {
+        const fd = pinned.get(p.file);
+        if (fd === undefined) return [];
+        count.set(p.file, (count.get(p.file) ?? 0) + 1);
+        return [fd, p.pos];
+      }),
+    );
+    let written: FileWrite[] = [];
+    try {
+      written = await again((src) => {
+        const { req, transfer } = this.request(job.start, job.frames, blobs, src);
+        return this.pool.write({ ...req, places, holes: sink.hole !== undefined }, transfer, this.keepSealed);
+      });
+    } finally {
+      const byFd = new Map(written.map((w) => [w.fd, w]));
+      for (const [file, fd] of pinned) {
+        const w = byFd.get(fd);
+        sink.unpin!(file, w?.bytes ?? 0, w?.end ?? 0, w?.error && writeError(w.error));
+      }
+    }
+    for (const [file, n] of count) {
+      if (sink.failed(file)) continue;
+      remaining[file] -= n;
+      if (remaining[file] === 0) sink.done(file);
     }
   }
 
@@ -479,28 +535,32 @@ export class PackOrderedRead {
     src: DecodeSource,
     raw: number,
   ): Promise<Buffer[]> {
-    this.opts.signal?.throwIfAborted();
     const out = raw >= this.groupRaw / 2 ? (this.free.pop() ?? new ArrayBuffer(this.slab)) : undefined;
-    const transfer = [src.buffer, ...(out ? [out] : [])];
-    const reuse = src.buffer.byteLength === SEALED_SLAB;
-    return this.pool.run(
-      {
-        op: "open",
-        key: this.repo.key.encryption,
-        idKey: this.repo.key.id,
-        buffer: src.buffer,
-        file: src.file,
-        frames: frames.flatMap((fr) => [fr.offset - start, fr.offset - start + fr.length]),
-        blobs: blobs.map(({ frame, b }) => ({ frame, id: b.id, inFrame: b.inFrame, rawLength: b.rawLength })),
-        out,
-        returnBuffer: reuse,
-      },
-      transfer,
-      (input) => {
-        if (this.sealedFree.length < MAX_FREE_SLABS) this.sealedFree.push(input);
-      },
-    );
+    const { req, transfer } = this.request(start, frames, blobs, src, out);
+    return this.pool.run(req, transfer, this.keepSealed);
   }
+
+  /** An open of `frames` (from `start` in `src`) for `blobs`; `out`: a buffer to decode into. */
+  private request(start: number, frames: PackFrame[], blobs: { frame: number; b: PackBlob }[], src: DecodeSource, out?: ArrayBuffer) {
+    this.opts.signal?.throwIfAborted();
+    const req: Omit<OpenRequest, "job"> = {
+      op: "open",
+      key: this.repo.key.encryption,
+      idKey: this.repo.key.id,
+      buffer: src.buffer,
+      file: src.file,
+      frames: frames.flatMap((fr) => [fr.offset - start, fr.offset - start + fr.length]),
+      blobs: blobs.map(({ frame, b }) => ({ frame, id: b.id, inFrame: b.inFrame, rawLength: b.rawLength })),
+      out,
+      returnBuffer: src.buffer.byteLength === SEALED_SLAB,
+    };
+    return { req, transfer: [src.buffer, ...(out ? [out] : [])] };
+  }
+
+  /** Sealed buffers a decoding thread gives back, for the next remote jobs. */
+  private readonly keepSealed = (input: ArrayBuffer): void => {
+    if (this.sealedFree.length < MAX_FREE_SLABS) this.sealedFree.push(input);
+  };
 
   /**
    * Each file gets its blobs of this job as runs of back-to-back bytes, one positional write per
@@ -509,7 +569,7 @@ export class PackOrderedRead {
    */
   private async deliver(got: { blob: PackBlob; data: Buffer }[], sink: BlobSink, remaining: number[]): Promise<void> {
     if (this.opts.signal?.aborted) return;
-    const byFile = new Map<number, { pos: number; data: Buffer; zero: boolean }[]>();
+    const byFile = new Map<number, Placed[]>();
     for (const { blob, data } of got) {
       // Once per blob, however many places hold it: a file of one repeated zero chunk is one blob.
       const zero = sink.hole !== undefined && allZero(data);
@@ -522,20 +582,9 @@ export class PackOrderedRead {
     }
     await Promise.all(
       [...byFile].map(async ([file, list]) => {
-        list.sort((a, b) => a.pos - b.pos);
-        let i = 0;
-        while (i < list.length) {
-          const pos = list[i].pos;
-          const zero = list[i].zero;
-          let end = pos;
-          const run: Buffer[] = [];
-          while (i < list.length && list[i].pos === end && list[i].zero === zero) {
-            run.push(list[i].data);
-            end += list[i].data.length;
-            i++;
-          }
-          if (zero) sink.hole!(file, pos, end - pos);
-          else await sink.write(file, pos, joinAdjacent(run));
+        for (const run of toRuns(list)) {
+          if (run.zero) sink.hole!(file, run.pos, run.length);
+          else await sink.write(file, run.pos, run.parts);
           if (sink.failed(file)) return;
         }
         remaining[file] -= list.length;
@@ -554,6 +603,13 @@ export class PackOrderedRead {
 interface DecodeSource {
   buffer: ArrayBuffer;
   file?: { path: string; position: number; length: number };
+}
+
+/** The files not failed yet that hold a blob of the job. */
+function filesOf(blobs: { b: PackBlob }[], sink: BlobSink): number[] {
+  const files = new Set<number>();
+  for (const { b } of blobs) for (const p of b.places) if (!sink.failed(p.file)) files.add(p.file);
+  return [...files];
 }
 
 /** Whether any file that is not failed yet needs a blob of the job. */
@@ -613,28 +669,6 @@ class StreamCursor {
     if (this.at >= this.chunk!.length) this.chunk = undefined;
     return true;
   }
-}
-
-const ZEROS = Buffer.alloc(64 * 1024);
-
-/** Whether every byte is zero; compared a piece at a time, so other data stops at its first piece. */
-function allZero(data: Buffer): boolean {
-  for (let at = 0; at < data.length; at += ZEROS.length) {
-    const piece = data.subarray(at, at + ZEROS.length);
-    if (!piece.equals(ZEROS.subarray(0, piece.length))) return false;
-  }
-  return true;
-}
-
-/** Blobs that lie back to back in one decoded buffer become one view: one write instead of dozens. */
-function joinAdjacent(parts: Buffer[]): Buffer[] {
-  const out: Buffer[] = [];
-  for (const p of parts) {
-    const last = out[out.length - 1];
-    if (last && last.buffer === p.buffer && last.byteOffset + last.length === p.byteOffset) out[out.length - 1] = Buffer.from(p.buffer, last.byteOffset, last.length + p.length);
-    else out.push(p);
-  }
-  return out;
 }
 
 /** Rejects with the signal's reason as soon as it fires, without waiting for `p`. */

@@ -2,7 +2,8 @@ import { Worker } from "node:worker_threads";
 import os from "node:os";
 import { workerScript, workersSetting } from "../worker-file.js";
 import { RepoError } from "./errors.js";
-import { openBatch, sealBatch, type BatchReply, type OpenRequest, type SealRequest } from "./seal.js";
+import { openAndWrite, openBatch, sealBatch, type BatchReply, type OpenRequest, type SealRequest } from "./seal.js";
+import type { FileWrite } from "./blob-writes.js";
 
 /** One worker per spare core, at least 1 and at most `max`; PI_GUARD_WORKERS overrides (0 = all work on the main thread). */
 export function defaultPoolSize(max = 4): number {
@@ -13,7 +14,7 @@ export function defaultPoolSize(max = 4): number {
 type Request = Omit<SealRequest, "job"> | Omit<OpenRequest, "job">;
 
 interface Pending {
-  resolve: (parts: Buffer[]) => void;
+  resolve: (reply: BatchReply) => void;
   reject: (err: Error) => void;
   onInput?: (buffer: ArrayBuffer) => void;
   worker: Worker;
@@ -37,8 +38,8 @@ export class SealPool {
   private lost = false;
 
   /**
-   * With `mainHelps`, every other batch runs on the calling thread too: right for restore, where
-   * the main thread would otherwise only wait, and cheaper in memory than another worker.
+   * With `mainHelps`, one batch in (workers + 1) runs on the calling thread too, each thread
+   * taking its share: right for restore, where the main thread would otherwise only wait.
    */
   constructor(
     private readonly size = defaultPoolSize(4),
@@ -63,18 +64,33 @@ export class SealPool {
    * `returnBuffer`), to be reused; not after a failure.
    */
   run(req: Request, transfer: ArrayBuffer[] = [req.buffer], onInput?: (buffer: ArrayBuffer) => void): Promise<Buffer[]> {
+    return this.dispatch(req, transfer, onInput, (full) => (full.op === "seal" ? sealBatch(full) : openBatch(full)), split);
+  }
+
+  /** An open (with `places`) whose blobs the thread writes itself; resolves with what it wrote. */
+  write(req: Omit<OpenRequest, "job">, transfer: ArrayBuffer[] = [req.buffer], onInput?: (buffer: ArrayBuffer) => void): Promise<FileWrite[]> {
+    return this.dispatch(req, transfer, onInput, (full) => openAndWrite(full as OpenRequest), (reply) => reply.written ?? []);
+  }
+
+  private dispatch<T>(
+    req: Request,
+    transfer: ArrayBuffer[],
+    onInput: ((buffer: ArrayBuffer) => void) | undefined,
+    inlineRun: (full: SealRequest | OpenRequest) => T,
+    fromReply: (reply: BatchReply) => T,
+  ): Promise<T> {
     const job = this.nextJob++;
     const full = { ...req, job } as SealRequest | OpenRequest;
     const inline =
       this.size === 0 ||
       (this.lost && this.workers.length === 0) ||
       (this.workers.length === 0 && workBytes(req) < INLINE_BELOW) ||
-      (this.mainHelps && job % 2 === 1);
+      (this.mainHelps && job % (this.size + 1) === this.size);
     if (inline) {
       try {
-        const parts = full.op === "seal" ? sealBatch(full) : openBatch(full);
+        const out = inlineRun(full);
         if (full.returnBuffer) onInput?.(full.buffer);
-        return Promise.resolve(parts);
+        return Promise.resolve(out);
       } catch (err) {
         return Promise.reject(err);
       }
@@ -82,7 +98,7 @@ export class SealPool {
     if (this.workers.length === 0) this.startWorkers();
     return new Promise((resolve, reject) => {
       const worker = this.workers[this.turn++ % this.workers.length];
-      this.pending.set(job, { resolve, reject, onInput, worker });
+      this.pending.set(job, { resolve: (reply) => resolve(fromReply(reply)), reject, onInput, worker });
       worker.ref();
       worker.postMessage(full, transfer);
     });
@@ -96,7 +112,7 @@ export class SealPool {
     if (reply.error) p.reject(new RepoError(reply.error, (reply.kind as RepoError["kind"]) ?? "corrupt"));
     else {
       if (reply.input) p.onInput?.(reply.input);
-      p.resolve(split(reply));
+      p.resolve(reply);
     }
   }
 

@@ -4,6 +4,7 @@ import { outOfDescriptors } from "../fs-safe.js";
 import { blobId, decryptInto, encrypt } from "./crypto.js";
 import { decodedSize, decodeInto, decodeTransient, encode } from "./compress.js";
 import { RepoError } from "./errors.js";
+import { type FileWrite, writePlaced } from "./blob-writes.js";
 import { AAD } from "./format.js";
 
 /** Compress then encrypt each frame, a [start, end) range of `buffer`; replies with the sealed frames. */
@@ -45,6 +46,14 @@ export interface OpenRequest {
   out?: ArrayBuffer;
   /** Send `buffer` back with the reply (`input`): the caller reuses it for the next sealed bytes. */
   returnBuffer?: boolean;
+  /**
+   * The thread writes the blobs itself, `places[i]` saying where blob i goes ([fd, pos, ...], on
+   * descriptors the caller keeps open until the reply), and replies with what it wrote instead of
+   * the bytes: nothing decoded crosses threads, and the decode buffer is the thread's own.
+   */
+  places?: number[][];
+  /** With `places`: the files were created empty, so zero runs are left as holes. */
+  holes?: boolean;
 }
 
 export interface BatchReply {
@@ -55,6 +64,8 @@ export interface BatchReply {
   offsets?: number[];
   /** The request's input bytes, given back when it asked (`returnBuffer`). */
   input?: ArrayBuffer;
+  /** An open with `places`: what was written (`buffer` is then empty). */
+  written?: FileWrite[];
 }
 
 /** Where openBatch reads a local pack's bytes: grown to the largest read, reused by the next. */
@@ -89,6 +100,20 @@ function readSealed(file: { path: string; position: number; length: number }): B
 
 /** Where openBatch decrypts frames: grown to the largest batch, reused by the next. */
 let plainScratch = Buffer.alloc(0);
+
+/**
+ * Where openBatch decodes a batch whose blobs it writes itself: its bytes are written before the
+ * next batch starts, so one buffer serves them all (no allocation, no page faults, no garbage).
+ */
+let decodedScratch = Buffer.alloc(0);
+/** A batch needing more than this (rare: large frames mostly unwanted) gets a buffer of its own rather than growing the scratch for good. */
+const DECODED_SCRATCH_MAX = 16 * 1024 * 1024;
+
+function decodeScratch(bytes: number): Buffer {
+  if (bytes > DECODED_SCRATCH_MAX) return Buffer.allocUnsafeSlow(bytes);
+  if (decodedScratch.length < bytes) decodedScratch = Buffer.allocUnsafeSlow(Math.max(bytes, 4 * 1024 * 1024));
+  return decodedScratch.subarray(0, bytes);
+}
 
 /** Buffers openBatch allocated for its own output: never a shared pool slab, so safe to transfer. */
 const ownBuffers = new WeakSet<ArrayBufferLike>();
@@ -130,9 +155,10 @@ export function openBatch(req: OpenRequest): Buffer[] {
   const compact = wanted * 2 < total || sizes.includes(null);
   // Fresh memory costs a page fault per 4 KiB on first touch; a reused buffer is already mapped.
   const reuse = !compact && req.out && req.out.byteLength >= total;
-  const decoded = compact ? undefined : reuse ? Buffer.from(req.out!, 0, total) : Buffer.allocUnsafeSlow(total);
-  if (decoded) ownBuffers.add(decoded.buffer);
-  const out = compact ? Buffer.allocUnsafeSlow(wanted) : undefined;
+  const writes = req.places !== undefined;
+  const decoded = compact ? undefined : writes ? decodeScratch(total) : reuse ? Buffer.from(req.out!, 0, total) : Buffer.allocUnsafeSlow(total);
+  if (decoded && !writes) ownBuffers.add(decoded.buffer);
+  const out = compact ? (writes ? decodeScratch(wanted) : Buffer.allocUnsafeSlow(wanted)) : undefined;
   const starts: number[] = [];
   let o = 0;
   for (const size of sizes) {
@@ -160,6 +186,14 @@ export function openBatch(req: OpenRequest): Buffer[] {
     w += b.rawLength;
     return out.subarray(w - b.rawLength, w);
   });
+}
+
+/**
+ * Open a batch and write its blobs where `req.places` says. Every blob is checked before the first
+ * write: a batch that throws has written nothing.
+ */
+export function openAndWrite(req: OpenRequest): FileWrite[] {
+  return writePlaced(openBatch(req), req.places ?? [], !!req.holes);
 }
 
 /** Worker threads send a batch back as one transferable buffer (no copy on the way to the main thread). */

@@ -1,3 +1,4 @@
+import os from "node:os";
 import { descriptorUse, retryOutOfDescriptors, syncDir, writeFully } from "../fs-safe.js";
 import { parseSessionFileName } from "../agents/pi/writer.js";
 import { constants, promises as fs } from "node:fs";
@@ -10,6 +11,7 @@ import { RepoError } from "../repo/errors.js";
 import type { TreeNode } from "../repo/format.js";
 import type { Repository, SnapshotRecord } from "../repo/repository.js";
 import { defaultPoolSize, SealPool } from "../repo/seal-pool.js";
+import { workersSetting } from "../worker-file.js";
 import { readTree } from "../snapshot/tree.js";
 import { SQLITE_SIDE_SUFFIXES } from "../snapshot/sqlite-copy.js";
 import { type FsPath, joinPath, lstatOrNone, nodeComponents, RefusedPath, resolveDestRoot, showPath, walkDirs, walkToFile } from "./safe-path.js";
@@ -255,8 +257,12 @@ export function planReport(plan: RestorePlan): RestoreReport {
 export async function applyRestore(repo: Repository, plan: RestorePlan): Promise<RestoreReport> {
   const { opts } = plan;
   await repo.loadIndex();
-  // Restore is decryption-bound and the main thread mostly waits, so it decrypts too.
-  const workers = defaultPoolSize(3);
+  // Restore is decryption-bound and the main thread mostly waits, so it decrypts too. The threads
+  // write what they decode, so a local restore runs a worker per core as well: on a machine
+  // others keep busy, three threads get a larger share of the two cores than two (3 of 3
+  // interleaved pairs faster, 1 GiB, load 10-11), for about 18 MB each, so no more than two.
+  // Remote restores keep one: their streams' buffers already take that memory.
+  const workers = repo.target.localPath !== undefined ? (workersSetting() ?? Math.max(1, Math.min(2, os.availableParallelism()))) : defaultPoolSize(3);
   const pool = new SealPool(workers, true);
   const report = emptyReport(plan);
   const done = (item: PlanItem) => {
@@ -474,6 +480,8 @@ async function openFileBudget(repo: Repository, workers: number, cap: number): P
 }
 
 interface TempFile {
+  /** Its number in the sink's files. */
+  index: number;
   item: PlanItem;
   settle: (err?: unknown) => void;
   chain: Promise<void>;
@@ -489,6 +497,10 @@ interface TempFile {
   bytes: number;
   written: number;
   busy: boolean;
+  /** Jobs of another thread writing to its descriptor now: it is neither closed nor discarded meanwhile. */
+  pins: number;
+  /** Called when the last pin is given back (a discard waits for it). */
+  unpinned?: () => void;
   failed: boolean;
   renamed: boolean;
 }
@@ -509,6 +521,8 @@ class TempFiles {
   /** Files with a handle, least recently used first. */
   private readonly openFiles = new Set<TempFile>();
   private slots = 0;
+  /** Files pinned, or about to be, by jobs of other threads: always fewer than `maxOpen`. */
+  private pinned = 0;
   private readonly waiting: (() => void)[] = [];
   private abandoned = false;
 
@@ -522,7 +536,7 @@ class TempFiles {
     const get = (f: number): TempFile => {
       let t = this.files.get(f);
       if (!t) {
-        t = { item: items[f], settle: (err) => settle(f, err), chain: Promise.resolve(), slot: false, bytes: 0, written: 0, busy: false, failed: false, renamed: false };
+        t = { index: f, item: items[f], settle: (err) => settle(f, err), chain: Promise.resolve(), slot: false, bytes: 0, written: 0, busy: false, pins: 0, failed: false, renamed: false };
         this.files.set(f, t);
       }
       return t;
@@ -547,7 +561,51 @@ class TempFiles {
         }),
       fail: (f, err) => this.failFile(get(f), err),
       failed: (f) => get(f).failed,
+      pin: (fs) => this.pin(fs.map(get)),
+      unpin: (f, bytes, end, err) => this.unpin(get(f), bytes, end, err),
     };
+  }
+
+  /**
+   * Open the files and keep them open for a job of another thread. A pin never waits for a
+   * descriptor (a job holding some pins while waiting for more could wait on another job doing
+   * the same): when one is not free, the pins taken are given back and the job's blobs go through
+   * `write`, as they do when pins would leave no descriptor over.
+   */
+  private async pin(files: TempFile[]): Promise<Map<number, number> | undefined> {
+    if (this.pinned + files.length >= this.maxOpen) return undefined;
+    this.pinned += files.length;
+    const fds = new Map<number, number>();
+    let short = false;
+    await Promise.all(
+      files.map((t) =>
+        this.enqueue(t, async () => {
+          if (short || !(await this.ensureOpen(t, false))) return void (short = true);
+          t.pins++;
+          fds.set(t.index, t.handle!.fd);
+        }),
+      ),
+    );
+    this.pinned -= files.length - fds.size;
+    if (!short) return fds;
+    for (const f of fds.keys()) this.unpin(this.files.get(f)!, 0, 0);
+    return undefined;
+  }
+
+  private unpin(t: TempFile, bytes: number, end: number, err?: Error): void {
+    t.pins--;
+    this.pinned--;
+    if (err) this.failFile(t, err);
+    else {
+      t.bytes += bytes;
+      t.written = Math.max(t.written, end);
+    }
+    if (t.pins === 0) {
+      t.unpinned?.();
+      t.unpinned = undefined;
+      // Its descriptor can go to a file waiting for one.
+      if (t.handle && this.waiting.length) this.waiting.shift()!();
+    }
   }
 
   /** Every queued operation has run. */
@@ -592,19 +650,23 @@ class TempFiles {
     t.chain = t.chain.then(() => this.discard(t));
   }
 
-  /** A descriptor slot for `t`: a free one, an idle file's, or the next one given back. */
-  private async takeSlot(t: TempFile): Promise<void> {
+  /** A descriptor slot for `t`: a free one, an idle file's, or (`wait`) the next one given back. False: none without waiting. */
+  private async takeSlot(t: TempFile, wait = true): Promise<boolean> {
     while (!t.slot) {
       if (this.slots < this.maxOpen) {
         this.slots++;
         t.slot = true;
-      } else if (!(await this.closeIdle(t))) await new Promise<void>((resolve) => this.waiting.push(resolve));
+      } else if (!(await this.closeIdle(t))) {
+        if (!wait) return false;
+        await new Promise<void>((resolve) => this.waiting.push(resolve));
+      }
     }
+    return true;
   }
 
   /** Close the least recently used idle file, its slot going to `to` (or back to the pool). */
   private async closeIdle(to?: TempFile): Promise<boolean> {
-    const idle = [...this.openFiles].find((o) => !o.busy);
+    const idle = [...this.openFiles].find((o) => !o.busy && o.pins === 0);
     if (!idle) return false;
     await this.close(idle, to);
     return true;
@@ -630,14 +692,15 @@ class TempFiles {
     });
   }
 
-  private async ensureOpen(t: TempFile): Promise<void> {
+  /** Open `t` if it is not; false (`wait` off) when that needs a descriptor only a busy file holds. */
+  private async ensureOpen(t: TempFile, wait = true): Promise<boolean> {
     if (t.handle) {
       // Most recently used last: the first ones are closed when too many are open.
       this.openFiles.delete(t);
       this.openFiles.add(t);
-      return;
+      return true;
     }
-    await this.takeSlot(t);
+    if (!(await this.takeSlot(t, wait))) return false;
     try {
       await this.openHandle(t);
     } catch (err) {
@@ -646,6 +709,7 @@ class TempFiles {
       throw err;
     }
     this.openFiles.add(t);
+    return true;
   }
 
   private async openHandle(t: TempFile): Promise<void> {
@@ -719,6 +783,8 @@ class TempFiles {
   }
 
   private async discard(t: TempFile): Promise<void> {
+    // Another thread may still write through its descriptor: closed now, the number could name a file opened next.
+    if (t.pins > 0) await new Promise<void>((resolve) => (t.unpinned = resolve));
     await this.close(t).catch(() => undefined);
     this.releaseSlot(t);
     if (t.tmp !== undefined && !t.renamed) await fs.unlink(t.tmp).catch(() => undefined);

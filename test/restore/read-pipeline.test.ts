@@ -16,7 +16,11 @@ import { RetryTarget } from "../../src/targets/retry.js";
 import { TargetError, type OpOptions, type Target } from "../../src/targets/target.js";
 import { TargetWrapper } from "../../src/targets/wrap.js";
 import { cpSync } from "node:fs";
-import { initRepo, restoreJson, snapshot } from "../helpers/cli.js";
+import { cli, initRepo, restoreJson, snapshot, type RestoreJson } from "../helpers/cli.js";
+import { readKeyFile } from "../../src/config/credentials.js";
+import { BlobReader } from "../../src/repo/blob-reader.js";
+import { SealPool } from "../../src/repo/seal-pool.js";
+import { readTree } from "../../src/snapshot/tree.js";
 import { listFiles, makeSandbox, writeFileExact, type Sandbox } from "../helpers/tmp.js";
 import { damageBlobInRawFrame, pipelineFixture } from "./pipeline-fixture.js";
 
@@ -285,16 +289,49 @@ describe("restore from a remote target (shared reads across files)", () => {
 });
 
 describe("the built CLI (worker threads, reused buffers)", () => {
+  /** A sandbox whose repository holds one snapshot of the source files, taken by the CLI. */
+  async function cliSandbox(label: string): Promise<Sandbox> {
+    const cliSb = makeSandbox(label);
+    for (const [rel, data] of source) writeFileExact(path.join(cliSb.agentDir, rel), data, 0o600);
+    await initRepo(cliSb);
+    await snapshot(cliSb);
+    return cliSb;
+  }
+
   it("restores the same files byte-identical", async () => {
-    const cliSb = makeSandbox("pipeline-cli");
+    const cliSb = await cliSandbox("pipeline-cli");
     try {
-      for (const [rel, data] of source) writeFileExact(path.join(cliSb.agentDir, rel), data, 0o600);
-      await initRepo(cliSb);
-      await snapshot(cliSb);
       const dest = cliSb.dir("dest");
       const r = await restoreJson(cliSb, ["latest", "--target", dest]);
       expect(r.failed).toEqual([]);
       for (const [rel, data] of source) expect(readFileSync(path.join(dest, rel)).equals(data), rel).toBe(true);
+      expect(tempLeft(dest)).toEqual([]);
+    } finally {
+      cliSb.cleanup();
+    }
+  });
+
+  it("a blob that does not match its id, through the built CLI whose decoding threads write the files themselves: that file is refused and absent, exit 3 (damage), the others exact", async () => {
+    const cliSb = await cliSandbox("pipeline-cli-damage");
+    try {
+      const repo = await Repository.open(new LocalTarget(cliSb.repo), (await readKeyFile(path.join(cliSb.configHome, "pi-guard", "key")))!);
+      await repo.loadIndex();
+      const [snap] = await repo.listSnapshots();
+      const reader = new BlobReader(repo, new SealPool(0));
+      let ids: string[] = [];
+      for await (const n of readTree(reader, snap.snapshot)) if (n.path === "sessions/--p--/big.jsonl") ids = n.content!;
+      damageBlobInRawFrame(repo, cliSb.repo, ids.slice(ids.length / 3), 7, 0x40);
+
+      const dest = cliSb.dir("dest");
+      // One worker, started for jobs of 256 KiB and more: the big file's jobs are opened and written there.
+      const r = await cli(cliSb, ["restore", "latest", "--target", dest, "--json"], { env: { PI_GUARD_WORKERS: "1" } });
+      expect(r.code, r.stderr).toBe(3);
+      const report = r.json<RestoreJson>();
+      expect(report.failed).toEqual([expect.objectContaining({ path: "sessions/--p--/big.jsonl", kind: "damaged", error: expect.stringMatching(/does not match its id/) })]);
+      const others = [...source.keys()].filter((k) => !k.endsWith("big.jsonl")).sort();
+      expect(report.files.map((f) => f.path).sort()).toEqual(others);
+      expect(listFiles(dest).map((f) => path.relative(dest, f)).sort()).toEqual(others);
+      for (const rel of others) expect(readFileSync(path.join(dest, rel)).equals(source.get(rel)!), rel).toBe(true);
       expect(tempLeft(dest)).toEqual([]);
     } finally {
       cliSb.cleanup();
