@@ -20,7 +20,7 @@ const { setup, watch } = watchScene();
  */
 function handOffOnly(sb: Sandbox): ReturnType<typeof watch> {
   mkdirSync(path.join(sb.configHome, "pi-guard"), { recursive: true });
-  writeFileSync(path.join(sb.configHome, "pi-guard", "config.json"), JSON.stringify({ watch: { debounceMs: 3_600_000, maxDelayMs: 3_600_000 } }));
+  writeFileSync(path.join(sb.configHome, "pi-guard", "config.json"), JSON.stringify({ watch: { debounceMs: 600_000, maxDelayMs: 3_600_000 } }));
   return watch(sb);
 }
 
