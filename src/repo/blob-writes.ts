@@ -68,17 +68,17 @@ export function writePlaced(parts: Buffer[], places: readonly (readonly number[]
   return [...byFd]
     .sort((x, y) => bytes(x[1]) - bytes(y[1]))
     .map(([fd, list]) => {
-    const result: FileWrite = { fd, bytes: 0, end: 0 };
-    try {
-      for (const run of toRuns(list)) {
-        if (!run.zero) result.end = Math.max(result.end, writeFullySync(fd, run.parts, run.pos));
-        result.bytes += run.length;
+      const result: FileWrite = { fd, bytes: 0, end: 0 };
+      try {
+        for (const run of toRuns(list)) {
+          if (!run.zero) result.end = Math.max(result.end, writeFullySync(fd, run.parts, run.pos));
+          result.bytes += run.length;
+        }
+      } catch (err) {
+        result.error = { message: (err as Error).message, code: (err as NodeJS.ErrnoException).code };
       }
-    } catch (err) {
-      result.error = { message: (err as Error).message, code: (err as NodeJS.ErrnoException).code };
-    }
-    return result;
-  });
+      return result;
+    });
 }
 
 /** The error a FileWrite reports, as the writing thread saw it (its code names the reason). */
