@@ -134,6 +134,7 @@ export class BlobWriter {
       await pack.appendFrame(sealed[f], frameBlobs[f]);
       if (pack.full) await this.closePack(type);
     }
+    this.pool.release(sealed);
   }
 
   /**
