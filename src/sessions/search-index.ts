@@ -238,6 +238,10 @@ export class SearchIndex {
       db.pragma("busy_timeout = 10000");
       db.pragma("synchronous = NORMAL");
       db.pragma("temp_store = MEMORY"); // the snippet table (entryTexts) never touches the disk
+      // better-sqlite3 builds SQLite with a 16 MB page cache per connection; the index's pages are
+      // in the OS's cache anyway, and on a cold 1 GiB build those 16 MB were a tenth of the peak
+      // RSS (166-171 MB with it, 147-153 MB with 256 KiB, at the same wall time and total CPU).
+      db.pragma("cache_size = -256");
       const version = tableExists(db, "info") ? db.prepare("SELECT value FROM info WHERE key = 'schema'").get()?.value : undefined;
       if (version !== SCHEMA_VERSION) {
         // Derived data only: an index of another shape (an older schema) is dropped and rebuilt,
