@@ -73,13 +73,6 @@ export async function syncDir(dir: string | Buffer): Promise<void> {
 const MAX_IOV = 1024;
 const MAX_WRITE_BYTES = 1 << 30;
 
-/**
- * Write every byte of `data` at `position`, looping over short writes: a full disk or a file size
- * limit (`ulimit -f`, whose signal Node ignores) makes a write return fewer bytes than asked, and
- * only the next write fails with the real reason (ENOSPC, EFBIG). Each call writes a bounded
- * piece, so any amount (a run of one repeated blob can be gigabytes) is written exactly. Throws
- * rather than return with bytes missing. Returns the position after the data.
- */
 /** Up to `length` bytes at `position` (fewer only at the end of the file). */
 export async function readExactly(handle: fs.FileHandle, position: number, length: number): Promise<Buffer> {
   const buf = Buffer.allocUnsafe(length);
@@ -92,6 +85,13 @@ export async function readExactly(handle: fs.FileHandle, position: number, lengt
   return buf.subarray(0, done);
 }
 
+/**
+ * Write every byte of `data` at `position`, looping over short writes: a full disk or a file size
+ * limit (`ulimit -f`, whose signal Node ignores) makes a write return fewer bytes than asked, and
+ * only the next write fails with the real reason (ENOSPC, EFBIG). Each call writes a bounded
+ * piece, so any amount (a run of one repeated blob can be gigabytes) is written exactly. Throws
+ * rather than return with bytes missing. Returns the position after the data.
+ */
 export async function writeFully(handle: fs.FileHandle, data: Uint8Array | readonly Uint8Array[], position: number): Promise<number> {
   const w = new PartWriter(data, position);
   while (!w.done) w.wrote((await handle.writev(w.piece(), w.pos)).bytesWritten);
