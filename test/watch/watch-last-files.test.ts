@@ -14,14 +14,18 @@ import type { Sandbox } from "../helpers/tmp.js";
 const { setup, watch } = watchScene();
 
 /**
- * A watcher that snapshots only when `pi-guard snapshot` hands it the work: --debounce alone is not
- * enough, a change is still taken watch.maxDelayMs (1 s) after it, and on a busy machine that fell
- * between another process's snapshot and the next handed-off one (whose parent it then was).
+ * A scene and a ready watcher that snapshots only when `pi-guard snapshot` hands it the work:
+ * --debounce alone is not enough, a change is still taken watch.maxDelayMs (1 s) after it, and on a
+ * busy machine that fell between another process's snapshot and the next handed-off one (whose
+ * parent it then was).
  */
-function handOffOnly(sb: Sandbox): ReturnType<typeof watch> {
+async function handOffOnly(label: string): Promise<{ sb: Sandbox; w: ReturnType<typeof watch> }> {
+  const sb = await setup(label);
   mkdirSync(path.join(sb.configHome, "pi-guard"), { recursive: true });
   writeFileSync(path.join(sb.configHome, "pi-guard", "config.json"), JSON.stringify({ watch: { debounceMs: 600_000, maxDelayMs: 3_600_000 } }));
-  return watch(sb);
+  const w = watch(sb);
+  await waitReady(sb, w);
+  return { sb, w };
 }
 
 interface Taken {
@@ -52,9 +56,7 @@ async function checkPasses(sb: Sandbox): Promise<void> {
 
 describe("the watcher's remembered parent beside other writers", () => {
   it("a snapshot by another process: the next handed-off snapshot takes it as parent when this machine recorded it, and holds the live bytes either way", async () => {
-    const sb = await setup("last-other");
-    const w = handOffOnly(sb);
-    await waitReady(sb, w);
+    const { sb, w } = await handOffOnly("last-other");
     append(sb, "w1");
     const first = await handedOff(sb);
 
@@ -80,9 +82,7 @@ describe("the watcher's remembered parent beside other writers", () => {
   }, 120_000);
 
   it("a forget and prune by another process, of old data and then of the remembered snapshot itself: the handed-off snapshots hold the live bytes and check --read-data passes", async () => {
-    const sb = await setup("last-prune");
-    const w = handOffOnly(sb);
-    await waitReady(sb, w);
+    const { sb, w } = await handOffOnly("last-prune");
     const blob = path.join(sb.agentDir, "notes.bin");
     writeFileSync(blob, randomBytes(3 * 1024 * 1024));
     await handedOff(sb);
@@ -111,9 +111,7 @@ describe("the watcher's remembered parent beside other writers", () => {
   }, 180_000);
 
   it("kill -9 of the watcher in the middle of a handed-off snapshot: the CLI takes it itself, and the repository checks clean", async () => {
-    const sb = await setup("last-kill9");
-    const w = handOffOnly(sb);
-    await waitReady(sb, w);
+    const { sb, w } = await handOffOnly("last-kill9");
     append(sb, "k1");
     await handedOff(sb);
     // A big new file: the next snapshot holds the repository lock long enough to be killed in it.
