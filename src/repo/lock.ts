@@ -4,6 +4,7 @@ import { RepoError } from "./errors.js";
 import { AAD, lockKey } from "./format.js";
 import type { Repository } from "./repository.js";
 import { pidAlive } from "../pid.js";
+import { ObjectNotFound } from "../targets/target.js";
 
 /**
  * Repository locks, in the restic style: each process writes its own lock object under locks/,
@@ -134,9 +135,12 @@ async function readLocks(repo: Repository, own?: { id: string; info: LockInfo })
       // Whatever does not look like a lock is taken as held, exclusively (see lockModeOf).
       const shaped = typeof info === "object" && info !== null && typeof info.host === "string" && Number.isInteger(info.pid) && typeof info.time === "string";
       out.push({ id, info: shaped ? info : undefined, modified: validTime(obj.modified) });
-    } catch {
-      // Vanished between list and get (released), or unreadable: a half-written lock cannot exist,
-      // since puts are atomic, so an unreadable one is from another key; treat it as held.
+    } catch (err) {
+      // Released between the listing and the read: it holds nothing any more. (Taking it as held
+      // made a fast snapshot on another host fail a concurrent one that had --lock-wait 0.)
+      if (err instanceof ObjectNotFound) continue;
+      // Unreadable: a half-written lock cannot exist, since puts are atomic, so it is from another
+      // key or damaged; treat it as held.
       out.push({ id, info: undefined, modified: validTime(obj.modified) });
     }
   }

@@ -1,7 +1,7 @@
 // Repository locks: two snapshots at once both succeed (append locks, docs/FORMAT.md §9); a lock held by a live
 // process blocks with a clear message; the lock of a kill -9'd process does not block anyone.
 
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { generateAgentDir } from "../../bench/generate.js";
@@ -58,6 +58,30 @@ describe("repository locks", () => {
       await held.release().catch(() => undefined);
     }
     expect(locks()).toEqual([]);
+  });
+
+  it("a lock released between another process's listing and its read is not taken as held (a fast snapshot on another host)", async () => {
+    const key = (await readKeyFile(path.join(sb.configHome, "pi-guard", "key")))!;
+    const holderRepo = await Repository.open(new LocalTarget(sb.repo), key);
+    const held = await acquireLock(holderRepo, { mode: "append", command: "fast snapshot" });
+    // The second process's storage: the holder lets go right as the lock object is about to be read.
+    const local = new LocalTarget(sb.repo);
+    const racing = Object.create(local) as LocalTarget;
+    racing.get = async (k, opts) => {
+      if (k === `locks/${held.id}`) await held.release();
+      return local.get(k, opts);
+    };
+    const repo = await Repository.open(racing, key);
+    const lock = await acquireLock(repo, { mode: "exclusive", command: "prune", waitMs: 0 });
+    await lock.release();
+    expect(locks()).toEqual([]);
+    // A lock that is there but cannot be read still counts as held, exclusively.
+    writeFileSync(path.join(sb.repo, "locks", "0".repeat(32)), "not a sealed lock");
+    try {
+      await expect(acquireLock(repo, { mode: "append", command: "snapshot", waitMs: 0 })).rejects.toThrow(/locked by lock 00000000/);
+    } finally {
+      rmSync(path.join(sb.repo, "locks", "0".repeat(32)));
+    }
   });
 
   it("the lock of a kill -9'd snapshot does not block the next run", async () => {
