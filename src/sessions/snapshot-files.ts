@@ -17,6 +17,7 @@ import { compareStrings } from "../compare.js";
 import { isRepoError } from "../repo/errors.js";
 import type { SnapshotRoot, TreeNode, TreeRef } from "../repo/format.js";
 import type { SnapshotReader } from "../restore/snapshot-reader.js";
+import type { LeafCache } from "../snapshot/tree.js";
 import { readJsonCache, writeJsonCache } from "./cache.js";
 import { META_ROOT_NAME } from "./meta.js";
 import type { RepositorySource } from "./source.js";
@@ -120,6 +121,8 @@ function remapRuns(runs: Run[], newIndex: Int32Array): Run[] {
 
 export class SnapshotFiles {
   private content?: ContentMap;
+  /** The last walk's leaf tree blobs: consecutive snapshots mostly share them (readTreeReusing). */
+  private readonly leaves: LeafCache = { leaves: new Map() };
 
   constructor(
     private readonly cacheDir: string,
@@ -206,6 +209,7 @@ export class SnapshotFiles {
     }
     const history: SnapshotHistory = { snapshots, unreadable, files };
     await this.keepNewestContent(history);
+    this.leaves.leaves = new Map();
     await writeJsonCache(this.historyFile, history);
     return history;
   }
@@ -258,7 +262,7 @@ export class SnapshotFiles {
     const [{ snapshotRootAgents }, { findAgent }] = await Promise.all([import("../agents/roots.js"), import("../agents/registry.js")]);
     const rootAgent = snapshotRootAgents(meta);
     const claims = (agent: string, node: { root: string; path: string }) => findAgent(agent)?.sessions.isSessionFile({ root: node.root, path: node.path }) ?? false;
-    for await (const node of (await this.reader()).files(meta)) {
+    for await (const node of (await this.reader()).filesReusing(meta, this.leaves)) {
       const agent = sessionFileAgent(node, rootAgent, claims);
       if (agent) out.push({ root: node.root, path: node.path, size: node.size ?? 0, mtimeMs: node.mtimeMs, content: node.content ?? [], ...(agent !== PI_AGENT ? { agent } : {}) });
     }
