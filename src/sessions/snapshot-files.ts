@@ -85,9 +85,20 @@ export function sessionFileAgent(node: Pick<TreeNode, "type" | "root" | "path">,
   return node.root !== "agent" || node.path.startsWith("sessions/") ? PI_AGENT : undefined;
 }
 
+/**
+ * The keys already made, by blob id list: a walk that reuses the last one's tree nodes
+ * (readTreeReusing) hands the same lists again, and hashing each one anew was most of its cost.
+ */
+const madeKeys = new WeakMap<readonly string[], { size: number; key: string }>();
+
 /** Names a file version's exact bytes: a hash of its size and blob ids. */
-const contentKey = (f: { size: number; content: readonly string[] }): string =>
-  createHash("sha256").update(`${f.size}:${f.content.join(",")}`).digest("hex");
+function contentKey(f: { size: number; content: readonly string[] }): string {
+  const made = madeKeys.get(f.content);
+  if (made?.size === f.size) return made.key;
+  const key = createHash("sha256").update(`${f.size}:${f.content.join(",")}`).digest("hex");
+  madeKeys.set(f.content, { size: f.size, key });
+  return key;
+}
 
 /** Where a snapshot file lived on the machine it came from. */
 export function originalPath(meta: Pick<SnapshotMeta, "roots">, f: { root: string; path: string }): string {
@@ -122,7 +133,7 @@ function remapRuns(runs: Run[], newIndex: Int32Array): Run[] {
 export class SnapshotFiles {
   private content?: ContentMap;
   /** The last walk's leaf tree blobs: consecutive snapshots mostly share them (readTreeReusing). */
-  private readonly leaves: LeafCache = { leaves: new Map() };
+  private readonly leaves: LeafCache = { leaves: new Map(), spans: new Map() };
 
   constructor(
     private readonly cacheDir: string,
@@ -209,7 +220,7 @@ export class SnapshotFiles {
     }
     const history: SnapshotHistory = { snapshots, unreadable, files };
     await this.keepNewestContent(history);
-    this.leaves.leaves = new Map();
+    Object.assign(this.leaves, { leaves: new Map(), spans: new Map() });
     await writeJsonCache(this.historyFile, history);
     return history;
   }

@@ -131,11 +131,13 @@ interface LeafLines {
 }
 
 /**
- * Leaf tree blobs already parsed, by id: what one walk of readTreeReusing leaves for the next
- * (only the last walk's leaves are kept, so it holds about one tree's nodes).
+ * Leaf tree blobs already parsed, by id, and the lines that run across leaves, by the ids of the
+ * leaves they run through: what one walk of readTreeReusing leaves for the next (only the last
+ * walk's are kept, so it holds about one tree's nodes).
  */
 export interface LeafCache {
   leaves: Map<string, LeafLines>;
+  spans: Map<string, TreeNode | undefined>;
 }
 
 const NEWLINE = 0x0a;
@@ -178,22 +180,35 @@ export async function* readTreeReusing(reader: TreeBlobSource, ref: TreeRef, cac
     return batch[taken++];
   };
   // The line that runs on into the next blobs, in pieces: joined once, when its newline comes.
+  // Its bytes are named by the leaves it runs through (^: it starts the tree, $: it ends it), so
+  // a line across two unchanged leaves is not joined and parsed again either.
   let carry: Buffer[] = [];
-  const parseLine = (pieces: Buffer[]): TreeNode | undefined => {
-    const bytes = pieces.length === 1 ? pieces[0] : Buffer.concat(pieces);
-    return bytes.length ? (JSON.parse(bytes.toString("utf8")) as TreeNode) : undefined;
+  let through = "^";
+  const spans = new Map<string, TreeNode | undefined>();
+  const spanned = (key: string): TreeNode | undefined => {
+    const known = spans.has(key) ? spans : cache.spans.has(key) ? cache.spans : undefined;
+    let node = known?.get(key);
+    if (!known) {
+      const bytes = carry.length === 1 ? carry[0] : Buffer.concat(carry);
+      if (bytes.length) node = JSON.parse(bytes.toString("utf8")) as TreeNode;
+    }
+    spans.set(key, node);
+    return node;
   };
   for (const id of leaves) {
     const leaf = next.get(id) ?? previous.get(id) ?? leafLines(await fetch());
     next.set(id, leaf);
     carry.push(leaf.head);
+    through += `,${id}`;
     if (leaf.tail === null) continue;
-    const node = parseLine(carry);
+    const node = spanned(through);
     if (node) yield node;
     yield* leaf.nodes;
     carry = [leaf.tail];
+    through = id;
   }
-  const node = parseLine(carry);
+  const node = spanned(`${through},$`);
   if (node) yield node;
   cache.leaves = next;
+  cache.spans = spans;
 }

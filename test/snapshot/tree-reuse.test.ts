@@ -56,9 +56,10 @@ describe("readTreeReusing", () => {
     const expected = await walk(readTree(source, { tree: first }));
     expect(expected.map((n) => n.path)).toEqual(["sessions/a.jsonl", "sessions/bé🦜.jsonl", `sessions/${"x".repeat(300)}.jsonl`, "sessions/bad\ufffd.jsonl", "sessions/c.jsonl"]);
 
-    const cache: LeafCache = { leaves: new Map() };
+    const cache: LeafCache = { leaves: new Map(), spans: new Map() };
     asked.length = 0;
-    expect(await walk(readTreeReusing(source, { tree: first }, cache))).toEqual(expected);
+    const firstWalk = await walk(readTreeReusing(source, { tree: first }, cache));
+    expect(firstWalk).toEqual(expected);
     expect(asked).toEqual(first);
 
     // The next snapshot: one file changed, in the middle; its leaves around it are new, the rest the same ids.
@@ -68,18 +69,31 @@ describe("readTreeReusing", () => {
     const tree = [...second, ...second];
     const oracle = await walk(readTree(source, { tree }));
     asked.length = 0;
-    expect(await walk(readTreeReusing(source, { tree }, cache))).toEqual(oracle);
+    const secondWalk = await walk(readTreeReusing(source, { tree }, cache));
+    expect(secondWalk).toEqual(oracle);
+    // The first line runs across two unchanged leaves: it is taken from the last walk, not parsed again.
+    expect(secondWalk[0]).toBe(firstWalk[0]);
     const fresh = [...new Set(second.filter((id) => !first.includes(id)))];
     expect(fresh.length).toBeGreaterThan(0);
     expect(fresh.length).toBeLessThan(second.length);
     expect(asked).toEqual(fresh);
   });
 
+  it("parses a line across leaves again when any of its leaves changed, not only its last", async () => {
+    const { put, source } = store();
+    const [x, y] = [line(node("sessions/x.jsonl", ["1", "2"])), line(node("sessions/y.jsonl", ["1", "2"]))];
+    const end = put(x.subarray(41));
+    expect(y.subarray(41).equals(x.subarray(41))).toBe(true);
+    const cache: LeafCache = { leaves: new Map(), spans: new Map() };
+    expect((await walk(readTreeReusing(source, { tree: [put(x.subarray(0, 41)), end] }, cache))).map((n) => n.path)).toEqual(["sessions/x.jsonl"]);
+    expect((await walk(readTreeReusing(source, { tree: [put(y.subarray(0, 41)), end] }, cache))).map((n) => n.path)).toEqual(["sessions/y.jsonl"]);
+  });
+
   it("keeps only the last walk's leaves, and reads a leaf again once a walk without it came between", async () => {
     const { put, asked, source } = store();
     const one = put(Buffer.concat([line(node("one", ["1"])), line(node("two", ["2"]))]));
     const other = put(line(node("three", ["3"])));
-    const cache: LeafCache = { leaves: new Map() };
+    const cache: LeafCache = { leaves: new Map(), spans: new Map() };
     const before = await walk(readTreeReusing(source, { tree: [one] }, cache));
     asked.length = 0;
     const again = await walk(readTreeReusing(source, { tree: [one] }, cache));
