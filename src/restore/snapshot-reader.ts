@@ -2,7 +2,7 @@ import { BlobReader } from "../repo/blob-reader.js";
 import type { TreeNode, TreeRef } from "../repo/format.js";
 import type { Repository, SnapshotRecord } from "../repo/repository.js";
 import { SealPool } from "../repo/seal-pool.js";
-import { readTree } from "../snapshot/tree.js";
+import { readTree, readTreeReusing, type LeafCache } from "../snapshot/tree.js";
 
 /**
  * Read-only access to the files of snapshots, for `sessions` and `export`: list a snapshot's
@@ -30,6 +30,11 @@ export class SnapshotReader {
   /** The nodes of a snapshot's tree (its `tree` or `treeList`), in (root, path) order. */
   files(tree: TreeRef): AsyncGenerator<TreeNode> {
     return readTree(this.reader, tree);
+  }
+
+  /** files(tree), reading only the leaf tree blobs the last walk with this cache did not (readTreeReusing). */
+  filesReusing(tree: TreeRef, cache: LeafCache): AsyncGenerator<TreeNode> {
+    return readTreeReusing(this.reader, tree, cache);
   }
 
   /** The file's bytes in order, a batch of blobs at a time. */

@@ -17,6 +17,7 @@ import { compareStrings } from "../compare.js";
 import { isRepoError } from "../repo/errors.js";
 import type { SnapshotRoot, TreeNode, TreeRef } from "../repo/format.js";
 import type { SnapshotReader } from "../restore/snapshot-reader.js";
+import type { LeafCache } from "../snapshot/tree.js";
 import { readJsonCache, writeJsonCache } from "./cache.js";
 import { META_ROOT_NAME } from "./meta.js";
 import type { RepositorySource } from "./source.js";
@@ -84,9 +85,20 @@ export function sessionFileAgent(node: Pick<TreeNode, "type" | "root" | "path">,
   return node.root !== "agent" || node.path.startsWith("sessions/") ? PI_AGENT : undefined;
 }
 
+/**
+ * The keys already made, by blob id list: a walk that reuses the last one's tree nodes
+ * (readTreeReusing) hands the same lists again, and hashing each one anew was most of its cost.
+ */
+const madeKeys = new WeakMap<readonly string[], { size: number; key: string }>();
+
 /** Names a file version's exact bytes: a hash of its size and blob ids. */
-const contentKey = (f: { size: number; content: readonly string[] }): string =>
-  createHash("sha256").update(`${f.size}:${f.content.join(",")}`).digest("hex");
+function contentKey(f: { size: number; content: readonly string[] }): string {
+  const made = madeKeys.get(f.content);
+  if (made?.size === f.size) return made.key;
+  const key = createHash("sha256").update(`${f.size}:${f.content.join(",")}`).digest("hex");
+  madeKeys.set(f.content, { size: f.size, key });
+  return key;
+}
 
 /** Where a snapshot file lived on the machine it came from. */
 export function originalPath(meta: Pick<SnapshotMeta, "roots">, f: { root: string; path: string }): string {
@@ -120,6 +132,8 @@ function remapRuns(runs: Run[], newIndex: Int32Array): Run[] {
 
 export class SnapshotFiles {
   private content?: ContentMap;
+  /** The last walk's leaf tree blobs: consecutive snapshots mostly share them (readTreeReusing). */
+  private readonly leaves: LeafCache = { leaves: new Map(), spans: new Map() };
 
   constructor(
     private readonly cacheDir: string,
@@ -206,6 +220,7 @@ export class SnapshotFiles {
     }
     const history: SnapshotHistory = { snapshots, unreadable, files };
     await this.keepNewestContent(history);
+    Object.assign(this.leaves, { leaves: new Map(), spans: new Map() });
     await writeJsonCache(this.historyFile, history);
     return history;
   }
@@ -258,7 +273,7 @@ export class SnapshotFiles {
     const [{ snapshotRootAgents }, { findAgent }] = await Promise.all([import("../agents/roots.js"), import("../agents/registry.js")]);
     const rootAgent = snapshotRootAgents(meta);
     const claims = (agent: string, node: { root: string; path: string }) => findAgent(agent)?.sessions.isSessionFile({ root: node.root, path: node.path }) ?? false;
-    for await (const node of (await this.reader()).files(meta)) {
+    for await (const node of (await this.reader()).filesReusing(meta, this.leaves)) {
       const agent = sessionFileAgent(node, rootAgent, claims);
       if (agent) out.push({ root: node.root, path: node.path, size: node.size ?? 0, mtimeMs: node.mtimeMs, content: node.content ?? [], ...(agent !== PI_AGENT ? { agent } : {}) });
     }

@@ -118,3 +118,97 @@ export async function* readTree(reader: TreeBlobSource, ref: TreeRef): AsyncGene
 }
 
 export const nodeKey = (root: string, path: string): string => `${root}\0${path}`;
+
+/**
+ * What readTreeReusing keeps of one leaf tree blob: the nodes of the lines wholly inside it, and
+ * the bytes of the line it ends (`head`) and of the one it starts (`tail`). Empty `nodes` and a
+ * null `tail` mean the blob holds no newline: all of it belongs to the line that runs through it.
+ */
+interface LeafLines {
+  head: Buffer;
+  nodes: TreeNode[];
+  tail: Buffer | null;
+}
+
+/**
+ * Leaf tree blobs already parsed, by id, and the lines that run across leaves, by the ids of the
+ * leaves they run through: what one walk of readTreeReusing leaves for the next (only the last
+ * walk's are kept, so it holds about one tree's nodes).
+ */
+export interface LeafCache {
+  leaves: Map<string, LeafLines>;
+  spans: Map<string, TreeNode | undefined>;
+}
+
+const NEWLINE = 0x0a;
+
+function leafLines(blob: Buffer): LeafLines {
+  const first = blob.indexOf(NEWLINE);
+  if (first < 0) return { head: Buffer.from(blob), nodes: [], tail: null };
+  const last = blob.lastIndexOf(NEWLINE);
+  const nodes: TreeNode[] = [];
+  // A newline never falls inside a UTF-8 sequence, so each line decodes on its own exactly as
+  // readTree's decoder of the whole stream decodes it, invalid bytes included.
+  for (let start = first + 1; start < last; ) {
+    const nl = blob.indexOf(NEWLINE, start);
+    if (nl > start) nodes.push(JSON.parse(blob.toString("utf8", start, nl)) as TreeNode);
+    start = nl + 1;
+  }
+  return { head: Buffer.from(blob.subarray(0, first)), nodes, tail: Buffer.from(blob.subarray(last + 1)) };
+}
+
+/**
+ * readTree's nodes, in the same order, for a caller that walks many snapshots of one tree (the
+ * session catalog's history): a leaf blob the last walk read (`cache`) is neither read, decrypted
+ * nor parsed again, since unchanged files yield the same leaves. Nodes taken from the cache are
+ * the same objects as last time. A walk read to its end leaves its own leaves in `cache`.
+ */
+export async function* readTreeReusing(reader: TreeBlobSource, ref: TreeRef, cache: LeafCache): AsyncGenerator<TreeNode> {
+  const leaves = await treeLeaves(reader, ref);
+  const previous = cache.leaves;
+  const next = new Map<string, LeafLines>();
+  // Each missing leaf once, in the order of its first use: a leaf named twice is parsed once.
+  const fetched = reader.batches([...new Set(leaves.filter((id) => !previous.has(id)))])[Symbol.asyncIterator]();
+  let batch: Buffer[] = [];
+  let taken = 0;
+  const fetch = async (): Promise<Buffer> => {
+    while (taken === batch.length) {
+      const r = await fetched.next();
+      if (r.done) throw new RepoError("its tree blobs were not all read", "corrupt");
+      [batch, taken] = [r.value, 0];
+    }
+    return batch[taken++];
+  };
+  // The line that runs on into the next blobs, in pieces: joined once, when its newline comes.
+  // Its bytes are named by the leaves it runs through (^: it starts the tree, $: it ends it), so
+  // a line across two unchanged leaves is not joined and parsed again either.
+  let carry: Buffer[] = [];
+  let through = "^";
+  const spans = new Map<string, TreeNode | undefined>();
+  const spanned = (key: string): TreeNode | undefined => {
+    const known = spans.has(key) ? spans : cache.spans.has(key) ? cache.spans : undefined;
+    let node = known?.get(key);
+    if (!known) {
+      const bytes = carry.length === 1 ? carry[0] : Buffer.concat(carry);
+      if (bytes.length) node = JSON.parse(bytes.toString("utf8")) as TreeNode;
+    }
+    spans.set(key, node);
+    return node;
+  };
+  for (const id of leaves) {
+    const leaf = next.get(id) ?? previous.get(id) ?? leafLines(await fetch());
+    next.set(id, leaf);
+    carry.push(leaf.head);
+    through += `,${id}`;
+    if (leaf.tail === null) continue;
+    const node = spanned(through);
+    if (node) yield node;
+    yield* leaf.nodes;
+    carry = [leaf.tail];
+    through = id;
+  }
+  const node = spanned(`${through},$`);
+  if (node) yield node;
+  cache.leaves = next;
+  cache.spans = spans;
+}
