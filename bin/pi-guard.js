@@ -5,8 +5,9 @@
 // handles as often as it needs to, where V8's default (up to 16 MiB per semi-space) kept 40 MB more
 // resident during a restore, for no speed. Two threads in libuv's pool do the file writes of a
 // restore as fast as four, with less contention for the cores that decode (bench/README.md).
-// dist/cli is the bundled CLI (scripts/bundle.mjs); dist/src is what tsc compiled it from.
-import { main } from "../dist/cli/main.js";
+// dist/cli is the bundled CLI (scripts/bundle.mjs); dist/src is what tsc compiled it from. start.js
+// runs a plain `pi-guard snapshot` itself and hands everything else to main.js (src/cli/start.ts).
+import { main } from "../dist/cli/start.js";
 
 // `pi-guard snapshots | head` closes the pipe early; that is not an error worth a stack trace.
 for (const stream of [process.stdout, process.stderr]) {

@@ -13,10 +13,12 @@ const BUNDLED = new Set(["@aws-sdk/client-s3", "@aws-sdk/lib-storage"]);
 rmSync(outdir, { recursive: true, force: true });
 await build({
   absWorkingDir: root,
+  // bin/pi-guard.js runs start.js, which loads main.js (commander and the command table) unless the
+  // command is a plain snapshot (src/cli/start.ts).
   // The workers are entries of their own: SealPool and ParsePool start them from the file next to their chunk.
   // The library API (src/index.ts, package.json "exports") shares the CLI's chunks: one copy of
   // the code in the package, and its types are tsc's declarations in dist/types.
-  entryPoints: { main: "dist/src/cli/main.js", "seal-worker": "dist/src/repo/seal-worker.js", "parse-worker": "dist/src/sessions/parse-worker.js", index: "dist/src/index.js" },
+  entryPoints: { start: "dist/src/cli/start.js", main: "dist/src/cli/main.js", "seal-worker": "dist/src/repo/seal-worker.js", "parse-worker": "dist/src/sessions/parse-worker.js", index: "dist/src/index.js" },
   outdir,
   bundle: true,
   splitting: true,

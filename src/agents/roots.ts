@@ -2,7 +2,7 @@
 // here (config.ts calls it once per run; `agents` and snapshots read its result).
 
 import { statSync } from "node:fs";
-import { allAgents } from "./registry.js";
+import { agentLocators } from "./locators.js";
 import type { AgentConfig, AgentLocation, AgentName, Env } from "./types.js";
 
 /** The config file's `agents`: a list of the agents to guard, or settings per agent. */
@@ -36,7 +36,7 @@ function isDir(p: string): boolean {
 export function chooseAgents(opts: { env: Env; home: string; setting?: AgentsSetting; piDir?: string; flagDir?: string; configFile?: string }): AgentChoice[] {
   const list = Array.isArray(opts.setting) ? new Set<string>(opts.setting) : undefined;
   const per = !Array.isArray(opts.setting) ? (opts.setting ?? {}) : {};
-  return allAgents().map((adapter) => {
+  return agentLocators().map((adapter) => {
     const config: AgentConfig = { ...per[adapter.name] };
     if (adapter.name === "pi" && !config.dir && opts.piDir) config.dir = opts.piDir;
     const location = adapter.locate({ env: opts.env, home: opts.home, config, configFile: opts.configFile, ...(adapter.name === "pi" && opts.flagDir ? { flagDir: opts.flagDir } : {}) });

@@ -20,7 +20,11 @@ export interface Context {
 
 /** Resolve global flags into a Config and an output mode; repositories open lazily. */
 export function context(cmd: Command): Context {
-  const globals = cmd.optsWithGlobals() as GlobalOptions;
+  return contextOf(cmd.optsWithGlobals() as GlobalOptions);
+}
+
+/** The same, from global flags parsed without commander (src/cli/start.ts). */
+export function contextOf(globals: GlobalOptions): Context {
   const config = loadConfig({
     repo: globals.repo,
     passwordFile: globals.passwordFile,

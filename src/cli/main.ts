@@ -1,7 +1,7 @@
 import { createRequire } from "node:module";
 import type * as Commander from "commander";
 import { VERSION } from "../version.js";
-import { EXIT, reportError, warn } from "./output.js";
+import { EXIT, reportError } from "./output.js";
 import { registerDoctorCommand, registerKeyCommands, registerRepoCommands } from "./repo-commands.js";
 import { registerPruneCommands } from "./prune-commands.js";
 import { registerCopyCommands } from "./copy-commands.js";
@@ -14,8 +14,7 @@ import { registerWatchCommands } from "./watch-commands.js";
 import { registerPiCommands } from "./pi-commands.js";
 import { registerAgentsCommand } from "./agents-commands.js";
 import { argsForUnknownCommand, pointUnknownCommandsToHelp } from "./unknown-command.js";
-import { hideSdkNodeVersionWarning } from "./warnings.js";
-import { describeRetry, reportRetriesTo } from "../targets/retry-report.js";
+import { routeProcessWarnings } from "./warnings.js";
 
 // Loaded as CommonJS: importing a CommonJS package from ESM costs a scan of its source for named
 // exports, a measurable part of a short command's start-up.
@@ -85,9 +84,7 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 3 damaged repository data or an inco
 }
 
 export async function main(argv: string[]): Promise<number> {
-  hideSdkNodeVersionWarning();
-  // A storage outage being waited out: one line per wait, on stderr (never in --json stdout).
-  reportRetriesTo((r) => warn(describeRetry(r)));
+  routeProcessWarnings();
   const program = buildProgram();
   try {
     const unknown = argsForUnknownCommand(program, argv.slice(2));

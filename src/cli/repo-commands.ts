@@ -1,11 +1,12 @@
 import type { Command } from "commander";
 import { context, type Context } from "./context.js";
-import { EXIT, formatBytes, formatDuration, info, printJson, printJsonArray, table, warn } from "./output.js";
+import { EXIT, formatBytes, info, printJson, printJsonArray, table, warn } from "./output.js";
 import { Progress } from "./progress.js";
 import { promptHidden } from "./prompt.js";
 import { RepoError } from "../repo/errors.js";
 import { formatLocalTime } from "../present/time.js";
 import type { KeyPlace } from "../library/keys.js";
+import { snapshotAction, type SnapshotOptions } from "./snapshot-command.js";
 
 // verify-command.ts names paths as the snapshot command does.
 export { shownPath } from "../engine/verdict.js";
@@ -128,67 +129,7 @@ Examples:
   $ pi-guard snapshot --accept-loss    # the sessions that vanished were deleted on purpose
   $ pi-guard snapshot --from-tar old-backup.tar.gz --time 2026-10-01T12:00:00Z`,
     )
-    .action(async (opts: { tag?: string[]; fromTar?: string; time?: string; init?: boolean; allowEmpty?: boolean; acceptLoss?: boolean; fullRead?: boolean }, cmd: Command) => {
-      const ctx = context(cmd);
-      const progress = new Progress(!ctx.out.json && !ctx.out.quiet);
-      const onProgress = (p: { files: number; bytes: number; current: string }) => progress.update(`${p.files} files, ${formatBytes(p.bytes)}  ${p.current}`);
-      // A plain snapshot goes to the running watcher when there is one (src/library/snapshot.ts).
-      const { takeSnapshot } = await import("../library/snapshot.js");
-      const taken = await takeSnapshot(ctx.config, () => ctx.engine(), { ...opts, tags: opts.tag, lockWaitMs: ctx.lockWaitMs, onProgress, readAll: opts.fullRead }).finally(() => progress.done());
-      const { result: r, via } = taken;
-      const restic = taken.engine === "restic";
-      const where = restic ? `restic repository at ${ctx.config.repo.slice("restic:".length)}` : `repository at ${ctx.config.repo}`;
-      if (r.created) info(ctx.out, `created ${where}${r.created.keyFile ? `; key file ${r.created.keyFile} (keep a copy somewhere safe)` : ""}`);
-      const result = r.snapshot;
-      if (!result) {
-        warn(`nothing to back up: ${ctx.config.agentDir} does not exist (set PI_CODING_AGENT_DIR or --agent-dir)`);
-        if (ctx.out.json) printJson({ snapshotId: null, reason: "agent dir missing", agentDir: ctx.config.agentDir, via });
-        return;
-      }
-      const s = result.summary;
-      const { notes } = taken;
-      if (!ctx.out.json) for (const n of notes) info(ctx.out, `note: ${n}`);
-      const { findingsExit, snapshotFindings } = await import("../engine/verdict.js");
-      // The mirrors' lines come last, from reportShipments, with what each one got.
-      const findings = await snapshotFindings(r, ctx.config.repo);
-      for (const f of findings.filter((f) => f.kind !== "mirror")) warn(f.message);
-      if (result.loss && r.lossAccepted) info(ctx.out, `accepted the deletion of ${result.loss.lost} of ${result.loss.filesBefore} files: snapshot ${result.id.slice(0, 8)} is the new whole state`);
-      const exit = findingsExit(findings);
-      if (exit && !process.exitCode) process.exitCode = exit;
-      const { reportShipments, shipmentJson } = await import("./copy-commands.js");
-      if (ctx.out.json) {
-        printJson({
-          snapshotId: result.id,
-          time: result.time,
-          parent: result.parent,
-          tags: result.tags,
-          skipped: result.skipped,
-          ...(restic ? { engine: "restic" } : { changedWhileRead: result.changedWhileRead, special: result.special, notes }),
-          ...s,
-          suspectLoss: result.loss ?? null,
-          // An agent's own age-based cleanup since the last whole snapshot (not a loss), or null.
-          ...(restic ? {} : { cleanup: result.cleanup ?? null }),
-          lossAccepted: r.lossAccepted,
-          ...(r.mirrors.length ? { mirrors: r.mirrors.map(shipmentJson) } : {}),
-          via,
-          // Why a running watcher did not take it, when one was asked.
-          ...(taken.handOff !== undefined ? { handOff: taken.handOff } : {}),
-        });
-        reportShipments(ctx, r.mirrors, result.id);
-        return;
-      }
-      info(
-        ctx.out,
-        table([
-          ["snapshot", `${result.id.slice(0, 8)}  ${result.time}${restic ? "  (restic)" : ""}${result.tags.length ? `  [${result.tags.join(", ")}]` : ""}`],
-          ["files", `${s.files} (${s.filesNew} new, ${s.filesChanged} changed, ${s.filesUnchanged} unchanged)`],
-          ["total", formatBytes(s.bytesTotal)],
-          ["new data", s.bytesStored === undefined ? formatBytes(s.bytesNew) : `${formatBytes(s.bytesNew)} (${formatBytes(s.bytesStored)} stored)`],
-          ["duration", formatDuration(s.durationMs)],
-        ]),
-      );
-      reportShipments(ctx, r.mirrors, result.id);
-    });
+    .action((opts: SnapshotOptions, cmd: Command) => snapshotAction(context(cmd), opts));
 
   program
     .command("snapshots")

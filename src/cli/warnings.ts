@@ -1,3 +1,6 @@
+import { describeRetry, reportRetriesTo } from "../targets/retry-report.js";
+import { warn } from "./output.js";
+
 /**
  * The AWS SDK warns on Node 20 that its releases after January 2027 will need Node 22. Users of
  * pi-guard cannot act on that (pi-guard pins the SDK), so the CLI drops exactly that warning and
@@ -11,4 +14,10 @@ export function hideSdkNodeVersionWarning(): void {
     if (text.startsWith("NodeVersionSupportWarning") || type === "NodeVersionSupportWarning") return;
     emit.call(process, warning, ...rest);
   };
+}
+
+/** What every command of this process does with warnings: the SDK's is dropped, and a storage outage being waited out is one line per wait on stderr (never in --json stdout). */
+export function routeProcessWarnings(): void {
+  hideSdkNodeVersionWarning();
+  reportRetriesTo((r) => warn(describeRetry(r)));
 }

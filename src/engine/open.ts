@@ -36,7 +36,7 @@ export async function openEngine(config: Config, opts: OpenEngineOptions = {}): 
   return nativeEngine(config, async () => {
     // The whole engine (backup, restore, storage, worker pools) loads only when the repository
     // is opened: a warm `sessions list` or `search` reads cached views and never opens it.
-    const { openRepository } = await import("../engine.js");
+    const { openRepository } = await import("./snapshot-open.js");
     const repo = await openRepository(config, opts.promptPassword, opts.target);
     if (opts.onWarning) repo.onWarning = opts.onWarning;
     return repo;

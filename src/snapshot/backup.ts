@@ -25,7 +25,7 @@ import type { MirrorShipment } from "../repo/ship.js";
 import { PRE_RESTORE_TAG } from "../restore/select.js";
 import { ACCEPT_LOSS_COMMAND } from "./loss-guard.js";
 import type { SnapshotProgress } from "./snapshotter.js";
-import type { AgentSnapshotResult } from "../engine.js";
+import type { AgentSnapshotResult } from "../engine/snapshot-open.js";
 
 export interface BackupOptions {
   tags?: string[];
@@ -97,7 +97,8 @@ export async function checkMissingAgentDir(
 /** Snapshot the agent dir (or import a tarball) into the repository `open` gives, by the policy above. */
 export async function backup(config: Config, open: () => Promise<Repository>, opts: BackupOptions = {}): Promise<BackupResult> {
   assertOwnTags(opts.tags, { importing: !!opts.fromTar });
-  const { initRepository, openTarget, snapshotAgentDir } = await import("../engine.js");
+  // Not ../engine.js: that also holds the restore code, which a snapshot never runs.
+  const [{ initRepository, snapshotAgentDir }, { openTarget }] = await Promise.all([import("../engine/snapshot-open.js"), import("../targets/open.js")]);
   const missing = !opts.fromTar && !(await agentDirPresent(config));
   if (missing && !opts.allowEmpty) await checkMissingAgentDir(config, opts, async () => undefined);
   let created: BackupResult["created"];

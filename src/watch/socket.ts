@@ -19,10 +19,7 @@ import { createHash } from "node:crypto";
 import { promises as fs } from "node:fs";
 import net from "node:net";
 import type { Config } from "../config/config.js";
-import { snapshotTaken } from "../engine/native.js";
 import type { EngineBackupResult } from "../engine/types.js";
-import type { SnapshotResult } from "../snapshot/snapshotter.js";
-import type { LossVerdict } from "../snapshot/loss-guard.js";
 
 const MAX_REQUEST_BYTES = 4096;
 /** A result names every skipped or special path: bounded, but generously. */
@@ -55,14 +52,6 @@ export function snapshotFingerprint(config: Config, repo: string, host: string):
     mirrors: config.mirrors,
   };
   return createHash("sha256").update(JSON.stringify(facts)).digest("hex");
-}
-
-/**
- * The watcher's snapshot as `pi-guard snapshot` reports one (the shape engine/native.ts backup
- * gives; no mirrors: a config with mirrors is not handed off, the watcher ships in batches).
- */
-export function handOffResult(r: SnapshotResult, loss: LossVerdict | undefined): EngineBackupResult {
-  return { engine: "native", lossAccepted: false, mirrors: [], snapshot: snapshotTaken(r.id, r.snapshot, loss) };
 }
 
 /** The watcher's side: listen on `file` and hand each well-formed request to `onRequest`. */

@@ -23,7 +23,7 @@ import { RepoError } from "../repo/errors.js";
 import type { Repository } from "../repo/repository.js";
 import { compileFilter } from "../snapshot/scan.js";
 import { watchPath } from "../snapshot/sources.js";
-import { createSnapshot, type LastFiles } from "../snapshot/snapshotter.js";
+import { createSnapshot, type LastFiles, type SnapshotResult } from "../snapshot/snapshotter.js";
 import { PRE_RESTORE_TAG } from "../restore/select.js";
 import type { WatchLog } from "./log.js";
 import { ACCEPT_LOSS_COMMAND, describeCleanup, judgeSnapshot, type LossVerdict } from "../snapshot/loss-guard.js";
@@ -37,7 +37,8 @@ import { alertOnChange, readAlertMemory, type AlertMemory, type AlertOutcome } f
 import { compareWithSnapshot } from "./full-scan.js";
 import { scheduleFindings } from "./status.js";
 import { RequestListener } from "./requests.js";
-import { SnapshotSocket, handOffResult, snapshotFingerprint, type HandOffAnswer } from "./socket.js";
+import { SnapshotSocket, snapshotFingerprint, type HandOffAnswer } from "./socket.js";
+import { snapshotTaken } from "../engine/native.js";
 import type { EngineBackupResult } from "../engine/types.js";
 
 /** What the watcher needs of slice E's scheduler (src/watch/schedule.ts), started and stopped with it. */
@@ -865,4 +866,12 @@ async function withDeadline<T>(work: Promise<T>, ms: number, fallback: T): Promi
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * The watcher's snapshot as `pi-guard snapshot` reports one (the shape engine/native.ts backup
+ * gives; no mirrors: a config with mirrors is not handed off, the watcher ships in batches).
+ */
+function handOffResult(r: SnapshotResult, loss: LossVerdict | undefined): EngineBackupResult {
+  return { engine: "native", lossAccepted: false, mirrors: [], snapshot: snapshotTaken(r.id, r.snapshot, loss) };
 }

@@ -17,15 +17,15 @@ export { PROJECT_ROOT };
 export const BIN = path.join(PROJECT_ROOT, "bin", "pi-guard.js");
 
 /**
- * Sources the CLI can load (relative static and dynamic imports followed from src/cli/main.ts)
+ * Sources the CLI can load (relative static and dynamic imports followed from src/cli/start.ts)
  * that are newer than their compiled output, or have none. Empty when dist/ is fresh. Files the
  * CLI never loads do not count, so work in progress elsewhere in src/ does not block these tests.
  */
-export function staleOutputs(entry = "src/cli/main.ts"): string[] {
+export function staleOutputs(entry = "src/cli/start.ts"): string[] {
   const stale: string[] = [];
   const seen = new Set<string>();
   // bin/ runs the bundle in dist/cli, made from dist/src after tsc: it must be newer than both.
-  const bundle = path.join(PROJECT_ROOT, "dist", "cli", "main.js");
+  const bundle = path.join(PROJECT_ROOT, "dist", "cli", "start.js");
   const bundleMs = existsSync(bundle) ? statSync(bundle).mtimeMs : 0;
   const visit = (rel: string) => {
     if (seen.has(rel)) return;

@@ -31,7 +31,6 @@ describe("the CLI's imports", () => {
 
   it("the presentation modules the CLI loads are these, and no more", () => {
     expect(split(true)).toEqual({
-      "src/cli/main.ts": ["src/targets/retry-report.ts"],
       "src/cli/prune-commands.ts": ["src/present/retention.ts"],
       "src/cli/repo-commands.ts": ["src/present/time.ts"],
       "src/cli/restore-commands.ts": ["src/present/layout.ts", "src/present/time.ts"],
@@ -39,6 +38,7 @@ describe("the CLI's imports", () => {
       "src/cli/service-commands.ts": ["src/present/time.ts"],
       "src/cli/sessions-commands.ts": ["src/sessions/describe.ts", "src/sessions/list-layout.ts", "src/sessions/render-terminal.ts", "src/sessions/stats-text.ts"],
       "src/cli/snapshot-rows-output.ts": ["src/present/time.ts"],
+      "src/cli/warnings.ts": ["src/targets/retry-report.ts"],
     });
   });
 });

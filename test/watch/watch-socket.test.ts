@@ -3,7 +3,7 @@
 // a watcher killed -9 mid-request, a stale socket of a crashed watcher and a watcher of another
 // repository each leave the CLI to take the snapshot itself.
 import { randomBytes } from "node:crypto";
-import { appendFileSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -157,6 +157,42 @@ describe("pi-guard snapshot handed to the watcher", () => {
     expect(await talk("")).toBe("");
     append(SESSION(sb), "o1");
     expect((await ok(watchEnv(sb), ["snapshot", "--json"])).json<Taken>().via).toBe("watcher");
+    expect((await stopWatch(w)).code).toBe(0);
+  }, 60_000);
+
+  it("the early dispatch (src/cli/start.ts) asks only the watcher of this config, and never with a flag that rules a hand-off out", async () => {
+    const sb = await setup("sock-dispatch");
+    const w = watch(sb, ["--debounce", "60000"]);
+    await waitReady(sb, w);
+    const via = (r: { json<T>(): T }) => r.json<Taken>();
+    // Global flags before and after the command, in the forms the dispatch reads: the watcher's.
+    append(SESSION(sb), "d1");
+    expect(via(await ok(watchEnv(sb), ["--json", "backup", "-r", sb.repo]))).toMatchObject({ via: "watcher", filesChanged: 1 });
+
+    // Another agent dir has another watcher socket (none runs): that dir, snapshotted here.
+    const otherAgent = path.join(sb.root, "other-agent");
+    mkdirSync(path.join(otherAgent, "sessions", "--o--"), { recursive: true });
+    writeFileSync(path.join(otherAgent, "sessions", "--o--", "o.jsonl"), '{"type":"session","version":3,"id":"o"}\n');
+    const other = via(await ok(watchEnv(sb), ["snapshot", "--agent-dir", otherAgent, "--json"]));
+    expect(other).toMatchObject({ via: "direct", handOff: "no watcher socket", files: 1 });
+    // Another state dir: no watcher there either.
+    append(SESSION(sb), "d2");
+    expect(via(await ok({ ...watchEnv(sb), XDG_STATE_HOME: path.join(sb.root, "other-state") }, ["snapshot", "--json"]))).toMatchObject({ via: "direct", handOff: "no watcher socket" });
+    // Another config file (one more exclude): the watcher's snapshot would not be this one.
+    const config = path.join(sb.root, "other-config.json");
+    writeFileSync(config, JSON.stringify({ sources: { exclude: ["*.tmp"] } }));
+    append(SESSION(sb), "d3");
+    expect(via(await ok(watchEnv(sb), ["--config", config, "snapshot", "--json"]))).toMatchObject({ via: "direct", handOff: "the watcher declined: another repository or configuration" });
+
+    // A snapshot option after global flags: taken here, and no watcher was asked.
+    append(SESSION(sb), "d4");
+    const full = via(await ok(watchEnv(sb), ["--json", "snapshot", "--full-read"]));
+    expect(full.via).toBe("direct");
+    expect(full.handOff).toBeUndefined();
+    const tagged = via(await ok(watchEnv(sb), ["--json", "-r", sb.repo, "backup", "--tag", "t"]));
+    expect(tagged).toMatchObject({ via: "direct", tags: ["t"] });
+    expect(tagged.handOff).toBeUndefined();
+    expect(readLog(sb).filter((e) => e.event === "requested")).toHaveLength(1);
     expect((await stopWatch(w)).code).toBe(0);
   }, 60_000);
 

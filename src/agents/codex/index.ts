@@ -9,15 +9,14 @@ import { sqlite } from "../../sqlite.js";
 import type { DoctorCheck } from "../../doctor.js";
 import { liveFiles } from "../files.js";
 import { readHead } from "../jsonl.js";
-import { dirByPrecedence } from "../locate.js";
-import type { AgentAdapter, AgentLocation, FileReader, FileRef, LocateContext, RestoreCheck, RestoreUnit, SecretFile, SessionMeta, SessionRows } from "../types.js";
+import type { AgentAdapter, AgentLocation, FileReader, FileRef, RestoreCheck, RestoreUnit, SecretFile, SessionMeta, SessionRows } from "../types.js";
 import { sqliteUnits } from "../units.js";
 import { codexMetaFromHead, readCodexRollout } from "./read.js";
+import { CODEX_ROOT, ENV_CODEX_HOME, locateCodex } from "./locate.js";
+
+export { CODEX_ROOT, ENV_CODEX_HOME };
 
 
-export const ENV_CODEX_HOME = "CODEX_HOME";
-/** The root name of $CODEX_HOME in snapshots. */
-export const CODEX_ROOT = "codex";
 /** The database whose `threads` table Codex lists sessions from. */
 export const CODEX_STATE_DB = "state_5.sqlite";
 
@@ -39,11 +38,6 @@ export function rolloutId(p: string): string | undefined {
 const isDb = (ref: FileRef) => ref.root === CODEX_ROOT && /^[^/]+\.sqlite$/.test(ref.path);
 const isStateFile = (ref: FileRef) => ref.root === CODEX_ROOT && (ref.path === CODEX_STATE_DB || ref.path === `${CODEX_STATE_DB}-wal` || ref.path === `${CODEX_STATE_DB}-shm`);
 
-/** flag > $CODEX_HOME > config (`agents.codex.dir`) > ~/.codex. */
-function locate(ctx: LocateContext): AgentLocation {
-  const { dir, foundBy, via } = dirByPrecedence(ctx, ENV_CODEX_HOME, path.join(ctx.home, ".codex"));
-  return { agent: "codex", dir, foundBy, ...(via ? { via } : {}), roots: [{ name: CODEX_ROOT, path: dir, agent: "codex", foundBy, ...(via ? { via } : {}) }] };
-}
 
 export interface ThreadRow {
   id: string;
@@ -141,7 +135,7 @@ const THREAD_ROWS: SessionRows[] = [
 export const codexAdapter: AgentAdapter = {
   name: "codex",
   title: "Codex CLI",
-  locate,
+  locate: locateCodex,
   secretFiles: () => SECRETS,
   // Imported when needed: export/secrets.js reaches config.ts, which loads the registry (an import cycle).
   secretValues: async (files) => (await import("../secrets.js")).secretValuesOf(files, SECRETS),

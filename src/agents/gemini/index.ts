@@ -11,26 +11,20 @@
 // - `{"$rewindTo": id}`: drops that message and every one after it.
 
 import path from "node:path";
-import { expandTilde, readSettings } from "../pi/paths.js";
+import { readSettings } from "../pi/paths.js";
 import type { AgentMessage, SessionEntry, Usage } from "../../model/session.js";
 import { num, str } from "../jsonl.js";
-import { dirByPrecedence } from "../locate.js";
 import { secretValuesOf } from "../secrets.js";
-import { type AgentAdapter, type AgentLocation, type FileReader, type FileRef, type LocateContext, type RestoreCheck, type SecretFile, type SessionMeta } from "../types.js";
+import { type AgentAdapter, type FileReader, type FileRef, type RestoreCheck, type SecretFile, type SessionMeta } from "../types.js";
 import { sqliteUnits } from "../units.js";
+import { ENV_GEMINI_HOME, GEMINI_ROOT, locateGemini } from "./locate.js";
 
-export const GEMINI_ROOT = "gemini";
-export const ENV_GEMINI_HOME = "GEMINI_CLI_HOME";
+export { ENV_GEMINI_HOME, GEMINI_ROOT, locateGemini };
+
 
 /** A chat file larger than this is not read (it is still backed up). */
 const MAX_CHAT_BYTES = 512 << 20;
 
-/** flag > $GEMINI_CLI_HOME/.gemini > config (`agents.gemini.dir`) > ~/.gemini. */
-export function locateGemini(ctx: LocateContext): AgentLocation {
-  const { home } = ctx;
-  const { dir, foundBy, via } = dirByPrecedence(ctx, ENV_GEMINI_HOME, path.join(home, ".gemini"), (v) => path.join(path.resolve(home, expandTilde(v, home)), ".gemini"));
-  return { agent: "gemini", dir, foundBy, ...(via ? { via } : {}), roots: [{ name: GEMINI_ROOT, path: dir, agent: "gemini", foundBy, ...(via ? { via } : {}) }] };
-}
 
 const SECRETS: SecretFile[] = [
   { root: GEMINI_ROOT, path: "oauth_creds.json", kind: "whole", what: "OAuth tokens of the Google account" },

@@ -1,45 +1,22 @@
 // pi behind the AgentAdapter interface: its file format (lines, parse, repair, writer, paths and
 // system-prompt here), over the common session model (src/model/), which is pi's entry model.
 
-import path from "node:path";
 import type { KnownSecret } from "../../export/secrets.js";
-import { agentDir as defaultAgentDir, ENV_AGENT_DIR, PI_AGENT_FILES, readSessionsLink, sessionsDir, sessionsLinkNote } from "./paths.js";
+import { PI_AGENT_FILES } from "./paths.js";
 import { parseSessionFileName } from "./writer.js";
 import type { SessionHeader } from "../../model/session.js";
-import { MAX_JSON_FILE_BYTES, type AgentAdapter, type AgentLocation, type AgentRoot, type FileInfo, type FileReader, type FileRef, type LocateContext, type RestoreCheck, type SessionMeta } from "../types.js";
+import { MAX_JSON_FILE_BYTES, type AgentAdapter, type FileInfo, type FileReader, type FileRef, type RestoreCheck, type SessionMeta } from "../types.js";
 import { sqliteUnits } from "../units.js";
-import { dirByPrecedence } from "../locate.js";
+import { locatePi, PI_AGENT_ROOT, PI_SESSIONS_ROOT } from "./locate.js";
 
-/** The historic root names: old repositories' snapshots and parent matching key on them. */
-export const PI_AGENT_ROOT = "agent";
-export const PI_SESSIONS_ROOT = "sessions";
+export { PI_AGENT_ROOT, PI_SESSIONS_ROOT };
 
 /** A session file whose first line is longer than this has no header pi would accept. */
 const MAX_HEADER_BYTES = 1 << 20;
 /** A whole session is read into memory to map it; sessions of this size are already rare. */
 const MAX_SESSION_BYTES = 1 << 30;
 
-const isInside = (child: string, parent: string): boolean => {
-  const rel = path.relative(path.resolve(parent), path.resolve(child));
-  return rel === "" || (!rel.startsWith("..") && !path.isAbsolute(rel));
-};
 
-/** flag > $PI_CODING_AGENT_DIR > config (`agents.pi.dir`, or the older top-level `agentDir`) > ~/.pi/agent. */
-function locate(ctx: LocateContext): AgentLocation {
-  const { env, home } = ctx;
-  const { dir, foundBy, via } = dirByPrecedence(ctx, ENV_AGENT_DIR, path.resolve(defaultAgentDir({}, home)));
-  const roots: AgentRoot[] = [{ name: PI_AGENT_ROOT, path: dir, agent: "pi", foundBy, ...(via ? { via } : {}) }];
-  const sessions = sessionsDir({ env, home, agentDir: dir });
-  const link = isInside(sessions.dir, dir) ? readSessionsLink(sessions.dir, dir) : undefined;
-  // A moved sessions dir, or one linked from inside the agent dir to elsewhere (the link itself
-  // stays in the agent root, so a restore puts the layout back): both are walked as root "sessions".
-  if (!isInside(sessions.dir, dir) || link?.followed) {
-    const sessionsFoundBy = sessions.source === "env" ? "env" : sessions.source === "default" ? foundBy : "settings";
-    const sessionsVia = sessions.source === "env" ? "PI_CODING_AGENT_SESSION_DIR" : sessions.source === "default" ? via : `sessionDir in ${path.join(dir, "settings.json")}`;
-    roots.push({ name: PI_SESSIONS_ROOT, path: sessions.dir, agent: "pi", foundBy: sessionsFoundBy, ...(sessionsVia ? { via: sessionsVia } : {}) });
-  }
-  return { agent: "pi", dir, foundBy, ...(via ? { via } : {}), roots, ...(link ? { notes: [sessionsLinkNote(link)] } : {}) };
-}
 
 /** pi's sessions: every .jsonl of root "sessions", and those below `sessions/` in the agent root. */
 function isSessionFile(ref: FileRef): boolean {
@@ -94,7 +71,7 @@ const isDb = (ref: FileRef) => /\.(db|sqlite3?)$/.test(ref.path);
 export const piAdapter: AgentAdapter = {
   name: "pi",
   title: "pi",
-  locate,
+  locate: locatePi,
   secretFiles: () =>
     PI_AGENT_FILES.filter((f) => f.secret !== "no").map((f) => ({ root: PI_AGENT_ROOT, path: f.name, kind: f.secret === "always" ? "whole" : "if-it-holds-any", what: f.what })),
   async secretValues(files) {
