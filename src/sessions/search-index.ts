@@ -287,7 +287,7 @@ export class SearchIndex {
    * are dropped (not when the catalog was built from live files only, which hides snapshots).
    */
   async sync(catalog: SessionCatalog, prune: boolean): Promise<SyncReport> {
-    const started = performance.now();
+    const started = process.hrtime.bigint(); // not performance.now(): see searchCatalog
     // The catalog's fingerprint names all of its inputs: the same one as after the last complete
     // sync means every version key is unchanged, so there is nothing to compare.
     const stamp = `${catalog.fingerprint} ${prune ? "prune" : "keep"}`;
@@ -349,7 +349,7 @@ export class SearchIndex {
       }
       if (!unread) this.db.prepare("INSERT INTO info (key, value) VALUES ('synced', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value").run(stamp);
     }
-    report.ms = Math.round(performance.now() - started);
+    report.ms = Math.round(Number(process.hrtime.bigint() - started) / 1e6);
     return report;
   }
 
