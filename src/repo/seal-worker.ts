@@ -15,8 +15,8 @@ parentPort!.on("message", (msg: SealRequest | OpenRequest) => {
     if (msg.returnBuffer && msg.buffer.byteLength > 0 && msg.buffer !== reply.buffer) {
       reply.input = msg.buffer;
       transfer.push(msg.buffer);
-      // Both buffers of an open went back to be reused: that job left nothing big behind.
-      garbage = msg.op === "seal" || (!writes && reply.buffer !== msg.out);
+      // Both buffers went back to be reused: that job left nothing big behind.
+      garbage = !writes && reply.buffer !== msg.out;
     }
     // An open that wrote its blobs from this thread's own buffers, reading a local pack into another: nothing big either.
     if (writes && msg.buffer.byteLength === 0) garbage = false;
