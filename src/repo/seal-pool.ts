@@ -1,7 +1,7 @@
 import { Worker } from "node:worker_threads";
 import os from "node:os";
 import { workerScript, workersSetting } from "../worker-file.js";
-import { collectYoung } from "./collect.js";
+import { collectAfter } from "./collect.js";
 import { RepoError } from "./errors.js";
 import { openAndWrite, openBatch, sealBatch, type BatchReply, type OpenRequest, type SealRequest } from "./seal.js";
 import type { FileWrite } from "./blob-writes.js";
@@ -96,9 +96,9 @@ export class SealPool {
     if (inline) {
       try {
         const out = inlineRun(full);
-        // A seal helping the workers leaves the cipher's output slices, off-heap: collected now,
-        // as the workers do, they never pile up toward V8's external-memory trigger (tens of MB).
-        if (full.op === "seal" && this.mainHelps === "when-behind" && this.workers.length > 0) collectYoung();
+        // A seal helping the workers leaves the cipher's output slices, off-heap: collected as the
+        // workers do, they never pile up toward V8's external-memory trigger (tens of MB).
+        if (full.op === "seal" && this.mainHelps === "when-behind") collectAfter(workBytes(req));
         if (full.returnBuffer) onInput?.(full.buffer);
         return Promise.resolve(out);
       } catch (err) {

@@ -220,6 +220,11 @@ export function openAndWrite(req: OpenRequest): FileWrite[] {
   return writePlaced(openBatch(req), req.places ?? [], !!req.holes);
 }
 
+/** The bytes of a reply's parts. */
+export function sealedBytes(reply: BatchReply): number {
+  return reply.lengths.reduce((a, b) => a + b, 0);
+}
+
 /** Worker threads send a batch back as one transferable buffer (no copy on the way to the main thread). */
 export function packReply(job: number, parts: Buffer[]): BatchReply {
   const lengths = parts.map((p) => p.length);
