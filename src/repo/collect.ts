@@ -15,3 +15,19 @@ export function collectYoung(): void {
   }
   gc!({ type: "minor" });
 }
+
+/** Off-heap garbage this thread may leave between collections (see collectAfter). */
+const GARBAGE_ALLOWANCE = 4 * 1024 * 1024;
+let owed = 0;
+
+/**
+ * A young collection once `bytes` more of off-heap garbage since the last one reach 4 MiB: for
+ * garbage made in many small pieces (a cipher's output slices), where collecting after each job
+ * costs more in freed and faulted-in memory than it saves.
+ */
+export function collectAfter(bytes: number): void {
+  owed += bytes;
+  if (owed < GARBAGE_ALLOWANCE) return;
+  owed = 0;
+  collectYoung();
+}

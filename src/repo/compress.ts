@@ -6,6 +6,12 @@ type Zstd = typeof import("zstd-napi");
 // The package's low-level binding (zstd-napi/binding.js; no "exports" map, so the path resolves),
 // typed by the subset used here.
 interface ZstdBinding {
+  CCtx: new () => {
+    setParameter(param: number, value: number): void;
+    compress2(dst: Uint8Array, src: Uint8Array): number;
+  };
+  CParameter: { compressionLevel: number };
+  compressBound(size: number): number;
   DCtx: new () => {
     decompress(dst: Uint8Array, src: Uint8Array): number;
     /** [bytes the frame still needs (0: complete), bytes written to dst, bytes read from src] */
@@ -44,6 +50,33 @@ export function encode(data: Uint8Array): Buffer {
   const packed = compressor.compress(data);
   if (packed.length + 1 < data.length) return Buffer.concat([Buffer.of(Encoding.Zstd), packed]);
   return Buffer.concat([Buffer.of(Encoding.Raw), data]);
+}
+
+let cctx: InstanceType<ZstdBinding["CCtx"]> | undefined;
+
+/** The most bytes `encodeInto` writes for `size` bytes of input. */
+export function encodeBound(size: number): number {
+  return 1 + raw().compressBound(size);
+}
+
+/**
+ * What `encode` gives, written into `dest` (at least `encodeBound(data.length)` long); returns its
+ * length. zstd writes straight into the caller's buffer: `encode` allocated a bound-sized buffer
+ * per frame and copied the result twice, fresh memory a sealing thread paid for in page faults.
+ */
+export function encodeInto(data: Uint8Array, dest: Buffer): number {
+  if (!cctx) {
+    cctx = new (raw().CCtx)();
+    cctx.setParameter(raw().CParameter.compressionLevel, ZSTD_LEVEL);
+  }
+  const packed = cctx.compress2(dest.subarray(1), data);
+  if (packed + 1 < data.length) {
+    dest[0] = Encoding.Zstd;
+    return packed + 1;
+  }
+  dest[0] = Encoding.Raw;
+  dest.set(data, 1);
+  return data.length + 1;
 }
 
 export function decode(plain: Buffer, what: string): Buffer {

@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHmac, randomBytes, hkdfSync, scrypt as scryptCb } from "node:crypto";
+import { createCipheriv, createDecipheriv, createHmac, randomBytes, randomFillSync, hkdfSync, scrypt as scryptCb } from "node:crypto";
 import { promisify } from "node:util";
 import { RepoError } from "./errors.js";
 
@@ -36,7 +36,27 @@ export function decrypt(key: Buffer, sealed: Buffer, what: string, aad?: Buffer)
 }
 
 /** Slices this small come out of the C library's heap, which reuses freed memory at once. */
-const DECRYPT_SLICE = 128 * 1024;
+const SLICE = 128 * 1024;
+
+/**
+ * `encrypt` without new memory: `buf` holds the plaintext at [NONCE_BYTES, NONCE_BYTES + length)
+ * and room for the tag after it; the nonce, the ciphertext (in place) and the tag are written
+ * around it. Returns the sealed object, `buf`'s first length + CRYPTO_OVERHEAD bytes. Node's cipher
+ * returns a fresh buffer per call; slices keep those in reused heap memory (see decryptInto).
+ */
+export function encryptInPlace(key: Buffer, buf: Buffer, length: number, aad?: Buffer): Buffer {
+  if (buf.length < length + CRYPTO_OVERHEAD) throw new RangeError("encryptInPlace: no room for nonce and tag");
+  const nonce = randomFillSync(buf.subarray(0, NONCE_BYTES));
+  const cipher = createCipheriv("aes-256-gcm", key, nonce);
+  if (aad) cipher.setAAD(aad);
+  const end = NONCE_BYTES + length;
+  // GCM is a stream: each slice's ciphertext is as long as its plaintext, so it goes back where that was.
+  let o = NONCE_BYTES;
+  for (let i = NONCE_BYTES; i < end; i += SLICE) o += cipher.update(buf.subarray(i, Math.min(i + SLICE, end))).copy(buf, o);
+  o += cipher.final().copy(buf, o);
+  o += cipher.getAuthTag().copy(buf, o);
+  return buf.subarray(0, o);
+}
 
 /**
  * Like `decrypt`, but the plaintext goes into `dest` (at least the ciphertext's length; the
@@ -54,7 +74,7 @@ export function decryptInto(key: Buffer, sealed: Buffer, dest: Buffer, what: str
   decipher.setAuthTag(sealed.subarray(sealed.length - TAG_BYTES));
   try {
     let o = 0;
-    for (let i = 0; i < body.length; i += DECRYPT_SLICE) o += decipher.update(body.subarray(i, i + DECRYPT_SLICE)).copy(dest, o);
+    for (let i = 0; i < body.length; i += SLICE) o += decipher.update(body.subarray(i, i + SLICE)).copy(dest, o);
     o += decipher.final().copy(dest, o);
     return dest.subarray(0, o);
   } catch {

@@ -1,8 +1,8 @@
 import { closeSync, openSync, readSync } from "node:fs";
 import path from "node:path";
 import { outOfDescriptors } from "../fs-safe.js";
-import { blobId, decryptInto, encrypt } from "./crypto.js";
-import { decodedSize, decodeInto, decodeTransient, encode } from "./compress.js";
+import { blobId, CRYPTO_OVERHEAD, decryptInto, encryptInPlace, NONCE_BYTES } from "./crypto.js";
+import { decodedSize, decodeInto, decodeTransient, encodeBound, encodeInto } from "./compress.js";
 import { RepoError } from "./errors.js";
 import { type FileWrite, writePlaced } from "./blob-writes.js";
 import { AAD } from "./format.js";
@@ -16,6 +16,8 @@ export interface SealRequest {
   frames: number[];
   /** Send `buffer` back with the reply (`input`): the snapshot copies its next chunks into it. */
   returnBuffer?: boolean;
+  /** A buffer to seal into when it is big enough (the snapshot hands written ones back). */
+  out?: ArrayBuffer;
 }
 
 export interface WantedBlob {
@@ -120,11 +122,33 @@ const ownBuffers = new WeakSet<ArrayBufferLike>();
 
 const asBuffer = (u: Uint8Array) => Buffer.from(u.buffer, u.byteOffset, u.byteLength);
 
+/** Bytes sealBatch may need for these frames: each one's bound, nonce and tag. */
+export function sealedBound(frames: number[]): number {
+  let n = 0;
+  for (let i = 0; i < frames.length; i += 2) n += encodeBound(frames[i + 1] - frames[i]) + CRYPTO_OVERHEAD;
+  return n;
+}
+
+/**
+ * Each frame compressed and encrypted where it ends up, back to back in one buffer (`req.out` when
+ * it is big enough: the snapshot hands written ones back), so sealing a gigabyte touches no fresh
+ * memory. The parts are views of that buffer.
+ */
 export function sealBatch(req: SealRequest): Buffer[] {
   const key = asBuffer(req.key);
   const src = Buffer.from(req.buffer);
+  const bound = sealedBound(req.frames);
+  const out = req.out && req.out.byteLength >= bound ? Buffer.from(req.out) : Buffer.from(new ArrayBuffer(bound));
+  ownBuffers.add(out.buffer);
   const parts: Buffer[] = [];
-  for (let i = 0; i < req.frames.length; i += 2) parts.push(encrypt(key, encode(src.subarray(req.frames[i], req.frames[i + 1])), AAD.frame));
+  let at = 0;
+  for (let i = 0; i < req.frames.length; i += 2) {
+    const room = out.subarray(at);
+    const length = encodeInto(src.subarray(req.frames[i], req.frames[i + 1]), room.subarray(NONCE_BYTES));
+    const sealed = encryptInPlace(key, room, length, AAD.frame);
+    parts.push(sealed);
+    at += sealed.length;
+  }
   return parts;
 }
 
@@ -194,6 +218,11 @@ export function openBatch(req: OpenRequest): Buffer[] {
  */
 export function openAndWrite(req: OpenRequest): FileWrite[] {
   return writePlaced(openBatch(req), req.places ?? [], !!req.holes);
+}
+
+/** The bytes of a reply's parts. */
+export function sealedBytes(reply: BatchReply): number {
+  return reply.lengths.reduce((a, b) => a + b, 0);
 }
 
 /** Worker threads send a batch back as one transferable buffer (no copy on the way to the main thread). */

@@ -22,7 +22,7 @@ export class ContentChunker {
     private readonly chunker: Chunker,
     private readonly type: BlobType,
   ) {
-    this.buf = Buffer.allocUnsafe(BLOCK + chunker.params.max);
+    this.buf = chunker.workBuffer(BLOCK + chunker.params.max);
   }
 
   /** Room left in the internal buffer; `fill` writes straight into it to avoid a copy. */

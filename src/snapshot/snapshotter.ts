@@ -236,7 +236,7 @@ export async function withSnapshotBuilder(
 ): Promise<SnapshotResult> {
   opts.signal?.throwIfAborted();
   const lock = await acquireLock(repo, { mode: "append", command: opts.command, waitMs: opts.lockWaitMs ?? 60_000 });
-  const pool = new SealPool();
+  const pool = new SealPool(undefined, "when-behind");
   let builder: SnapshotBuilder | undefined;
   try {
     // Other appenders may be writing: only files of writers known to be dead go (docs/FORMAT.md §9).

@@ -49,3 +49,23 @@ describe("SealPool.release", () => {
     expect(parts[0].length).toBeGreaterThan(256 * 1024);
   });
 });
+
+describe("SealPool 'when-behind'", () => {
+  it("seals on the calling thread only when the worker has two batches queued behind the one it works on", async () => {
+    const pool = new SealPool(1, "when-behind");
+    pools.push(pool);
+    const key = randomBytes(32);
+    // Posted in one go: no reply can arrive in between, so the worker's queue only grows.
+    const jobs = Array.from({ length: 4 }, () => {
+      const data = randomBytes(512 * 1024);
+      const buffer = data.buffer.slice(data.byteOffset, data.byteOffset + data.length) as ArrayBuffer;
+      return pool.run({ op: "seal", key, buffer, frames: [0, data.length] });
+    });
+    const parts = await Promise.all(jobs);
+    const copies = parts.map((p) => p.map((b) => Buffer.from(b)));
+    parts.forEach((p) => pool.release(p));
+    // release detaches a worker's reply and leaves an inline job's parts alone.
+    expect(parts.map((p) => p[0].length === 0)).toEqual([true, true, true, false]);
+    expect(parts[3]).toEqual(copies[3]);
+  });
+});

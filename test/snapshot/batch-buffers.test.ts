@@ -1,6 +1,7 @@
 // The snapshot writer copies new chunks into batch buffers that go to the seal worker and come
-// back to be filled again (BlobWriter's spare buffers). A buffer filled again while a batch still
-// used it, or a batch sealed from the wrong buffer, would store wrong bytes under a right-looking
+// back to be filled again (BlobWriter's spare buffers); the worker seals into buffers that come back
+// once their frames are written, to be sealed into again. A buffer filled again while a batch still
+// used it, or a batch sealed from or into the wrong buffer, would store wrong bytes under a right-looking
 // id: only reading every byte back shows it. So: a real pi agent dir (the bench's
 // generator) of many batches, snapshotted by the built CLI with its real worker thread, restored
 // and compared file by file, and `check --read-data` over every blob.
