@@ -14,6 +14,7 @@ import { randomBytes } from "node:crypto";
 import type { FileHandle } from "node:fs/promises";
 import { makeDirs, readExactly, writeFully } from "../fs-safe.js";
 import { ID_BYTES } from "./format.js";
+import { collectGrown } from "./collect.js";
 
 export type CacheKind = "index" | "snapshots" | "heads" | "briefs" | "listing" | "rows";
 
@@ -474,6 +475,8 @@ export class BatchBuilder {
     this.items = [];
     if (items.length) await this.cache?.put(this.kind, items);
     this.used = 0;
+    // A batch is a few MB of a stream of 100,000 records: its garbage goes now (collect.ts).
+    if (items.length) collectGrown();
   }
 }
 

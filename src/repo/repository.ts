@@ -10,6 +10,7 @@ import { RepoError } from "./errors.js";
 import { listNames, ObjectExists, ObjectNotFound } from "../targets/target.js";
 import { IndexFiles } from "./index-files.js";
 import { BatchBuilder, MetaCache } from "./meta-cache.js";
+import { collectGrown } from "./collect.js";
 import { agentRootPath, HeadsBuilder, ParentHeads } from "./parent-heads.js";
 import {
   AAD,
@@ -731,6 +732,8 @@ export class Repository {
     await fresh.flush();
     // Plain code-unit order, as byTime: the times are ISO strings, and localeCompare cost 0.8 s for 100,000.
     const order = Int32Array.from(times, (_, k) => k).sort((a, b) => (times[a] < times[b] ? -1 : times[a] > times[b] ? 1 : ids[a] < ids[b] ? -1 : ids[a] > ids[b] ? 1 : 0));
+    // What the caller builds next (rows, briefs, heads) starts from a heap without the listing's garbage.
+    collectGrown();
     if (listed) await this.setUncovered(fetchedOneByOne);
     // Not known yet (a new cache): no more than all of them are outside a listing. An upper bound
     // only brings the next real count (consolidateListing) sooner, and spares a snapshot that
