@@ -268,17 +268,21 @@ export class MetaCache {
     return { batches, damaged };
   }
 
-  /** Add entries; appended as one authenticated batch. Failures only cost a later refetch. */
-  put(kind: CacheKind, items: [string, Buffer][]): Promise<void> {
+  /**
+   * Add entries; appended as one authenticated batch. Failures only cost a later refetch. `owned`:
+   * the caller never changes these buffers, so what is loaded of `kind` may share them rather than
+   * copy them (a cold index load held every index file twice).
+   */
+  put(kind: CacheKind, items: [string, Buffer][], opts: { owned?: boolean } = {}): Promise<void> {
     if (!items.length) return Promise.resolve();
-    return this.serial(kind, () => this.append(kind, items));
+    return this.serial(kind, () => this.append(kind, items, !!opts.owned));
   }
 
-  private async append(kind: CacheKind, items: [string, Buffer][]): Promise<void> {
+  private async append(kind: CacheKind, items: [string, Buffer][], owned: boolean): Promise<void> {
     // Appending needs nothing read: a snapshot must not load 100,000 cached snapshots to add one.
     const loaded = this.loaded.get(kind);
-    // Copied: a caller may reuse its buffers once the put is done (BatchBuilder).
-    if (loaded) for (const [name, body] of items) loaded.entries.set(name, Buffer.from(body));
+    // Copied unless owned: a caller may reuse its buffers once the put is done (BatchBuilder).
+    if (loaded) for (const [name, body] of items) loaded.entries.set(name, owned ? body : Buffer.from(body));
     if (this.disabled) return;
     try {
       await this.ensureDir();

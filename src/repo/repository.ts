@@ -391,6 +391,8 @@ export class Repository {
   }
 
   private refreshing: Promise<unknown> = Promise.resolve();
+  /** The index files the metadata cache was last told to keep (refreshOnce). */
+  private indexRetained?: Set<string>;
 
   private async refreshOnce(fromTarget: boolean): Promise<MemoryIndex> {
     const { listed, fresh, newBad } = await this.readIndexListing(fromTarget);
@@ -401,6 +403,8 @@ export class Repository {
       this.unreadablePacks = [];
     }
     for (const id of plan.drop) this.index.files.delete(id);
+    // Room for every new blob at once: growing file by file left each smaller copy as garbage.
+    this.index.reserve(plan.add.reduce((n, id) => n + (this.meta.known.get(id)?.blobs ?? 0), this.index.size));
     for (const id of plan.add) {
       this.index.addEncodedIndex(fresh.get(id) ?? (await this.indexBody(id, fromTarget)), `index ${id.slice(0, 12)}`);
       this.index.files.add(id);
@@ -410,7 +414,13 @@ export class Repository {
       for (const b of this.unreadableIndexes) this.onWarning(`skipped ${b.error}; \`pi-guard repair index\` rebuilds the index`);
       await this.indexUnindexedPacks();
     }
-    await this.cache?.retain("index", listed, { rewriteWhenDead: "most" });
+    // Only when a file retained before is gone: retaining loads the whole cached index (5 MB at
+    // 100,000 snapshots), which is then dropped from memory, as the in-memory index has it all.
+    if (!this.indexRetained || [...this.indexRetained].some((id) => !listed.has(id))) {
+      await this.cache?.retain("index", listed, { rewriteWhenDead: "most" });
+      this.indexRetained = listed;
+    }
+    await this.cache?.release("index");
     this.indexLoaded = true;
     return this.index;
   }
@@ -429,7 +439,7 @@ export class Repository {
     }
     const body = await this.fetchIndexBody(id);
     walkEncodedIndex(body, what);
-    if (ID_HEX.test(id)) await this.cache?.put("index", [[id, body]]);
+    if (ID_HEX.test(id)) await this.cache?.put("index", [[id, body]], { owned: true });
     return body;
   }
 
@@ -500,7 +510,7 @@ export class Repository {
     const named = new Set(back.packs.map((p) => p.id));
     if (![...packs.keys()].every((p) => named.has(p))) throw new RepoError(`index ${saved.id.slice(0, 12)} does not read back as written`, "corrupt");
     this.meta.rememberIndex(saved.id, back);
-    await this.cache?.put("index", [[saved.id, body]]);
+    await this.cache?.put("index", [[saved.id, body]], { owned: true });
     this.index.files.add(saved.id);
     for (const id of group) {
       await this.target.delete(indexKey(id));
@@ -541,7 +551,7 @@ export class Repository {
     this.index.files.add(saved.id);
     for (const pack of index.packs) this.index.addPack(pack);
     this.meta.rememberIndex(saved.id, index);
-    await this.cache?.put("index", [[saved.id, body]]);
+    await this.cache?.put("index", [[saved.id, body]], { owned: true });
     return saved;
   }
 
