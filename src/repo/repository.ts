@@ -95,10 +95,7 @@ class FreshBodies {
   async flush(): Promise<void> {
     const times = this.times;
     this.times = [];
-    await this.batch.put((items) => {
-      const order = items.map((_, i) => i).sort((a, b) => (times[a] < times[b] ? -1 : times[a] > times[b] ? 1 : 0));
-      return order.map((i) => items[i]);
-    });
+    await this.batch.put((count) => Int32Array.from({ length: count }, (_, i) => i).sort((a, b) => (times[a] < times[b] ? -1 : times[a] > times[b] ? 1 : 0)));
   }
 }
 
