@@ -186,7 +186,7 @@ export class MemoryIndex {
   }
 
   /** Room for `n` blobs at once: growing and rehashing step by step cost more than the inserts. */
-  private reserve(n: number): void {
+  reserve(n: number): void {
     if (this.pack.length < n) {
       let cap = this.pack.length;
       while (cap < n) cap *= 2;

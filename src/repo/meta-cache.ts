@@ -14,6 +14,7 @@ import { randomBytes } from "node:crypto";
 import type { FileHandle } from "node:fs/promises";
 import { makeDirs, readExactly, writeFully } from "../fs-safe.js";
 import { ID_BYTES } from "./format.js";
+import { collectGrown } from "./collect.js";
 
 export type CacheKind = "index" | "snapshots" | "heads" | "briefs" | "listing" | "rows";
 
@@ -267,24 +268,33 @@ export class MetaCache {
     return { batches, damaged };
   }
 
-  /** Add entries; appended as one authenticated batch. Failures only cost a later refetch. */
-  put(kind: CacheKind, items: [string, Buffer][]): Promise<void> {
-    if (!items.length) return Promise.resolve();
-    return this.serial(kind, () => this.append(kind, items));
+  /**
+   * Add entries; appended as one authenticated batch. Failures only cost a later refetch. `owned`:
+   * the caller never changes these buffers, so what is loaded of `kind` may share them rather than
+   * copy them (a cold index load held every index file twice).
+   */
+  put(kind: CacheKind, items: [string, Buffer][], opts: { owned?: boolean } = {}): Promise<void> {
+    return this.putRecords(kind, recordsOf(items), opts);
   }
 
-  private async append(kind: CacheKind, items: [string, Buffer][]): Promise<void> {
+  /** As put, the records read by position (BatchBuilder: no object per record). */
+  putRecords(kind: CacheKind, records: CacheRecords, opts: { owned?: boolean } = {}): Promise<void> {
+    if (!records.count) return Promise.resolve();
+    return this.serial(kind, () => this.append(kind, records, !!opts.owned));
+  }
+
+  private async append(kind: CacheKind, records: CacheRecords, owned: boolean): Promise<void> {
     // Appending needs nothing read: a snapshot must not load 100,000 cached snapshots to add one.
     const loaded = this.loaded.get(kind);
-    // Copied: a caller may reuse its buffers once the put is done (BatchBuilder).
-    if (loaded) for (const [name, body] of items) loaded.entries.set(name, Buffer.from(body));
+    // Copied unless owned: a caller may reuse its buffers once the put is done (BatchBuilder).
+    if (loaded) for (let j = 0; j < records.count; j++) loaded.entries.set(records.name(j), owned ? records.body(j) : Buffer.from(records.body(j)));
     if (this.disabled) return;
     try {
       await this.ensureDir();
       const handle = await fs.open(this.file(kind), "a", 0o600);
       try {
-        for (const group of bounded(items)) {
-          const batch = this.encode(kind, group);
+        for (const [from, to] of bounded(records)) {
+          const batch = this.encode(kind, records, from, to);
           // One write with O_APPEND: concurrent writers each land a whole batch; the HMAC catches the rest.
           let done = 0;
           while (done < batch.length) {
@@ -341,8 +351,9 @@ export class MetaCache {
     loaded.batches = 0;
     await this.replaceFile(this.file(kind), async (handle) => {
       let at = 0;
-      for (const group of bounded([...loaded.entries])) {
-        at = await writeFully(handle, this.encode(kind, group), at);
+      const records = recordsOf([...loaded.entries]);
+      for (const [from, to] of bounded(records)) {
+        at = await writeFully(handle, this.encode(kind, records, from, to), at);
         loaded.batches++;
       }
     });
@@ -374,9 +385,10 @@ export class MetaCache {
   /** Per kind (writes of one kind run one at a time), reused by every batch encoded. */
   private readonly scratch = new Map<CacheKind, Buffer>();
 
-  /** A batch of `items`, valid until the next batch of `kind` is encoded. */
-  private encode(kind: CacheKind, items: [string, Buffer][]): Buffer {
-    const payloadLength = items.reduce((n, [, body]) => n + ID_BYTES + 4 + body.length, 0);
+  /** A batch of records `from` to `to` (excluded), valid until the next batch of `kind` is encoded. */
+  private encode(kind: CacheKind, records: CacheRecords, from: number, to: number): Buffer {
+    let payloadLength = 0;
+    for (let j = from; j < to; j++) payloadLength += ID_BYTES + 4 + records.body(j).length;
     // Reused: a fresh buffer per batch was garbage V8 collects only every 64 MB or so (external
     // memory), which a cold listing at 100,000 snapshots paid in peak RSS.
     const size = HEADER_BYTES + payloadLength + MAC_BYTES;
@@ -389,11 +401,12 @@ export class MetaCache {
     const batch = scratch.subarray(0, size);
     MAGIC.copy(batch, 0);
     batch[4] = VERSION;
-    batch.writeUInt32LE(items.length, 5);
+    batch.writeUInt32LE(to - from, 5);
     batch.writeUInt32LE(payloadLength, 9);
     let o = HEADER_BYTES;
-    for (const [name, body] of items) {
-      o += batch.write(name, o, ID_BYTES, "hex");
+    for (let j = from; j < to; j++) {
+      const body = records.body(j);
+      o += batch.write(records.name(j), o, ID_BYTES, "hex");
       o = batch.writeUInt32LE(body.length, o);
       o += body.copy(batch, o);
     }
@@ -442,13 +455,19 @@ function forEachRecord(payload: Buffer, count: number, onRecord: (name: string, 
 }
 
 /**
- * Records gathered for one put, copied into one buffer reused from put to put: 100,000 small
- * copies of their own became tens of MB of garbage between collections in a cold listing.
+ * Records gathered for one put, copied into one buffer reused from put to put, and found again by
+ * position: 100,000 small copies of their own became tens of MB of garbage between collections in
+ * a cold listing, and so did a tuple and a Buffer view per record, kept until the batch was
+ * written (long enough to be promoted to the old space).
  */
 export class BatchBuilder {
   private readonly arena = Buffer.allocUnsafe(BATCH_BYTES);
   private used = 0;
-  private items: [string, Buffer][] = [];
+  private names: string[] = [];
+  /** Where record j's body starts in the arena, or -1 - its place in `big` (too big for what is left). */
+  private starts: number[] = [];
+  private lengths: number[] = [];
+  private big: Buffer[] = [];
 
   constructor(
     private readonly cache: MetaCache | undefined,
@@ -462,35 +481,62 @@ export class BatchBuilder {
 
   add(name: string, body: Buffer): void {
     if (!this.cache) return;
-    if (body.length > BATCH_BYTES - this.used) return void this.items.push([name, Buffer.from(body)]);
+    this.names.push(name);
+    this.lengths.push(body.length);
+    if (body.length > BATCH_BYTES - this.used) {
+      this.starts.push(-1 - this.big.length);
+      this.big.push(Buffer.from(body));
+      return;
+    }
     body.copy(this.arena, this.used);
-    this.items.push([name, this.arena.subarray(this.used, this.used + body.length)]);
+    this.starts.push(this.used);
     this.used += body.length;
   }
 
-  /** Append what was added (in `order`, if given) and start again. */
-  async put(order?: (items: [string, Buffer][]) => [string, Buffer][]): Promise<void> {
-    const items = order ? order(this.items) : this.items;
-    this.items = [];
-    if (items.length) await this.cache?.put(this.kind, items);
+  /** Append what was added (in the order of the positions `order` gives, if any) and start again. */
+  async put(order?: (count: number) => ArrayLike<number>): Promise<void> {
+    const { names, starts, lengths, big } = this;
+    this.names = [];
+    this.starts = [];
+    this.lengths = [];
+    this.big = [];
+    const count = names.length;
+    if (count) {
+      const at = order?.(count);
+      const k = (j: number) => (at ? at[j] : j);
+      const body = (j: number) => {
+        const start = starts[k(j)];
+        return start < 0 ? big[-1 - start] : this.arena.subarray(start, start + lengths[k(j)]);
+      };
+      await this.cache?.putRecords(this.kind, { count, name: (j) => names[k(j)], body });
+    }
     this.used = 0;
+    // A batch is a few MB of a stream of 100,000 records: its garbage goes now (collect.ts).
+    if (count) collectGrown();
   }
 }
 
-/** `items` in groups of at most BATCH_BYTES of payload (a bigger record is a group of its own). */
-function* bounded(items: [string, Buffer][]): Generator<[string, Buffer][]> {
-  let group: [string, Buffer][] = [];
+/** What a put appends, read by position: `body(j)` is good until the next call. */
+export interface CacheRecords {
+  readonly count: number;
+  name(j: number): string;
+  body(j: number): Buffer;
+}
+
+const recordsOf = (items: [string, Buffer][]): CacheRecords => ({ count: items.length, name: (j) => items[j][0], body: (j) => items[j][1] });
+
+/** The records in ranges [from, to) of at most BATCH_BYTES of payload (a bigger record is a range of its own). */
+function* bounded(records: CacheRecords): Generator<[number, number]> {
+  let from = 0;
   let bytes = 0;
-  for (const item of items) {
-    const size = ID_BYTES + 4 + item[1].length;
-    if (group.length && bytes + size > BATCH_BYTES) {
-      yield group;
-      group = [];
+  for (let j = 0; j < records.count; j++) {
+    const size = ID_BYTES + 4 + records.body(j).length;
+    if (j > from && bytes + size > BATCH_BYTES) {
+      yield [from, j];
+      from = j;
       bytes = 0;
     }
-    group.push(item);
     bytes += size;
   }
-  if (group.length) yield group;
+  if (from < records.count) yield [from, records.count];
 }
-

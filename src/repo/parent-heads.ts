@@ -39,7 +39,7 @@ export function agentRootPath(roots: unknown): string | undefined {
   return typeof found?.path === "string" ? found.path : undefined;
 }
 
-/** What a snapshot is recorded by (a full one, or listSnapshotHeads' projection of it). */
+/** What a snapshot is recorded by. */
 export type HeadSource = Pick<Snapshot, "time" | "host" | "roots" | "tags" | "imported">;
 
 /** The keys a snapshot is recorded under: its roots, and its agent root alone. */
@@ -104,31 +104,55 @@ export class ParentHeads {
     if (changed) await this.save();
   }
 
-  /** From a full listing: exactly what the repository holds now. */
-  async rebuild(records: { id: string; snapshot: HeadSource }[]): Promise<void> {
+  /** From a full listing (`built`): exactly what the repository holds now. */
+  async rebuild(built: HeadsBuilder): Promise<void> {
     const before = JSON.stringify(Object.fromEntries(await this.load()));
-    this.map = new Map();
-    const map = this.map;
-    for (const { id, snapshot: s } of records) {
-      if (!canBeParent(s)) continue;
-      for (const k of keysOf(s)) {
-        const heads = map.get(k) ?? [];
-        heads.push({ id, time: s.time });
-        if (heads.length > 4 * KEEP) {
-          heads.sort(newestFirst);
-          heads.length = KEEP;
-        }
-        map.set(k, heads);
-      }
-    }
-    for (const heads of map.values()) {
-      heads.sort(newestFirst);
-      heads.length = Math.min(heads.length, KEEP);
-    }
-    if (JSON.stringify(Object.fromEntries(map)) !== before) await this.save();
+    this.map = built.finish();
+    if (JSON.stringify(Object.fromEntries(this.map)) !== before) await this.save();
   }
 
   private async save(): Promise<void> {
     await this.cache?.replace("heads", [[NAME, Buffer.from(JSON.stringify(Object.fromEntries(this.map ?? [])))]]);
+  }
+}
+
+/**
+ * The newest few snapshots of each key, from a full listing fed one snapshot at a time: what is
+ * kept is a few ids per key, never a record per snapshot.
+ */
+export class HeadsBuilder {
+  private readonly map = new Map<string, Head[]>();
+  private finished = false;
+
+  add(id: string, s: HeadSource): void {
+    if (!canBeParent(s)) return;
+    for (const k of keysOf(s)) {
+      let heads = this.map.get(k);
+      if (!heads) this.map.set(k, (heads = []));
+      heads.push({ id, time: s.time });
+      if (heads.length > 4 * KEEP) {
+        heads.sort(newestFirst);
+        heads.length = KEEP;
+      }
+    }
+  }
+
+  /** Each key's newest KEEP, newest first; nothing may be added after. */
+  finish(): Map<string, Head[]> {
+    if (!this.finished) {
+      for (const heads of this.map.values()) {
+        heads.sort(newestFirst);
+        heads.length = Math.min(heads.length, KEEP);
+      }
+      this.finished = true;
+    }
+    return this.map;
+  }
+
+  /** The newest of `host` with exactly `roots`, and the newest of `host` with the agent root `agent` (the first when `agent` is undefined). */
+  newest(host: string, roots: unknown, agent: string | undefined): { parent?: string; baseline?: string } {
+    const first = (key: string) => this.finish().get(key)?.[0]?.id;
+    const parent = first(keyOf(host, roots));
+    return { parent, baseline: agent === undefined ? parent : first(keyOf(host, { agent })) };
   }
 }

@@ -10,7 +10,8 @@ import { RepoError } from "./errors.js";
 import { listNames, ObjectExists, ObjectNotFound } from "../targets/target.js";
 import { IndexFiles } from "./index-files.js";
 import { BatchBuilder, MetaCache } from "./meta-cache.js";
-import { agentRootPath, ParentHeads, type HeadSource } from "./parent-heads.js";
+import { collectGrown } from "./collect.js";
+import { agentRootPath, HeadsBuilder, ParentHeads } from "./parent-heads.js";
 import {
   AAD,
   CONFIG_KEY,
@@ -68,12 +69,6 @@ export interface SnapshotBriefRecord {
   snapshot: SnapshotBrief;
 }
 
-/** What choosing a parent needs of a snapshot (listSnapshotHeads). */
-export interface HeadRecord {
-  id: string;
-  snapshot: HeadSource;
-}
-
 /**
  * Snapshot bodies read from the repository, on their way to the metadata cache: appended a bounded
  * batch at a time, each oldest first (so that the next listing finds them nearly sorted).
@@ -100,10 +95,7 @@ class FreshBodies {
   async flush(): Promise<void> {
     const times = this.times;
     this.times = [];
-    await this.batch.put((items) => {
-      const order = items.map((_, i) => i).sort((a, b) => (times[a] < times[b] ? -1 : times[a] > times[b] ? 1 : 0));
-      return order.map((i) => items[i]);
-    });
+    await this.batch.put((count) => Int32Array.from({ length: count }, (_, i) => i).sort((a, b) => (times[a] < times[b] ? -1 : times[a] > times[b] ? 1 : 0)));
   }
 }
 
@@ -396,6 +388,8 @@ export class Repository {
   }
 
   private refreshing: Promise<unknown> = Promise.resolve();
+  /** The index files the metadata cache was last told to keep (refreshOnce). */
+  private indexRetained?: Set<string>;
 
   private async refreshOnce(fromTarget: boolean): Promise<MemoryIndex> {
     const { listed, fresh, newBad } = await this.readIndexListing(fromTarget);
@@ -406,6 +400,8 @@ export class Repository {
       this.unreadablePacks = [];
     }
     for (const id of plan.drop) this.index.files.delete(id);
+    // Room for every new blob at once: growing file by file left each smaller copy as garbage.
+    this.index.reserve(plan.add.reduce((n, id) => n + (this.meta.known.get(id)?.blobs ?? 0), this.index.size));
     for (const id of plan.add) {
       this.index.addEncodedIndex(fresh.get(id) ?? (await this.indexBody(id, fromTarget)), `index ${id.slice(0, 12)}`);
       this.index.files.add(id);
@@ -415,7 +411,13 @@ export class Repository {
       for (const b of this.unreadableIndexes) this.onWarning(`skipped ${b.error}; \`pi-guard repair index\` rebuilds the index`);
       await this.indexUnindexedPacks();
     }
-    await this.cache?.retain("index", listed, { rewriteWhenDead: "most" });
+    // Only when a file retained before is gone: retaining loads the whole cached index (5 MB at
+    // 100,000 snapshots), which is then dropped from memory, as the in-memory index has it all.
+    if (!this.indexRetained || [...this.indexRetained].some((id) => !listed.has(id))) {
+      await this.cache?.retain("index", listed, { rewriteWhenDead: "most" });
+      this.indexRetained = listed;
+    }
+    await this.cache?.release("index");
     this.indexLoaded = true;
     return this.index;
   }
@@ -434,7 +436,7 @@ export class Repository {
     }
     const body = await this.fetchIndexBody(id);
     walkEncodedIndex(body, what);
-    if (ID_HEX.test(id)) await this.cache?.put("index", [[id, body]]);
+    if (ID_HEX.test(id)) await this.cache?.put("index", [[id, body]], { owned: true });
     return body;
   }
 
@@ -505,7 +507,7 @@ export class Repository {
     const named = new Set(back.packs.map((p) => p.id));
     if (![...packs.keys()].every((p) => named.has(p))) throw new RepoError(`index ${saved.id.slice(0, 12)} does not read back as written`, "corrupt");
     this.meta.rememberIndex(saved.id, back);
-    await this.cache?.put("index", [[saved.id, body]]);
+    await this.cache?.put("index", [[saved.id, body]], { owned: true });
     this.index.files.add(saved.id);
     for (const id of group) {
       await this.target.delete(indexKey(id));
@@ -546,7 +548,7 @@ export class Repository {
     this.index.files.add(saved.id);
     for (const pack of index.packs) this.index.addPack(pack);
     this.meta.rememberIndex(saved.id, index);
-    await this.cache?.put("index", [[saved.id, body]]);
+    await this.cache?.put("index", [[saved.id, body]], { owned: true });
     return saved;
   }
 
@@ -583,11 +585,6 @@ export class Repository {
   private async fetchSnapshotBody(id: string): Promise<Buffer> {
     const what = `snapshot ${id.slice(0, 8)}`;
     return this.unseal(await this.getVerified(snapshotKey(id), id, what), what, AAD.snapshot);
-  }
-
-  /** After a full listing, for `latestSnapshotFor`: the newest snapshots of each host and roots. */
-  rememberParents(records: HeadRecord[]): Promise<void> {
-    return this.heads.rebuild(records);
   }
 
   /**
@@ -633,44 +630,69 @@ export class Repository {
   }
 
   /**
-   * listSnapshots with only what choosing a parent needs of each (ParentHeads, findBases): a cold
-   * first snapshot at 100,000 must not hold 100,000 parsed snapshots. Load the chosen ones in full.
+   * From a full listing, the newest snapshots of each host and roots, recorded for
+   * latestSnapshotFor (parent-heads.ts); and of those, the ids of the newest of `host` with exactly
+   * `roots` (the parent) and with the agent root `agent` (the baseline), which are no import and no
+   * suspect loss. Each snapshot is folded in as it is parsed: a cold first snapshot at 100,000
+   * keeps nothing per snapshot.
    */
-  async listSnapshotHeads(): Promise<HeadRecord[]> {
-    const same = interner();
-    return this.listProjected({}, (id, s) => {
-      const snapshot: HeadRecord["snapshot"] = { time: s.time, host: same(s.host), roots: same(s.roots), tags: same(s.tags) };
-      if (s.imported !== undefined) snapshot.imported = s.imported;
-      return { id, snapshot };
-    });
+  async listParentHeads(host: string, roots: unknown, agent: string | undefined): Promise<{ parent?: string; baseline?: string }> {
+    const heads = new HeadsBuilder();
+    await this.listEach({ unordered: true }, (id, snapshot) => heads.add(id, snapshot));
+    await this.heads.rebuild(heads);
+    return heads.newest(host, roots, agent);
   }
 
   /**
-   * listSnapshots, each snapshot turned into what the caller keeps as soon as it is parsed, and
-   * read as a stream: the cache one batch at a time, the listing objects one at a time, and what
-   * was fetched recorded in the cache in bounded batches as it comes. At 100,000 snapshots, what is
-   * held at once is the projections, one listing object and one cache batch.
+   * listSnapshots, each snapshot turned into what the caller keeps as soon as it is parsed
+   * (listEach), then put in time order.
    */
-  private async listProjected<R extends { id: string; snapshot: { time: string } }>(
-    opts: { fromTarget?: boolean; listed?: string[] },
-    project: (id: string, snapshot: Snapshot) => R,
-  ): Promise<R[]> {
+  private async listProjected<R>(opts: { fromTarget?: boolean; listed?: string[] }, project: (id: string, snapshot: Snapshot) => R): Promise<R[]> {
+    const found: R[] = [];
+    const { order } = await this.listEach(opts, (id, snapshot) => void found.push(project(id, snapshot)));
+    return Array.from(order, (k) => found[k]);
+  }
+
+  /**
+   * Every readable snapshot, each given to `visit` once, as soon as it is parsed (the k-th call is
+   * snapshot k), and read as a stream: the cache one batch at a time, the listing objects one at a
+   * time, and what was fetched recorded in the cache in bounded batches as it comes. What is kept
+   * per snapshot is its name and time (for `order`: k of each, oldest first), unless `unordered`,
+   * and what `visit` keeps: at 100,000 snapshots, an object or two per snapshot were most of a cold
+   * listing's heap.
+   */
+  private async listEach(
+    opts: { fromTarget?: boolean; listed?: string[]; unordered?: boolean },
+    visit: (id: string, snapshot: Snapshot) => void,
+  ): Promise<{ order: Int32Array; ids: string[]; times: string[] }> {
     this.unreadableSnapshots = [];
     // `listed`: what snapshots/ listed moments ago (a second copy of 100,000 names is 10 MB).
     const names = opts.listed ?? (await listSnapshotIds(this.target));
-    // slot[i]: where names[i]'s record is in `found` (-1: none yet). Records keep the listed name,
-    // not the cache's or a listing's copy of it.
     const live = new NameSlots(names);
-    const slot = new Int32Array(names.length).fill(-1);
-    const found: R[] = [];
-    const take = (i: number, body: Buffer): R | undefined => {
+    // seen[i]: names[i] was read. ids[k] and times[k]: the k-th read (the listed name, not the
+    // cache's or a listing's copy of it).
+    const seen = new Uint8Array(names.length);
+    const ids: string[] = [];
+    const times: string[] = [];
+    let visited = 0;
+    const use = (i: number, snapshot: Snapshot): void => {
+      seen[i] = 1;
+      if (!opts.unordered) {
+        ids.push(names[i]);
+        times.push(String(snapshot.time));
+      }
+      visited++;
+      visit(names[i], snapshot);
+    };
+    const take = (i: number, body: Buffer): Snapshot | undefined => {
+      let snapshot: Snapshot;
       try {
-        const record = project(names[i], parseSnapshot(body, names[i]));
-        slot[i] = found.push(record) - 1;
-        return record;
+        snapshot = parseSnapshot(body, names[i]);
       } catch {
         return undefined; // authentic but unparsable: read the object itself
       }
+      use(i, snapshot);
+      return snapshot;
     };
     let dead = false;
     let untidy = false;
@@ -680,35 +702,33 @@ export class Repository {
       ({ untidy } = await this.cache.scan("snapshots", (name, body) => {
         const i = live.get(name);
         if (i === undefined) dead = true;
-        else if (slot[i] < 0) take(i, body);
+        else if (!seen[i]) take(i, body);
       }));
     }
     const fresh = new FreshBodies(this.cache);
-    let missing = 0;
-    for (let i = 0; i < names.length; i++) if (slot[i] < 0) missing++;
     // Many not cached (a new machine, a deleted cache): the listing objects hold most of them (§7a).
-    const listed = !opts.fromTarget && missing >= listingBatch();
+    const listed = !opts.fromTarget && names.length - visited >= listingBatch();
     if (listed) {
       await this.eachListing(async (entries) => {
         for (const [id, body] of entries) {
           const i = live.get(id);
-          if (i === undefined || slot[i] >= 0) continue;
-          const record = take(i, body);
-          if (record) fresh.add(names[i], body, record.snapshot.time);
+          if (i === undefined || seen[i]) continue;
+          const snapshot = take(i, body);
+          if (snapshot) fresh.add(names[i], body, snapshot.time);
           if (fresh.full) await fresh.flush();
         }
       });
     }
     let fetchedOneByOne = 0;
     for (let i = 0; i < names.length; i++) {
-      if (slot[i] >= 0) continue;
+      if (seen[i]) continue;
       const id = names[i];
       try {
         fetchedOneByOne++;
         const body = await this.fetchSnapshotBody(id);
-        const record = project(id, parseSnapshot(body, id));
-        slot[i] = found.push(record) - 1;
-        fresh.add(id, body, record.snapshot.time);
+        const snapshot = parseSnapshot(body, id);
+        use(i, snapshot);
+        fresh.add(id, body, snapshot.time);
         if (fresh.full) await fresh.flush();
       } catch (err) {
         if (err instanceof ObjectNotFound) continue; // deleted (forget) between the listing and the read
@@ -717,7 +737,11 @@ export class Repository {
       }
     }
     await fresh.flush();
-    found.sort(byTime);
+    // Plain code-unit order, as byTime: the times are ISO strings, and localeCompare cost 0.8 s for 100,000.
+    const order = Int32Array.from(times, (_, k) => k).sort((a, b) => (times[a] < times[b] ? -1 : times[a] > times[b] ? 1 : ids[a] < ids[b] ? -1 : ids[a] > ids[b] ? 1 : 0));
+    // What the caller builds next (rows, briefs, heads) starts without the listing's garbage: the
+    // last listing object and cache batch are 12 MB off the heap, which no heap growth makes V8 collect.
+    collectGrown(0);
     if (listed) await this.setUncovered(fetchedOneByOne);
     // Not known yet (a new cache): no more than all of them are outside a listing. An upper bound
     // only brings the next real count (consolidateListing) sooner, and spares a snapshot that
@@ -728,7 +752,7 @@ export class Repository {
       if (opts.fromTarget || dead || untidy) await this.cache.retain("snapshots", live, { rewriteWhenDead: "any" });
       await this.cache.release("snapshots");
     }
-    return found;
+    return { order, ids, times };
   }
 
   /**
@@ -744,14 +768,14 @@ export class Repository {
     // Records keep the listed name (the scan's copy is dropped: 8 MB at 100,000), and slot[i] is
     // where names[i]'s brief is in `found` (-1: none yet). A name may come twice (two processes
     // filled the cache): the later record counts, as in the cache's own loading.
-    let live: NameSlots | undefined = new NameSlots(names);
+    const live = new NameSlots(names);
     const liveCount = live.size;
     const slot = new Int32Array(names.length).fill(-1);
     const found: (SnapshotBriefRecord | undefined)[] = [];
     let dead = false;
     // Scanned, not loaded: a restore at 100,000 snapshots must not hold every cached record too.
     const { untidy } = await this.cache.scan("briefs", (name, body) => {
-      const i = live!.get(name);
+      const i = live.get(name);
       if (i === undefined) dead = true;
       else {
         const brief = parseBrief(body);
@@ -760,10 +784,11 @@ export class Repository {
         else found[slot[i]] = record;
       }
     });
-    live = undefined; // a full listing below makes its own
     let out = found.filter((r) => r !== undefined).sort(byTime);
     if (out.length < liveCount) {
-      const have = new Set(out.map((r) => r.id));
+      // Which names have a trusted brief, by position: a Set of 100,000 ids is 11 MB of heap.
+      const have = Uint8Array.from(slot, (at) => (at >= 0 && found[at] ? 1 : 0));
+      found.length = 0;
       const same = interner();
       out = await this.listProjected({ listed: names }, (id, snapshot) => {
         const brief = briefOf(snapshot);
@@ -771,9 +796,17 @@ export class Repository {
         brief.tags = same(brief.tags);
         return { id, snapshot: brief };
       });
-      await this.cache.put("briefs", out.filter((r) => !have.has(r.id) && ID_HEX.test(r.id)).map((r) => [r.id, Buffer.from(JSON.stringify(r.snapshot))] as [string, Buffer]));
+      // Recorded oldest first, a bounded batch at a time: 100,000 buffers at once were 28 MB.
+      const batch = new BatchBuilder(this.cache, "briefs");
+      for (const r of out) {
+        const i = live.get(r.id);
+        if ((i !== undefined && have[i]) || !ID_HEX.test(r.id)) continue;
+        batch.add(r.id, Buffer.from(JSON.stringify(r.snapshot)));
+        if (batch.full) await batch.put();
+      }
+      await batch.put();
     }
-    if (dead || untidy) await this.cache.retain("briefs", new NameSlots(names), { rewriteWhenDead: "any" });
+    if (dead || untidy) await this.cache.retain("briefs", live, { rewriteWhenDead: "any" });
     await this.cache.release("briefs");
     return out;
   }
@@ -956,26 +989,34 @@ export class Repository {
    */
   private async spoolRows(names: string[], have: Set<string>): Promise<RowSource & { close(): void }> {
     const spool = await RowSpool.open(this.cache);
-    const listed = await this.listProjected({ listed: names }, (id, snapshot) => {
+    // Where each row is (by the order listEach read them): numbers in arrays, not an object a row.
+    const at: number[] = [];
+    const length: number[] = [];
+    const textAt: number[] = [];
+    const cut: number[] = [];
+    const { order, ids, times } = await this.listEach({ listed: names }, (id, snapshot) => {
       const body = encodeRow(id, snapshot);
-      const { textAt, cut } = rowLayout(body);
-      return { id, snapshot: { time: snapshot.time }, at: spool.append(body), length: body.length, textAt, cut };
+      const layout = rowLayout(body);
+      at.push(spool.append(body));
+      length.push(body.length);
+      textAt.push(layout.textAt);
+      cut.push(layout.cut);
     });
     // Into rows.log oldest first, a bounded batch at a time.
     const batch = new BatchBuilder(this.cache, "rows");
-    for (const r of listed) {
-      if (have.has(r.id) || !ID_HEX.test(r.id)) continue;
-      batch.add(r.id, spool.read(r.at, r.length));
+    for (const k of order) {
+      if (have.has(ids[k]) || !ID_HEX.test(ids[k])) continue;
+      batch.add(ids[k], spool.read(at[k], length[k]));
       if (batch.full) await batch.put();
     }
     await batch.put();
     return {
-      count: listed.length,
-      id: (i) => listed[i].id,
-      time: (i) => String(listed[i].snapshot.time),
-      cut: (i) => listed[i].cut,
-      length: (i) => listed[i].length - listed[i].textAt,
-      text: (i) => spool.read(listed[i].at + listed[i].textAt, listed[i].length - listed[i].textAt),
+      count: order.length,
+      id: (i) => ids[order[i]],
+      time: (i) => times[order[i]],
+      cut: (i) => cut[order[i]],
+      length: (i) => length[order[i]] - textAt[order[i]],
+      text: (i) => spool.read(at[order[i]] + textAt[order[i]], length[order[i]] - textAt[order[i]]),
       close: () => spool.close(),
     };
   }

@@ -6,7 +6,7 @@ import { BlobType, type ChangedWhileRead, type CleanupRecord, INCOMPLETE_TAG, SN
 import { acquireLock } from "../repo/lock.js";
 import { RepoError } from "../repo/errors.js";
 import { removeWriterTempFiles } from "../repo/repair-index.js";
-import { agentRootPath, canBeParent } from "../repo/parent-heads.js";
+import { agentRootPath } from "../repo/parent-heads.js";
 import { ObjectNotFound } from "../targets/target.js";
 import type { Repository, SnapshotRecord } from "../repo/repository.js";
 import { SealPool } from "../repo/seal-pool.js";
@@ -281,12 +281,8 @@ export async function findBases(repo: Repository, parentId: string | undefined, 
     const newer = agent === undefined ? null : await repo.newerSnapshotOfAgent(host, agent, recorded);
     return { parent: recorded, baseline: newer ?? recorded };
   }
-  const all = await repo.listSnapshotHeads();
-  await repo.rememberParents(all);
   // Never an import (its tree came from an archive, its time is the archive's), never a suspect loss.
-  const whole = all.filter((r) => r.snapshot.host === host && canBeParent(r.snapshot));
-  const newestId = whole.filter((r) => JSON.stringify(r.snapshot.roots) === JSON.stringify(roots)).at(-1)?.id;
-  const baselineId = agent === undefined ? newestId : whole.filter((r) => agentRootPath(r.snapshot.roots) === agent).at(-1)?.id;
+  const { parent: newestId, baseline: baselineId } = await repo.listParentHeads(host, roots, agent);
   // Only these two are read in full, from the repository; one forgotten since the listing is no base.
   const full = async (id: string | undefined): Promise<SnapshotRecord | undefined> => {
     if (id === undefined) return undefined;
