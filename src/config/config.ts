@@ -257,6 +257,17 @@ export function isInside(child: string, parent: string): boolean {
   return rel === "" || (!rel.startsWith("..") && !path.isAbsolute(rel));
 }
 
+/**
+ * isInside against one parent for many children that are already resolved (path.resolve): the
+ * watcher's filter runs for every file event, and resolving the parent (and the child, twice, in
+ * path.relative) on each call was most of its cost.
+ */
+export function insideOf(parent: string): (resolvedChild: string) => boolean {
+  const base = path.resolve(parent);
+  const prefix = base.endsWith(path.sep) ? base : base + path.sep;
+  return (child) => child === base || child.startsWith(prefix);
+}
+
 /** flags > environment > config file > XDG defaults. */
 export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Config {
   const { configDir, dataDir, stateDir } = xdgDirs(env);

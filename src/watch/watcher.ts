@@ -17,7 +17,7 @@ import { guardedCopyKind, guardedKeyTable } from "../snapshot/copy-kind.js";
 import { promises as fs, statSync } from "node:fs";
 import path from "node:path";
 import type { FSWatcher } from "chokidar";
-import { isInside, type Config } from "../config/config.js";
+import { insideOf, isInside, type Config } from "../config/config.js";
 import { AGENT_CLEANUP_TAG, CONFIG_KEY, SUSPECT_LOSS_TAG, isImport, type CleanupRecord } from "../repo/format.js";
 import { RepoError } from "../repo/errors.js";
 import type { Repository } from "../repo/repository.js";
@@ -468,11 +468,29 @@ export class Watcher {
     }
   }
 
+  private filterPathsOf?: { config: Config; state: (abs: string) => boolean; repo?: (abs: string) => boolean; roots: { path: string; inside: (abs: string) => boolean }[] };
+
+  /** The folders `ignored` tests every event against, resolved once per config (a reload replaces it). */
+  private filterPaths(): NonNullable<Watcher["filterPathsOf"]> {
+    const c = this.config;
+    if (this.filterPathsOf?.config !== c) {
+      this.filterPathsOf = {
+        config: c,
+        state: insideOf(c.stateDir),
+        repo: c.repo.startsWith("s3://") ? undefined : insideOf(c.repo),
+        roots: c.roots.map((r) => ({ path: r.path, inside: insideOf(r.path) })),
+      };
+    }
+    return this.filterPathsOf;
+  }
+
   /** The filter a snapshot applies, so that node_modules or bin/ churn does not cause snapshots. */
   private ignored(p: string, stats?: { isDirectory(): boolean }): boolean {
-    if (isInside(p, this.config.stateDir) || (!this.config.repo.startsWith("s3://") && isInside(p, this.config.repo))) return true;
+    const f = this.filterPaths();
+    const abs = path.resolve(p);
+    if (f.state(abs) || f.repo?.(abs)) return true;
     let best: string | undefined;
-    for (const r of this.config.roots) if (isInside(p, r.path) && (!best || r.path.length > best.length)) best = r.path;
+    for (const r of f.roots) if (r.inside(abs) && (!best || r.path.length > best.length)) best = r.path;
     if (!best) return false;
     const rel = path.relative(best, p).split(path.sep).join("/");
     if (rel === "") return false;
