@@ -79,13 +79,6 @@ export interface LastFiles {
    * to its parent's, and its line is reused rather than serialised again (most of a large tree).
    */
   lines?: WeakMap<TreeNode, Buffer>;
-  /**
-   * Content lists this process built for a grown file (storeAppend), after checking its parent's
-   * list against the index: their blob lengths add up to the node's size by construction, so the
-   * next append looks up only their tail blobs (a list of 80 MB is 2,500 look-ups otherwise). A list
-   * read from the repository is never in it.
-   */
-  checked?: WeakSet<readonly string[]>;
 }
 
 /** How much of the parent a snapshot may trust instead of reading, and how files are copied (SnapshotOptions). */
@@ -195,7 +188,6 @@ export function createSnapshot(repo: Repository, opts: SnapshotOptions): Promise
       last.files = undefined;
       last.lines = undefined;
       builder.keepFiles();
-      builder.checkedContent = last.checked ??= new WeakSet();
     }
     if (remembered) builder.useParentFiles(remembered, lines);
     else if (parent) {
@@ -460,9 +452,6 @@ export class SnapshotBuilder {
   /** The file nodes this snapshot stores, by node key, and their lines, when keepFiles() was called first. */
   private kept?: { files: Map<string, TreeNode>; lines: WeakMap<TreeNode, Buffer> };
 
-  /** LastFiles.checked, when a long-running process keeps one. */
-  checkedContent?: WeakSet<readonly string[]>;
-
   keepFiles(): void {
     this.kept = { files: new Map(), lines: new WeakMap() };
   }
@@ -656,7 +645,6 @@ export class SnapshotBuilder {
       const interval = this.reading.readAll ? 0 : (this.reading.fullReadIntervalMs ?? DEFAULT_FULL_READ_INTERVAL_MS);
       this.readBlobs = undefined;
       const appended = grown && prefixTrusted(prev.fullReadMs, now, interval) ? await this.storeAppend(handle, prev, before.size) : undefined;
-      if (appended) this.checkedContent?.add(appended.content);
       const bytes = appended ?? (await this.storeWhole(handle, 0, before.size, []));
       const after = await handle.stat();
       const onPath = await fs.lstat(entry.abs).catch(() => undefined);
@@ -756,25 +744,14 @@ export class SnapshotBuilder {
     let offset = 0;
     let total = 0;
     const index = this.repo.index;
-    if (this.checkedContent?.has(content) && typeof prev.size === "number") {
-      // Built here by the last append (LastFiles.checked): only the tail's lengths are needed.
-      for (const id of tail) {
-        const raw = index.rawLengthOf(id);
-        if (raw === 0) return undefined;
-        total += raw;
-      }
-      offset = prev.size - total;
-      if (offset < 0 || (kept.length === 0 && offset !== 0)) return undefined;
-    } else {
-      for (let i = 0; i < content.length; i++) {
-        const id: unknown = content[i];
-        const raw = typeof id === "string" ? index.rawLengthOf(id) : 0;
-        if (raw === 0) return undefined;
-        total += raw;
-        if (i === kept.length - 1) offset = total;
-      }
-      if (total !== prev.size) return undefined;
+    for (let i = 0; i < content.length; i++) {
+      const id: unknown = content[i];
+      const raw = typeof id === "string" ? index.rawLengthOf(id) : 0;
+      if (raw === 0) return undefined;
+      total += raw;
+      if (i === kept.length - 1) offset = total;
     }
+    if (total !== prev.size) return undefined;
     if (kept.length > 0) {
       const lastKept = this.repo.index.get(kept[kept.length - 1]);
       if (!lastKept || lastKept.rawLength > offset) return undefined;

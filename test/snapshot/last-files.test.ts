@@ -61,19 +61,4 @@ describe("the last snapshot's files kept in memory", () => {
     const readBack = await engine.snap({ parent: other.id });
     expect(readBack.snapshot.treeList).toEqual(next.snapshot.treeList);
   });
-  it("an append to a list this process built looks up only its tail (LastFiles.checked) and gives the snapshot made from the parent read back", async () => {
-    const last: LastFiles = {};
-    await engine.snap({ lastFiles: last });
-    append(SESSIONS[0], "checked-1");
-    const one = await engine.snap({ lastFiles: last });
-    const built = [...last.files!.values()].find((n) => n.path === SESSIONS[0])!;
-    expect(last.checked?.has(built.content!)).toBe(true);
-    append(SESSIONS[0], "checked-2");
-    const two = await engine.snap({ lastFiles: last });
-    expect(two.snapshot.parent).toBe(one.id);
-    expect(two.snapshot.summary).toMatchObject({ filesChanged: 1, filesNew: 0 });
-    for (const rel of SESSIONS) expect((await engine.bytes(await engine.node(two, rel))).equals(readFileSync(path.join(sb.agentDir, rel))), rel).toBe(true);
-    const readBack = await engine.snap({ parent: one.id });
-    expect(readBack.snapshot.treeList).toEqual(two.snapshot.treeList);
-  });
 });
