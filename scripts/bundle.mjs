@@ -9,7 +9,24 @@ import { fileURLToPath } from "node:url";
 const root = fileURLToPath(new URL("..", import.meta.url));
 const pkg = JSON.parse(readFileSync(`${root}package.json`, "utf8"));
 const outdir = `${root}dist/cli`;
-const BUNDLED = new Set(["@aws-sdk/client-s3", "@aws-sdk/lib-storage"]);
+const BUNDLED = new Set(["@aws-sdk/client-s3", "@aws-sdk/lib-storage", "commander"]);
+
+// commander is bundled (pure JS): loading its seven CommonJS files from node_modules cost every
+// command their resolution and compilation. It requires child_process at its top only to run
+// executable subcommands, which pi-guard has none of, and child_process pulls in net and dgram:
+// the require is deferred to the spawn. An upgrade that changes the line fails the build here.
+const lazyChildProcess = {
+  name: "commander-lazy-child-process",
+  setup(b) {
+    b.onLoad({ filter: /[\\/]commander[\\/]lib[\\/]command\.js$/ }, (args) => {
+      const line = "const childProcess = require('node:child_process');";
+      const source = readFileSync(args.path, "utf8");
+      if (!source.includes(line)) throw new Error(`${args.path}: no "${line}" to defer`);
+      const lazy = "const childProcess = { spawn: (...a) => require('node:child_process').spawn(...a) };";
+      return { contents: source.replace(line, lazy), loader: "js" };
+    });
+  },
+};
 rmSync(outdir, { recursive: true, force: true });
 await build({
   absWorkingDir: root,
@@ -30,6 +47,10 @@ await build({
   // command such as `snapshots` went from 0.27 to 0.22 s).
   external: Object.keys(pkg.dependencies).filter((d) => !BUNDLED.has(d)),
   mainFields: ["module", "main"],
+  plugins: [lazyChildProcess],
+  // A bundled CommonJS package (commander) requires node's built-ins at run time; an ES module has
+  // no require of its own.
+  banner: { js: 'import { createRequire as __pgRequire } from "node:module"; const require = __pgRequire(import.meta.url);' },
   chunkNames: "chunk-[hash]",
   logLevel: "warning",
 });
