@@ -10,7 +10,6 @@
 import type { GlobalOptions } from "./main.js";
 import { contextOf } from "./context.js";
 import { reportError } from "./output.js";
-import { snapshotAction } from "./snapshot-command.js";
 import { routeProcessWarnings } from "./warnings.js";
 
 /** main.ts's global options that take a value, by each spelling commander accepts for them here. */
@@ -72,6 +71,9 @@ export async function main(argv: string[]): Promise<number> {
   if (!globals) return (await import("./main.js")).main(argv);
   routeProcessWarnings();
   try {
+    // Imported here, not at the top: every other command (a warm search among them) went through
+    // this module and loaded the snapshot command's modules for nothing.
+    const { snapshotAction } = await import("./snapshot-command.js");
     await snapshotAction(contextOf(globals), {});
     return Number(process.exitCode ?? 0);
   } catch (err) {
