@@ -3,13 +3,30 @@
 // is a measurable part of its start-up. Other dependencies stay in node_modules (several are native);
 // lazy imports stay lazy (code splitting). Run by `npm run build` after tsc.
 import { build } from "esbuild";
-import { readFileSync, rmSync } from "node:fs";
+import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const pkg = JSON.parse(readFileSync(`${root}package.json`, "utf8"));
 const outdir = `${root}dist/cli`;
-const BUNDLED = new Set(["@aws-sdk/client-s3", "@aws-sdk/lib-storage"]);
+const BUNDLED = new Set(["@aws-sdk/client-s3", "@aws-sdk/lib-storage", "commander"]);
+
+// commander is bundled (pure JS): loading its seven CommonJS files from node_modules cost every
+// command their resolution and compilation. It requires child_process at its top only to run
+// executable subcommands, which pi-guard has none of, and child_process pulls in net and dgram:
+// the require is deferred to the spawn. An upgrade that changes the line fails the build here.
+const lazyChildProcess = {
+  name: "commander-lazy-child-process",
+  setup(b) {
+    b.onLoad({ filter: /[\\/]commander[\\/]lib[\\/]command\.js$/ }, (args) => {
+      const line = "const childProcess = require('node:child_process');";
+      const source = readFileSync(args.path, "utf8");
+      if (!source.includes(line)) throw new Error(`${args.path}: no "${line}" to defer`);
+      const lazy = "const childProcess = { spawn: (...a) => require('node:child_process').spawn(...a) };";
+      return { contents: source.replace(line, lazy), loader: "js" };
+    });
+  },
+};
 rmSync(outdir, { recursive: true, force: true });
 await build({
   absWorkingDir: root,
@@ -30,9 +47,20 @@ await build({
   // command such as `snapshots` went from 0.27 to 0.22 s).
   external: Object.keys(pkg.dependencies).filter((d) => !BUNDLED.has(d)),
   mainFields: ["module", "main"],
+  plugins: [lazyChildProcess],
   chunkNames: "chunk-[hash]",
   logLevel: "warning",
 });
+
+// A bundled CommonJS package (commander) requires node's built-ins at run time through esbuild's
+// __require, which needs a `require` where it is defined, and an ES module has none. It is given
+// one there only (a banner in every chunk cost a createRequire per file loaded, ~1.5 ms a search).
+const helpers = readdirSync(outdir).filter((f) => f.endsWith(".js") && readFileSync(`${outdir}/${f}`, "utf8").includes("var __require = "));
+if (helpers.length === 0) throw new Error("bundle: no chunk defines __require, yet commander is bundled");
+for (const f of helpers) {
+  const text = readFileSync(`${outdir}/${f}`, "utf8");
+  writeFileSync(`${outdir}/${f}`, `import { createRequire as __pgRequire } from "node:module"; const require = __pgRequire(import.meta.url);\n${text}`);
+}
 
 // The pi extension (src/pi-extension/) runs inside pi, on pi's Node: one self-contained file of
 // node built-ins only, so pi loads it without resolving pi-guard's dependencies.

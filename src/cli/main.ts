@@ -1,25 +1,9 @@
-import { createRequire } from "node:module";
-import type * as Commander from "commander";
+import { Command, CommanderError, Option } from "commander";
 import { VERSION } from "../version.js";
 import { EXIT, reportError } from "./output.js";
-import { registerDoctorCommand, registerKeyCommands, registerRepoCommands } from "./repo-commands.js";
-import { registerPruneCommands } from "./prune-commands.js";
-import { registerCopyCommands } from "./copy-commands.js";
-import { registerRestoreCommands } from "./restore-commands.js";
-import { registerSalvageCommands } from "./salvage-commands.js";
-import { registerSessionsCommands } from "./sessions-commands.js";
-import { registerOpsCommands } from "./service-commands.js";
-import { registerVerifyCommand } from "./verify-command.js";
-import { registerWatchCommands } from "./watch-commands.js";
-import { registerPiCommands } from "./pi-commands.js";
-import { registerAgentsCommand } from "./agents-commands.js";
 import { argsForUnknownCommand, pointUnknownCommandsToHelp } from "./unknown-command.js";
 import { routeProcessWarnings } from "./warnings.js";
-
-// Loaded as CommonJS: importing a CommonJS package from ESM costs a scan of its source for named
-// exports, a measurable part of a short command's start-up.
-const { Command, CommanderError, Option } = createRequire(import.meta.url)("commander") as typeof Commander;
-type Command = Commander.Command;
+import { commandWord } from "./start.js";
 
 export interface GlobalOptions {
   repo?: string;
@@ -32,7 +16,38 @@ export interface GlobalOptions {
   lockWait?: string;
 }
 
-export function buildProgram(): Command {
+type Registrar = (program: Command) => void;
+const VERSION_FLAGS = new Set(["-V", "--version"]);
+
+/**
+ * The top-level commands (with aliases) each module registers, in the order of the full table
+ * (`pi-guard --help` lists them so). A command line that names one of them builds only its group:
+ * loading and building every command's definitions was a measurable part of a short command such
+ * as a warm `sessions search` (bench/README.md, stop 31). test/cli/start-dispatch.test.ts checks
+ * that these names are exactly the full table's.
+ */
+export const GROUPS: readonly { names: readonly string[]; load: () => Promise<Registrar> }[] = [
+  { names: ["init", "snapshot", "backup", "snapshots", "check"], load: async () => (await import("./repo-commands.js")).registerRepoCommands },
+  { names: ["restore", "archive", "demo"], load: async () => (await import("./restore-commands.js")).registerRestoreCommands },
+  { names: ["verify"], load: async () => (await import("./verify-command.js")).registerVerifyCommand },
+  { names: ["key"], load: async () => (await import("./repo-commands.js")).registerKeyCommands },
+  { names: ["doctor"], load: async () => (await import("./repo-commands.js")).registerDoctorCommand },
+  { names: ["agents"], load: async () => (await import("./agents-commands.js")).registerAgentsCommand },
+  { names: ["repair", "salvage"], load: async () => (await import("./salvage-commands.js")).registerSalvageCommands },
+  { names: ["sessions", "stats", "dashboard", "export"], load: async () => (await import("./sessions-commands.js")).registerSessionsCommands },
+  { names: ["status", "schedule", "run-scheduled", "service"], load: async () => (await import("./service-commands.js")).registerOpsCommands },
+  { names: ["forget", "prune"], load: async () => (await import("./prune-commands.js")).registerPruneCommands },
+  { names: ["watch"], load: async () => (await import("./watch-commands.js")).registerWatchCommands },
+  { names: ["copy"], load: async () => (await import("./copy-commands.js")).registerCopyCommands },
+  { names: ["pi"], load: async () => (await import("./pi-commands.js")).registerPiCommands },
+];
+
+/**
+ * The command table; with `args` (argv without node and the script) only the group of the command
+ * they name, when start.ts's strict reading finds its name (anything else builds the whole table:
+ * help, unknown commands, an option it is unsure of).
+ */
+export async function buildProgram(args?: readonly string[]): Promise<Command> {
   const program = new Command("pi-guard")
     .version(VERSION)
     .description("Continuous, encrypted, deduplicated backups of the pi coding agent's sessions, and their recovery.")
@@ -66,26 +81,18 @@ PI_GUARD_RETRY_MAX (how long an outage is waited out: 5m by default, 0 for never
 for restic: repositories PI_GUARD_RESTIC (the restic binary) and restic's backend variables (docs/RESTIC.md).
 Exit codes: 0 ok, 1 failure, 2 usage error, 3 damaged repository data or an incomplete snapshot.`,
   );
-  registerRepoCommands(program);
-  registerRestoreCommands(program);
-  registerVerifyCommand(program);
-  registerKeyCommands(program);
-  registerDoctorCommand(program);
-  registerAgentsCommand(program);
-  registerSalvageCommands(program);
-  registerSessionsCommands(program);
-  registerOpsCommands(program);
-  registerPruneCommands(program);
-  registerWatchCommands(program);
-  registerCopyCommands(program);
-  registerPiCommands(program);
+  const word = args && commandWord(args);
+  const group = word === undefined ? undefined : GROUPS.find((g) => g.names.includes(word));
+  // commander prints the version for a leading --version before it looks for a command.
+  const groups = group ? [group] : args && VERSION_FLAGS.has(args[0]!) ? [] : GROUPS;
+  for (const register of await Promise.all(groups.map((g) => g.load()))) register(program);
   pointUnknownCommandsToHelp(program);
   return program;
 }
 
 export async function main(argv: string[]): Promise<number> {
   routeProcessWarnings();
-  const program = buildProgram();
+  const program = await buildProgram(argv.slice(2));
   try {
     const unknown = argsForUnknownCommand(program, argv.slice(2));
     await program.parseAsync(unknown ? [...argv.slice(0, 2), ...unknown] : argv);

@@ -10,7 +10,6 @@
 import type { GlobalOptions } from "./main.js";
 import { contextOf } from "./context.js";
 import { reportError } from "./output.js";
-import { snapshotAction } from "./snapshot-command.js";
 import { routeProcessWarnings } from "./warnings.js";
 
 /** main.ts's global options that take a value, by each spelling commander accepts for them here. */
@@ -27,14 +26,15 @@ const FLAGS: Record<string, keyof GlobalOptions> = { "--json": "json", "-q": "qu
 const SNAPSHOT = new Set(["snapshot", "backup"]);
 
 /**
- * The global options of `pi-guard [globals] snapshot [globals]` as commander would give them, or
- * undefined for any other command line (the full table then parses it, and reports its mistakes).
+ * The global options and the bare words of `args`, read as commander would read them here; the
+ * reading stops after the first word when `firstWordOnly`. Undefined at the first token it is
+ * unsure of (any other option, or a value that is empty or begins with "-").
  */
-export function plainSnapshotArgs(args: readonly string[]): GlobalOptions | undefined {
+function readGlobals(args: readonly string[], firstWordOnly: boolean): { globals: GlobalOptions; words: string[] } | undefined {
   const globals: GlobalOptions = {};
   const set = globals as Record<string, string | boolean>;
-  let command = false;
-  for (let i = 0; i < args.length; i++) {
+  const words: string[] = [];
+  for (let i = 0; i < args.length && !(firstWordOnly && words.length); i++) {
     const a = args[i]!;
     const eq = a.startsWith("--") ? a.indexOf("=") : -1;
     const name = eq > 0 ? a.slice(0, eq) : a;
@@ -43,10 +43,27 @@ export function plainSnapshotArgs(args: readonly string[]): GlobalOptions | unde
       if (value === undefined || value === "" || value.startsWith("-")) return undefined;
       set[VALUE_OPTIONS[name]] = value;
     } else if (FLAGS[a]) set[FLAGS[a]] = true;
-    else if (!command && SNAPSHOT.has(a)) command = true;
-    else return undefined;
+    else if (a.startsWith("-")) return undefined;
+    else words.push(a);
   }
-  return command ? globals : undefined;
+  return { globals, words };
+}
+
+/**
+ * The global options of `pi-guard [globals] snapshot [globals]` as commander would give them, or
+ * undefined for any other command line (the full table then parses it, and reports its mistakes).
+ */
+export function plainSnapshotArgs(args: readonly string[]): GlobalOptions | undefined {
+  const read = readGlobals(args, false);
+  return read?.words.length === 1 && SNAPSHOT.has(read.words[0]!) ? read.globals : undefined;
+}
+
+/**
+ * The command `args` name after any global options, or undefined when an option comes first that
+ * this reading is unsure of (--help, --version, a value beginning with "-").
+ */
+export function commandWord(args: readonly string[]): string | undefined {
+  return readGlobals(args, true)?.words[0];
 }
 
 export async function main(argv: string[]): Promise<number> {
@@ -54,6 +71,9 @@ export async function main(argv: string[]): Promise<number> {
   if (!globals) return (await import("./main.js")).main(argv);
   routeProcessWarnings();
   try {
+    // Imported here, not at the top: every other command (a warm search among them) went through
+    // this module and loaded the snapshot command's modules for nothing.
+    const { snapshotAction } = await import("./snapshot-command.js");
     await snapshotAction(contextOf(globals), {});
     return Number(process.exitCode ?? 0);
   } catch (err) {

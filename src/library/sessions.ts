@@ -66,8 +66,8 @@ async function withCatalog<T>(host: SessionsHost, liveOnly: boolean, fn: (c: Ses
 }
 
 async function catalogFilter(f: SessionListFilter) {
-  const { timeRange } = await import("../sessions/time-filter.js");
-  const range = timeRange(f);
+  // The time parser (restore/select.ts and what it imports) loads only for a time filter.
+  const range = f.since || f.until || f.date ? (await import("../sessions/time-filter.js")).timeRange(f) : { since: undefined, until: undefined };
   return { project: f.project, tag: f.tag, deleted: f.deleted, host: f.host, agent: await knownAgentName(f.agent), ...range };
 }
 

@@ -1,9 +1,9 @@
 import { RepoError } from "./errors.js";
+import { FORMAT_VERSION } from "./format-version.js";
 import { packCoverKey } from "./index-files.js";
 
-/** Object names inside a target. See docs/FORMAT.md, which must change with this file. */
-export const CONFIG_KEY = "config";
-export const FORMAT_VERSION = 2;
+/** Object names inside a target. See docs/FORMAT.md, which must change with this file (and format-version.ts). */
+export { CONFIG_KEY, FORMAT_VERSION } from "./format-version.js";
 export const ID_BYTES = 32;
 
 /**

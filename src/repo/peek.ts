@@ -4,7 +4,7 @@
 
 import { listNames, ObjectNotFound, type Target } from "../targets/target.js";
 import { RepoError } from "./errors.js";
-import { CONFIG_KEY, FORMAT_VERSION } from "./format.js";
+import { CONFIG_KEY, FORMAT_VERSION } from "./format-version.js";
 import type { RepoConfig } from "./repository.js";
 import { holds, int, object, ShapeProblem, string } from "./shape.js";
 

@@ -16,6 +16,8 @@ declare module "better-sqlite3" {
     fileMustExist?: boolean;
     /** Milliseconds to wait for a lock held by another connection (SQLite's busy timeout). */
     timeout?: number;
+    /** src/sqlite.ts: the addon's path, so the `bindings` package does not search for it. */
+    nativeBinding?: string;
   }
   class Database {
     constructor(filename: string, options?: Options);

@@ -27,8 +27,6 @@ export interface AgentSource {
   contentKey: string;
 }
 
-export const isAgentSource = (s: unknown): s is AgentSource => typeof (s as AgentSource | null)?.agent === "string" && typeof (s as AgentSource).meta === "object";
-
 /**
  * A session of the common model as pi JSONL: the header, then the entries, the leaf last (pi's
  * leaf is the last line; a leaf has no children, so moving it keeps every parent first).

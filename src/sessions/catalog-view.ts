@@ -14,6 +14,9 @@ import type { SessionRecord } from "./catalog.js";
 import type { SnapshotMeta } from "./snapshot-files.js";
 import type { AgentSource } from "./agent-sessions.js";
 
+/** A stored source that is another agent's (agent-sessions.ts); here so that a warm catalog does not load that module. */
+export const isAgentSource = (s: unknown): s is AgentSource => typeof (s as AgentSource | null)?.agent === "string" && typeof (s as AgentSource).meta === "object";
+
 /** Where a snapshot-only session's newest bytes are. */
 export interface SnapshotSource {
   snapshotId: string;

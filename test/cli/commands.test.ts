@@ -98,8 +98,8 @@ describe("no message or document names a command that does not exist", () => {
   beforeAll(async () => {
     // The command tree of the CLI users run (dist/), so it must be built from the current src/.
     if (process.env.PI_GUARD_TEST_ALLOW_STALE_DIST !== "1") expect(staleOutputs(), "run `npm run build` first").toEqual([]);
-    const { buildProgram } = (await import(pathToFileURL(path.join(PROJECT_ROOT, "dist/cli/main.js")).href)) as { buildProgram: () => Command };
-    program = buildProgram();
+    const { buildProgram } = (await import(pathToFileURL(path.join(PROJECT_ROOT, "dist/cli/main.js")).href)) as { buildProgram: () => Promise<Command> };
+    program = await buildProgram();
     for (const file of filesUnder(path.join(PROJECT_ROOT, "src"), ".ts")) sourceMentions(file, mentions);
     const docs = filesUnder(path.join(PROJECT_ROOT, "docs"), ".md");
     for (const file of [...docs, path.join(PROJECT_ROOT, "README.md"), path.join(PROJECT_ROOT, "bench/README.md")]) markdownMentions(file, mentions);
