@@ -9,6 +9,7 @@
  */
 import type { GlobalOptions } from "./main.js";
 import { contextOf } from "./context.js";
+import { smallYoungGeneration } from "../runtime.js";
 import { reportError } from "./output.js";
 import { snapshotAction } from "./snapshot-command.js";
 import { routeProcessWarnings } from "./warnings.js";
@@ -51,7 +52,10 @@ export function plainSnapshotArgs(args: readonly string[]): GlobalOptions | unde
 
 export async function main(argv: string[]): Promise<number> {
   const globals = plainSnapshotArgs(argv.slice(2));
-  if (!globals) return (await import("./main.js")).main(argv);
+  if (!globals) {
+    smallYoungGeneration();
+    return (await import("./main.js")).main(argv);
+  }
   routeProcessWarnings();
   try {
     await snapshotAction(contextOf(globals), {});
