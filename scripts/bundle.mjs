@@ -1,24 +1,65 @@
-// Bundles the compiled CLI (dist/src, from tsc) into dist/cli/: the command-line entry, the seal
-// worker, the library entry (index.js) and shared chunks. A short command then loads a few files instead of ~60 modules, which
+// Bundles the compiled CLI (dist/src, from tsc) into dist/cli/: the command-line entry (start.js),
+// the command table, the seal worker, the library entry (index.js) and shared chunks. A short command then loads a few files instead of ~60 modules, which
 // is a measurable part of its start-up. Other dependencies stay in node_modules (several are native);
 // lazy imports stay lazy (code splitting). Run by `npm run build` after tsc.
 import { build } from "esbuild";
 import { readFileSync, rmSync } from "node:fs";
+import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const pkg = JSON.parse(readFileSync(`${root}package.json`, "utf8"));
 const outdir = `${root}dist/cli`;
 const BUNDLED = new Set(["@aws-sdk/client-s3", "@aws-sdk/lib-storage"]);
+const external = Object.keys(pkg.dependencies).filter((d) => !BUNDLED.has(d));
 rmSync(outdir, { recursive: true, force: true });
+
+// start.js, what bin/pi-guard.js runs, is one file of its own: a plain `pi-guard snapshot` handed to
+// a running watcher loads it and nothing else of pi-guard's (with the split chunks below it loaded
+// about 30 files, and each costs the ESM loader a resolution and a read: 16 ms of CPU in all).
+// Only the hand-off path is in it: its own dynamic imports (HAND_OFF) are bundled in; every other
+// one (the full command table, the direct snapshot, the engine) stays a dynamic import of an entry
+// of the split build, so its code is there once and a direct snapshot runs on the same module
+// instances as every command. A dynamic import added to the hand-off path and not listed here
+// costs a file more, nothing else.
+const HAND_OFF = new Set(["engine/open.js", "watch/state.js", "host.js", "engine/verdict.js", "agents/pi/paths.js"]);
+const lazy = new Map(); // entry name -> compiled source, for the split build
+const src = `${root}dist/src/`;
 await build({
   absWorkingDir: root,
-  // bin/pi-guard.js runs start.js, which loads main.js (commander and the command table) unless the
-  // command is a plain snapshot (src/cli/start.ts).
+  entryPoints: { start: "dist/src/cli/start.js" },
+  outdir,
+  bundle: true,
+  format: "esm",
+  platform: "node",
+  target: "node20",
+  external,
+  logLevel: "warning",
+  plugins: [
+    {
+      name: "lazy-entries",
+      setup(b) {
+        b.onResolve({ filter: /^\./ }, (a) => {
+          if (a.kind !== "dynamic-import") return undefined;
+          const file = path.resolve(a.resolveDir, a.path);
+          if (HAND_OFF.has(path.relative(src, file))) return undefined;
+          // cli/main.js stays dist/cli/main.js (tests and the bench import it).
+          const name = path.relative(src, file).replace(/\.js$/, "").replace(/^cli\//, "").replaceAll("/", "-");
+          lazy.set(name, path.relative(root, file));
+          return { path: `./${name}.js`, external: true };
+        });
+      },
+    },
+  ],
+});
+
+await build({
+  absWorkingDir: root,
+  // main.js is the command table (commander and every command), for anything but a plain snapshot.
   // The workers are entries of their own: SealPool and ParsePool start them from the file next to their chunk.
   // The library API (src/index.ts, package.json "exports") shares the CLI's chunks: one copy of
   // the code in the package, and its types are tsc's declarations in dist/types.
-  entryPoints: { start: "dist/src/cli/start.js", main: "dist/src/cli/main.js", "seal-worker": "dist/src/repo/seal-worker.js", "parse-worker": "dist/src/sessions/parse-worker.js", index: "dist/src/index.js" },
+  entryPoints: { ...Object.fromEntries(lazy), main: "dist/src/cli/main.js", "seal-worker": "dist/src/repo/seal-worker.js", "parse-worker": "dist/src/sessions/parse-worker.js", index: "dist/src/index.js" },
   outdir,
   bundle: true,
   splitting: true,
@@ -28,7 +69,7 @@ await build({
   // The AWS SDK is bundled too, from its ES module builds ("module"): importing its CommonJS
   // packages from node_modules took about 85 ms, its bundled chunks about 45 ms (a short S3
   // command such as `snapshots` went from 0.27 to 0.22 s).
-  external: Object.keys(pkg.dependencies).filter((d) => !BUNDLED.has(d)),
+  external,
   mainFields: ["module", "main"],
   chunkNames: "chunk-[hash]",
   logLevel: "warning",
