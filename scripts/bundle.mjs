@@ -1,4 +1,4 @@
-// Bundles the compiled CLI (dist/src, from tsc) into dist/cli/: the command-line entry (start.js),
+// Bundles the compiled CLI (dist/src, from tsc) into dist/cli/: the command-line entry (start.js, snapshot-plain.js),
 // the command table, the seal worker, the library entry (index.js) and shared chunks. A short command then loads a few files instead of ~60 modules, which
 // is a measurable part of its start-up. Other dependencies stay in node_modules (several are native);
 // lazy imports stay lazy (code splitting). Run by `npm run build` after tsc.
@@ -14,20 +14,21 @@ const BUNDLED = new Set(["@aws-sdk/client-s3", "@aws-sdk/lib-storage"]);
 const external = Object.keys(pkg.dependencies).filter((d) => !BUNDLED.has(d));
 rmSync(outdir, { recursive: true, force: true });
 
-// start.js, what bin/pi-guard.js runs, is one file of its own: a plain `pi-guard snapshot` handed to
-// a running watcher loads it and nothing else of pi-guard's (with the split chunks below it loaded
-// about 30 files, and each costs the ESM loader a resolution and a read: 16 ms of CPU in all).
-// Only the hand-off path is in it: its own dynamic imports (HAND_OFF) are bundled in; every other
-// one (the full command table, the direct snapshot, the engine) stays a dynamic import of an entry
-// of the split build, so its code is there once and a direct snapshot runs on the same module
-// instances as every command. A dynamic import added to the hand-off path and not listed here
-// costs a file more, nothing else.
-const HAND_OFF = new Set(["engine/open.js", "watch/state.js", "host.js", "engine/verdict.js", "agents/pi/paths.js"]);
+// start.js (what bin/pi-guard.js runs: argv and nothing else) and snapshot-plain.js (a plain
+// `pi-guard snapshot` until the watcher answers) are files of their own, built without splitting:
+// a snapshot handed to a running watcher loads these two instead of 30 split chunks (each file
+// costs the ESM loader a resolution and a read: 19 ms of CPU in all). Their own dynamic imports
+// (HAND_OFF) are bundled in; every other one (the full command table, the direct snapshot, the
+// engine) stays a dynamic import of an entry of the split build, so that code is in the package
+// once and a direct snapshot runs on the same module instances as every other command. A dynamic
+// import added to the hand-off path and not listed here costs a file more, nothing else.
+const OWN = { start: "cli/start.js", "snapshot-plain": "cli/snapshot-plain.js" };
+const HAND_OFF = new Set(["watch/socket.js", "engine/open.js", "watch/state.js", "host.js", "engine/verdict.js", "agents/pi/paths.js"]);
 const lazy = new Map(); // entry name -> compiled source, for the split build
 const src = `${root}dist/src/`;
 await build({
   absWorkingDir: root,
-  entryPoints: { start: "dist/src/cli/start.js" },
+  entryPoints: Object.fromEntries(Object.entries(OWN).map(([name, file]) => [name, `dist/src/${file}`])),
   outdir,
   bundle: true,
   format: "esm",
@@ -41,11 +42,13 @@ await build({
       setup(b) {
         b.onResolve({ filter: /^\./ }, (a) => {
           if (a.kind !== "dynamic-import") return undefined;
-          const file = path.resolve(a.resolveDir, a.path);
-          if (HAND_OFF.has(path.relative(src, file))) return undefined;
+          const file = path.relative(src, path.resolve(a.resolveDir, a.path));
+          if (HAND_OFF.has(file)) return undefined;
+          const own = Object.entries(OWN).find(([, f]) => f === file);
+          if (own) return { path: `./${own[0]}.js`, external: true };
           // cli/main.js stays dist/cli/main.js (tests and the bench import it).
-          const name = path.relative(src, file).replace(/\.js$/, "").replace(/^cli\//, "").replaceAll("/", "-");
-          lazy.set(name, path.relative(root, file));
+          const name = file.replace(/\.js$/, "").replace(/^cli\//, "").replaceAll("/", "-");
+          lazy.set(name, `dist/src/${file}`);
           return { path: `./${name}.js`, external: true };
         });
       },

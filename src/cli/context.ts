@@ -4,7 +4,6 @@ import type { Repository } from "../repo/repository.js";
 import type { OpenTargetOptions } from "../targets/open.js";
 import type { OpenedEngine } from "../engine/open.js";
 import { RepoError } from "../repo/errors.js";
-import { smallYoungGeneration } from "../runtime.js";
 import type { GlobalOptions } from "./main.js";
 import { warn, type Output } from "./output.js";
 import { promptHidden } from "./prompt.js";
@@ -49,8 +48,6 @@ export function contextOf(globals: GlobalOptions): Context {
       return repo;
     },
     engine() {
-      // A plain snapshot reaches here only when no watcher took it (start.ts): this process does the work.
-      smallYoungGeneration();
       engine ??= import("../engine/open.js").then(({ isResticLocation, openEngine }) =>
         openEngine(config, { promptPassword: prompt(isResticLocation(config) ? "restic repository password: " : "repository password: "), onWarning: warn }),
       );

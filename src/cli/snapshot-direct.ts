@@ -1,7 +1,7 @@
 /**
- * A plain `pi-guard snapshot` that no watcher took, run by this process. An entry of the bundle of
- * its own (scripts/bundle.mjs): start.js carries only the hand-off path's code, and everything
- * from here on (the engine, the repository, its errors) is the code the command table uses.
+ * A plain `pi-guard snapshot` that no watcher took, run by this process. An entry of the split
+ * bundle (scripts/bundle.mjs): snapshot-plain.js carries only the hand-off path's code, and
+ * everything from here on (the engine, the repository, its errors) is the code the command table uses.
  */
 import type { GlobalOptions } from "./main.js";
 import { contextOf } from "./context.js";

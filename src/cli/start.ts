@@ -3,19 +3,12 @@
  * command a user, cron or an agent's hook runs after every few lines appended, and with a watcher
  * running its work takes a few milliseconds: loading commander and every command's module first
  * cost more than the snapshot (bench/README.md). So that one form is recognised here, by a strict
- * reading of its arguments, and asks the running watcher for it with the least code (the bundle
- * makes this file and its static imports one file, scripts/bundle.mjs); when no watcher takes it,
- * snapshot-direct.ts runs the snapshot command's own code (snapshot-command.ts). Anything else,
- * or anything this reading is unsure of (--help, a snapshot flag, `--repo=`, an option's value
- * that begins with "-"), goes to the full command table in main.ts, unchanged.
+ * reading of its arguments, and runs snapshot-plain.ts, which asks the running watcher for it with
+ * the least code; anything else, or anything this reading is unsure of (--help, a snapshot flag,
+ * `--repo=`, an option's value that begins with "-"), goes to the full command table in main.ts,
+ * unchanged. This file imports nothing at load: every other command pays only for reading argv.
  */
 import type { GlobalOptions } from "./main.js";
-import { takenByWatcher } from "../library/snapshot.js";
-import { smallYoungGeneration } from "../runtime.js";
-import { snapshotByWatcher } from "../watch/socket.js";
-import { contextOf } from "./context.js";
-import { reportError } from "./output.js";
-import { printSnapshot } from "./snapshot-command.js";
 
 /** main.ts's global options that take a value, by each spelling commander accepts for them here. */
 const VALUE_OPTIONS: Record<string, keyof GlobalOptions> = {
@@ -55,21 +48,6 @@ export function plainSnapshotArgs(args: readonly string[]): GlobalOptions | unde
 
 export async function main(argv: string[]): Promise<number> {
   const globals = plainSnapshotArgs(argv.slice(2));
-  if (!globals) {
-    smallYoungGeneration();
-    return (await import("./main.js")).main(argv);
-  }
-  let handOff: string;
-  try {
-    const ctx = contextOf(globals);
-    const asked = await snapshotByWatcher(ctx.config);
-    if ("result" in asked) {
-      await printSnapshot(ctx, await takenByWatcher(ctx.config, asked.result));
-      return Number(process.exitCode ?? 0);
-    }
-    handOff = asked.direct;
-  } catch (err) {
-    return reportError(err);
-  }
-  return (await import("./snapshot-direct.js")).snapshotDirect(globals, handOff);
+  if (!globals) return (await import("./main.js")).main(argv);
+  return (await import("./snapshot-plain.js")).plainSnapshot(globals);
 }

@@ -35,16 +35,18 @@ export async function takeSnapshot(config: Config, engine: () => Promise<Engine>
   });
   let handOff: string | undefined;
   if (plain) {
-    const asked = await (await import("../watch/socket.js")).snapshotByWatcher(config);
-    if ("result" in asked) return takenByWatcher(config, asked.result);
+    const asked = await snapshotByWatcher(config);
+    if (!("direct" in asked)) return asked;
     handOff = asked.direct;
   }
   return snapshotHere(config, engine, opts, handOff);
 }
 
-/** The watcher's snapshot, as takeSnapshot reports it. */
-export async function takenByWatcher(config: Config, result: EngineBackupResult): Promise<SnapshotTaken> {
-  return { result, via: "watcher", engine: "native", notes: await sourceNotes(config, "native", {}) };
+/** A plain snapshot taken by the running watcher, or why the caller must take it itself. */
+export async function snapshotByWatcher(config: Config): Promise<SnapshotTaken | { direct: string }> {
+  const asked = await (await import("../watch/socket.js")).snapshotByWatcher(config);
+  if (!("result" in asked)) return asked;
+  return { result: asked.result, via: "watcher", engine: "native", notes: await sourceNotes(config, "native", {}) };
 }
 
 /** The snapshot taken by this process; `handOff` is why a watcher that was asked did not take it. */

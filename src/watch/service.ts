@@ -14,7 +14,7 @@ import os from "node:os";
 import path from "node:path";
 import type { Config } from "../config/config.js";
 import { resolveCredentials } from "../config/credentials.js";
-import { RUNTIME_ENV } from "../runtime.js";
+import { NODE_FLAGS, RUNTIME_ENV } from "../runtime.js";
 import { makeDirs, syncDir, writeFully } from "../fs-safe.js";
 import { RepoError } from "../repo/errors.js";
 import { parseRepoLocation } from "../targets/location.js";
@@ -181,7 +181,7 @@ export function systemdUnit(program: { node: string; bin: string }, env: Record<
     "",
     "[Service]",
     "Type=simple",
-    `ExecStart=${[systemdQuote(program.node), systemdQuote(program.bin, true)].join(" ")} watch`,
+    `ExecStart=${[systemdQuote(program.node), ...NODE_FLAGS.map((f) => systemdQuote(f, true)), systemdQuote(program.bin, true)].join(" ")} watch`,
     "Restart=on-failure",
     "RestartSec=5",
     // watch flushes pending changes on SIGTERM within 5 s.
@@ -208,6 +208,7 @@ export function launchdPlist(program: { node: string; bin: string }, env: Record
     "  <key>ProgramArguments</key>",
     "  <array>",
     `    ${str(program.node)}`,
+    ...NODE_FLAGS.map((f) => `    ${str(f)}`),
     `    ${str(program.bin)}`,
     `    ${str("watch")}`,
     "  </array>",
@@ -282,7 +283,7 @@ export async function planService(config: Config, opts: PlanOptions = {}): Promi
 export const CHECK_RETRY_MS = 10_000;
 
 /**
- * Run the service's own program (its node and script) with only the environment the
+ * Run the service's own program (its node, node flags and script) with only the environment the
  * service file gives it (nothing inherited from this shell, as `env -i`) in `service probe` mode,
  * which opens the repository and each mirror as the watcher does when it starts. Returns why it
  * failed, or undefined. `credentialsAt` replaces the planned AWS credentials file (a dry run's copy).
@@ -290,7 +291,7 @@ export const CHECK_RETRY_MS = 10_000;
 export function checkAsService(plan: ServicePlan, credentialsAt?: string): string | undefined {
   const env = { ...RUNTIME_ENV, ...plan.environment, ...(credentialsAt ? { AWS_SHARED_CREDENTIALS_FILE: credentialsAt } : {}) };
   const cwd = existsSync(plan.workingDir) ? plan.workingDir : "/";
-  const r = spawnSync(plan.program.node, [plan.program.bin, "service", "probe"], { env, cwd, encoding: "utf8", timeout: 120_000, stdio: ["ignore", "pipe", "pipe"] });
+  const r = spawnSync(plan.program.node, [...NODE_FLAGS, plan.program.bin, "service", "probe"], { env, cwd, encoding: "utf8", timeout: 120_000, stdio: ["ignore", "pipe", "pipe"] });
   if (r.status === 0) return undefined;
   if (r.error) return (r.error as NodeJS.ErrnoException).code === "ETIMEDOUT" ? "the check did not finish in 120 s" : r.error.message;
   const last = (r.stderr ?? "").split("\n").map((l) => l.trim()).filter(Boolean).at(-1);

@@ -8,7 +8,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { RUNTIME_ENV } from "../../src/runtime.js";
+import { NODE_FLAGS, RUNTIME_ENV } from "../../src/runtime.js";
 import { launchdPlist, systemdUnit } from "../../src/watch/service.js";
 import { cli, expectOneLineError, initRepo, ok } from "../helpers/cli.js";
 import { makeSandbox, type Sandbox, writePiConfigFiles } from "../helpers/tmp.js";
@@ -53,7 +53,7 @@ describe("pi-guard service", () => {
     expect(out.stdout).toContain(text);
     expect(text).toMatch(/^Restart=on-failure$/m);
     // The service's node runs as the CLI's shebang runs it.
-    expect(text).toMatch(/^ExecStart=".*node" ".*pi-guard\.js" watch$/m);
+    expect(text).toMatch(/^ExecStart=".*node" "--max-semi-space-size=1" ".*pi-guard\.js" watch$/m);
     expect(text).toContain('Environment="MALLOC_MMAP_THRESHOLD_=262144"');
     expect(text).toContain('Environment="UV_THREADPOOL_SIZE=2"');
     expect(text).toContain(`Environment="PI_GUARD_KEY_FILE=${path.join(s.configHome, "pi-guard", "key")}"`);
@@ -85,7 +85,7 @@ describe("pi-guard service", () => {
     writeFileSync(file, systemdUnit({ node, bin: path.join(dir, "pi guard.js") }, { PI_GUARD_PASSWORD_FILE: path.join(dir, "pass \"word\"") }));
     const text = readFileSync(file, "utf8");
     // The program path is never expanded; an argument's $ is.
-    expect(text).toContain(`ExecStart="${node.replace("%", "%%")}" "${path.join(dir, "pi guard.js").replace("%", "%%").replace("$", "$$$$")}" watch`);
+    expect(text).toContain(`ExecStart="${node.replace("%", "%%")}" "--max-semi-space-size=1" "${path.join(dir, "pi guard.js").replace("%", "%%").replace("$", "$$$$")}" watch`);
     expect(text).toContain('pass \\"word\\"');
     const verified = verifyUnit(file);
     expect(verified.status, verified.output).toBe(0);
@@ -94,7 +94,7 @@ describe("pi-guard service", () => {
   it("the settings a service passes to node are the ones bin/pi-guard.js's shebang line sets", () => {
     const shebang = readFileSync(path.join(import.meta.dirname, "../../bin/pi-guard.js"), "utf8").split("\n")[0];
     const env = Object.entries(RUNTIME_ENV).map(([k, v]) => `${k}=${v}`);
-    expect(shebang).toBe(`#!/usr/bin/env -S ${env.join(" ")} node`);
+    expect(shebang).toBe(`#!/usr/bin/env -S ${env.join(" ")} node ${NODE_FLAGS.join(" ")}`);
   });
 
   it.skipIf(!havePython)("install --platform darwin writes a launchd plist with KeepAlive on failure", async () => {
@@ -104,7 +104,7 @@ describe("pi-guard service", () => {
     expect(out).toMatchObject({ platform: "darwin", file: plist, enable: `launchctl load -w ${plist}` });
     const p = parsePlist(plist);
     expect(p.Label).toBe("dev.pi-guard.watch");
-    expect(p.ProgramArguments).toEqual([process.execPath, expect.stringMatching(/pi-guard\.js$/), "watch"]);
+    expect(p.ProgramArguments).toEqual([process.execPath, "--max-semi-space-size=1", expect.stringMatching(/pi-guard\.js$/), "watch"]);
     expect(p.KeepAlive).toEqual({ SuccessfulExit: false });
     expect(p.RunAtLoad).toBe(true);
     expect(p.EnvironmentVariables).toMatchObject({ MALLOC_MMAP_THRESHOLD_: "262144", UV_THREADPOOL_SIZE: "2", PI_GUARD_REPO: s.repo, PI_CODING_AGENT_DIR: s.agentDir, PI_GUARD_KEY_FILE: path.join(s.configHome, "pi-guard", "key") });
@@ -112,7 +112,7 @@ describe("pi-guard service", () => {
     // XML special characters in a value stay intact.
     const odd = path.join(s.root, "odd");
     writeFileSync(odd, launchdPlist({ node: "/n", bin: "/b<&>" }, { PI_GUARD_REPO: `/r/"a" & <b>` }, "/s"));
-    expect(parsePlist(odd)).toMatchObject({ ProgramArguments: ["/n", "/b<&>", "watch"], EnvironmentVariables: { PI_GUARD_REPO: `/r/"a" & <b>` } });
+    expect(parsePlist(odd)).toMatchObject({ ProgramArguments: ["/n", "--max-semi-space-size=1", "/b<&>", "watch"], EnvironmentVariables: { PI_GUARD_REPO: `/r/"a" & <b>` } });
     expect((await ok(s, ["service", "uninstall", "--platform", "darwin", "--json"])).json().removed).toBe(true);
   });
 

@@ -65,7 +65,7 @@ describe("pi-guard snapshot handed to the watcher", () => {
     expect((await stopWatch(w)).code).toBe(0);
   }, 60_000);
 
-  it("handed off, the CLI loads one file of pi-guard's code: start.js (scripts/bundle.mjs)", async () => {
+  it("handed off, the CLI loads two files of pi-guard's code: start.js and snapshot-plain.js (scripts/bundle.mjs)", async () => {
     const sb = await setup("sock-files");
     const w = watch(sb, ["--debounce", "60000"]);
     await waitReady(sb, w);
@@ -75,7 +75,7 @@ describe("pi-guard snapshot handed to the watcher", () => {
     const r = await ok(watchEnv(sb), ["snapshot", "--json"], { env: { NODE_OPTIONS: `--import=${hooks}`, LOADED_FILES_OUT: out } });
     expect(r.json<Taken>().via).toBe("watcher");
     const ours = readFileSync(out, "utf8").split("\n").filter((u) => u.startsWith(pathToFileURL(path.join(PROJECT_ROOT, "dist")).href));
-    expect(ours.map((u) => path.relative(PROJECT_ROOT, fileURLToPath(u)))).toEqual([path.join("dist", "cli", "start.js")]);
+    expect(ours.map((u) => path.relative(PROJECT_ROOT, fileURLToPath(u)))).toEqual([path.join("dist", "cli", "start.js"), path.join("dist", "cli", "snapshot-plain.js")]);
     expect((await stopWatch(w)).code).toBe(0);
   }, 60_000);
 
