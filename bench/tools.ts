@@ -111,7 +111,7 @@ export function resticTool(workDir: string, agentDir: string, remote?: RemoteRep
 export function piGuardTool(workDir: string, agentDir: string, projectRoot: string, remote?: RemoteRepo): BackupTool & { startWatch(): Promise<RunningWatcher> } {
   const repoDir = join(workDir, "pi-guard-repo");
   const tag = remote ? `-${remote.tag}` : "";
-  const mainJs = join(projectRoot, "dist/cli/main.js"); // what bin/pi-guard.js runs
+  const mainJs = join(projectRoot, "dist/cli/main.js"); // the command table bin/pi-guard.js runs (via start.js)
   const bin = join(projectRoot, "bin/pi-guard.js");
   const xdgConfig = join(workDir, `xdg-config${tag}`);
   const xdgData = join(workDir, `xdg-data${tag}`);

@@ -1,9 +1,12 @@
-// Bundles the compiled CLI (dist/src, from tsc) into dist/cli/: the command-line entry, the seal
-// worker, the library entry (index.js) and shared chunks. A short command then loads a few files instead of ~60 modules, which
-// is a measurable part of its start-up. Other dependencies stay in node_modules (several are native);
-// lazy imports stay lazy (code splitting). Run by `npm run build` after tsc.
+// Bundles the compiled CLI (dist/src, from tsc) into dist/cli/: the command-line entry (start.js)
+// and the plain snapshot's hand-off (snapshot-plain.js), each one file; then the command table
+// (main.js), the workers, the library entry (index.js) and the entries those two files import
+// lazily, with shared chunks. A short command then loads a few files instead of ~60 modules, which
+// is a measurable part of its start-up. Other dependencies stay in node_modules (several are
+// native); lazy imports stay lazy (code splitting). Run by `npm run build` after tsc.
 import { build } from "esbuild";
 import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -27,15 +30,58 @@ const lazyChildProcess = {
     });
   },
 };
+const external = Object.keys(pkg.dependencies).filter((d) => !BUNDLED.has(d));
 rmSync(outdir, { recursive: true, force: true });
+
+// start.js (what bin/pi-guard.js runs: argv and nothing else) and snapshot-plain.js (a plain
+// `pi-guard snapshot` until the watcher answers) are files of their own, built without splitting:
+// a snapshot handed to a running watcher loads these two instead of 29 split chunks (each file
+// costs the ESM loader a resolution and a read: 18 ms of CPU in all). Their own dynamic imports
+// (HAND_OFF) are bundled in; every other one (the full command table, the direct snapshot, the
+// engine) stays a dynamic import of an entry of the split build, so that code is in the package
+// once and a direct snapshot runs on the same module instances as every other command. A dynamic
+// import added to the hand-off path and not listed here costs a file more, nothing else.
+const OWN = { start: "cli/start.js", "snapshot-plain": "cli/snapshot-plain.js" };
+const HAND_OFF = new Set(["watch/socket.js", "engine/open.js", "watch/state.js", "host.js", "engine/verdict.js", "agents/pi/paths.js"]);
+const lazy = new Map(); // entry name -> compiled source, for the split build
+const src = `${root}dist/src/`;
 await build({
   absWorkingDir: root,
-  // bin/pi-guard.js runs start.js, which loads main.js (commander and the command table) unless the
-  // command is a plain snapshot (src/cli/start.ts).
+  entryPoints: Object.fromEntries(Object.entries(OWN).map(([name, file]) => [name, `dist/src/${file}`])),
+  outdir,
+  bundle: true,
+  format: "esm",
+  platform: "node",
+  target: "node20",
+  external,
+  logLevel: "warning",
+  plugins: [
+    {
+      name: "lazy-entries",
+      setup(b) {
+        b.onResolve({ filter: /^\./ }, (a) => {
+          if (a.kind !== "dynamic-import") return undefined;
+          const file = path.relative(src, path.resolve(a.resolveDir, a.path));
+          if (HAND_OFF.has(file)) return undefined;
+          const own = Object.entries(OWN).find(([, f]) => f === file);
+          if (own) return { path: `./${own[0]}.js`, external: true };
+          // cli/main.js stays dist/cli/main.js (tests and the bench import it).
+          const name = file.replace(/\.js$/, "").replace(/^cli\//, "").replaceAll("/", "-");
+          lazy.set(name, `dist/src/${file}`);
+          return { path: `./${name}.js`, external: true };
+        });
+      },
+    },
+  ],
+});
+
+await build({
+  absWorkingDir: root,
+  // main.js is the command table (commander and every command), for anything but a plain snapshot.
   // The workers are entries of their own: SealPool and ParsePool start them from the file next to their chunk.
   // The library API (src/index.ts, package.json "exports") shares the CLI's chunks: one copy of
   // the code in the package, and its types are tsc's declarations in dist/types.
-  entryPoints: { start: "dist/src/cli/start.js", main: "dist/src/cli/main.js", "seal-worker": "dist/src/repo/seal-worker.js", "parse-worker": "dist/src/sessions/parse-worker.js", index: "dist/src/index.js" },
+  entryPoints: { ...Object.fromEntries(lazy), main: "dist/src/cli/main.js", "seal-worker": "dist/src/repo/seal-worker.js", "parse-worker": "dist/src/sessions/parse-worker.js", index: "dist/src/index.js" },
   outdir,
   bundle: true,
   splitting: true,
@@ -45,7 +91,7 @@ await build({
   // The AWS SDK is bundled too, from its ES module builds ("module"): importing its CommonJS
   // packages from node_modules took about 85 ms, its bundled chunks about 45 ms (a short S3
   // command such as `snapshots` went from 0.27 to 0.22 s).
-  external: Object.keys(pkg.dependencies).filter((d) => !BUNDLED.has(d)),
+  external,
   mainFields: ["module", "main"],
   plugins: [lazyChildProcess],
   chunkNames: "chunk-[hash]",

@@ -3,6 +3,7 @@
  * or, for a plain snapshot, by the early dispatch in start.ts, which runs it before commander and
  * the other commands are loaded. One body for both, so their output and exit codes are the same.
  */
+import type { SnapshotTaken } from "../library/snapshot.js";
 import type { Context } from "./context.js";
 import { formatBytes, formatDuration, info, printJson, table, warn } from "./output.js";
 import { Progress } from "./progress.js";
@@ -17,12 +18,23 @@ export interface SnapshotOptions {
   fullRead?: boolean;
 }
 
-export async function snapshotAction(ctx: Context, opts: SnapshotOptions): Promise<void> {
+/**
+ * `handOff`, when given, is why the running watcher did not take this plain snapshot: start.ts
+ * asked it already, so it is not asked again.
+ */
+export async function snapshotAction(ctx: Context, opts: SnapshotOptions, handOff?: string): Promise<void> {
   const progress = new Progress(!ctx.out.json && !ctx.out.quiet);
   const onProgress = (p: { files: number; bytes: number; current: string }) => progress.update(`${p.files} files, ${formatBytes(p.bytes)}  ${p.current}`);
   // A plain snapshot goes to the running watcher when there is one (src/library/snapshot.ts).
-  const { takeSnapshot } = await import("../library/snapshot.js");
-  const taken = await takeSnapshot(ctx.config, () => ctx.engine(), { ...opts, tags: opts.tag, lockWaitMs: ctx.lockWaitMs, onProgress, readAll: opts.fullRead }).finally(() => progress.done());
+  const { snapshotHere, takeSnapshot } = await import("../library/snapshot.js");
+  const engineOpts = { ...opts, tags: opts.tag, lockWaitMs: ctx.lockWaitMs, onProgress, readAll: opts.fullRead };
+  const engine = () => ctx.engine();
+  const taken = await (handOff === undefined ? takeSnapshot(ctx.config, engine, engineOpts) : snapshotHere(ctx.config, engine, engineOpts, handOff)).finally(() => progress.done());
+  await printSnapshot(ctx, taken);
+}
+
+/** What `pi-guard snapshot` prints and exits with for a snapshot taken here or by the watcher. */
+export async function printSnapshot(ctx: Context, taken: SnapshotTaken): Promise<void> {
   const { result: r, via } = taken;
   const restic = taken.engine === "restic";
   const where = restic ? `restic repository at ${ctx.config.repo.slice("restic:".length)}` : `repository at ${ctx.config.repo}`;
@@ -43,7 +55,8 @@ export async function snapshotAction(ctx: Context, opts: SnapshotOptions): Promi
   if (result.loss && r.lossAccepted) info(ctx.out, `accepted the deletion of ${result.loss.lost} of ${result.loss.filesBefore} files: snapshot ${result.id.slice(0, 8)} is the new whole state`);
   const exit = findingsExit(findings);
   if (exit && !process.exitCode) process.exitCode = exit;
-  const { reportShipments, shipmentJson } = await import("./copy-commands.js");
+  // Mirrors are shipped only by a snapshot taken here: start.ts's bundle of the hand-off path does not load the copy commands.
+  const shipping = r.mirrors.length ? await import("./copy-commands.js") : undefined;
   if (ctx.out.json) {
     printJson({
       snapshotId: result.id,
@@ -57,12 +70,12 @@ export async function snapshotAction(ctx: Context, opts: SnapshotOptions): Promi
       // An agent's own age-based cleanup since the last whole snapshot (not a loss), or null.
       ...(restic ? {} : { cleanup: result.cleanup ?? null }),
       lossAccepted: r.lossAccepted,
-      ...(r.mirrors.length ? { mirrors: r.mirrors.map(shipmentJson) } : {}),
+      ...(shipping ? { mirrors: r.mirrors.map(shipping.shipmentJson) } : {}),
       via,
       // Why a running watcher did not take it, when one was asked.
       ...(taken.handOff !== undefined ? { handOff: taken.handOff } : {}),
     });
-    reportShipments(ctx, r.mirrors, result.id);
+    shipping?.reportShipments(ctx, r.mirrors, result.id);
     return;
   }
   info(
@@ -75,5 +88,5 @@ export async function snapshotAction(ctx: Context, opts: SnapshotOptions): Promi
       ["duration", formatDuration(s.durationMs)],
     ]),
   );
-  reportShipments(ctx, r.mirrors, result.id);
+  shipping?.reportShipments(ctx, r.mirrors, result.id);
 }

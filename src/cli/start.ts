@@ -3,14 +3,12 @@
  * command a user, cron or an agent's hook runs after every few lines appended, and with a watcher
  * running its work takes a few milliseconds: loading commander and every command's module first
  * cost more than the snapshot (bench/README.md). So that one form is recognised here, by a strict
- * reading of its arguments, and runs the snapshot command's own code (snapshot-command.ts) at
- * once; anything else, or anything this reading is unsure of (--help, a snapshot flag, `--repo=`,
- * an option's value that begins with "-"), goes to the full command table in main.ts, unchanged.
+ * reading of its arguments, and runs snapshot-plain.ts, which asks the running watcher for it with
+ * the least code; anything else, or anything this reading is unsure of (--help, a snapshot flag,
+ * `--repo=`, an option's value that begins with "-"), goes to the full command table in main.ts,
+ * unchanged. This file imports nothing at load: every other command pays only for reading argv.
  */
 import type { GlobalOptions } from "./main.js";
-import { contextOf } from "./context.js";
-import { reportError } from "./output.js";
-import { routeProcessWarnings } from "./warnings.js";
 
 /** main.ts's global options that take a value, by each spelling commander accepts for them here. */
 const VALUE_OPTIONS: Record<string, keyof GlobalOptions> = {
@@ -69,14 +67,5 @@ export function commandWord(args: readonly string[]): string | undefined {
 export async function main(argv: string[]): Promise<number> {
   const globals = plainSnapshotArgs(argv.slice(2));
   if (!globals) return (await import("./main.js")).main(argv);
-  routeProcessWarnings();
-  try {
-    // Imported here, not at the top: every other command (a warm search among them) went through
-    // this module and loaded the snapshot command's modules for nothing.
-    const { snapshotAction } = await import("./snapshot-command.js");
-    await snapshotAction(contextOf(globals), {});
-    return Number(process.exitCode ?? 0);
-  } catch (err) {
-    return reportError(err);
-  }
+  return (await import("./snapshot-plain.js")).plainSnapshot(globals);
 }

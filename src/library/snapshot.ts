@@ -35,10 +35,22 @@ export async function takeSnapshot(config: Config, engine: () => Promise<Engine>
   });
   let handOff: string | undefined;
   if (plain) {
-    const asked = await (await import("../watch/socket.js")).snapshotByWatcher(config);
-    if ("result" in asked) return { result: asked.result, via: "watcher", engine: "native", notes: await sourceNotes(config, "native", opts) };
+    const asked = await snapshotByWatcher(config);
+    if (!("direct" in asked)) return asked;
     handOff = asked.direct;
   }
+  return snapshotHere(config, engine, opts, handOff);
+}
+
+/** A plain snapshot taken by the running watcher, or why the caller must take it itself. */
+export async function snapshotByWatcher(config: Config): Promise<SnapshotTaken | { direct: string }> {
+  const asked = await (await import("../watch/socket.js")).snapshotByWatcher(config);
+  if (!("result" in asked)) return asked;
+  return { result: asked.result, via: "watcher", engine: "native", notes: await sourceNotes(config, "native", {}) };
+}
+
+/** The snapshot taken by this process; `handOff` is why a watcher that was asked did not take it. */
+export async function snapshotHere(config: Config, engine: () => Promise<Engine>, opts: EngineBackupOptions, handOff?: string): Promise<SnapshotTaken> {
   const e = await engine();
   const result = await e.backup(opts);
   return { result, via: "direct", engine: e.kind, notes: await sourceNotes(config, e.kind, opts), ...(handOff !== undefined ? { handOff } : {}) };

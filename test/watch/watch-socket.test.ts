@@ -6,8 +6,9 @@ import { randomBytes } from "node:crypto";
 import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
-import { cli, collect, ok, spawnCli } from "../helpers/cli.js";
+import { cli, collect, ok, PROJECT_ROOT, spawnCli } from "../helpers/cli.js";
 import { files, readLog, restoredBytes, stopWatch, waitFor, waitReady, watchEnv, watchScene } from "./watch-helpers.js";
 
 const { setup, watch } = watchScene();
@@ -61,6 +62,20 @@ describe("pi-guard snapshot handed to the watcher", () => {
     const tagged = (await ok(watchEnv(sb), ["snapshot", "--json", "--tag", "mine"])).json<Taken>();
     expect(tagged).toMatchObject({ via: "direct", tags: ["mine"] });
     expect(tagged.handOff).toBeUndefined();
+    expect((await stopWatch(w)).code).toBe(0);
+  }, 60_000);
+
+  it("handed off, the CLI loads two files of pi-guard's code: start.js and snapshot-plain.js (scripts/bundle.mjs)", async () => {
+    const sb = await setup("sock-files");
+    const w = watch(sb, ["--debounce", "60000"]);
+    await waitReady(sb, w);
+    append(SESSION(sb), "f1");
+    const out = path.join(sb.root, "loaded-files");
+    const hooks = path.join(PROJECT_ROOT, "test", "helpers", "loaded-files", "register.mjs");
+    const r = await ok(watchEnv(sb), ["snapshot", "--json"], { env: { NODE_OPTIONS: `--import=${hooks}`, LOADED_FILES_OUT: out } });
+    expect(r.json<Taken>().via).toBe("watcher");
+    const ours = readFileSync(out, "utf8").split("\n").filter((u) => u.startsWith(pathToFileURL(path.join(PROJECT_ROOT, "dist")).href));
+    expect(ours.map((u) => path.relative(PROJECT_ROOT, fileURLToPath(u)))).toEqual([path.join("dist", "cli", "start.js"), path.join("dist", "cli", "snapshot-plain.js")]);
     expect((await stopWatch(w)).code).toBe(0);
   }, 60_000);
 

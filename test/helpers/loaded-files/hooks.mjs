@@ -1,0 +1,6 @@
+import { appendFileSync } from "node:fs";
+
+export async function load(url, context, next) {
+  appendFileSync(process.env.LOADED_FILES_OUT, `${url}\n`);
+  return next(url, context);
+}
