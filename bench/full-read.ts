@@ -32,17 +32,11 @@ import { SealPool } from "../src/repo/seal-pool.js";
 import { readTree } from "../src/snapshot/tree.js";
 import { createSnapshot } from "../src/snapshot/snapshotter.js";
 import { LocalTarget } from "../src/targets/local.js";
+import { cleanEnv } from "./env.js";
 
 const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const BIN = join(PROJECT_ROOT, "bin", "pi-guard.js");
 const log = (msg: string): void => void process.stderr.write(`[bench:full-read] ${msg}\n`);
-
-/** The environment without anything that could point a tool at real data. */
-function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!/^(RESTIC_|PI_GUARD_|PI_CODING_AGENT|XDG_)/.test(k)) env[k] = v;
-  return { ...env, NO_COLOR: "1", ...extra };
-}
 
 interface StepResult {
   step: string;

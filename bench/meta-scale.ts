@@ -23,6 +23,7 @@ import { bodyBuffer, type PutBody } from "../src/targets/target.js";
 import { PROGRAM } from "../src/version.js";
 import { SNAPSHOT_VERSION, type Snapshot } from "../src/repo/format.js";
 import { measure, type Measurement } from "./measure.js";
+import { cleanEnv } from "./env.js";
 
 const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 let BIN = join(PROJECT_ROOT, "bin/pi-guard.js");
@@ -37,12 +38,6 @@ class GeneratorTarget extends LocalTarget {
     if (!Buffer.isBuffer(data) && data.movableFile) await fs.rename(data.movableFile, file);
     else await fs.writeFile(file, await bodyBuffer(data, key), { mode: 0o600 });
   }
-}
-
-function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!/^(RESTIC_|PI_GUARD_|PI_CODING_AGENT|XDG_)/.test(k)) env[k] = v;
-  return { ...env, NO_COLOR: "1", ...extra };
 }
 
 function makeAgentDir(dir: string): string[] {

@@ -13,6 +13,7 @@ import { parseArgs } from "node:util";
 import { measure } from "./measure.js";
 import { diffCounts, startCountingProxy } from "./s3-proxy.js";
 import { compareTrees, hashTree } from "./treeHash.js";
+import { cleanEnv } from "./env.js";
 
 const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const { values: args } = parseArgs({
@@ -33,8 +34,7 @@ const port = await new Promise<number>((res, rej) => {
 });
 const proxy = await startCountingProxy(port);
 
-const clean: Record<string, string> = { NO_COLOR: "1" };
-for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !/^(RESTIC_|PI_GUARD_|PI_CODING_AGENT|XDG_|AWS_)/.test(k)) clean[k] = v;
+const clean = cleanEnv({}, /^AWS_/);
 const aws = { AWS_ACCESS_KEY_ID: "S3RVER", AWS_SECRET_ACCESS_KEY: "S3RVER", AWS_REGION: "us-east-1", AWS_DEFAULT_REGION: "us-east-1" };
 
 interface Tool {

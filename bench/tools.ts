@@ -5,6 +5,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { watcherFiles } from "../src/watch/state.js";
 import { measure, type Measurement } from "./measure.js";
+import { cleanEnv } from "./env.js";
 
 /** Far above any expected step at 1 GiB; only there so a hang fails the step instead of the run. */
 const STEP_TIMEOUT_MS = 20 * 60 * 1000;
@@ -24,15 +25,6 @@ export interface BackupTool {
 /** A `pi-guard watch` the bench started; `snapshot` is then handed to it (src/watch/socket.ts). */
 export interface RunningWatcher {
   stop(): Promise<void>;
-}
-
-/** The environment without any variable that could point a tool at a user's real repo or agent dir. */
-function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (!/^(RESTIC_|PI_GUARD_|PI_CODING_AGENT|XDG_)/.test(k)) env[k] = v;
-  }
-  return { ...env, NO_COLOR: "1", ...extra };
 }
 
 /** First useful line of a failed command, for the "error: ..." table cell. */

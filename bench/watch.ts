@@ -16,6 +16,7 @@ import { parseArgs } from "node:util";
 import { watcherFiles } from "../src/watch/state.js";
 import { Prng } from "./prng.js";
 import { formatBytes } from "./size.js";
+import { cleanEnv } from "./env.js";
 
 const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const BIN = join(PROJECT_ROOT, "bin", "pi-guard.js");
@@ -61,12 +62,6 @@ function fixtureLines(dir: string): string[] {
   walk(dir);
   if (lines.length === 0) throw new Error(`no entry lines in ${dir}`);
   return lines;
-}
-
-function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!/^(RESTIC_|PI_GUARD_|PI_CODING_AGENT|XDG_)/.test(k)) env[k] = v;
-  return { ...env, ...extra };
 }
 
 function run(env: NodeJS.ProcessEnv, argv: string[]): { code: number; stdout: string; stderr: string } {
