@@ -67,7 +67,7 @@ export async function openWatcher(opts: WatchOptions): Promise<RunningWatcher> {
     import("../watch/log.js"),
     import("../watch/watcher.js"),
   ]);
-  const [{ Scheduler, upcomingJobs }, { jobContext, runJob }] = await Promise.all([import("../watch/schedule.js"), import("../watch/jobs.js")]);
+  const [{ Scheduler, upcomingJobsFrom }, { jobContext, runJob }] = await Promise.all([import("../watch/schedule.js"), import("../watch/jobs.js")]);
   const config = opts.config;
   assertRepoOutsideAgentDir(config);
   const files = watcherFiles(config.stateDir, config.agentDir);
@@ -83,6 +83,7 @@ export async function openWatcher(opts: WatchOptions): Promise<RunningWatcher> {
     };
     const { engineOver } = await import("../engine/open.js");
     const jobs = jobContext(config, () => engineOver(config, repo), opts.lockWaitMs);
+    const upcoming = upcomingJobsFrom(config.schedules);
     const scheduler =
       opts.schedules === false
         ? undefined
@@ -100,7 +101,7 @@ export async function openWatcher(opts: WatchOptions): Promise<RunningWatcher> {
                 }
               },
             }),
-            { nextJobs: () => upcomingJobs(config.schedules, new Date()) },
+            { nextJobs: () => upcoming(new Date()) },
           );
     const watcher = new Watcher({
       config,

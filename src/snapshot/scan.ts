@@ -118,6 +118,9 @@ function entryName(raw: Buffer): { text: string; raw?: Buffer } {
   }
 }
 
+/** How many entries of a folder the walk lstats ahead of the one it yields. */
+const LSTAT_AHEAD = 16;
+
 async function* walk(
   root: SourceRoot,
   dir: string | Buffer,
@@ -138,17 +141,26 @@ async function* walk(
   }
   const bytesOf = (n: { text: string; raw?: Buffer }) => n.raw ?? Buffer.from(n.text);
   const names = raw.map(entryName).sort((a, b) => (a.text < b.text ? -1 : a.text > b.text ? 1 : Buffer.compare(bytesOf(a), bytesOf(b))));
-  for (const name of names) {
+  const absOf = (name: { text: string; raw?: Buffer }) =>
+    typeof dir === "string" && !name.raw ? path.join(dir, name.text) : Buffer.concat([Buffer.from(dir), Buffer.from("/"), bytesOf(name)]);
+  // The lstats of the next few entries are in flight while this one is handled: one at a time, each
+  // waited a thread-pool round trip. They are taken in order all the same, each before its entry.
+  const ahead: { abs: string | Buffer; stat: Promise<Stats | { error: unknown }> }[] = [];
+  const lstatOf = (i: number) => {
+    const abs = absOf(names[i]);
+    ahead[i % LSTAT_AHEAD] = { abs, stat: fs.lstat(abs).catch((error: unknown) => ({ error })) };
+  };
+  for (let i = 0; i < Math.min(LSTAT_AHEAD, names.length); i++) lstatOf(i);
+  for (const [i, name] of names.entries()) {
+    const { abs, stat: pending } = ahead[i % LSTAT_AHEAD];
+    const stat = await pending;
+    if (i + LSTAT_AHEAD < names.length) lstatOf(i + LSTAT_AHEAD);
     const relPath = rel ? `${rel}/${name.text}` : name.text;
     // Raw bytes are kept from the first name that is not UTF-8 down.
     const bytes = relBytes || name.raw ? Buffer.concat([relBytes ?? Buffer.from(rel), Buffer.from(rel ? "/" : ""), bytesOf(name)]) : undefined;
-    const abs = typeof dir === "string" && !name.raw ? path.join(dir, name.text) : Buffer.concat([Buffer.from(dir), Buffer.from("/"), bytesOf(name)]);
-    let stat: Stats;
-    try {
-      stat = await fs.lstat(abs);
-    } catch (err) {
+    if ("error" in stat) {
       // accept(…, true) is false only for an excluded name: those are not worth a warning.
-      if (onUnreadable && isPathError(err) && accept(relPath, true)) onUnreadable(root.name, relPath, err as NodeJS.ErrnoException);
+      if (onUnreadable && isPathError(stat.error) && accept(relPath, true)) onUnreadable(root.name, relPath, stat.error as NodeJS.ErrnoException);
       continue;
     }
     const entry = { root: root.name, path: relPath, abs, stat, ...(bytes ? { pathBytes: bytes.toString("base64") } : {}) };

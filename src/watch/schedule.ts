@@ -147,6 +147,29 @@ export function upcomingJobs(schedules: Schedule[], from: Date): { job: Schedule
     .sort((a, b) => a.next.localeCompare(b.next));
 }
 
+/** How long upcomingJobsFrom keeps a list at most: a fire time beyond the search window comes into it. */
+const UPCOMING_KEEP_MS = 60_000;
+
+/**
+ * upcomingJobs for one set of schedules as the clock moves on (the watcher's state, refreshed twice
+ * a snapshot and on every tick): the list holds until the soonest of its times comes, so it is
+ * computed again then, when the clock goes back, or after a minute, not on every call.
+ */
+export function upcomingJobsFrom(schedules: Schedule[]): (now: Date) => ReturnType<typeof upcomingJobs> {
+  let from = Infinity;
+  let until = -Infinity;
+  let jobs: ReturnType<typeof upcomingJobs> = [];
+  return (now) => {
+    const t = now.getTime();
+    if (t < from || t >= until) {
+      jobs = upcomingJobs(schedules, now);
+      from = t;
+      until = Math.min(t + UPCOMING_KEEP_MS, jobs.length ? Date.parse(jobs[0].next) : Infinity);
+    }
+    return jobs;
+  };
+}
+
 export interface DueJob {
   job: ScheduledJob;
   cron: string;

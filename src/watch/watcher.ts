@@ -631,6 +631,12 @@ export class Watcher {
         cleanupAtCommit: () => cleanup,
         lastFiles: this.lastFiles,
       });
+      // The snapshot is durable (createSnapshot returns once its object is saved and the lock is
+      // gone): whoever waits on the socket hears it before the bookkeeping below.
+      if (handOffs.length) {
+        const answer = { result: handOffResult(result, verdict) };
+        for (const w of handOffs) w(answer);
+      }
       this.settlingSince = 0;
       const ms = Date.now() - started;
       const s = result.snapshot.summary;
@@ -643,10 +649,6 @@ export class Watcher {
       this.state.lastSnapshot = { id: result.id, time: result.snapshot.time, began: new Date(started).toISOString(), durationMs: ms, files: s.files };
       this.opts.log.write("info", "snapshot", { id: result.id, ms, files: s.files, bytesNew: s.bytesNew, bytesStored: s.bytesStored, tags: result.snapshot.tags, parent: result.snapshot.parent ?? null });
       this.opts.onReport?.({ kind: "snapshot", id: result.id, ms, files: s.files, bytesNew: s.bytesNew, suspect: verdict, ...(cleanup ? { cleanup, cleanupLine: describeCleanup(cleanup, result.id) } : {}) });
-      if (handOffs.length) {
-        const answer = { result: handOffResult(result, verdict) };
-        for (const w of handOffs) w(answer);
-      }
       this.shipper.noteSnapshot(result.snapshot.time);
       if (cleanup) this.logCleanup(result.id, cleanup);
       if (verdict) this.markSuspect(result.id, verdict);
@@ -689,6 +691,8 @@ export class Watcher {
       this.opts.onReport?.({ kind: "error", message, retryInMs });
     }
     this.inFlightSince = 0;
+    // The answer goes out in a promise reaction: let it run before health and the state file.
+    if (handOffs.length) await new Promise((r) => setImmediate(r));
     this.judgeHealth();
     await this.writeState();
   }

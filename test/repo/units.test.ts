@@ -133,6 +133,21 @@ describe("memory index", () => {
     expect(index.packs.size).toBe(31);
     expect([...index.entries()].map(([id]) => id)).toEqual(ids);
   });
+
+  it("reads an id's hex in either case, and a malformed id (a hostile tree's) as unknown, never as another blob", () => {
+    const index = new MemoryIndex();
+    // An id with the byte 0x10 at an even position: "0g" there must not read as "10".
+    let id = "";
+    while (!/^(?:..)*?10/.test(id)) id = randomBytes(32).toString("hex");
+    const at = id.match(/^(?:..)*?10/)![0].length - 2;
+    index.addPack({ id: "ee".repeat(32), size: 1, blobs: [{ type: BlobType.Data, id, offset: 0, length: 1, inFrame: 0, rawLength: 5 }] });
+    expect(index.rawLengthOf(id)).toBe(5);
+    expect(index.rawLengthOf(id.toUpperCase())).toBe(5);
+    for (const bad of [`${id.slice(0, at)}0g${id.slice(at + 2)}`, `${id.slice(0, 62)}zz`, id.slice(0, 62), `${id}00`, "", "xyz"]) {
+      expect(index.rawLengthOf(bad)).toBe(0);
+      expect(index.has(bad)).toBe(false);
+    }
+  });
 });
 
 describe("latest and imports", () => {

@@ -18,6 +18,8 @@ import {
   runScheduled,
   Scheduler,
   scheduleStateFile,
+  upcomingJobs,
+  upcomingJobsFrom,
 } from "../../src/watch/schedule.js";
 import { cli, expectOneLineError, initRepo, ok, snapshot } from "../helpers/cli.js";
 import { makeSandbox, type Sandbox, writePiConfigFiles } from "../helpers/tmp.js";
@@ -46,6 +48,24 @@ describe("fire times", () => {
   it("a fire time exactly at `from` is not next (strictly after)", () => {
     const [r] = nextRuns([{ job: "retention", cron: "17 3 * * *" }], local(2026, 12, 1, 3, 17), 1);
     expect(r.next).toEqual([local(2026, 12, 2, 3, 17)]);
+  });
+});
+
+describe("upcoming jobs as the clock moves (the watcher's state)", () => {
+  it("answers at every moment what a fresh computation answers: across fire times, a seconds field, and a clock set back", () => {
+    const schedules: Schedule[] = [
+      { job: "retention", cron: "17 3 * * *" },
+      { job: "check", cron: "*/20 * * * * *" },
+      { job: "prune", cron: "0 0 29 2 *" },
+    ];
+    const upcoming = upcomingJobsFrom(schedules);
+    const start = local(2027, 3, 1, 3, 16, 50).getTime();
+    // Every 7 s for 3 minutes (past 03:17:00 and several 20-second fires), then back an hour, then on.
+    const moments = [...Array.from({ length: 26 }, (_, i) => start + i * 7000), start - 3_600_000, start - 3_600_000 + 5000, start + 100_000];
+    for (const t of moments) {
+      const now = new Date(t);
+      expect(upcoming(now), now.toString()).toEqual(upcomingJobs(schedules, now));
+    }
   });
 });
 
