@@ -1,7 +1,8 @@
 /**
- * What `pi-guard snapshot` does once its flags are parsed: by the command table (repo-commands.ts)
- * or, for a plain snapshot, by the early dispatch in start.ts, which runs it before commander and
- * the other commands are loaded. One body for both, so their output and exit codes are the same.
+ * What `pi-guard snapshot` does once its flags are parsed, for the command table (repo-commands.ts)
+ * and for a plain snapshot (start.ts's early dispatch): snapshot-plain.ts prints a snapshot the
+ * watcher took with printSnapshot, and snapshot-direct.ts runs snapshotAction when none did. One
+ * body for all, so their output and exit codes are the same.
  */
 import type { SnapshotTaken } from "../library/snapshot.js";
 import type { Context } from "./context.js";
