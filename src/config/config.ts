@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { RepoError } from "../repo/errors.js";
+import { insideOf, isInside } from "./inside.js";
 import { bool, either, fields, list, member, num, optional, ShapeProblem, str, withDefault } from "../repo/shape.js";
 import { normalizeRepoLocation, parseRepoLocation } from "../targets/location.js";
 import { readSessionsLink, type SessionsLink, sessionsDir as piSessionsDir } from "../agents/pi/paths.js";
@@ -252,21 +253,7 @@ function readConfigFile(file: string): ConfigFileShape {
   return parsed;
 }
 
-export function isInside(child: string, parent: string): boolean {
-  const rel = path.relative(path.resolve(parent), path.resolve(child));
-  return rel === "" || (!rel.startsWith("..") && !path.isAbsolute(rel));
-}
-
-/**
- * isInside against one parent for many children that are already resolved (path.resolve): the
- * watcher's filter runs for every file event, and resolving the parent (and the child, twice, in
- * path.relative) on each call was most of its cost.
- */
-export function insideOf(parent: string): (resolvedChild: string) => boolean {
-  const base = path.resolve(parent);
-  const prefix = base.endsWith(path.sep) ? base : base + path.sep;
-  return (child) => child === base || child.startsWith(prefix);
-}
+export { insideOf, isInside };
 
 /** flags > environment > config file > XDG defaults. */
 export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Config {

@@ -4,16 +4,12 @@
 import path from "node:path";
 import { agentDir as defaultAgentDir, ENV_AGENT_DIR, readSessionsLink, sessionsDir, sessionsLinkNote } from "./paths.js";
 import { dirByPrecedence } from "../locate.js";
+import { isInside } from "../../config/inside.js";
 import type { AgentLocation, AgentRoot, LocateContext } from "../types.js";
 
 /** The historic root names: old repositories' snapshots and parent matching key on them. */
 export const PI_AGENT_ROOT = "agent";
 export const PI_SESSIONS_ROOT = "sessions";
-
-const isInside = (child: string, parent: string): boolean => {
-  const rel = path.relative(path.resolve(parent), path.resolve(child));
-  return rel === "" || (!rel.startsWith("..") && !path.isAbsolute(rel));
-};
 
 /** flag > $PI_CODING_AGENT_DIR > config (`agents.pi.dir`, or the older top-level `agentDir`) > ~/.pi/agent. */
 export function locatePi(ctx: LocateContext): AgentLocation {
