@@ -51,7 +51,7 @@ const BATCH_BYTES = 2 * 1024 * 1024;
  */
 const SLICE_BYTES = 1024 * 1024;
 
-const TOKENIZE = "tokenize='porter unicode61 remove_diacritics 2'";
+export const TOKENIZE = "tokenize='porter unicode61 remove_diacritics 2'";
 
 // segments.from_bytes: where in the file the segment's lines begin (0: the whole file).
 // entries.line_at / line_len: the byte range of the entry's line in the file, or -1 when the

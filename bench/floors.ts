@@ -1,0 +1,123 @@
+// The floors under two of issue 20's session targets, measured on the corpus itself, in-process,
+// on one core (CPU time of this thread; nothing else of pi-guard runs):
+//   1. JSON.parse of every line: what a cold `sessions list` must do at least once per byte, since
+//      a summary counts and dates every entry (the two parse workers run exactly this, plus the
+//      summary); the list can take no less than bytes / (cores x this rate).
+//   2. summarizeFile, what those workers run: the parse and the summary.
+//   3. The search index's own text extraction (the parser and `indexedEntry` the build uses).
+//   4. FTS5 inserts of those texts alone into a fresh table made as the index's is (contentless,
+//      contentless_delete=1, the same tokenizer, the same pragmas, 2 MiB transactions): one SQLite
+//      database has one writer, so a cold build cannot pass this rate however the parsing is spread.
+//   5. The same inserts with no disk and FTS5's cheapest tokenizer: what no setting of one table can beat.
+//   npm run build && node dist/bench/floors.js --corpus <dir with home/.pi/agent/sessions> [--limit 256MiB]
+// A kept `node dist/bench/sessions.js --keep` corpus is such a dir. Writes nothing but a temp database.
+
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { loadSessionBytes } from "../src/sessions/read.js";
+import { indexedEntry } from "../src/sessions/search-text.js";
+import { TOKENIZE } from "../src/sessions/search-index.js";
+import { sqlite } from "../src/sqlite.js";
+import { summarizeFile } from "../src/sessions/summary.js";
+import { formatBytes, parseSize } from "./size.js";
+
+const { values: args } = parseArgs({ options: { corpus: { type: "string" }, limit: { type: "string" } } });
+if (!args.corpus) throw new Error("usage: floors --corpus DIR [--limit SIZE]");
+const limit = args.limit ? parseSize(args.limit) : Infinity;
+
+function sessionFiles(dir: string): string[] {
+  const out: string[] = [];
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) out.push(...sessionFiles(p));
+    else if (e.isFile() && e.name.endsWith(".jsonl")) out.push(p);
+  }
+  return out.sort();
+}
+
+/** CPU milliseconds of this thread spent in `fn`. */
+function cpu<T>(fn: () => T): [T, number] {
+  const t = process.cpuUsage();
+  const r = fn();
+  const u = process.cpuUsage(t);
+  return [r, (u.user + u.system) / 1000];
+}
+
+const work = mkdtempSync(join(tmpdir(), "pi-guard-floors-"));
+const Sqlite = sqlite();
+const db = new Sqlite(join(work, "fts.db"));
+db.pragma("journal_mode = WAL");
+db.pragma("synchronous = NORMAL");
+db.pragma("cache_size = -256");
+db.exec(`CREATE VIRTUAL TABLE fts USING fts5(text, content='', contentless_delete=1, ${TOKENIZE})`);
+// 5. The best case FTS5 itself allows: no disk (an in-memory database) and its cheapest tokenizer
+// ('ascii': no stemming, no Unicode folding). It changes what matches, so it is only a bound.
+const bare = new Sqlite(":memory:");
+bare.exec("CREATE VIRTUAL TABLE fts USING fts5(text, content='', contentless_delete=1, tokenize='ascii')");
+const inserter = (d: typeof db) => {
+  const insert = d.prepare("INSERT INTO fts (rowid, text) VALUES (?, ?)");
+  return d.transaction((texts: string[], first: number) => texts.forEach((t, i) => insert.run(first + i, t)));
+};
+const insertAll = inserter(db);
+const insertBare = inserter(bare);
+
+let bytes = 0;
+let files = 0;
+let lines = 0;
+let chars = 0;
+let rowid = 1;
+let parseMs = 0;
+let extractMs = 0;
+let insertMs = 0;
+let summaryMs = 0;
+let bareMs = 0;
+let pending: string[] = [];
+let pendingBytes = 0;
+const flush = () => {
+  insertMs += cpu(() => insertAll(pending, rowid))[1];
+  bareMs += cpu(() => insertBare(pending, rowid))[1];
+  rowid += pending.length;
+  pending = [];
+  pendingBytes = 0;
+};
+for (const file of sessionFiles(join(args.corpus, "home/.pi/agent/sessions"))) {
+  if (bytes >= limit) break;
+  const data = readFileSync(file);
+  bytes += data.length;
+  files++;
+  const text = data.toString("utf8");
+  parseMs += cpu(() => {
+    for (let at = 0; at < text.length; ) {
+      const nl = text.indexOf("\n", at);
+      const end = nl === -1 ? text.length : nl;
+      if (end > at) {
+        JSON.parse(text.slice(at, end));
+        lines++;
+      }
+      at = end + 1;
+    }
+  })[1];
+  summaryMs += cpu(() => summarizeFile(file, "floors"))[1];
+  const [texts, ms] = cpu(() => loadSessionBytes(data, file).entries.flatMap((e) => indexedEntry(e)?.text ?? []));
+  extractMs += ms;
+  for (const t of texts) chars += t.length;
+  pending.push(...texts);
+  pendingBytes += data.length;
+  if (pendingBytes >= 2 * 1024 * 1024) flush();
+}
+if (pending.length) flush();
+db.close();
+bare.close();
+const indexBytes = statSync(join(work, "fts.db")).size;
+rmSync(work, { recursive: true, force: true });
+
+const mbs = (ms: number) => (bytes / 1e6 / (ms / 1000)).toFixed(1);
+const cores = 2;
+console.log(`corpus: ${files} sessions, ${formatBytes(bytes)} (${bytes} B), ${lines} lines; indexed text ${(chars / 1e6).toFixed(1)} M characters; FTS5 table ${formatBytes(indexBytes)}`);
+console.log(`1. JSON.parse of every line:      ${(parseMs / 1000).toFixed(2)} s CPU, ${mbs(parseMs)} MB/s per core -> a cold list on ${cores} cores needs >= ${(parseMs / cores / 1000).toFixed(2)} s`);
+console.log(`2. summarizeFile (what the list's parse workers run): ${(summaryMs / 1000).toFixed(2)} s CPU, ${mbs(summaryMs)} MB/s per core -> ${(summaryMs / cores / 1000).toFixed(2)} s on ${cores} cores`);
+console.log(`3. parse + indexedEntry (the build's extraction): ${(extractMs / 1000).toFixed(2)} s CPU, ${mbs(extractMs)} MB/s per core`);
+console.log(`4. FTS5 inserts alone (one writer): ${(insertMs / 1000).toFixed(2)} s CPU, ${mbs(insertMs)} MB/s of corpus, ${(chars / 1e6 / (insertMs / 1000)).toFixed(1)} M characters/s -> a cold build needs >= ${(insertMs / 1000).toFixed(1)} s`);
+console.log(`5. FTS5 at its cheapest (in memory, 'ascii' tokenizer; other results): ${(bareMs / 1000).toFixed(2)} s CPU, ${mbs(bareMs)} MB/s of corpus`);
