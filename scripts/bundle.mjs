@@ -96,6 +96,10 @@ const WARM = new Set([
   "sessions/short-id.js",
   "sessions/read.js",
   "sessions/search-text.js",
+  // Another agent detected (its sessions' stat are in the catalog's fingerprint), or a hit in its session.
+  "sessions/agent-sessions.js",
+  "agents/registry.js",
+  "agents/files.js",
 ]);
 const HAND_OVER = "cli/main.js";
 const warmSeen = new Set();

@@ -9,13 +9,22 @@ import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PROJECT_ROOT, type CliResult } from "../helpers/cli.js";
+import { runClaude, startClaudeModel } from "../helpers/agents/claude.js";
+import { callTool, say } from "../helpers/fake-model/server.js";
 import { run, runOk } from "./cli.js";
 import { makeWorld, type World } from "./world.js";
 
 let w: World;
 beforeAll(async () => {
   w = await makeWorld("search-plain");
-});
+  // Another agent's session: Claude Code is then detected, and the catalog's fingerprint reads its sessions' stat.
+  const model = await startClaudeModel([callTool("Bash", { command: "echo heron-from-claude", description: "say heron" }), say("The echo printed heron-from-claude.")]);
+  try {
+    await runClaude(w.sb, model, "please echo a heron");
+  } finally {
+    await model.close();
+  }
+}, 180_000);
 afterAll(() => w?.sb.cleanup());
 
 /** What a search printed, without its timings. */
@@ -92,6 +101,7 @@ describe("the plain sessions search", () => {
     ["--json", '"user-message-selector"'],
     ["", "nothing-matches-this"],
     ["-q", "zebrafish"],
+    ["--json", "heron"],
   ])("%s %s: prints what the command table prints, cold in each way and warm", async (flag, query) => {
     const args = [...(flag ? [flag] : []), "sessions", "search", query];
     const before = path.join(w.sb.root, "data-before");
