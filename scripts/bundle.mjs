@@ -100,6 +100,8 @@ const WARM = new Set([
   "sessions/agent-sessions.js",
   "agents/registry.js",
   "agents/files.js",
+  // --since, --until, --date.
+  "sessions/time-filter.js",
 ]);
 const HAND_OVER = "cli/main.js";
 const warmSeen = new Set();

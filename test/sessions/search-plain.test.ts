@@ -102,8 +102,10 @@ describe("the plain sessions search", () => {
     ["", "nothing-matches-this"],
     ["-q", "zebrafish"],
     ["--json", "heron"],
-  ])("%s %s: prints what the command table prints, cold in each way and warm", async (flag, query) => {
-    const args = [...(flag ? [flag] : []), "sessions", "search", query];
+    ["--json", "zebrafish", "--since", "2020-01-01", "--agent", "pi"],
+    ["", "heron", "--until", "2999-01-01", "--live"],
+  ])("%s %s: prints what the command table prints, cold in each way and warm", async (flag, query, ...rest) => {
+    const args = [...(flag ? [flag] : []), "sessions", "search", query, ...rest];
     const before = path.join(w.sb.root, "data-before");
     for (const [how, makeCold] of [...Object.entries(COLD), ["warm", () => undefined] as const]) {
       await makeCold();
@@ -117,7 +119,7 @@ describe("the plain sessions search", () => {
       const plain = printed({ ...traced, stderr: traced.stderr.replace(handedOver, "") });
       rmSync(dataDir(), { recursive: true, force: true });
       cpSync(before, dataDir(), { recursive: true });
-      const table = printed(await run(w.sb, [...args.slice(0, -1), ...TABLE, query]));
+      const table = printed(await run(w.sb, [...(flag ? [flag] : []), "sessions", "search", ...TABLE, query, ...rest]));
       expect(plain.code, `${how}: ${plain.stderr}`).toBe(0);
       expect(plain, how).toEqual(table);
     }
