@@ -115,8 +115,9 @@ export async function showSession(host: SessionsHost, id: string, branch?: strin
 export async function searchSessions(host: SessionsHost, query: string, filter: SessionListFilter & { limit?: number; all?: boolean } = {}): Promise<SearchReport & { shortIds: Map<string, string> }> {
   const { assertSearchable, searchCatalog } = await import("./search.js");
   await assertSearchable(query); // an empty query fails before any work
+  const made = NotWarm.made;
   const f = await catalogFilter(filter);
-  return withCatalog(
+  const report = await withCatalog(
     host,
     !!filter.liveOnly,
     async (catalog) => {
@@ -126,6 +127,9 @@ export async function searchSessions(host: SessionsHost, query: string, filter: 
     },
     { damage: true },
   );
+  // A step off the warm path whose failure something caught (src/sessions/not-warm.ts) changed what was found.
+  if (host.warmOnly && NotWarm.made !== made) throw new NotWarm("a step off the warm path failed and was passed over");
+  return report;
 }
 
 /** `sessions delete`: snapshot (with pi-guard's tags), then move the live file into pi-guard's trash. */

@@ -6,4 +6,14 @@
  */
 export class NotWarm extends Error {
   override name = "NotWarm";
+  /**
+   * How many this process has made. Some reads fall back when they fail (a hit's text is left
+   * out), so a NotWarm can be caught on its way: searchSessions compares the count instead.
+   */
+  static made = 0;
+
+  constructor(message: string) {
+    super(message);
+    NotWarm.made++;
+  }
 }
