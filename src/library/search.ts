@@ -4,6 +4,7 @@
  * queried; with list filters only the records of the matching sessions are read.
  */
 import type { Config } from "../config/config.js";
+import { NotWarm } from "../sessions/not-warm.js";
 import type { SessionCatalog } from "../sessions/catalog.js";
 import type { SessionFilter } from "../sessions/query.js";
 import type { SyncReport } from "../sessions/search-index.js";
@@ -42,7 +43,7 @@ export async function searchCatalog(config: Pick<Config, "dataDir">, catalog: Se
   const filter = opts.filter ?? {};
   return withSearchIndex(config.dataDir, async (index) => {
     const sync = await index.sync(catalog, opts.snapshots ?? true, opts.warmOnly);
-    // (A warm index has no warnings: warmOnly stopped any sync that would read a session.)
+    if (opts.warmOnly && sync.warnings.length) throw new NotWarm("the index sync has warnings to print");
     for (const w of sync.warnings) opts.onWarning?.(w);
     // process.hrtime, not performance.now(): the global `performance` loads perf_hooks (nine modules) on first use.
     const started = process.hrtime.bigint();
