@@ -1,5 +1,6 @@
-// Bundles the compiled CLI (dist/src, from tsc) into dist/cli/: the command-line entry (start.js)
-// and the plain snapshot's hand-off (snapshot-plain.js), each one file; then the command table
+// Bundles the compiled CLI (dist/src, from tsc) into dist/cli/: the command-line entry (start.js),
+// the plain snapshot's hand-off (snapshot-plain.js) and the warm search (search-plain.js), each one
+// file; then the command table
 // (main.js), the workers, the library entry (index.js) and the entries those two files import
 // lazily, with shared chunks. A short command then loads a few files instead of ~60 modules, which
 // is a measurable part of its start-up. Other dependencies stay in node_modules (several are
@@ -41,27 +42,23 @@ rmSync(outdir, { recursive: true, force: true });
 // engine) stays a dynamic import of an entry of the split build, so that code is in the package
 // once and a direct snapshot runs on the same module instances as every other command. A dynamic
 // import added to the hand-off path and not listed here costs a file more, nothing else.
-const OWN = { start: "cli/start.js", "snapshot-plain": "cli/snapshot-plain.js" };
+const OWN = { start: "cli/start.js", "snapshot-plain": "cli/snapshot-plain.js", "search-plain": "cli/search-plain.js" };
 const HAND_OFF = new Set(["watch/socket.js", "engine/open.js", "watch/state.js", "host.js", "engine/verdict.js", "agents/pi/paths.js"]);
 const lazy = new Map(); // entry name -> compiled source, for the split build
 const src = `${root}dist/src/`;
+const relative = (a) => path.relative(src, path.resolve(a.resolveDir, a.path));
+// How every file of its own is built: one ES module for node, dependencies left in node_modules.
+const single = { absWorkingDir: root, outdir, bundle: true, format: "esm", platform: "node", target: "node20", external, logLevel: "warning" };
 await build({
-  absWorkingDir: root,
-  entryPoints: Object.fromEntries(Object.entries(OWN).map(([name, file]) => [name, `dist/src/${file}`])),
-  outdir,
-  bundle: true,
-  format: "esm",
-  platform: "node",
-  target: "node20",
-  external,
-  logLevel: "warning",
+  ...single,
+  entryPoints: Object.fromEntries(Object.entries(OWN).filter(([name]) => name !== "search-plain").map(([name, file]) => [name, `dist/src/${file}`])),
   plugins: [
     {
       name: "lazy-entries",
       setup(b) {
         b.onResolve({ filter: /^\./ }, (a) => {
           if (a.kind !== "dynamic-import") return undefined;
-          const file = path.relative(src, path.resolve(a.resolveDir, a.path));
+          const file = relative(a);
           if (HAND_OFF.has(file)) return undefined;
           const own = Object.entries(OWN).find(([, f]) => f === file);
           if (own) return { path: `./${own[0]}.js`, external: true };
@@ -74,6 +71,75 @@ await build({
     },
   ],
 });
+
+// search-plain.js (a plain `sessions search <query>`) runs a warm search wholly by itself and
+// hands anything else to main.js as strings (src/cli/search-plain.ts). So, unlike the two above,
+// it shares no module with the split build: the dynamic imports of the warm path (WARM) are
+// bundled in, main.js stays the one file of the split build it imports, and every other dynamic
+// import (the parse workers, the index build, the repository, the AWS SDK, restic) becomes a module
+// that throws, which the plain search takes as "not warm" and hands over. The build fails if the
+// output imports any other file of dist/cli, or if WARM names a file the path no longer imports.
+// A dynamic import added to the warm path and not listed here makes every search that reaches it
+// a hand-over: slower, never different.
+const WARM = new Set([
+  "library/sessions.js",
+  "library/search.js",
+  "library/catalog.js",
+  "engine/open.js",
+  "engine/native.js",
+  "sessions/catalog.js",
+  "sessions/source.js",
+  "targets/open.js",
+  "sessions/query.js",
+  "sessions/search-index.js",
+  "sessions/search-query.js",
+  "sessions/short-id.js",
+  "sessions/read.js",
+  "sessions/search-text.js",
+  // Another agent detected (its sessions' stat are in the catalog's fingerprint), or a hit in its session.
+  "sessions/agent-sessions.js",
+  "agents/registry.js",
+  "agents/files.js",
+  // --since, --until, --date.
+  "sessions/time-filter.js",
+]);
+const HAND_OVER = "cli/main.js";
+const warmSeen = new Set();
+const searchPlain = await build({
+  ...single,
+  entryPoints: { "search-plain": `dist/src/${OWN["search-plain"]}` },
+  metafile: true,
+  plugins: [
+    {
+      name: "warm-path-only",
+      setup(b) {
+        b.onResolve({ filter: /.*/ }, (a) => {
+          if (a.kind !== "dynamic-import") return undefined;
+          const file = a.path.startsWith(".") ? relative(a) : a.path;
+          if (file === HAND_OVER) return { path: "./main.js", external: true };
+          if (WARM.has(file)) {
+            warmSeen.add(file);
+            return undefined;
+          }
+          // A package left in node_modules is the same module for both copies: not this file's own code.
+          if (!a.path.startsWith(".") && !BUNDLED.has(a.path)) return undefined;
+          return { path: file, namespace: "not-warm" };
+        });
+        b.onLoad({ filter: /.*/, namespace: "not-warm" }, (a) => ({
+          contents: `import { NotWarm } from ${JSON.stringify(`${src}sessions/not-warm.js`)}; throw new NotWarm(${JSON.stringify(`${a.path} is not on the warm search path`)});`,
+          loader: "js",
+          resolveDir: src,
+        }));
+      },
+    },
+  ],
+});
+const stale = [...WARM].filter((f) => !warmSeen.has(f));
+if (stale.length) throw new Error(`bundle: search-plain's WARM names files the warm path does not import: ${stale.join(", ")}`);
+for (const [file, out] of Object.entries(searchPlain.metafile.outputs)) {
+  const ours = out.imports.filter((i) => i.external && /^\.\.?\//.test(i.path)).map((i) => i.path);
+  if (ours.join() !== "./main.js") throw new Error(`bundle: ${file} must import no file of dist/cli but ./main.js (the hand-over), yet imports ${ours.join(", ") || "none"}`);
+}
 
 await build({
   absWorkingDir: root,

@@ -19,8 +19,11 @@ export interface Output {
   quiet: boolean;
 }
 
+/** What printJson writes. */
+export const jsonText = (value: unknown): string => JSON.stringify(value, null, 2) + "\n";
+
 export function printJson(value: unknown): void {
-  process.stdout.write(JSON.stringify(value, null, 2) + "\n");
+  process.stdout.write(jsonText(value));
 }
 
 /**

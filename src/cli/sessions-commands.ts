@@ -1,47 +1,17 @@
 import type { Command } from "commander";
 import { context, type Context } from "./context.js";
-import { EXIT, formatBytes, info, printJson, table, warn } from "./output.js";
+import { formatBytes, info, printJson, table, warn } from "./output.js";
+import { day, listFilter, listRow, sessionsHost, type ListFlags } from "./sessions-common.js";
+import { searchSessionsCommand, type SearchFlags } from "./sessions-search.js";
 import { RepoError } from "../repo/errors.js";
 import type { SessionRecord } from "../sessions/catalog.js";
 import type { SessionView } from "../sessions/view.js";
-import type { SessionListFilter, SessionsHost, StatsOptions } from "../library/sessions.js";
-
-/** The list filters as commander parses them: `--live` is the library's liveOnly. */
-export interface ListFlags extends Omit<SessionListFilter, "liveOnly"> {
-  live?: boolean;
-}
-
-/** The sessions library (src/library/sessions.ts) over this command's config and engine; what it reports goes to stderr. */
-function sessionsHost(ctx: Context): SessionsHost {
-  return {
-    config: ctx.config,
-    engine: () => ctx.engine(),
-    open: () => ctx.open(),
-    lockWaitMs: ctx.lockWaitMs,
-    // Snapshots the catalog could not read: a warning, or damage (exit 3) when it could read none.
-    onDamage: (damage) => {
-      warn(damage.message);
-      if (damage.all) process.exitCode = EXIT.damaged;
-    },
-    onWarning: warn,
-  };
-}
-
-const listFilter = (opts: ListFlags): SessionListFilter => ({ project: opts.project, tag: opts.tag, since: opts.since, until: opts.until, date: opts.date, deleted: opts.deleted, host: opts.host, agent: opts.agent, liveOnly: !!opts.live });
-
-/** A catalog record as `sessions list --json` shows it: the per-day breakdown and copies are for `stats`. */
-const listRow = ({ usage: _u, turnsBySlot: _t, copied: _c, origins: _o, ...row }: SessionRecord) => row;
-
-const day = (iso: string | null): string => (iso ? iso.replace("T", " ").slice(0, 16) : "-");
+import type { StatsOptions } from "../library/sessions.js";
 
 function where(s: SessionRecord): string {
   const snaps = s.snapshotCount ? `${s.snapshotCount} snapshot${s.snapshotCount === 1 ? "" : "s"}` : "";
   if (s.deleted) return `DELETED, in ${snaps} (last ${s.lastSnapshot?.snapshotId.slice(0, 8)})`;
   return snaps ? `live + ${snaps}` : "live only";
-}
-
-function cut(text: string, max: number): string {
-  return text.length > max ? `…${text.slice(text.length - max + 1)}` : text;
 }
 
 /** The filters and options `stats` and `dashboard` share. */
@@ -193,30 +163,7 @@ Examples:
   $ pi-guard sessions search '"connection refused"' --project api --since "1 week ago"
   $ pi-guard sessions search 'refactor*' --deleted --json`,
     )
-    .action(async (query: string, opts: ListFlags & { limit: string; all?: boolean }, cmd: Command) => {
-      const ctx = context(cmd);
-      const limit = Number(opts.limit);
-      if (!Number.isInteger(limit) || limit < 1) throw new RepoError(`--limit must be a whole number above 0, not "${opts.limit}"`, "usage");
-      const { searchSessions } = await import("../library/sessions.js");
-      const { index: sync, results, capped, queryMs, shortIds: short } = await searchSessions(sessionsHost(ctx), query, { ...listFilter(opts), limit, all: opts.all });
-      if (ctx.out.json) {
-        printJson({ query, queryMs, index: sync, ...(capped && { capped }), results: results.map((r) => ({ ...r, session: listRow(r.session) })) });
-        return;
-      }
-      if (results.length === 0) {
-        info(ctx.out, `no sessions match "${query}" (${queryMs} ms)`);
-        return;
-      }
-      const lines: string[] = [];
-      for (const r of results) {
-        const s = r.session;
-        lines.push(`${short.get(s.id)}  ${s.name ?? cut(s.project, 40)}  ${day(s.lastActivity)}  ${s.deleted ? "DELETED  " : ""}score ${r.score.toFixed(2)}`);
-        for (const h of r.hits) lines.push(`    ${h.entryId} ${h.kind.padEnd(10)} ${h.snippet}`);
-      }
-      lines.push(`${results.length} session${results.length === 1 ? "" : "s"} in ${queryMs} ms${sync.indexed ? ` (indexed ${sync.indexed} changed session${sync.indexed === 1 ? "" : "s"} in ${sync.ms} ms)` : ""}`);
-      if (capped) lines.push(`more than ${capped.ranked.toLocaleString("en-US")} entries match: ranked the newest ${capped.ranked.toLocaleString("en-US")} (--all ranks every one)`);
-      info(ctx.out, lines.join("\n"));
-    });
+    .action((query: string, opts: SearchFlags, cmd: Command) => searchSessionsCommand(context(cmd), query, opts));
 
   sessions
     .command("delete")

@@ -3,6 +3,7 @@
  * restic binary (src/restic/). What restic cannot do as pi-guard does is refused in one line
  * (exit 2), never done differently in silence: see docs/RESTIC.md.
  */
+import { NotWarm } from "../sessions/not-warm.js";
 import type { Config } from "../config/config.js";
 import { RepoError } from "../repo/errors.js";
 import type { ResticSession } from "../restic/run.js";
@@ -77,6 +78,7 @@ export function resticEngine(config: Config, session: (isNew?: boolean) => Promi
       return { ...r, unreadable: [], ...(pruned ? { prune: { engine: "restic" as const } } : {}) };
     },
     async sessions(opts = {}) {
+      if (opts.warmOnly) throw new NotWarm("a restic repository's catalog is read through restic");
       const [{ SessionCatalog }, { resticCatalogSnapshots }] = await Promise.all([import("../sessions/catalog.js"), import("../restic/catalog.js")]);
       // restic locks the repository itself for each command it runs: nothing is held here.
       const catalog = await SessionCatalog.build({ config, repo: null, ...(opts.liveOnly ? {} : { snapshots: resticCatalogSnapshots(await s()) }) });

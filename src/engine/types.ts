@@ -137,6 +137,8 @@ export interface EngineSessionsOptions {
   /** Live files only: no repository is opened. */
   liveOnly?: boolean;
   lockWaitMs?: number;
+  /** Only a catalog whose cached view is current, read without unlocking anything; else NotWarm (src/sessions/not-warm.ts). */
+  warmOnly?: boolean;
 }
 
 export interface EngineCheckResult {

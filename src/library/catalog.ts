@@ -5,6 +5,8 @@
  * does), and held until the catalog is finished, so no prune removes what it is reading.
  */
 import type { Config } from "../config/config.js";
+import { NotWarm } from "../sessions/not-warm.js";
+import { parseRepoLocation } from "../targets/location.js";
 import type { Lock } from "../repo/lock.js";
 import type { Repository } from "../repo/repository.js";
 import type { SessionCatalog, SessionRecord } from "../sessions/catalog.js";
@@ -16,18 +18,21 @@ export interface OpenedCatalog {
   finish(ok: boolean): Promise<void>;
 }
 
-export async function openCatalog(config: Config, open: () => Promise<Repository>, opts: { liveOnly?: boolean; lockWaitMs?: number } = {}): Promise<OpenedCatalog> {
+export async function openCatalog(config: Config, open: () => Promise<Repository>, opts: { liveOnly?: boolean; lockWaitMs?: number; warmOnly?: boolean } = {}): Promise<OpenedCatalog> {
   // Only the modules a warm list or search needs: the session parser loads when something changed.
   const [{ SessionCatalog }, { lazyRepository }, { openTarget }] = await Promise.all([import("../sessions/catalog.js"), import("../sessions/source.js"), import("../targets/open.js")]);
   let lock: Lock | undefined;
   const openLocked = async () => {
+    if (opts.warmOnly) throw new NotWarm("the repository must be unlocked");
     const repo = await open();
     const { acquireLock } = await import("../repo/lock.js");
     lock = await acquireLock(repo, { exclusive: false, command: "sessions", waitMs: opts.lockWaitMs ?? 60_000 });
     return repo;
   };
+  // A remote repository's snapshot names are a request away: never warm.
+  if (opts.warmOnly && !opts.liveOnly && parseRepoLocation(config.repo).kind !== "local") throw new NotWarm("the repository is not a local folder");
   const repo = opts.liveOnly ? null : await lazyRepository(openTarget(config), openLocked);
-  const catalog = await SessionCatalog.build({ config, repo }).catch(async (err: unknown) => {
+  const catalog = await SessionCatalog.build({ config, repo, warmOnly: opts.warmOnly }).catch(async (err: unknown) => {
     await lock?.release();
     throw err;
   });

@@ -4,6 +4,7 @@
  * queried; with list filters only the records of the matching sessions are read.
  */
 import type { Config } from "../config/config.js";
+import { NotWarm } from "../sessions/not-warm.js";
 import type { SessionCatalog } from "../sessions/catalog.js";
 import type { SessionFilter } from "../sessions/query.js";
 import type { SyncReport } from "../sessions/search-index.js";
@@ -21,6 +22,8 @@ export interface SearchOptions {
   snapshots?: boolean;
   /** Hears what the index sync must tell the user (before the query runs). */
   onWarning?: (message: string) => void;
+  /** Search an index that is in line with the catalog already, else NotWarm (src/sessions/not-warm.ts) before any work. */
+  warmOnly?: boolean;
 }
 
 export interface SearchReport {
@@ -39,7 +42,8 @@ export async function searchCatalog(config: Pick<Config, "dataDir">, catalog: Se
   ftsQuery(text);
   const filter = opts.filter ?? {};
   return withSearchIndex(config.dataDir, async (index) => {
-    const sync = await index.sync(catalog, opts.snapshots ?? true);
+    const sync = await index.sync(catalog, opts.snapshots ?? true, opts.warmOnly);
+    if (opts.warmOnly && sync.warnings.length) throw new NotWarm("the index sync has warnings to print");
     for (const w of sync.warnings) opts.onWarning?.(w);
     // process.hrtime, not performance.now(): the global `performance` loads perf_hooks (nine modules) on first use.
     const started = process.hrtime.bigint();
@@ -50,7 +54,7 @@ export async function searchCatalog(config: Pick<Config, "dataDir">, catalog: Se
     const record = only ? (id: string) => only.get(id) : (id: string) => catalog.record(id);
     const { results, capped } = await runQuery(index, text, { allowed, record, source: catalog, limit: opts.limit ?? 20, hitsPerSession: opts.hitsPerSession ?? 3, rankCap: opts.all ? 0 : DEFAULT_RANK_CAP });
     return { index: sync, results, ...(capped && { capped }), queryMs: Math.round(Number(process.hrtime.bigint() - started) / 1e5) / 10 };
-  });
+  }, opts.warmOnly);
 }
 
 /** An empty or unusable query fails here, before any catalog is built. */

@@ -16,6 +16,7 @@ import type { DeleteResult } from "../sessions/trash.js";
 import type { SessionView } from "../sessions/view.js";
 import type { ZoneDays } from "../sessions/time-zone.js";
 import type { SearchReport } from "./search.js";
+import { NotWarm } from "../sessions/not-warm.js";
 
 /** Where the sessions come from, and who hears what the caller must be told along the way. */
 export interface SessionsHost {
@@ -29,6 +30,11 @@ export interface SessionsHost {
   onDamage?(damage: { all: boolean; message: string }): void;
   /** A line for the user (a session read only in part, a search index note). */
   onWarning?(message: string): void;
+  /**
+   * Only what a warm search does (searchSessions): NotWarm (src/sessions/not-warm.ts) at the first
+   * other step, and instead of telling onDamage or onWarning anything.
+   */
+  warmOnly?: boolean;
 }
 
 /** The filters of `sessions list` and `sessions search`, as typed (times as text, local unless zoned). */
@@ -56,9 +62,10 @@ export async function knownAgentName(name: string | undefined): Promise<string |
 /** The catalog over live files and (unless liveOnly) every snapshot, its damage reported first. */
 async function withCatalog<T>(host: SessionsHost, liveOnly: boolean, fn: (c: SessionCatalog) => Promise<T>, opts: { damage?: boolean } = {}): Promise<T> {
   const { withEngineCatalog } = await import("./catalog.js");
-  return withEngineCatalog(await host.engine(), { liveOnly, lockWaitMs: host.lockWaitMs }, async (catalog) => {
+  return withEngineCatalog(await host.engine(), { liveOnly, lockWaitMs: host.lockWaitMs, warmOnly: host.warmOnly }, async (catalog) => {
     if (opts.damage) {
       const damage = catalog.snapshotDamage({ location: host.config.repo, mirror: host.config.mirrors[0] });
+      if (damage && host.warmOnly) throw new NotWarm("damaged snapshots to report");
       if (damage) host.onDamage?.(damage);
     }
     return fn(catalog);
@@ -108,17 +115,21 @@ export async function showSession(host: SessionsHost, id: string, branch?: strin
 export async function searchSessions(host: SessionsHost, query: string, filter: SessionListFilter & { limit?: number; all?: boolean } = {}): Promise<SearchReport & { shortIds: Map<string, string> }> {
   const { assertSearchable, searchCatalog } = await import("./search.js");
   await assertSearchable(query); // an empty query fails before any work
+  const made = NotWarm.made;
   const f = await catalogFilter(filter);
-  return withCatalog(
+  const report = await withCatalog(
     host,
     !!filter.liveOnly,
     async (catalog) => {
-      const report = await searchCatalog(host.config, catalog, query, { filter: f, limit: filter.limit, all: filter.all, snapshots: !filter.liveOnly, onWarning: host.onWarning });
+      const report = await searchCatalog(host.config, catalog, query, { filter: f, limit: filter.limit, all: filter.all, snapshots: !filter.liveOnly, onWarning: host.onWarning, warmOnly: host.warmOnly });
       const { shortIds } = await import("../sessions/short-id.js");
       return { ...report, shortIds: shortIds(report.results.map((r) => r.session.id), catalog.ids) };
     },
     { damage: true },
   );
+  // A step off the warm path whose failure something caught (src/sessions/not-warm.ts) changed what was found.
+  if (host.warmOnly && NotWarm.made !== made) throw new NotWarm("a step off the warm path failed and was passed over");
+  return report;
 }
 
 /** `sessions delete`: snapshot (with pi-guard's tags), then move the live file into pi-guard's trash. */

@@ -20,6 +20,7 @@ import type { RepositorySource } from "./source.js";
 import type { SessionSummary } from "./summary.js";
 import type { KnownSecret } from "../export/secrets.js";
 import { PI_AGENT } from "./agent-name.js";
+import { NotWarm } from "./not-warm.js";
 import { readTags } from "./tags.js";
 import { compareStrings } from "../compare.js";
 import { hostName } from "../host.js";
@@ -67,6 +68,8 @@ export interface CatalogOptions {
   snapshots?: CatalogSnapshots;
   env?: Record<string, string | undefined>;
   host?: string;
+  /** Only the cached view, when it is current; else NotWarm, before anything is parsed or written. */
+  warmOnly?: boolean;
 }
 
 const fileNameId = (p: string): string | undefined => parseSessionFileName(path.basename(p))?.id;
@@ -186,6 +189,7 @@ export class SessionCatalog {
       this.view = cached;
       return;
     }
+    if (opts.warmOnly) throw new NotWarm("the session catalog changed");
     this.view = CatalogView.fromData({ fingerprint, ...(await this.scan(catalogDir, liveFiles, tags, host)) });
     await this.view.write(viewFile);
   }

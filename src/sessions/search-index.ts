@@ -12,11 +12,12 @@
 import type BetterSqlite3 from "better-sqlite3";
 import { sqlite } from "../sqlite.js";
 import { createHash } from "node:crypto";
-import { chmodSync, closeSync, openSync, rmSync } from "node:fs";
+import { chmodSync, closeSync, existsSync, openSync, rmSync } from "node:fs";
 import path from "node:path";
 import { makeDirs } from "../fs-safe.js";
 import { RepoError } from "../repo/errors.js";
 import type { SessionCatalog } from "./catalog.js";
+import { NotWarm } from "./not-warm.js";
 import type { IndexedEntry } from "./search-text.js";
 
 type Database = BetterSqlite3;
@@ -224,9 +225,13 @@ export class SearchIndex {
 
   private constructor(readonly db: Database) {}
 
-  /** Open (or create) the index in `dataDir`. SQLite errors are left to `withSearchIndex`. */
-  static async open(dataDir: string): Promise<SearchIndex> {
+  /**
+   * Open (or create) the index in `dataDir`. SQLite errors are left to `withSearchIndex`.
+   * `warmOnly`: an index of this schema that exists already, else NotWarm (nothing created or dropped).
+   */
+  static async open(dataDir: string, warmOnly = false): Promise<SearchIndex> {
     const file = searchIndexFile(dataDir);
+    if (warmOnly && !existsSync(file)) throw new NotWarm("there is no search index yet");
     try {
       await makeDirs(path.dirname(file), 0o700);
       // The index holds session text: private like the sessions (SQLite copies this mode to -wal and -shm).
@@ -248,6 +253,7 @@ export class SearchIndex {
       db.pragma("cache_size = -256");
       const version = tableExists(db, "info") ? db.prepare("SELECT value FROM info WHERE key = 'schema'").get()?.value : undefined;
       if (version !== SCHEMA_VERSION) {
+        if (warmOnly) throw new NotWarm("the search index has another schema");
         // Derived data only: an index of another shape (an older schema) is dropped and rebuilt,
         // and VACUUM gives its pages back (a schema 6 index held a copy of all the text).
         db.exec("DROP TABLE IF EXISTS fts; DROP TABLE IF EXISTS entries; DROP TABLE IF EXISTS segments; DROP TABLE IF EXISTS docs; DROP TABLE IF EXISTS info;");
@@ -289,8 +295,9 @@ export class SearchIndex {
   /**
    * Bring the index in line with the catalog. With `prune`, sessions the catalog no longer has
    * are dropped (not when the catalog was built from live files only, which hides snapshots).
+   * `warmOnly`: NotWarm unless it is in line already.
    */
-  async sync(catalog: SessionCatalog, prune: boolean): Promise<SyncReport> {
+  async sync(catalog: SessionCatalog, prune: boolean, warmOnly = false): Promise<SyncReport> {
     const started = process.hrtime.bigint(); // not performance.now(): see searchCatalog
     // The catalog's fingerprint names all of its inputs: the same one as after the last complete
     // sync means every version key is unchanged, so there is nothing to compare.
@@ -298,6 +305,7 @@ export class SearchIndex {
     const synced = this.db.prepare("SELECT value FROM info WHERE key = 'synced'").get()?.value;
     const report: SyncReport = { sessions: catalog.size, indexed: 0, appended: 0, removed: 0, ms: 0, warnings: [] };
     if (synced !== stamp) {
+      if (warmOnly) throw new NotWarm("the search index is behind the catalog");
       const docs = this.docState;
       let parser: Parser | undefined;
       let unread = 0;
@@ -531,15 +539,17 @@ const isDamaged = (err: unknown): boolean => /^SQLITE_(CORRUPT|NOTADB)/.test(sql
 /**
  * Run `fn` with the index open, and close it. The index is derived data, so a damaged one is
  * deleted and rebuilt (once) instead of failing the search; other SQLite errors name the file.
+ * `warmOnly` (SearchIndex.open): an error is passed on as it is, and nothing is deleted.
  */
-export async function withSearchIndex<T>(dataDir: string, fn: (index: SearchIndex) => Promise<T>): Promise<T> {
+export async function withSearchIndex<T>(dataDir: string, fn: (index: SearchIndex) => Promise<T>, warmOnly = false): Promise<T> {
   const file = searchIndexFile(dataDir);
   for (let attempt = 0; ; attempt++) {
     let index: SearchIndex | undefined;
     try {
-      index = await SearchIndex.open(dataDir);
+      index = await SearchIndex.open(dataDir, warmOnly);
       return await fn(index);
     } catch (err) {
+      if (warmOnly) throw err;
       if (attempt === 0 && isDamaged(err)) {
         index?.close();
         index = undefined;

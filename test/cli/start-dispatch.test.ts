@@ -5,19 +5,21 @@
 import type { Command } from "commander";
 import { describe, expect, it } from "vitest";
 import { buildProgram, GROUPS, type GlobalOptions } from "../../src/cli/main.js";
-import { commandWord, plainSnapshotArgs } from "../../src/cli/start.js";
+import { commandWord, plainSearchArgs, plainSnapshotArgs } from "../../src/cli/start.js";
 
-/** What commander's table makes of `args`: the snapshot action's options and globals, or why not. */
-async function commanderReads(args: string[]): Promise<{ opts: Record<string, unknown>; globals: GlobalOptions } | string> {
+/** What commander's table makes of `args`: the operands, options and globals of the action at `path` (["snapshot"]), or why not. */
+async function commanderReads(args: string[], path = ["snapshot"]): Promise<{ operands: unknown[]; opts: Record<string, unknown>; globals: GlobalOptions } | string> {
   const program = await buildProgram();
-  let seen: { opts: Record<string, unknown>; globals: GlobalOptions } | string = "no snapshot action";
-  program.configureOutput({ writeOut: () => undefined, writeErr: () => undefined, outputError: () => undefined });
-  const snapshot = program.commands.find((c) => c.name() === "snapshot")!;
-  snapshot.exitOverride().configureOutput({ writeOut: () => undefined, writeErr: () => undefined, outputError: () => undefined });
-  snapshot.action((opts: Record<string, unknown>, cmd: Command) => {
-    seen = { opts: { ...opts }, globals: cmd.optsWithGlobals() as GlobalOptions };
+  const quiet = { writeOut: () => undefined, writeErr: () => undefined, outputError: () => undefined };
+  let seen: { operands: unknown[]; opts: Record<string, unknown>; globals: GlobalOptions } | string = `no ${path.join(" ")} action`;
+  const all = (c: Command): Command[] => [c, ...c.commands.flatMap(all)];
+  for (const c of all(program)) c.exitOverride().configureOutput(quiet);
+  for (const c of all(program).slice(1)) c.action(() => void (seen = `command ${c.name()}`));
+  const target = path.reduce((c, name) => c.commands.find((sub) => sub.name() === name)!, program);
+  target.action((...a: unknown[]) => {
+    const opts = a.at(-2) as Record<string, unknown>;
+    seen = { operands: a.slice(0, -2), opts: { ...opts }, globals: program.opts() as GlobalOptions };
   });
-  for (const c of program.commands) if (c !== snapshot) c.action(() => void (seen = `command ${c.name()}`));
   try {
     program.parse(["node", "pi-guard", ...args]);
   } catch (err) {
@@ -81,6 +83,63 @@ describe("the early dispatch of a plain `pi-guard snapshot`", () => {
   });
 
   it.each(NOT_PLAIN.map((a) => [a.join(" ") || "(nothing)", a]))("%s: left to the command table", (_, args) => {
+    expect(plainSnapshotArgs(args)).toBeUndefined();
+  });
+});
+
+const PLAIN_SEARCH = [
+  ["sessions", "search", "xyzzy"],
+  ["--json", "sessions", "search", "deprecated callback"],
+  ["sessions", "search", "\"error handling\"", "--json"],
+  ["-r", "/r", "sessions", "--json", "search", "refactor*"],
+  ["sessions", "search", "x", "-n", "5", "--all", "--deleted"],
+  ["sessions", "search", "--limit=3", "x", "--project", "api", "--tag", "t"],
+  ["sessions", "search", "x", "--since", "1 week ago", "--until=2026-12-01", "--date", "2026-11-30"],
+  ["sessions", "search", "x", "--host", "h", "--agent", "pi", "--live", "--lock-wait", "0"],
+  ["sessions", "search", "x", "--limit", "0"],
+  ["sessions", "search", "sessions"],
+  ["--repo", "sessions", "sessions", "search", "x", "-q"],
+  ["sessions", "search", "x", "-n", "1", "-n", "2"],
+];
+
+const NOT_PLAIN_SEARCH = [
+  ["sessions", "search"],
+  ["sessions", "search", "a", "b"],
+  ["sessions", "search", "-x"],
+  ["sessions", "search", "x", "--help"],
+  ["sessions", "search", "x", "-n5"],
+  ["sessions", "search", "x", "-n"],
+  ["sessions", "search", "x", "--limit="],
+  ["sessions", "search", "x", "--project", "-p"],
+  ["sessions", "search", "x", "--all=1"],
+  ["sessions", "search", "x", "--"],
+  ["sessions", "--all", "search", "x"],
+  ["--deleted", "sessions", "search", "x"],
+  ["sessions", "list", "x"],
+  ["sessions", "ls"],
+  ["search", "sessions", "x"],
+  ["help", "sessions", "search"],
+  ["--version", "sessions", "search", "x"],
+];
+
+// The plain search (search-plain.ts) runs the search's action with what start.ts read: the same
+// query, options and globals commander's table gives it, or the table runs.
+describe("the early dispatch of a plain `pi-guard sessions search`", () => {
+  it.each(PLAIN_SEARCH.map((a) => [a.join(" "), a]))("%s: a plain search, read as commander reads it", async (_, args) => {
+    const mine = plainSearchArgs(args);
+    const theirs = await commanderReads(args, ["sessions", "search"]);
+    expect(typeof theirs, String(theirs)).toBe("object");
+    if (typeof theirs !== "object") return;
+    const { lockWait, ...globals } = theirs.globals;
+    expect(mine).toEqual({
+      query: theirs.operands[0],
+      opts: theirs.opts,
+      globals: lockWait === "60" && !args.some((a) => a.startsWith("--lock-wait")) ? globals : { ...globals, lockWait },
+    });
+  });
+
+  it.each(NOT_PLAIN_SEARCH.map((a) => [a.join(" "), a]))("%s: left to the command table", (_, args) => {
+    expect(plainSearchArgs(args)).toBeUndefined();
     expect(plainSnapshotArgs(args)).toBeUndefined();
   });
 });

@@ -85,6 +85,19 @@ describe("S3 outages are waited out", () => {
     expect(lines.join("\n")).toMatch(/SlowDown \(HTTP 503\)/);
   });
 
+  it("a `sessions search` on S3 (the plain search hands it to main.js, src/cli/search-plain.ts) through an outage at the first pack read: one progress line per wait", { timeout: 120_000 }, async () => {
+    await ok(sb, ["snapshot"], { env });
+    proxy.arm({ mode: "503", trigger: /^GET \S+\/data\//, ms: OUTAGE_MS });
+    const r = await cli(sb, ["--json", "sessions", "search", "hello"], { env });
+    expect(r.code, r.stderr).toBe(0);
+    expect(proxy.stats).toMatchObject({ started: true, ended: true });
+    expect(proxy.stats.refusedRequests).toBeGreaterThan(0);
+    expect(r.json<{ index: { indexed: number } }>().index.indexed).toBeGreaterThan(0);
+    const lines = stderrLines(r);
+    expect(lines.length).toBeGreaterThan(0);
+    for (const l of lines) expect(l).toMatch(RETRY_LINE);
+  });
+
   it("a retry budget shorter than the outage (PI_GUARD_RETRY_MAX, or retry.maxMs in the config file) fails in one line that names the outage", { timeout: 120_000 }, async () => {
     const configFile = path.join(sb.root, "retry-config.json");
     writeFileSync(configFile, JSON.stringify({ retry: { maxMs: 2000 } }));
