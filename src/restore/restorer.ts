@@ -264,17 +264,19 @@ export function planReport(plan: RestorePlan): RestoreReport {
 }
 
 /**
- * The threads that decode and write a restore's files. Restore is decryption-bound and the main
- * thread mostly waits, so it decrypts too. The threads write what they decode, so a local restore
- * runs a worker per core as well: on a machine others keep busy, three threads get a larger share
- * of the two cores than two (3 of 3 interleaved pairs faster, 1 GiB, load 10-11), for about 18 MB
- * each, so no more than two. Remote restores keep one: their streams' buffers already take that
- * memory. A caller that knows a restore will write may start the pool early (earlyRestorePool), so
- * that the threads boot while the main thread plans, and closes it.
+ * The threads that decode and write a restore's files. The threads write what they decode, so a
+ * local restore runs a worker per core, about 18 MB each, so no more than two; its main thread
+ * only plans, pins and counts: taking one job in three, it was the busiest thread and kept the
+ * workers waiting for their next jobs (1 GiB, 7 interleaved pairs at load 6: 3.29-3.81 s and
+ * 3.28-3.49 s of CPU without its share, 3.81-5.28 s and 3.42-3.65 s with it; a third worker
+ * instead took 20 MB more and more CPU). A remote restore keeps one worker, its streams' buffers
+ * already take that memory, and its main thread decodes too. A caller that knows a restore will
+ * write may start the pool early (earlyRestorePool), so that the threads boot while the main
+ * thread plans, and closes it.
  */
 function restorePool(repo: Repository): SealPool {
-  const workers = repo.target.localPath !== undefined ? (workersSetting() ?? Math.max(1, Math.min(2, os.availableParallelism()))) : defaultPoolSize(3);
-  return new SealPool(workers, true);
+  if (repo.target.localPath === undefined) return new SealPool(defaultPoolSize(3), true);
+  return new SealPool(workersSetting() ?? Math.max(1, Math.min(2, os.availableParallelism())), false);
 }
 
 /**
