@@ -339,7 +339,6 @@ export async function applyRestore(repo: Repository, plan: RestorePlan, given?: 
     // Files: each needed pack range is read once, and its blobs are written at their offsets into
     // every file's temp file; a file is renamed into place once all of its bytes are written.
     const contents = files.map((item) => item.node!.content ?? []);
-    const sizes = PackOrderedRead.sizes(repo, contents);
     const settled = new Set<number>();
     const sink = writer.sink(files, (f, err) => {
       settled.add(f);
@@ -348,12 +347,9 @@ export async function applyRestore(repo: Repository, plan: RestorePlan, given?: 
       done(files[f]);
     });
     // A file whose blobs do not add up to its size is damaged: nothing of it is written.
-    sizes.forEach((size, f) => {
-      if (size !== undefined && size !== (files[f].node!.size ?? 0)) {
-        sink.fail(f, new RepoError(`its data holds ${size} bytes where the snapshot's file list says ${files[f].node!.size}`, "corrupt"));
-      }
-    });
-    await new PackOrderedRead(repo, pool, { signal: opts.signal }).run(contents, sink);
+    const checkSize = (f: number, size: number) =>
+      size === (files[f].node!.size ?? 0) ? undefined : new RepoError(`its data holds ${size} bytes where the snapshot's file list says ${files[f].node!.size}`, "corrupt");
+    await new PackOrderedRead(repo, pool, { signal: opts.signal }).run(contents, sink, checkSize);
     await writer.settled();
     opts.signal?.throwIfAborted();
     files.forEach((item, f) => {
