@@ -101,16 +101,14 @@ export interface SafeRestoreResult {
  */
 export async function restore(config: Config, repo: Repository, when: string, opts: SafeRestoreOptions = {}): Promise<SafeRestoreResult> {
   const warnings: string[] = [];
-  return withRestoreLock(repo, "restore", opts, warnings, async (signal) => {
-    // Into a target folder nothing is snapshotted first (nothing there is replaced), so the
-    // decoding threads can boot now, on another core, while this thread loads the index and plans.
-    const pool = opts.targetDir && !opts.dryRun ? await earlyRestorePool(repo) : undefined;
-    try {
-      return await restoreLocked(config, repo, when, opts, warnings, signal, pool);
-    } finally {
-      await pool?.close();
-    }
-  });
+  // Into a target folder nothing is snapshotted first (nothing there is replaced), so the decoding
+  // threads can boot now, on another core, while this thread takes the lock, loads the index and plans.
+  const pool = opts.targetDir && !opts.dryRun ? await earlyRestorePool(repo) : undefined;
+  try {
+    return await withRestoreLock(repo, "restore", opts, warnings, (signal) => restoreLocked(config, repo, when, opts, warnings, signal, pool));
+  } finally {
+    await pool?.close();
+  }
 }
 
 async function restoreLocked(
