@@ -222,11 +222,12 @@ export async function planRestore(repo: Repository, record: SnapshotRecord, opts
 async function dropStaleSqliteSides(plan: RestorePlan, kept: Map<string, Set<string>>): Promise<void> {
   const planned = new Set(plan.items.map((i) => `${i.root}\0${i.key}`));
   // One listing per folder, not three lstat calls per file: the side files are rare, and a
-  // restore into an empty folder has no folder to list at all.
+  // restore into an empty folder has no folder to list at all. A folder that cannot be listed (no
+  // read permission) is checked name by name, as before.
   const namesBeside = cached((rootDir: string, comps: FsPath[]) =>
     fs.readdir(parentOf(rootDir, comps), { encoding: "buffer" }).then(
       (list) => new Set(list.map((n) => n.toString("latin1"))),
-      () => new Set<string>(),
+      (err: NodeJS.ErrnoException) => (err.code === "ENOENT" || err.code === "ENOTDIR" ? new Set<string>() : undefined),
     ),
   );
   for (const item of [...plan.items]) {
@@ -236,7 +237,8 @@ async function dropStaleSqliteSides(plan: RestorePlan, kept: Map<string, Set<str
     for (const suffix of SQLITE_SIDE_SUFFIXES) {
       const rel = item.rel + suffix;
       if (kept.get(item.root)?.has(rel) || planned.has(`${item.root}\0${rel}`)) continue;
-      if (!(await namesBeside(item.rootDir, item.comps)).has(Buffer.from(name + suffix).toString("latin1"))) continue;
+      const names = await namesBeside(item.rootDir, item.comps);
+      if (names && !names.has(Buffer.from(name + suffix).toString("latin1"))) continue;
       const comps = [...item.comps.slice(0, -1), name + suffix];
       const st = await fs.lstat(joinPath(dir, name + suffix)).catch(() => undefined);
       if (!st?.isFile()) continue;
