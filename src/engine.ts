@@ -101,26 +101,30 @@ export interface SafeRestoreResult {
  */
 export async function restore(config: Config, repo: Repository, when: string, opts: SafeRestoreOptions = {}): Promise<SafeRestoreResult> {
   const warnings: string[] = [];
-  // Into a target folder nothing is snapshotted first (nothing there is replaced), so the decoding
-  // threads can boot now, on another core, while this thread takes the lock, loads the index and plans.
-  const pool = opts.targetDir && !opts.dryRun ? await earlyRestorePool(repo) : undefined;
-  try {
-    return await withRestoreLock(repo, "restore", opts, warnings, (signal) => restoreLocked(config, repo, when, opts, warnings, signal, pool));
-  } finally {
-    await pool?.close();
-  }
+  return withRestoreLock(repo, "restore", opts, warnings, async (signal) => {
+    const chosen = await chooseSnapshotAt(repo, when, { host: opts.host });
+    // Into a target folder nothing is snapshotted first (nothing there is replaced), so the
+    // decoding threads of a whole restore can boot now, on another core, while this thread loads
+    // the index and plans. A session or a few paths are often small enough to need no thread.
+    const whole = opts.session === undefined && !opts.paths?.length;
+    const pool = opts.targetDir && whole && !opts.dryRun ? await earlyRestorePool(repo, chosen.record.snapshot.summary?.bytesTotal ?? 0) : undefined;
+    try {
+      return await restoreChosen(config, repo, chosen, opts, warnings, signal, pool);
+    } finally {
+      await pool?.close();
+    }
+  });
 }
 
-async function restoreLocked(
+async function restoreChosen(
   config: Config,
   repo: Repository,
-  when: string,
+  chosen: Selection<SnapshotRecord>,
   opts: SafeRestoreOptions,
   warnings: string[],
   signal: AbortSignal | undefined,
   pool: SealPool | undefined,
 ): Promise<SafeRestoreResult> {
-  const chosen = await chooseSnapshotAt(repo, when, { host: opts.host });
   warnings.push(...chosen.warnings);
   const snapshot = chosen.record;
   const { refused, ...where } = onlyAgent(await restoreDestinations(config, repo, snapshot, opts.targetDir, opts), { id: snapshot.id, ...snapshot.snapshot }, opts.agent);
