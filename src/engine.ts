@@ -12,6 +12,7 @@ import { Repository, type SnapshotBriefRecord, type SnapshotRecord } from "./rep
 import { ObjectNotFound, TargetError } from "./targets/target.js";
 import { openTarget } from "./targets/open.js";
 import { withLock } from "./repo/lock.js";
+import type { SealPool } from "./repo/seal-pool.js";
 import type { ArchiveResult } from "./restore/archive.js";
 import { type DiscardReport, measureDiscards } from "./restore/discards.js";
 import { findJournal, journalOutcome, newJournal, type RestoreJournal, writeJournal } from "./restore/journal.js";
@@ -25,6 +26,7 @@ import {
   describeFsError,
   planReport,
   planRestore,
+  earlyRestorePool,
   type RestoreFailure,
   type RestoreOptions,
   type RestorePlan,
@@ -101,40 +103,61 @@ export async function restore(config: Config, repo: Repository, when: string, op
   const warnings: string[] = [];
   return withRestoreLock(repo, "restore", opts, warnings, async (signal) => {
     const chosen = await chooseSnapshotAt(repo, when, { host: opts.host });
-    warnings.push(...chosen.warnings);
-    const snapshot = chosen.record;
-    const { refused, ...where } = onlyAgent(await restoreDestinations(config, repo, snapshot, opts.targetDir, opts), { id: snapshot.id, ...snapshot.snapshot }, opts.agent);
-    if (opts.targetDir) await ensureWritableDir(path.resolve(opts.targetDir));
-    const selection = opts.session !== undefined || opts.paths?.length ? await selectUnits(repo, snapshot, opts) : undefined;
-    if (selection?.session) sessionWritten(selection, where.destinations, refused);
-    const planned = await planRestore(repo, snapshot, { ...opts, ...where, units: selection?.keys, durable: !opts.targetDir, scope: pathInScope(config.filter) });
-    const merges = selection ? guardLiveDatabases(config, planned, selection) : [];
-    const plan = withoutMerged(planned, merges);
-    // Every merge is checked and counted before anything is written: a schema it cannot merge is refused here.
-    const counted = await applyMerges(repo, snapshot, merges, { dryRun: true });
-    const inPlace = !opts.targetDir;
-    const done = {
-      snapshot,
-      resolved: chosen.resolved,
-      warnings,
-      discards: inPlace ? await measureDiscards(repo, plan) : undefined,
-      ...(selection ? { checks: selection.checks } : {}),
-      ...(merges.length ? { rows: counted.map((c) => c.report) } : {}),
-    };
-    if (opts.dryRun) return { ...done, report: withRefused(planReport(plan), refused) };
-    const replaces = merges.length > 0 || plan.items.some((i) => i.type !== "dir" && (i.action === "replace" || i.action === "delete"));
-    const undoSnapshot = inPlace && replaces ? await savePreRestore(withRestoredRoots(config, where.destinations), repo, opts, "restore") : undefined;
-    const journal = inPlace && (plan.changes > 0 || merges.length > 0) ? newJournal(config, repo, plan, undoSnapshot, merges) : undefined;
-    if (journal) {
-      await writeJournal(config.stateDir, journal).catch((err) => {
-        throw describeFsError(err, `the restore journal into ${config.stateDir} (nothing was restored)`);
-      });
+    // Into a target folder nothing is snapshotted first (nothing there is replaced), so the
+    // decoding threads of a whole restore can boot now, on another core, while this thread loads
+    // the index and plans. A session or a few paths are often small enough to need no thread.
+    const whole = opts.session === undefined && !opts.paths?.length;
+    const pool = opts.targetDir && whole && !opts.dryRun ? await earlyRestorePool(repo, chosen.record.snapshot.summary?.bytesTotal ?? 0) : undefined;
+    try {
+      return await restoreChosen(config, repo, chosen, opts, warnings, signal, pool);
+    } finally {
+      await pool?.close();
     }
-    const report = await applyRestore(repo, { ...plan, opts: { ...plan.opts, signal } });
-    const merged = await mergeInto(repo, snapshot, merges, report);
-    if (journal) await writeJournal(config.stateDir, await journalOutcome(journal, plan, report, merged));
-    return { ...done, ...(merges.length ? { rows: merged.map((m) => m.report) } : {}), report: withRefused(report, refused), undoSnapshot, undo: journal?.id };
   });
+}
+
+async function restoreChosen(
+  config: Config,
+  repo: Repository,
+  chosen: Selection<SnapshotRecord>,
+  opts: SafeRestoreOptions,
+  warnings: string[],
+  signal: AbortSignal | undefined,
+  pool: SealPool | undefined,
+): Promise<SafeRestoreResult> {
+  warnings.push(...chosen.warnings);
+  const snapshot = chosen.record;
+  const { refused, ...where } = onlyAgent(await restoreDestinations(config, repo, snapshot, opts.targetDir, opts), { id: snapshot.id, ...snapshot.snapshot }, opts.agent);
+  if (opts.targetDir) await ensureWritableDir(path.resolve(opts.targetDir));
+  const selection = opts.session !== undefined || opts.paths?.length ? await selectUnits(repo, snapshot, opts) : undefined;
+  if (selection?.session) sessionWritten(selection, where.destinations, refused);
+  const planned = await planRestore(repo, snapshot, { ...opts, ...where, units: selection?.keys, durable: !opts.targetDir, scope: pathInScope(config.filter) });
+  const merges = selection ? guardLiveDatabases(config, planned, selection) : [];
+  const plan = withoutMerged(planned, merges);
+  // Every merge is checked and counted before anything is written: a schema it cannot merge is refused here.
+  const counted = await applyMerges(repo, snapshot, merges, { dryRun: true });
+  const inPlace = !opts.targetDir;
+  const done = {
+    snapshot,
+    resolved: chosen.resolved,
+    warnings,
+    discards: inPlace ? await measureDiscards(repo, plan) : undefined,
+    ...(selection ? { checks: selection.checks } : {}),
+    ...(merges.length ? { rows: counted.map((c) => c.report) } : {}),
+  };
+  if (opts.dryRun) return { ...done, report: withRefused(planReport(plan), refused) };
+  const replaces = merges.length > 0 || plan.items.some((i) => i.type !== "dir" && (i.action === "replace" || i.action === "delete"));
+  const undoSnapshot = inPlace && replaces ? await savePreRestore(withRestoredRoots(config, where.destinations), repo, opts, "restore") : undefined;
+  const journal = inPlace && (plan.changes > 0 || merges.length > 0) ? newJournal(config, repo, plan, undoSnapshot, merges) : undefined;
+  if (journal) {
+    await writeJournal(config.stateDir, journal).catch((err) => {
+      throw describeFsError(err, `the restore journal into ${config.stateDir} (nothing was restored)`);
+    });
+  }
+  const report = await applyRestore(repo, { ...plan, opts: { ...plan.opts, signal } }, pool);
+  const merged = await mergeInto(repo, snapshot, merges, report);
+  if (journal) await writeJournal(config.stateDir, await journalOutcome(journal, plan, report, merged));
+  return { ...done, ...(merges.length ? { rows: merged.map((m) => m.report) } : {}), report: withRefused(report, refused), undoSnapshot, undo: journal?.id };
 }
 
 function withRefused(report: RestoreReport, refused: RestoreFailure[]): RestoreReport {

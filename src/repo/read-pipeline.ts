@@ -240,31 +240,16 @@ export class PackOrderedRead {
   }
 
   /**
-   * The sizes the files' blobs add up to (undefined: a blob is missing from the index, and the
-   * file is failed through `sink`).
-   */
-  static sizes(repo: Repository, files: readonly (readonly string[])[]): (number | undefined)[] {
-    return files.map((ids) => {
-      let n = 0;
-      for (const id of ids) {
-        const loc = repo.index.get(id);
-        if (!loc) return undefined;
-        n += loc.rawLength;
-      }
-      return n;
-    });
-  }
-
-  /**
    * Read every blob of `files` with each needed pack range fetched once, and hand each blob (checked
    * against its id) to every file and offset that holds it. Memory is bounded by the byte budget:
    * a read's bytes stay counted until all of its writes are done. Resolves when every read is
-   * done; throws only when aborted.
+   * done; throws only when aborted. `checkSize` sees the size each file's blobs add up to before
+   * anything is read: an error it returns fails the file, and nothing of it is read.
    */
-  async run(files: readonly (readonly string[])[], sink: BlobSink): Promise<void> {
+  async run(files: readonly (readonly string[])[], sink: BlobSink, checkSize?: (file: number, size: number) => Error | undefined): Promise<void> {
     const signal = this.opts.signal;
     const remaining = new Array<number>(files.length).fill(0);
-    const reads = this.plan(files, sink, remaining);
+    const reads = this.plan(files, sink, remaining, checkSize);
     files.forEach((_, f) => {
       if (remaining[f] === 0 && !sink.failed(f)) sink.done(f);
     });
@@ -293,11 +278,13 @@ export class PackOrderedRead {
     }
   }
 
-  private plan(files: readonly (readonly string[])[], sink: BlobSink, remaining: number[]): PackRead[] {
+  private plan(files: readonly (readonly string[])[], sink: BlobSink, remaining: number[], checkSize?: (file: number, size: number) => Error | undefined): PackRead[] {
     const index = this.repo.index;
     const frames = new Map<string, Map<number, PackFrame>>();
     files.forEach((ids, file) => {
+      if (sink.failed(file)) return;
       const locs = [];
+      let size = 0;
       for (const id of ids) {
         const loc = index.get(id);
         if (!loc) {
@@ -305,7 +292,10 @@ export class PackOrderedRead {
           return;
         }
         locs.push(loc);
+        size += loc.rawLength;
       }
+      const wrong = checkSize?.(file, size);
+      if (wrong) return void sink.fail(file, wrong);
       let pos = 0;
       locs.forEach((loc, i) => {
         let byOffset = frames.get(loc.pack);

@@ -54,6 +54,20 @@ export class SealPool {
     private readonly mainHelps: boolean | "when-behind" = false,
   ) {}
 
+  /** Worker threads this pool runs (0: everything inline). */
+  get threads(): number {
+    return this.size;
+  }
+
+  /**
+   * Start the workers now instead of on the first big batch: a thread takes tens of ms to boot and
+   * load its modules, which it can do on another core while the caller still prepares its work.
+   */
+  start(): this {
+    if (this.size > 0 && this.workers.length === 0 && !this.lost) this.startWorkers();
+    return this;
+  }
+
   private startWorkers(): void {
     const { file: workerFile, execArgv } = workerScript(import.meta.url, "seal-worker");
     for (let i = 0; i < this.size; i++) {

@@ -221,14 +221,26 @@ export async function planRestore(repo: Repository, record: SnapshotRecord, opts
  */
 async function dropStaleSqliteSides(plan: RestorePlan, kept: Map<string, Set<string>>): Promise<void> {
   const planned = new Set(plan.items.map((i) => `${i.root}\0${i.key}`));
+  // One listing per folder, not three lstat calls per file: the side files are rare, and a
+  // restore into an empty folder has no folder to list at all. A folder that cannot be listed (no
+  // read permission) is checked name by name, as before.
+  const namesBeside = cached((rootDir: string, comps: FsPath[]) =>
+    fs.readdir(parentOf(rootDir, comps), { encoding: "buffer" }).then(
+      (list) => new Set(list.map((n) => n.toString("latin1"))),
+      (err: NodeJS.ErrnoException) => (err.code === "ENOENT" || err.code === "ENOTDIR" ? new Set<string>() : undefined),
+    ),
+  );
   for (const item of [...plan.items]) {
     const name = item.comps.at(-1);
     if (item.type !== "file" || item.action === "unchanged" || typeof name !== "string") continue;
+    const dir = parentOf(item.rootDir, item.comps);
     for (const suffix of SQLITE_SIDE_SUFFIXES) {
       const rel = item.rel + suffix;
       if (kept.get(item.root)?.has(rel) || planned.has(`${item.root}\0${rel}`)) continue;
+      const names = await namesBeside(item.rootDir, item.comps);
+      if (names && !names.has(Buffer.from(name + suffix).toString("latin1"))) continue;
       const comps = [...item.comps.slice(0, -1), name + suffix];
-      const st = await fs.lstat(comps.reduce<FsPath>((p, c) => joinPath(p, c), item.rootDir)).catch(() => undefined);
+      const st = await fs.lstat(joinPath(dir, name + suffix)).catch(() => undefined);
       if (!st?.isFile()) continue;
       plan.items.push({ type: "delete", root: item.root, rootDir: item.rootDir, comps, rel, key: rel, action: "delete" });
       plan.changes++;
@@ -253,17 +265,57 @@ export function planReport(plan: RestorePlan): RestoreReport {
   return finish(report, plan);
 }
 
-/** Carry out a plan. Every file is either restored (and in `files`) or listed in `failed`. */
-export async function applyRestore(repo: Repository, plan: RestorePlan): Promise<RestoreReport> {
+/**
+ * The threads that decode and write a restore's files. The threads write what they decode, so a
+ * local restore runs a worker per core, about 18 MB each, so no more than two; its main thread
+ * only plans, pins and counts: taking one job in three, it was the busiest thread and kept the
+ * workers waiting for their next jobs (1 GiB, 7 interleaved pairs at load 6: 3.29-3.81 s and
+ * 3.28-3.49 s of CPU without its share, 3.81-5.28 s and 3.42-3.65 s with it; a third worker
+ * instead took 20 MB more and more CPU). A remote restore keeps one worker, its streams' buffers
+ * already take that memory, and its main thread decodes too. A caller that knows a restore will
+ * write may start the pool early (earlyRestorePool), so that the threads boot while the main
+ * thread plans, and closes it.
+ */
+function restorePool(repo: Repository): SealPool {
+  if (repo.target.localPath === undefined) return new SealPool(defaultPoolSize(3), true);
+  return new SealPool(workersSetting() ?? Math.max(1, Math.min(2, os.availableParallelism())), false);
+}
+
+/**
+ * Descriptors that must be free for a restore's workers to start before it plans: a booting
+ * thread opens its modules meanwhile, and under a low `ulimit -n` (64) 30 of them took every
+ * descriptor the planning needed (EMFILE listing the snapshots). Below it the pool starts with the
+ * first job, when the open-file budget leaves room for the threads.
+ */
+const EARLY_START_FREE_FDS = 256;
+
+/**
+ * Less than this to write is a few decode jobs, which may not need a thread at all (the pool starts
+ * one only for a batch of 256 KiB or more): a one-file restore took 0.29-0.33 s and 92 MB with two
+ * threads started early, 0.24-0.25 s and 73 MB without.
+ */
+const EARLY_START_BYTES = 4 * 1024 * 1024;
+
+/**
+ * restorePool's, started now, for a restore that will write about `bytes`; undefined when that is
+ * little, or when the open-file limit leaves too few descriptors to start threads beside the planning.
+ */
+export async function earlyRestorePool(repo: Repository, bytes: number): Promise<SealPool | undefined> {
+  if (!(bytes >= EARLY_START_BYTES)) return undefined;
+  const use = await descriptorUse();
+  if (use && use.limit - use.open < EARLY_START_FREE_FDS) return undefined;
+  return restorePool(repo).start();
+}
+
+/**
+ * Carry out a plan. Every file is either restored (and in `files`) or listed in `failed`. With
+ * `given`, the files are decoded on that pool (restorePool's), which the caller closes.
+ */
+export async function applyRestore(repo: Repository, plan: RestorePlan, given?: SealPool): Promise<RestoreReport> {
   const { opts } = plan;
   await repo.loadIndex();
-  // Restore is decryption-bound and the main thread mostly waits, so it decrypts too. The threads
-  // write what they decode, so a local restore runs a worker per core as well: on a machine
-  // others keep busy, three threads get a larger share of the two cores than two (3 of 3
-  // interleaved pairs faster, 1 GiB, load 10-11), for about 18 MB each, so no more than two.
-  // Remote restores keep one: their streams' buffers already take that memory.
-  const workers = repo.target.localPath !== undefined ? (workersSetting() ?? Math.max(1, Math.min(2, os.availableParallelism()))) : defaultPoolSize(3);
-  const pool = new SealPool(workers, true);
+  const pool = given ?? restorePool(repo);
+  const workers = pool.threads;
   const report = emptyReport(plan);
   const done = (item: PlanItem) => {
     report.files.push(fileEntry(item));
@@ -300,7 +352,6 @@ export async function applyRestore(repo: Repository, plan: RestorePlan): Promise
     // Files: each needed pack range is read once, and its blobs are written at their offsets into
     // every file's temp file; a file is renamed into place once all of its bytes are written.
     const contents = files.map((item) => item.node!.content ?? []);
-    const sizes = PackOrderedRead.sizes(repo, contents);
     const settled = new Set<number>();
     const sink = writer.sink(files, (f, err) => {
       settled.add(f);
@@ -309,12 +360,9 @@ export async function applyRestore(repo: Repository, plan: RestorePlan): Promise
       done(files[f]);
     });
     // A file whose blobs do not add up to its size is damaged: nothing of it is written.
-    sizes.forEach((size, f) => {
-      if (size !== undefined && size !== (files[f].node!.size ?? 0)) {
-        sink.fail(f, new RepoError(`its data holds ${size} bytes where the snapshot's file list says ${files[f].node!.size}`, "corrupt"));
-      }
-    });
-    await new PackOrderedRead(repo, pool, { signal: opts.signal }).run(contents, sink);
+    const checkSize = (f: number, size: number) =>
+      size === (files[f].node!.size ?? 0) ? undefined : new RepoError(`its data holds ${size} bytes where the snapshot's file list says ${files[f].node!.size}`, "corrupt");
+    await new PackOrderedRead(repo, pool, { signal: opts.signal }).run(contents, sink, checkSize);
     await writer.settled();
     opts.signal?.throwIfAborted();
     files.forEach((item, f) => {
@@ -330,7 +378,7 @@ export async function applyRestore(repo: Repository, plan: RestorePlan): Promise
     }
   } finally {
     await writer.abandon();
-    await pool.close();
+    if (!given) await pool.close();
   }
   return finish(report, plan);
 }
@@ -430,9 +478,9 @@ async function plannedAction(repo: Repository, parentWalk: Promise<FsPath | unde
 }
 
 /** Memoise a walk by (root, parent folder): the result, or the refusal, is the same for every file in it. */
-function cached(walk: (rootDir: string, comps: FsPath[]) => Promise<FsPath | undefined>) {
-  const seen = new Map<string, Promise<FsPath | undefined>>();
-  return (rootDir: string, comps: FsPath[]): Promise<FsPath | undefined> => {
+function cached<T>(walk: (rootDir: string, comps: FsPath[]) => Promise<T>) {
+  const seen = new Map<string, Promise<T>>();
+  return (rootDir: string, comps: FsPath[]): Promise<T> => {
     const key = [rootDir, ...comps.slice(0, -1).map((c) => (typeof c === "string" ? `s${c}` : `b${c.toString("base64")}`))].join("\0");
     let hit = seen.get(key);
     if (!hit) {
@@ -442,6 +490,11 @@ function cached(walk: (rootDir: string, comps: FsPath[]) => Promise<FsPath | und
     }
     return hit;
   };
+}
+
+/** The folder that holds `comps` under `rootDir`, joined as is (not walked). */
+function parentOf(rootDir: string, comps: FsPath[]): FsPath {
+  return comps.slice(0, -1).reduce<FsPath>((p, c) => joinPath(p, c), rootDir);
 }
 
 function tempName(name: FsPath): FsPath {
