@@ -13,7 +13,7 @@
 // A kept `node dist/bench/sessions.js --keep` corpus is such a dir. Writes nothing but a temp database.
 
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { loadSessionBytes } from "../src/sessions/read.js";
@@ -122,7 +122,7 @@ const indexBytes = statSync(join(work, "fts.db")).size;
 rmSync(work, { recursive: true, force: true });
 
 const mbs = (ms: number) => (bytes / 1e6 / (ms / 1000)).toFixed(1);
-const cores = 2;
+const cores = availableParallelism(); // the list runs a parse worker per core
 console.log(`corpus: ${files} sessions, ${formatBytes(bytes)} (${bytes} B), ${lines} lines; indexed text ${(chars / 1e6).toFixed(1)} M characters; FTS5 table ${formatBytes(indexBytes)}`);
 const floor = readMs + decodeMs + parseMs;
 console.log(`1. read ${(readMs / 1000).toFixed(2)} s + UTF-8 decode ${(decodeMs / 1000).toFixed(2)} s + JSON.parse of every line ${(parseMs / 1000).toFixed(2)} s CPU (${mbs(parseMs)} MB/s per core for the parse alone) -> a cold list on ${cores} cores needs >= ${(floor / cores / 1000).toFixed(2)} s`);
